@@ -1,0 +1,3 @@
+"""kafka-txn-tools: operator toolkit for hanging Kafka transactions."""
+
+__version__ = "0.1.0"
