@@ -28,6 +28,7 @@ app = typer.Typer(
 def _register() -> None:
     # Each import adds its commands to `app`; keep this list the single place commands are wired.
     from kafka_txn_tools.cli import broker_cmd  # noqa: F401
+    from kafka_txn_tools.cli import demo_cmd  # noqa: F401
 
 
 _register()

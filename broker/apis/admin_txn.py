@@ -1,0 +1,1 @@
+"""KIP-664 admin APIs (DescribeProducers, ListTransactions, DescribeTransactions, WriteTxnMarkers)."""

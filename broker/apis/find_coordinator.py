@@ -1,0 +1,59 @@
+"""FindCoordinator for groups (key type 0) and transactional ids (key type 1), single and batched (v4+)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.errors import CoordinatorNotAvailableError, InvalidRequestError
+from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
+
+from kafka_txn_broker.apis.context import RequestContext
+from kafka_txn_broker.apis.errors import error_code, error_message
+from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.coordinator_partition import GROUP_TOPIC, TXN_TOPIC, partition_for
+
+R = FindCoordinatorResponse
+GROUP, TRANSACTION = 0, 1
+
+
+def coordinator_node(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str, int]:
+    """The live leader of the key's internal-topic partition, creating the topic on first use."""
+    cfg = ctx.node.config
+    if key_type == GROUP:
+        topic = ctx.node.cluster.ensure_internal_topic(GROUP_TOPIC, cfg["offsets.topic.num.partitions"],
+                                                       cfg["offsets.topic.replication.factor"])
+    elif key_type == TRANSACTION:
+        topic = ctx.node.cluster.ensure_internal_topic(TXN_TOPIC, cfg["transaction.state.log.num.partitions"],
+                                                       cfg["transaction.state.log.replication.factor"])
+    else:
+        raise InvalidRequestError(f"unknown coordinator key type {key_type}")
+    if not key:
+        raise InvalidRequestError("coordinator key must not be empty")
+    state = topic.partitions[partition_for(key, len(topic.partitions))]
+    node = ctx.node.cluster.live_node(state.leader)
+    if node is None:
+        raise CoordinatorNotAvailableError(f"no live leader for {state.topic}-{state.partition}")
+    return node.node_id, node.host, node.port
+
+
+@api(FindCoordinatorRequest, FindCoordinatorResponse, 0, 6)
+async def handle(ctx: RequestContext, req: Any) -> Any:
+    key_type = getattr(req, "key_type", GROUP)
+    if ctx.api_version >= 4:
+        out = []
+        for key in req.coordinator_keys:
+            try:
+                nid, host, port = coordinator_node(ctx, key, key_type)
+                out.append(R.Coordinator(key=key, node_id=nid, host=host, port=port, error_code=0,
+                                         error_message=None))
+            except Exception as exc:
+                out.append(R.Coordinator(key=key, node_id=-1, host="", port=-1, error_code=error_code(exc),
+                                         error_message=error_message(exc)))
+        return R[ctx.api_version](throttle_time_ms=0, coordinators=out)
+    try:
+        nid, host, port = coordinator_node(ctx, req.key, key_type)
+        return R[ctx.api_version](throttle_time_ms=0, error_code=0, error_message=None, node_id=nid,
+                                  host=host, port=port)
+    except Exception as exc:
+        return R[ctx.api_version](throttle_time_ms=0, error_code=error_code(exc), error_message=error_message(exc),
+                                  node_id=-1, host="", port=-1)

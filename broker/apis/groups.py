@@ -1,0 +1,1 @@
+"""Group coordinator APIs (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch)."""

@@ -1,0 +1,46 @@
+"""ListOffsets: earliest, latest (high watermark, or LSO for read_committed), max timestamp, by time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
+
+from kafka_txn_broker.apis.context import RequestContext
+from kafka_txn_broker.apis.errors import error_code
+from kafka_txn_broker.apis.partitions import leader, resolve_topic
+from kafka_txn_broker.apis.registry import api
+
+R = ListOffsetsResponse
+TR = R.ListOffsetsTopicResponse
+PR = TR.ListOffsetsPartitionResponse
+
+LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+READ_COMMITTED = 1
+
+
+def _lookup(ctx: RequestContext, req: Any, topic_name: str, p: Any) -> Any:
+    try:
+        part = leader(ctx, resolve_topic(ctx, topic_name, None), p.partition_index)
+        log = part.log
+        ts, offset = -1, -1
+        if p.timestamp == LATEST:
+            offset = log.last_stable_offset if req.isolation_level == READ_COMMITTED else log.high_watermark
+        elif p.timestamp == EARLIEST:
+            offset = log.log_start_offset
+        else:
+            found = log.offset_for_timestamp(p.timestamp) if p.timestamp >= 0 else log.max_timestamp_offset()
+            if found is not None:
+                offset, ts = found
+        return PR(partition_index=p.partition_index, error_code=0, timestamp=ts, offset=offset,
+                  leader_epoch=part.state.leader_epoch, old_style_offsets=[offset] if offset >= 0 else [])
+    except Exception as exc:
+        return PR(partition_index=p.partition_index, error_code=error_code(exc), timestamp=-1, offset=-1,
+                  leader_epoch=-1, old_style_offsets=[])
+
+
+@api(ListOffsetsRequest, ListOffsetsResponse, 1, 9)
+async def handle(ctx: RequestContext, req: Any) -> Any:
+    topics = [TR(name=t.name, partitions=[_lookup(ctx, req, t.name, p) for p in t.partitions])
+              for t in req.topics]
+    return R[ctx.api_version](throttle_time_ms=0, topics=topics)

@@ -1,0 +1,82 @@
+"""Metadata: brokers, topics, partitions, leaders; auto-creates requested topics when enabled."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from kafka.errors import InvalidTopicError
+
+from kafka_txn_broker.apis.context import RequestContext
+from kafka_txn_broker.apis.errors import LEADER_NOT_AVAILABLE, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION
+from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.metadata import INTERNAL_TOPICS, TopicState
+from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+
+R = MetadataResponse
+T = R.MetadataResponseTopic
+P = T.MetadataResponsePartition
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def brokers(ctx: RequestContext) -> list[Any]:
+    cluster = ctx.node.cluster
+    return [R.MetadataResponseBroker(node_id=n.node_id, host=n.host, port=n.port, rack=None)
+            for n in cluster.nodes.values() if n.online]
+
+
+def topic_entry(ctx: RequestContext, topic: TopicState) -> Any:
+    live = {n for n, node in ctx.node.cluster.nodes.items() if node.online}
+    parts = []
+    for p in topic.partitions:
+        err = 0 if p.leader != -1 else LEADER_NOT_AVAILABLE
+        parts.append(P(error_code=err, partition_index=p.partition, leader_id=p.leader,
+                       leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas), isr_nodes=list(p.isr),
+                       offline_replicas=[r for r in p.replicas if r not in live]))
+    return T(error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=topic.internal,
+             partitions=parts)
+
+
+def _missing(name: str | None, topic_id: uuid.UUID | None, code: int) -> Any:
+    return T(error_code=code, name=name, topic_id=topic_id or ZERO_UUID, is_internal=False, partitions=[])
+
+
+def _auto_create(ctx: RequestContext, name: str) -> TopicState | None:
+    cfg = ctx.node.config
+    if name in INTERNAL_TOPICS:
+        return None
+    try:
+        return ctx.node.cluster.create_topic(name, cfg["num.partitions"], cfg["default.replication.factor"],
+                                             cap_replication=True)
+    except InvalidTopicError:
+        return None
+
+
+@api(MetadataRequest, MetadataResponse, 0, 12)
+async def handle(ctx: RequestContext, req: Any) -> Any:
+    meta = ctx.node.cluster.metadata
+    allow_auto = getattr(req, "allow_auto_topic_creation", True) and ctx.node.config["auto.create.topics.enable"]
+    if req.topics is None or (ctx.api_version == 0 and not req.topics):
+        topics = [topic_entry(ctx, t) for t in meta.topics.values()]
+    else:
+        topics = [_lookup(ctx, getattr(t, "name", None), getattr(t, "topic_id", None), allow_auto)
+                  for t in req.topics]
+    return R[ctx.api_version](throttle_time_ms=0, brokers=brokers(ctx), cluster_id=ctx.node.config["cluster.id"],
+                              controller_id=min(n for n, x in ctx.node.cluster.nodes.items() if x.online),
+                              topics=topics)
+
+
+def _lookup(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None, allow_auto: bool) -> Any:
+    meta = ctx.node.cluster.metadata
+    if not name and topic_id and topic_id != ZERO_UUID:
+        t = meta.topics_by_id.get(topic_id)
+        return topic_entry(ctx, t) if t else _missing(None, topic_id, UNKNOWN_TOPIC_ID)
+    assert name is not None
+    t = meta.topics.get(name)
+    if t is None and allow_auto:
+        t = _auto_create(ctx, name)
+        if t is not None:
+            # Like Kafka, the first answer for a just-created topic says LEADER_NOT_AVAILABLE... but
+            # our leaders exist at once, so answer with the real metadata and save the client a retry.
+            return topic_entry(ctx, t)
+    return topic_entry(ctx, t) if t else _missing(name, None, UNKNOWN_TOPIC_OR_PARTITION)

@@ -1,0 +1,52 @@
+"""Produce: validate and append record batches on the partition leader, replicate, acknowledge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.errors import CorruptRecordError, InvalidRequiredAcksError
+from kafka.protocol.producer import ProduceRequest, ProduceResponse
+
+from kafka_txn_broker.apis.context import RequestContext
+from kafka_txn_broker.apis.errors import error_code, error_message
+from kafka_txn_broker.apis.partitions import resolve_topic, writable_leader
+from kafka_txn_broker.apis.registry import api
+
+R = ProduceResponse
+TR = R.TopicProduceResponse
+PR = TR.PartitionProduceResponse
+
+
+def _append_one(ctx: RequestContext, req: Any, topic_data: Any, pdata: Any) -> Any:
+    try:
+        topic = resolve_topic(ctx, getattr(topic_data, "name", None), getattr(topic_data, "topic_id", None))
+        part = writable_leader(ctx, topic, pdata.index)
+        if pdata.records is None:
+            raise CorruptRecordError("produce request without records")
+        before = ctx.node.txn_coordinator.verify_produce(ctx, req, topic.name, pdata.index, pdata.records)
+        if before is not None:
+            raise before
+        info = part.append_as_leader(pdata.records, req.acks)
+        return PR(index=pdata.index, error_code=0, base_offset=info.first_offset,
+                  log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset,
+                  record_errors=[], error_message=None)
+    except Exception as exc:  # every per-partition failure becomes that partition's error code
+        return PR(index=pdata.index, error_code=error_code(exc), base_offset=-1, log_append_time_ms=-1,
+                  log_start_offset=-1, record_errors=[], error_message=error_message(exc))
+
+
+@api(ProduceRequest, ProduceResponse, 3, 12)
+async def handle(ctx: RequestContext, req: Any) -> Any:
+    if req.acks not in (-1, 0, 1):
+        err = InvalidRequiredAcksError.errno
+        responses = [TR(name=t.name, partition_responses=[PR(index=p.index, error_code=err, base_offset=-1)
+                                                         for p in t.partition_data]) for t in req.topic_data]
+        return R[ctx.api_version](responses=responses, throttle_time_ms=0)
+    responses = []
+    for t in req.topic_data:
+        parts = [_append_one(ctx, req, t, p) for p in t.partition_data]
+        responses.append(TR(name=getattr(t, "name", None), topic_id=getattr(t, "topic_id", None),
+                            partition_responses=parts))
+    if req.acks == 0:
+        return None  # acks=0: the client expects no response at all
+    return R[ctx.api_version](responses=responses, throttle_time_ms=0)

@@ -1,0 +1,24 @@
+"""InitProducerId: a fresh producer id for idempotent producers; transactional ids go to the coordinator."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse
+
+from kafka_txn_broker.apis.context import RequestContext
+from kafka_txn_broker.apis.registry import api
+
+R = InitProducerIdResponse
+
+
+@api(InitProducerIdRequest, InitProducerIdResponse, 0, 5)
+async def handle(ctx: RequestContext, req: Any) -> Any:
+    if req.transactional_id is None:
+        # Idempotent producer: any node hands out an id from its block; epoch starts at 0.
+        pid = ctx.node.producer_ids.generate()
+        return R[ctx.api_version](throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=0)
+    code, pid, epoch = await ctx.node.txn_coordinator.handle_init_producer_id(
+        req.transactional_id, req.transaction_timeout_ms, getattr(req, "producer_id", -1),
+        getattr(req, "producer_epoch", -1))
+    return R[ctx.api_version](throttle_time_ms=0, error_code=code, producer_id=pid, producer_epoch=epoch)

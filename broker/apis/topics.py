@@ -1,0 +1,70 @@
+"""CreateTopics and DeleteTopics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.errors import InvalidRequestError
+from kafka.protocol.admin import CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse
+
+from kafka_txn_broker.apis.context import RequestContext
+from kafka_txn_broker.apis.errors import error_code, error_message
+from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.metadata import INTERNAL_TOPICS
+
+CR = CreateTopicsResponse
+DR = DeleteTopicsResponse
+
+
+def _create(ctx: RequestContext, t: Any, validate_only: bool) -> Any:
+    cluster = ctx.node.cluster
+    cfg = ctx.node.config
+    try:
+        if t.assignments:
+            raise InvalidRequestError("manual replica assignments are not supported by the embedded broker")
+        partitions = cfg["num.partitions"] if t.num_partitions == -1 else t.num_partitions
+        rf = cfg["default.replication.factor"] if t.replication_factor == -1 else t.replication_factor
+        configs = {c.name: c.value for c in t.configs if c.value is not None}
+        if validate_only:
+            topic = cluster.metadata.create_topic(t.name, partitions, rf, configs, validate_only=True)
+        else:
+            topic = cluster.create_topic(t.name, partitions, rf, configs)
+        return CR.CreatableTopicResult(name=t.name, topic_id=topic.topic_id, error_code=0, error_message=None,
+                                       num_partitions=partitions, replication_factor=rf, configs=[])
+    except Exception as exc:
+        return CR.CreatableTopicResult(name=t.name, error_code=error_code(exc), error_message=error_message(exc),
+                                       num_partitions=-1, replication_factor=-1, configs=None)
+
+
+@api(CreateTopicsRequest, CreateTopicsResponse, 2, 7)
+async def handle_create(ctx: RequestContext, req: Any) -> Any:
+    validate_only = bool(getattr(req, "validate_only", False))
+    return CR[ctx.api_version](throttle_time_ms=0, topics=[_create(ctx, t, validate_only) for t in req.topics])
+
+
+def _delete(ctx: RequestContext, name: str | None, topic_id: Any) -> Any:
+    cluster = ctx.node.cluster
+    try:
+        if not name and topic_id is not None:
+            t = cluster.metadata.topics_by_id.get(topic_id)
+            name = t.name if t else None
+        if name in INTERNAL_TOPICS:
+            raise InvalidRequestError(f"the internal topic {name} cannot be deleted")
+        topic = cluster.metadata.topics.get(name or "")
+        if topic is None:
+            from kafka.errors import UnknownTopicOrPartitionError
+
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        cluster.delete_topic(topic.name)
+        return DR.DeletableTopicResult(name=name, topic_id=topic.topic_id, error_code=0, error_message=None)
+    except Exception as exc:
+        return DR.DeletableTopicResult(name=name, error_code=error_code(exc), error_message=error_message(exc))
+
+
+@api(DeleteTopicsRequest, DeleteTopicsResponse, 1, 6)
+async def handle_delete(ctx: RequestContext, req: Any) -> Any:
+    if ctx.api_version >= 6:
+        results = [_delete(ctx, t.name, t.topic_id) for t in req.topics]
+    else:
+        results = [_delete(ctx, n, None) for n in req.topic_names]
+    return DR[ctx.api_version](throttle_time_ms=0, responses=results)

@@ -1,0 +1,1 @@
+"""Transactional producer APIs (AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit)."""

@@ -1,0 +1,24 @@
+"""Where a group or transactional id lives: partitionFor(key) of its internal topic (Java hashCode)."""
+
+from __future__ import annotations
+
+GROUP_TOPIC = "__consumer_offsets"
+TXN_TOPIC = "__transaction_state"
+
+
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode over UTF-16 code units, as a signed 32-bit int."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def java_abs(value: int) -> int:
+    # Kafka's Utils.abs maps Integer.MIN_VALUE to 0 rather than overflowing.
+    return 0 if value == -(1 << 31) else abs(value)
+
+
+def partition_for(key: str, partitions: int) -> int:
+    return java_abs(java_string_hash(key)) % partitions

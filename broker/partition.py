@@ -1,0 +1,122 @@
+"""One replica of one partition on one node: its log, and (on the leader) the ISR and high watermark.
+
+Replication is in-process: after a leader append, each live follower copies the new batches from the
+leader's log into its own log (building its own producer state, as a Kafka follower does from Fetch),
+then the high watermark moves to the smallest log end offset in the ISR. Because all nodes share one
+event loop, an append and its replication happen in one step, so acks=all is satisfied on return.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kafka.errors import NotEnoughReplicasError, NotLeaderForPartitionError
+
+from kafka_txn_broker.coordinator_partition import GROUP_TOPIC
+from kafka_txn_broker.log.unified_log import UnifiedLog
+
+if TYPE_CHECKING:
+    from kafka_txn_broker.metadata import PartitionState
+    from kafka_txn_broker.replica_manager import ReplicaManager
+
+# Replication copies at most this much per read from the leader's log.
+_CATCH_UP_CHUNK = 8 * 1024 * 1024
+
+
+class Partition:
+    __slots__ = ("manager", "state", "log", "__weakref__")
+
+    def __init__(self, manager: ReplicaManager, state: PartitionState, log: UnifiedLog) -> None:
+        self.manager = manager
+        self.state = state
+        self.log = log
+
+    @property
+    def topic(self) -> str:
+        return self.state.topic
+
+    @property
+    def index(self) -> int:
+        return self.state.partition
+
+    @property
+    def node_id(self) -> int:
+        return self.manager.node_id
+
+    @property
+    def is_leader(self) -> bool:
+        return self.state.leader == self.manager.node_id
+
+    def check_leader(self) -> None:
+        if not self.is_leader:
+            raise NotLeaderForPartitionError(
+                f"node {self.node_id} is not the leader of {self.topic}-{self.index} (leader {self.state.leader})")
+
+    # ---- leader side -------------------------------------------------------------------------
+    def append_as_leader(self, records: Any, required_acks: int, origin: str = "client") -> Any:
+        self.check_leader()
+        if required_acks == -1 and len(self.state.isr) < self.manager.min_insync_replicas(self.topic):
+            raise NotEnoughReplicasError(
+                f"{self.topic}-{self.index} has {len(self.state.isr)} in-sync replicas, "
+                f"min.insync.replicas needs {self.manager.min_insync_replicas(self.topic)}")
+        info = self.log.append_as_leader(records, self.state.leader_epoch, origin=origin)
+        if not getattr(info, "duplicate", False):
+            self.replicate()
+        return info
+
+    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                      *, transaction_version: int = 1, txn_start_offset: int | None = None) -> int:
+        self.check_leader()
+        offset = self.log.append_marker(producer_id, producer_epoch, commit, coordinator_epoch,
+                                        self.state.leader_epoch, transaction_version=transaction_version,
+                                        txn_start_offset=txn_start_offset)
+        self.replicate()
+        if self.topic == GROUP_TOPIC:
+            # Transactional offset commits become visible (or are dropped) with the marker.
+            self.manager.node.group_coordinator.on_transaction_marker(self.index, producer_id, commit)
+        return int(offset)
+
+    def replicate(self) -> None:
+        """Bring every live follower up to the leader's log end, then advance the high watermark."""
+        for replica in self.state.replicas:
+            if replica == self.node_id:
+                continue
+            follower = self.manager.peer_replica(replica, self.topic, self.index)
+            if follower is None:
+                continue
+            follower.catch_up_from(self.log)
+            if replica not in self.state.isr and follower.log.log_end_offset >= self.log.log_end_offset:
+                self.manager.metadata.join_isr(self.state, replica)
+        self.update_high_watermark()
+
+    def update_high_watermark(self) -> None:
+        ends = [self.log.log_end_offset]
+        for replica in self.state.isr:
+            if replica == self.node_id:
+                continue
+            follower = self.manager.peer_replica(replica, self.topic, self.index)
+            if follower is not None:
+                ends.append(follower.log.log_end_offset)
+        hw = min(ends)
+        if hw != self.log.high_watermark:
+            self.log.high_watermark = hw
+            for replica in self.state.isr:
+                follower = self.manager.peer_replica(replica, self.topic, self.index)
+                if follower is not None and follower is not self:
+                    # Followers learn the high watermark from fetch responses in Kafka; same effect.
+                    follower.log.high_watermark = min(hw, follower.log.log_end_offset)
+            self.manager.notify_data()
+
+    # ---- follower side -----------------------------------------------------------------------
+    def catch_up_from(self, leader_log: UnifiedLog) -> None:
+        if self.log.log_end_offset > leader_log.log_end_offset:
+            # Only possible after a crash tore the leader's tail: the follower drops what the leader lost.
+            self.log.truncate_to(leader_log.log_end_offset)
+        while self.log.log_end_offset < leader_log.log_end_offset:
+            chunk = leader_log.read_for_replication(self.log.log_end_offset, _CATCH_UP_CHUNK)
+            if not chunk:
+                break
+            self.log.append_as_follower(chunk)
+
+    def close(self) -> None:
+        self.log.close()

@@ -1,0 +1,113 @@
+"""The replicas one node hosts: opening their logs, routing appends and reads, waking long polls."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from kafka_txn_broker.log.unified_log import UnifiedLog
+from kafka_txn_broker.metadata import PartitionState
+from kafka_txn_broker.partition import Partition
+
+if TYPE_CHECKING:
+    from kafka_txn_broker.node import BrokerNode
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+class ReplicaManager:
+    def __init__(self, node: BrokerNode) -> None:
+        self.node = node
+        self.node_id = node.node_id
+        self.metadata = node.cluster.metadata
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self._data_waiters: list[asyncio.Future[None]] = []
+        self._last_expiration_check = node.clock.millis()
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+    def open_replicas(self) -> None:
+        """Open (recovering as needed) the log of every replica assigned to this node."""
+        for state in self.metadata.all_partitions():
+            if self.node_id in state.replicas:
+                self.ensure_replica(state)
+
+    def ensure_replica(self, state: PartitionState) -> Partition:
+        key = (state.topic, state.partition)
+        part = self.partitions.get(key)
+        if part is None:
+            path = self.node.log_dir / f"{state.topic}-{state.partition}"
+            log_ = UnifiedLog.open(path, self.node.config, self.node.clock)
+            part = Partition(self, state, log_)
+            self.partitions[key] = part
+        return part
+
+    def shutdown(self) -> None:
+        for part in self.partitions.values():
+            try:
+                part.close()
+            except Exception:  # one failing log must not stop the others from closing cleanly
+                log.exception("closing %s-%s failed", part.topic, part.index)
+        self.partitions.clear()
+        for fut in self._data_waiters:
+            if not fut.done():
+                fut.set_result(None)
+
+    def add_topic(self, states: Iterable[PartitionState]) -> list[Partition]:
+        return [self.ensure_replica(s) for s in states if self.node_id in s.replicas]
+
+    def delete_topic(self, name: str) -> None:
+        for key in [k for k in self.partitions if k[0] == name]:
+            part = self.partitions.pop(key)
+            part.log.delete()
+        for leftover in self.node.log_dir.glob(f"{name}-*"):
+            if leftover.is_dir() and leftover.name.rsplit("-", 1)[0] == name:
+                shutil.rmtree(leftover, ignore_errors=True)
+
+    # ---- lookups -----------------------------------------------------------------------------
+    def get(self, topic: str, partition: int) -> Partition | None:
+        return self.partitions.get((topic, partition))
+
+    def peer_replica(self, node_id: int, topic: str, partition: int) -> Partition | None:
+        node = self.node.cluster.live_node(node_id)
+        return node.replica_manager.get(topic, partition) if node is not None else None
+
+    def min_insync_replicas(self, topic: str) -> int:
+        t = self.metadata.topics.get(topic)
+        value = t.configs.get("min.insync.replicas") if t else None
+        return int(value) if value is not None else int(self.node.config["min.insync.replicas"])
+
+    def leader_partitions(self) -> list[Partition]:
+        return [p for p in self.partitions.values() if p.is_leader]
+
+    def tick(self, now_ms: int) -> None:
+        """Forget idle producers every producer.id.expiration.check.interval.ms (Kafka's schedule)."""
+        interval = self.node.config["producer.id.expiration.check.interval.ms"]
+        if now_ms - self._last_expiration_check < interval:
+            return
+        self._last_expiration_check = now_ms
+        for part in self.partitions.values():
+            part.log.remove_expired_producers(now_ms)
+
+    # ---- long polling ------------------------------------------------------------------------
+    def notify_data(self) -> None:
+        """Wake every waiting Fetch: new data, a high watermark or an LSO moved somewhere."""
+        waiters, self._data_waiters = self._data_waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+
+    async def wait_for_data(self, timeout_s: float) -> None:
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._data_waiters.append(fut)
+        try:
+            await asyncio.wait_for(fut, timeout_s)
+        except TimeoutError:
+            pass
+        finally:
+            if fut in self._data_waiters:
+                self._data_waiters.remove(fut)
