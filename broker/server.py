@@ -66,6 +66,9 @@ class Listener:
         conn = Connection(self.node, reader, writer, f"{peer[0]}:{peer[1]}" if peer else "?")
         try:
             await conn.run()
+        except asyncio.CancelledError:
+            # Stopping the node cancels its connections; ending quietly keeps asyncio from logging it.
+            pass
         finally:
             self._conns.discard(task)
 
@@ -92,6 +95,9 @@ class Connection:
             log.info("closing connection from %s: %s", self.peer, exc)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
+        except Exception:
+            # Last line of defence: whatever went wrong stays confined to this connection.
+            log.exception("connection from %s failed", self.peer)
         finally:
             self.writer.close()
             with contextlib.suppress(Exception):
@@ -142,8 +148,10 @@ class Connection:
 
     @staticmethod
     def _encode(response: Any, version: int, correlation_id: int) -> bytes:
+        if response.API_VERSION != version:
+            response.API_VERSION = version
         response.with_header(correlation_id=correlation_id)
-        return bytes(response.encode(version=version, header=True, framed=True))
+        return bytes(response.encode(header=True, framed=True))
 
     def _unsupported_api_versions(self, frame: bytes) -> bytes:
         # A client asking for a newer ApiVersions than we know gets v0 with UNSUPPORTED_VERSION and
