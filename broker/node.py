@@ -72,6 +72,7 @@ class BrokerNode:
         self.txn_coordinator.on_leadership_change(list(self.cluster.metadata.all_partitions()))
 
     def on_leadership_change(self, changed: list[PartitionState]) -> None:
+        self.replica_manager.on_leadership_change(changed)
         self.group_coordinator.on_leadership_change(changed)
         self.txn_coordinator.on_leadership_change(changed)
         self.replica_manager.notify_data()

@@ -97,14 +97,16 @@ class Partition:
             follower = self.manager.peer_replica(replica, self.topic, self.index)
             if follower is not None:
                 ends.append(follower.log.log_end_offset)
-        hw = min(ends)
-        if hw != self.log.high_watermark:
-            self.log.high_watermark = hw
-            for replica in self.state.isr:
-                follower = self.manager.peer_replica(replica, self.topic, self.index)
-                if follower is not None and follower is not self:
-                    # Followers learn the high watermark from fetch responses in Kafka; same effect.
-                    follower.log.high_watermark = min(hw, follower.log.log_end_offset)
+        hw = max(min(ends), self.log.log_start_offset)
+        changed = hw != self.log.high_watermark
+        self.log.high_watermark = hw
+        for replica in self.state.replicas:
+            follower = self.manager.peer_replica(replica, self.topic, self.index)
+            if follower is not None and follower is not self:
+                # Followers learn the high watermark from fetch responses in Kafka; same effect. A
+                # follower that becomes leader then starts from a correct high watermark.
+                follower.log.high_watermark = min(hw, follower.log.log_end_offset)
+        if changed:
             self.manager.notify_data()
 
     # ---- follower side -----------------------------------------------------------------------
@@ -113,7 +115,7 @@ class Partition:
             # Only possible after a crash tore the leader's tail: the follower drops what the leader lost.
             self.log.truncate_to(leader_log.log_end_offset)
         while self.log.log_end_offset < leader_log.log_end_offset:
-            chunk = leader_log.read_for_replication(self.log.log_end_offset, _CATCH_UP_CHUNK)
+            chunk = leader_log.log.read(self.log.log_end_offset, _CATCH_UP_CHUNK, leader_log.log_end_offset)
             if not chunk:
                 break
             self.log.append_as_follower(chunk)

@@ -84,6 +84,13 @@ class ReplicaManager:
     def leader_partitions(self) -> list[Partition]:
         return [p for p in self.partitions.values() if p.is_leader]
 
+    def on_leadership_change(self, changed: list[PartitionState]) -> None:
+        """A new leader catches its followers up and recomputes the high watermark at once."""
+        for state in changed:
+            part = self.partitions.get((state.topic, state.partition))
+            if part is not None and part.is_leader:
+                part.replicate()
+
     def tick(self, now_ms: int) -> None:
         """Forget idle producers every producer.id.expiration.check.interval.ms (Kafka's schedule)."""
         interval = self.node.config["producer.id.expiration.check.interval.ms"]

@@ -15,7 +15,7 @@ R = ListOffsetsResponse
 TR = R.ListOffsetsTopicResponse
 PR = TR.ListOffsetsPartitionResponse
 
-LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+LATEST, EARLIEST = -1, -2
 READ_COMMITTED = 1
 
 
@@ -29,7 +29,7 @@ def _lookup(ctx: RequestContext, req: Any, topic_name: str, p: Any) -> Any:
         elif p.timestamp == EARLIEST:
             offset = log.log_start_offset
         else:
-            found = log.offset_for_timestamp(p.timestamp) if p.timestamp >= 0 else log.max_timestamp_offset()
+            found = log.offset_for_timestamp(p.timestamp)
             if found is not None:
                 offset, ts = found
         return PR(partition_index=p.partition_index, error_code=0, timestamp=ts, offset=offset,
@@ -39,7 +39,8 @@ def _lookup(ctx: RequestContext, req: Any, topic_name: str, p: Any) -> Any:
                   leader_epoch=-1, old_style_offsets=[])
 
 
-@api(ListOffsetsRequest, ListOffsetsResponse, 1, 9)
+# v7 adds MAX_TIMESTAMP (-3) lookups, which the log does not index; v1-v6 cover every client here.
+@api(ListOffsetsRequest, ListOffsetsResponse, 1, 6)
 async def handle(ctx: RequestContext, req: Any) -> Any:
     topics = [TR(name=t.name, partitions=[_lookup(ctx, req, t.name, p) for p in t.partitions])
               for t in req.topics]

@@ -1,0 +1,101 @@
+"""Shared helpers for end-to-end tests with real clients."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+
+def free_port_block(count: int) -> int:
+    """A base port P such that P..P+count-1 are free right now (for restarts on the same addresses)."""
+    for _ in range(200):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + count >= 65535:
+            continue
+        socks = []
+        try:
+            for p in range(base, base + count):
+                sk = socket.socket()
+                sk.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sk.bind(("127.0.0.1", p))
+                socks.append(sk)
+            return base
+        except OSError:
+            continue
+        finally:
+            for sk in socks:
+                sk.close()
+    raise RuntimeError("no block of free ports found")
+
+
+class BrokerProcess:
+    """`kafka-txn broker start` in a child process, for crash (kill -9) tests."""
+
+    def __init__(self, data_dir: Path, nodes: int, port: int, sets: Iterable[str] = ()) -> None:
+        self.data_dir = data_dir
+        self.nodes = nodes
+        self.port = port
+        self.sets = list(sets)
+        self.proc: subprocess.Popen[str] | None = None
+        self.bootstrap = ""
+
+    def start(self, timeout: float = 60.0) -> str:
+        cmd = [sys.executable, "-m", "kafka_txn_tools", "broker", "start", "--nodes", str(self.nodes),
+               "--port", str(self.port), "--data-dir", str(self.data_dir)]
+        for s in self.sets:
+            cmd += ["--set", s]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if line.startswith("bootstrap.servers="):
+                self.bootstrap = line.strip().split("=", 1)[1]
+                return self.bootstrap
+            if not line and self.proc.poll() is not None:
+                break
+        raise RuntimeError(f"broker did not start (exit code {self.proc.poll()})")
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(30)
+
+    def terminate(self) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(60)
+
+
+def consume_all(bootstrap: str, topic: str, partitions: int, *, read_committed: bool = False,
+                idle_s: float = 3.0, timeout_s: float = 120.0) -> dict[int, list[Any]]:
+    """Every record of every partition (assign, no group), as {partition: [(offset, key, value)]}."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "e2e-reader", "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest",
+                  "isolation.level": "read_committed" if read_committed else "read_uncommitted"})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    out: dict[int, list[Any]] = {p: [] for p in range(partitions)}
+    last = time.monotonic()
+    deadline = last + timeout_s
+    try:
+        while time.monotonic() - last < idle_s and time.monotonic() < deadline:
+            msgs = c.consume(10000, 0.5)
+            for m in msgs:
+                if m.error() is None:
+                    out[m.partition()].append((m.offset(), m.key(), m.value()))
+                    last = time.monotonic()
+    finally:
+        c.close()
+    return out
