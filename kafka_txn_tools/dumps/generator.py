@@ -203,7 +203,8 @@ def _attach_coordinator(inj: Injected, cluster: Cluster, n: int) -> None:
         inj.open_on = cluster.replicas(g)[:1]
     kind = inj.reason if inj.case in ("hanging", "diverge-leader") else inj.case
     tid = f"app-{inj.case}-{n}"
-    state, parts, coord_epoch = "Ongoing", here, epoch
+    state, coord_epoch = "Ongoing", epoch
+    parts: tuple[tuple[str, int], ...] = here
     if kind in ("no-transactional-id", "closed-after-snapshot", "diverge-follower") or (
         kind == "boundary" or (kind == "healthy" and n % 2 == 0)
     ):
@@ -649,7 +650,10 @@ def _txn_log_records(cluster: Cluster) -> dict[int, list[tuple[txlog.TxnLogRecor
             meta.last_update_ms - 60_000,
             -1,
         )
-        history = [(first, meta.last_update_ms - 60_000), (meta, meta.last_update_ms)]
+        history: list[tuple[txlog.TxnMetadata | None, int]] = [
+            (first, meta.last_update_ms - 60_000),
+            (meta, meta.last_update_ms),
+        ]
         if tombstoned:
             history.append((None, meta.last_update_ms + 5_000))
         for k, (value, ts) in enumerate(history):
@@ -704,8 +708,8 @@ def write_dump_log_text(cfg: GeneratorConfig, out_dir: str | os.PathLike[str]) -
         path = out / f"broker-{broker}-snapshots-{style}.txt"
         path.write_text("".join(parts), encoding="utf-8")
     texts = _write_transaction_logs(cluster, out, text_style="mixed")
-    for broker, text in texts.items():
-        (out / f"txnlog-node-{broker}.txt").write_text(text, encoding="utf-8")
+    for broker, log_text in texts.items():
+        (out / f"txnlog-node-{broker}.txt").write_text(log_text, encoding="utf-8")
     for path in out.glob("*.txt"):
         _touch(path, cfg.capture_time_ms)
     write_ground_truth(cluster, out)
