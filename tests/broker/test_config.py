@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafka_txn_broker.config import BrokerConfig, ConfigError
+
+
+def test_defaults_are_kafkas() -> None:
+    cfg = BrokerConfig()
+    assert cfg["transaction.max.timeout.ms"] == 900_000
+    assert cfg["producer.id.expiration.ms"] == 86_400_000
+    assert cfg["transaction.state.log.num.partitions"] == 50
+    assert cfg["transaction.partition.verification.enable"] is True
+
+
+def test_yaml_nested_and_set_overrides(tmp_path: Path) -> None:
+    f = tmp_path / "b.yaml"
+    f.write_text("num:\n  partitions: 6\nlog.segment.bytes: 1048576\n")
+    cfg = BrokerConfig.from_sources(f, ["num.partitions=8", "transaction.partition.verification.enable=false"])
+    assert cfg["num.partitions"] == 8
+    assert cfg["log.segment.bytes"] == 1048576
+    assert cfg["transaction.partition.verification.enable"] is False
+
+
+@pytest.mark.parametrize("item, words", [
+    ("num.partition=3", "unknown broker property 'num.partition'"),
+    ("num.partitions=many", "is not an integer"),
+    ("auto.create.topics.enable=maybe", "is not a boolean"),
+    ("num.partitions", "must look like key=value"),
+])
+def test_bad_settings_name_the_problem(item: str, words: str) -> None:
+    with pytest.raises(ConfigError, match=words.replace(".", r"\.")):
+        BrokerConfig.from_sources(None, [item])
