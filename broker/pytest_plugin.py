@@ -30,7 +30,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture
-def kafka_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedCluster]:
+def kafka_cluster(request: pytest.FixtureRequest,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedCluster]:
     """A fresh embedded Kafka cluster for one test, stopped afterwards."""
     from kafka_txn_broker.cluster import EmbeddedCluster
 

@@ -17,9 +17,8 @@ import threading
 import time
 from typing import Any
 
-from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest, MetadataResponse
+from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
-
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.apis.api_versions import build_response
 from kafka_txn_broker.apis.registry import load_all

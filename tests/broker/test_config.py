@@ -3,7 +3,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from kafka_txn_broker.config import BrokerConfig, ConfigError
 
 
