@@ -12,6 +12,8 @@ from kafka.protocol.producer import ProduceRequest, ProduceResponse
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.log.record_batch import build_batch
 
+from tests.broker.wire import connect, recv_frame, send_request
+
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
@@ -21,25 +23,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
 
 
 def _connect(cluster: EmbeddedCluster) -> socket.socket:
-    host, port = cluster.bootstrap_servers.split(",")[0].split(":")
-    s = socket.create_connection((host, int(port)), timeout=5)
-    return s
-
-
-def _recv_frame(s: socket.socket) -> bytes:
-    head = _recv_exact(s, 4)
-    (size,) = struct.unpack(">i", head)
-    return _recv_exact(s, size)
-
-
-def _recv_exact(s: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("closed")
-        buf += chunk
-    return buf
+    return connect(cluster.bootstrap_servers)
 
 
 def _closed(s: socket.socket) -> bool:
@@ -49,9 +33,8 @@ def _closed(s: socket.socket) -> bool:
         return True
 
 
-def _request(s: socket.socket, req: object, correlation_id: int = 1) -> None:
-    req.with_header(correlation_id=correlation_id, client_id="test")  # type: ignore[attr-defined]
-    s.sendall(bytes(req.encode(header=True, framed=True)))  # type: ignore[attr-defined]
+_request = send_request
+_recv_frame = recv_frame
 
 
 def _metadata_works(cluster: EmbeddedCluster) -> bool:
