@@ -1,0 +1,118 @@
+"""A process-wide LRU of open file descriptors shared by every segment and index.
+
+Tens of thousands of idle partition logs live in one process, so no log keeps a file open: each I/O
+borrows a descriptor from this cache (opening the file if needed) and the least recently used idle
+descriptors are closed once more than `capacity` are open. A borrowed descriptor is pinned, so another
+thread's eviction never closes it mid-read. I/O uses os.pread/os.pwrite at explicit positions: no
+shared file position, no user-space buffering to flush.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+
+_FLAGS = os.O_RDWR | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+
+class FileCache:
+    def __init__(self, capacity: int = 256) -> None:
+        self.capacity = capacity
+        self._fds: OrderedDict[str, int] = OrderedDict()
+        self._pins: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def fd(self, path: str, *, create: bool = False) -> Iterator[int]:
+        """Borrow a read-write descriptor for `path` (FileNotFoundError unless `create`)."""
+        with self._lock:
+            fd = self._fds.get(path)
+            if fd is None:
+                fd = os.open(path, _FLAGS | (os.O_CREAT if create else 0), 0o644)
+                self._fds[path] = fd
+            else:
+                self._fds.move_to_end(path)
+            self._pins[path] = self._pins.get(path, 0) + 1
+            self._evict_locked()
+        try:
+            yield fd
+        finally:
+            with self._lock:
+                left = self._pins[path] - 1
+                if left:
+                    self._pins[path] = left
+                else:
+                    del self._pins[path]
+                self._evict_locked()
+
+    def _evict_locked(self) -> None:
+        if len(self._fds) <= self.capacity:
+            return
+        for path in list(self._fds):
+            if len(self._fds) <= self.capacity:
+                break
+            if path not in self._pins:
+                os.close(self._fds.pop(path))
+
+    def close(self, path: str) -> None:
+        """Forget `path` (before it is deleted, renamed or truncated by path)."""
+        with self._lock:
+            fd = self._fds.pop(path, None)
+            if fd is not None:
+                if path in self._pins:  # still borrowed: keep it reachable until returned
+                    self._fds[path] = fd
+                else:
+                    os.close(fd)
+
+    def close_under(self, directory: str) -> None:
+        prefix = directory.rstrip(os.sep) + os.sep
+        for path in [p for p in self._fds if p.startswith(prefix)]:
+            self.close(path)
+
+    def open_count(self) -> int:
+        return len(self._fds)
+
+
+FILE_CACHE = FileCache()
+
+
+def read_at(path: str, size: int, position: int) -> bytes:
+    with FILE_CACHE.fd(path) as fd:
+        return os.pread(fd, size, position)
+
+
+def read_all(path: str) -> bytes:
+    with FILE_CACHE.fd(path) as fd:
+        size = os.fstat(fd).st_size
+        return os.pread(fd, size, 0)
+
+
+def write_at(path: str, data: bytes | bytearray | memoryview, position: int) -> None:
+    with FILE_CACHE.fd(path, create=True) as fd:
+        view = memoryview(data)
+        while view:
+            n = os.pwrite(fd, view, position)
+            view = view[n:]
+            position += n
+
+
+def truncate(path: str, size: int) -> None:
+    with FILE_CACHE.fd(path, create=True) as fd:
+        os.ftruncate(fd, size)
+
+
+def fsync(path: str) -> None:
+    try:
+        with FILE_CACHE.fd(path) as fd:
+            os.fsync(fd)
+    except FileNotFoundError:
+        pass
+
+
+def remove(path: str) -> None:
+    FILE_CACHE.close(path)
+    with suppress(FileNotFoundError):
+        os.remove(path)

@@ -1,0 +1,432 @@
+"""`UnifiedLog`: a partition's log + producer state + aborted-transaction index (Kafka's UnifiedLog).
+
+The partition layer owns the high watermark and sets it here; everything else (offset assignment,
+idempotence and transaction checks, markers, LSO, read_committed fetches) lives in this class.
+
+Producer state is loaded lazily after a clean shutdown (the snapshot written at close covers the
+whole log, and its file name gives the log end offset), so opening thousands of idle partitions
+reads no file contents. After an unclean shutdown the last segment is re-validated, its indexes
+rebuilt, and producer state replayed from the newest snapshot at or below that segment, which also
+rebuilds its `.txnindex`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafka.errors import CorruptRecordError, KafkaError, RecordListTooLargeError, UnknownError
+from kafka_txn_broker.clock import Clock
+from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.log.log import Log, scan_dir
+from kafka_txn_broker.log.record_batch import (
+    MIN_BATCH_LENGTH,
+    BatchHeader,
+    batch_crc_ok,
+    build_control_batch,
+    iter_batches,
+    parse_control_record,
+    validate_batches,
+    with_base_offset,
+)
+from kafka_txn_broker.log.segment import LogSegment
+from kafka_txn_broker.log.transaction_index import AbortedTxn
+from kafka_txn_broker.producer_state import (
+    AppendOrigin,
+    CompletedTxn,
+    ProducerAppendInfo,
+    ProducerStateManager,
+)
+
+log = logging.getLogger(__name__)
+
+Records = bytes | bytearray | memoryview
+
+
+class UnexpectedAppendOffsetError(UnknownError):
+    """A follower append does not start at this log's end offset (the follower must truncate)."""
+
+
+@dataclass(slots=True)
+class AppendInfo:
+    first_offset: int
+    last_offset: int
+    log_append_time: int  # -1: CreateTime
+    log_start_offset: int
+    duplicate: bool
+    record_count: int
+    max_timestamp: int = -1
+
+
+@dataclass(slots=True)
+class FetchDataInfo:
+    records: bytes | memoryview
+    aborted_transactions: list[AbortedTxn] | None  # None unless read_committed
+
+
+class UnifiedLog:
+    __slots__ = ("dir", "config", "clock", "log", "_psm", "_psm_loaded", "_high_watermark", "_lock")
+
+    def __init__(self, directory: Path, config: BrokerConfig, clock: Clock, local_log: Log,
+                 psm: ProducerStateManager) -> None:
+        self.dir = directory
+        self.config = config
+        self.clock = clock
+        self.log = local_log
+        self._psm = psm
+        self._psm_loaded = False
+        self._high_watermark = local_log.log_start_offset
+        self._lock = threading.RLock()
+
+    # -- opening ---------------------------------------------------------------------------
+    @classmethod
+    def open(cls, directory: Path, config: BrokerConfig, clock: Clock, *,
+             high_watermark: int | None = None) -> UnifiedLog:
+        """Create the partition directory or load it, recovering after an unclean shutdown."""
+        path = os.fspath(directory)
+        os.makedirs(path, exist_ok=True)
+        listing = scan_dir(path)
+        hint = listing.snapshots[-1] if listing.snapshots else None
+        local_log = Log.open(path, config, clock, listing, next_offset_hint=hint)
+        psm = ProducerStateManager(path, config["producer.id.expiration.ms"], listing.snapshots)
+        ulog = cls(Path(directory), config, clock, local_log, psm)
+        if not local_log.was_clean and listing.segments:
+            ulog._rebuild_after_unclean_shutdown()
+        elif not listing.segments:
+            psm.truncate_fully_and_start_at(local_log.log_end_offset)
+            ulog._psm_loaded = True
+        if high_watermark is not None:
+            ulog.high_watermark = high_watermark
+        return ulog
+
+    def _rebuild_after_unclean_shutdown(self) -> None:
+        active = self.log.active
+        if self.log.recovered_bytes:
+            log.warning("%s: truncated %d bytes of torn or corrupt data", self.dir, self.log.recovered_bytes)
+        # Snapshots above the recovered segment's start may postdate data we just cut, and the txn
+        # index of that segment must be rebuilt from the state at its start.
+        self._psm.delete_snapshots_above(active.base_offset)
+        active.txn_index.reset()
+        self._load_producer_state(txn_index_from=active.base_offset)
+
+    def _load_producer_state(self, txn_index_from: int | None = None) -> None:
+        psm = self._psm
+        start = psm.load_snapshot(self.log.log_start_offset, self.log.log_end_offset, self.clock.millis())
+        for segment, header, raw in self.log.iter_batches(start):
+            if header.base_offset < start or not header.has_producer_id:
+                continue
+            completed = psm.apply_replicated(header, _marker_of(header, raw))
+            if completed is not None:
+                rebuild = txn_index_from is not None and header.base_offset >= txn_index_from
+                self._complete_txn(completed, segment if rebuild else None)
+        psm.update_map_end_offset(self.log.log_end_offset)
+        psm.on_high_watermark_updated(self._high_watermark)
+        self._psm_loaded = True
+
+    def _ensure_loaded(self) -> ProducerStateManager:
+        if not self._psm_loaded:
+            self._load_producer_state()
+        return self._psm
+
+    # -- offsets ---------------------------------------------------------------------------
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, value: int) -> None:
+        with self._lock:
+            hw = min(max(value, self.log.log_start_offset), self.log.log_end_offset)
+            self._high_watermark = hw
+            if self._psm_loaded:
+                self._psm.on_high_watermark_updated(hw)
+
+    @property
+    def producer_state(self) -> ProducerStateManager:
+        with self._lock:
+            return self._ensure_loaded()
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        with self._lock:
+            return self._ensure_loaded().first_unstable_offset()
+
+    @property
+    def last_stable_offset(self) -> int:
+        with self._lock:
+            first = self._ensure_loaded().first_unstable_offset()
+            return self._high_watermark if first is None else min(first, self._high_watermark)
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self.log.segments)
+
+    # -- appends ---------------------------------------------------------------------------
+    def append_as_leader(self, records: Records, leader_epoch: int, *, origin: str = "client") -> AppendInfo:
+        """Validate, assign offsets from the log end, append. A retried batch (same producer, epoch and
+        sequence range as one of its last 5) is not written: the original offsets come back."""
+        src = AppendOrigin(origin)
+        with self._lock:
+            self._ensure_loaded()
+            batches = validate_batches(records, self.config["message.max.bytes"],
+                                       from_client=src is AppendOrigin.CLIENT)
+            self._check_set_size(len(records))
+            if src is AppendOrigin.CLIENT:
+                dup = self._find_duplicate(batches)
+                if dup is not None:
+                    return dup
+            buf = bytearray(records)
+            assigned = self._assign_offsets(buf, batches, leader_epoch)
+            infos, completed = self._validate_producers(buf, assigned, src)
+            return self._write(buf, assigned, infos, completed)
+
+    def _check_set_size(self, size: int) -> None:
+        if size > self.config["log.segment.bytes"]:
+            raise RecordListTooLargeError(
+                f"append of {size} bytes exceeds the segment size {self.config['log.segment.bytes']} "
+                f"(log.segment.bytes) of {self.dir}")
+
+    def _find_duplicate(self, batches: list[tuple[int, BatchHeader]]) -> AppendInfo | None:
+        for _pos, header in batches:
+            if not header.has_producer_id:
+                continue
+            meta = self._psm.find_duplicate(header)
+            if meta is not None:
+                return AppendInfo(meta.first_offset, meta.last_offset, -1, self.log_start_offset, True,
+                                  header.record_count, meta.timestamp)
+        return None
+
+    def _assign_offsets(self, buf: bytearray, batches: list[tuple[int, BatchHeader]],
+                        leader_epoch: int) -> list[tuple[int, BatchHeader]]:
+        offset = self.log.log_end_offset
+        assigned = []
+        for pos, header in batches:
+            with_base_offset(buf, offset, leader_epoch, pos)
+            assigned.append((pos, header._replace(base_offset=offset, partition_leader_epoch=leader_epoch)))
+            offset += header.last_offset_delta + 1
+        return assigned
+
+    def _validate_producers(self, buf: bytearray, batches: list[tuple[int, BatchHeader]], origin: AppendOrigin
+                            ) -> tuple[dict[int, ProducerAppendInfo], list[CompletedTxn]]:
+        infos: dict[int, ProducerAppendInfo] = {}
+        completed: list[CompletedTxn] = []
+        for pos, header in batches:
+            if not header.has_producer_id:
+                continue
+            info = infos.get(header.producer_id)
+            if info is None:
+                info = infos[header.producer_id] = self._psm.prepare_update(header.producer_id, origin)
+            marker = _marker_of(header, memoryview(buf)[pos:pos + header.size])
+            if marker is None:
+                info.append_batch(header)
+            else:
+                done = info.append_end_txn_marker(marker[0], marker[1], header.producer_epoch,
+                                                  header.base_offset, header.max_timestamp)
+                if done is not None:
+                    completed.append(done)
+        return infos, completed
+
+    def _write(self, buf: Records, batches: list[tuple[int, BatchHeader]],
+               infos: dict[int, ProducerAppendInfo], completed: list[CompletedTxn]) -> AppendInfo:
+        first, last = batches[0][1].base_offset, batches[-1][1].last_offset
+        self._maybe_roll(len(buf), last)
+        count = sum(h.record_count for _, h in batches)
+        self.log.append(buf, batches, count)
+        for info in infos.values():
+            self._psm.update(info)
+        for txn in completed:
+            self._complete_txn(txn, self.log.active)
+        self._psm.update_map_end_offset(self.log.log_end_offset)
+        max_ts = max(h.max_timestamp for _, h in batches)
+        return AppendInfo(first, last, -1, self.log_start_offset, False, count, max_ts)
+
+    def _maybe_roll(self, size: int, last_offset: int) -> None:
+        if self.log.maybe_roll(size, last_offset) is not None:
+            # Kafka snapshots producer state at every roll, keyed by the new segment's base offset.
+            self._psm.update_map_end_offset(self.log.log_end_offset)
+            self._psm.take_snapshot()
+
+    def _complete_txn(self, completed: CompletedTxn, segment: LogSegment | None) -> None:
+        """Finish a transaction; an aborted one is recorded in `segment`'s txn index (None: replay of
+        a segment whose index is already complete)."""
+        if completed.is_aborted and segment is not None:
+            lso = self._psm.last_stable_offset(completed)
+            segment.txn_index.append(AbortedTxn(completed.producer_id, completed.first_offset,
+                                                completed.last_offset, lso))
+        self._psm.complete_txn(completed)
+
+    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                      leader_epoch: int, *, transaction_version: int = 1,
+                      txn_start_offset: int | None = None) -> int:
+        """Write a COMMIT/ABORT marker for the producer (WriteTxnMarkers). Returns its offset."""
+        with self._lock:
+            psm = self._ensure_loaded()
+            offset = self.log.log_end_offset
+            now = self.clock.millis()
+            info = psm.prepare_update(producer_id, AppendOrigin.COORDINATOR)
+            done = info.append_end_txn_marker(commit, coordinator_epoch, producer_epoch, offset, now,
+                                              transaction_version, txn_start_offset)
+            batch = build_control_batch(producer_id, producer_epoch, commit, coordinator_epoch, now,
+                                        base_offset=offset, partition_leader_epoch=leader_epoch)
+            self._write(batch, [(0, BatchHeader.parse(batch))], {producer_id: info}, [done] if done else [])
+            return offset
+
+    def append_as_follower(self, records: Records) -> None:
+        """Append batches copied from the leader (offsets already assigned), without validation of
+        producer state; markers update the txn index exactly as on the leader."""
+        if len(records) == 0:
+            return
+        with self._lock:
+            psm = self._ensure_loaded()
+            batches = _check_replicated(records)
+            first = batches[0][1].base_offset
+            if first != self.log.log_end_offset:
+                raise UnexpectedAppendOffsetError(
+                    f"follower append at offset {first} but the log end offset of {self.dir} is "
+                    f"{self.log.log_end_offset}")
+            self._check_set_size(len(records))
+            self._maybe_roll(len(records), batches[-1][1].last_offset)
+            self.log.append(records, batches, sum(h.record_count for _, h in batches))
+            view = memoryview(records)
+            for pos, header in batches:
+                if header.has_producer_id:
+                    done = psm.apply_replicated(header, _marker_of(header, view[pos:pos + header.size]))
+                    if done is not None:
+                        self._complete_txn(done, self.log.active)
+            psm.update_map_end_offset(self.log.log_end_offset)
+
+    # -- reads -----------------------------------------------------------------------------
+    def read(self, fetch_offset: int, max_bytes: int, isolation_read_committed: bool,
+             min_one_batch: bool = True) -> FetchDataInfo:
+        """Batches from `fetch_offset` up to the high watermark (read_uncommitted) or the last stable
+        offset (read_committed, with the aborted transactions overlapping the returned range)."""
+        with self._lock:
+            upper = self.last_stable_offset if isolation_read_committed else self._high_watermark
+            data = self.log.read(fetch_offset, max_bytes, upper, min_one_batch)
+            if not isolation_read_committed:
+                return FetchDataInfo(data, None)
+            if not data:
+                return FetchDataInfo(data, [])
+            end = _next_offset_after(data)
+            return FetchDataInfo(data, self.collect_aborted_transactions(fetch_offset, end))
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """Aborted txns overlapping [start_offset, upper_bound_offset), from the segment holding
+        start_offset on, until an entry's LSO shows no later segment can add more."""
+        found: list[AbortedTxn] = []
+        for segment in self.log.segments[self.log.segment_for(start_offset):]:
+            txns, complete = segment.txn_index.collect(start_offset, upper_bound_offset)
+            found.extend(txns)
+            if complete:
+                break
+        return found
+
+    def read_for_replication(self, fetch_offset: int, max_bytes: int) -> bytes:
+        """Whole batches from `fetch_offset` up to the log end (a follower copies past the HW)."""
+        with self._lock:
+            return self.log.read(fetch_offset, max_bytes, self.log.log_end_offset, True)
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= `timestamp` (ListOffsets)."""
+        with self._lock:
+            return self.log.offset_for_timestamp(timestamp)
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record carrying the log's largest timestamp
+        (ListOffsets MAX_TIMESTAMP, -3); None for an empty log."""
+        with self._lock:
+            return self.log.max_timestamp_offset()
+
+    # -- maintenance -----------------------------------------------------------------------
+    def truncate_to(self, offset: int) -> None:
+        """Drop everything at or above `offset` (to a batch boundary), with producer state and txn
+        index; snapshots above the new end are deleted and the state reloaded."""
+        with self._lock:
+            if offset >= self.log.log_end_offset:
+                return
+            if offset <= self.log.log_start_offset:
+                self.log.truncate_fully_and_start_at(offset)
+                self._psm.truncate_fully_and_start_at(offset)
+                self._psm_loaded = True
+            else:
+                self.log.truncate_to(offset)
+                self._psm.delete_snapshots_above(self.log.log_end_offset)
+                self._load_producer_state()
+            self._high_watermark = min(self._high_watermark, self.log.log_end_offset)
+            self._psm.on_high_watermark_updated(self._high_watermark)
+
+    def take_snapshot(self) -> Path | None:
+        with self._lock:
+            psm = self._ensure_loaded()
+            psm.update_map_end_offset(self.log.log_end_offset)
+            return psm.take_snapshot()
+
+    def flush(self) -> None:
+        with self._lock:
+            self.log.flush()
+
+    def remove_expired_producers(self, now_ms: int) -> list[int]:
+        with self._lock:
+            return self._ensure_loaded().remove_expired_producers(now_ms)
+
+    def close(self) -> None:
+        """Flush, snapshot producer state at the log end, leave the clean-shutdown marker."""
+        with self._lock:
+            end = self.log.log_end_offset
+            has_data = self.log.active.size > 0 or len(self.log.segments) > 1
+            if self._psm_loaded or (has_data and end not in self._psm.snapshots):
+                self.take_snapshot()
+            self.log.close(clean=True)
+
+    def delete(self) -> None:
+        with self._lock:
+            self.log.delete()
+
+    def __repr__(self) -> str:
+        return f"UnifiedLog({self.dir}, start={self.log_start_offset}, end={self.log_end_offset})"
+
+
+def _marker_of(header: BatchHeader, raw: Records) -> tuple[bool, int] | None:
+    """(commit, coordinator epoch) of a transaction marker; None for data and other control batches."""
+    if not header.is_control:
+        return None
+    try:
+        return parse_control_record(raw)
+    except (KafkaError, ValueError):
+        return None
+
+
+def _check_replicated(records: Records) -> list[tuple[int, BatchHeader]]:
+    """Framing and CRC of batches a follower copies (it trusts the leader for everything else)."""
+    batches = list(iter_batches(records))
+    end = batches[-1][0] + batches[-1][1].size if batches else 0
+    if end != len(records):
+        raise CorruptRecordError(f"replicated records end with {len(records) - end} bytes of partial batch")
+    prev_next = None
+    for pos, header in batches:
+        bad_frame = header.magic != 2 or header.batch_length < MIN_BATCH_LENGTH
+        if bad_frame or not batch_crc_ok(records, pos, header):
+            raise CorruptRecordError(f"replicated batch at offset {header.base_offset} is corrupt")
+        if prev_next is not None and header.base_offset < prev_next:
+            raise CorruptRecordError(f"replicated batch offsets go backwards at {header.base_offset}")
+        prev_next = header.next_offset
+    return batches
+
+
+def _next_offset_after(data: Records) -> int:
+    last = None
+    for _pos, header in iter_batches(data):
+        last = header
+    assert last is not None
+    return last.next_offset

@@ -1,0 +1,364 @@
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+from kafka.errors import (
+    CorruptRecordError,
+    InvalidProducerEpochError,
+    InvalidRecordError,
+    InvalidTxnStateError,
+    MessageSizeTooLargeError,
+    OffsetOutOfRangeError,
+    OutOfOrderSequenceNumberError,
+    RecordListTooLargeError,
+    TransactionCoordinatorFencedError,
+)
+from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka_txn_broker.clock import ManualClock
+from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.log import file_cache
+from kafka_txn_broker.log.log import CLEAN_SHUTDOWN_FILE
+from kafka_txn_broker.log.record_batch import BatchHeader, build_batch, iter_batches, parse_control_record
+from kafka_txn_broker.log.transaction_index import AbortedTxn
+from kafka_txn_broker.log.unified_log import UnexpectedAppendOffsetError, UnifiedLog
+
+
+def _load_reader():  # tests run with --import-mode=importlib: sibling modules are not importable
+    spec = importlib.util.spec_from_file_location("independent_reader",
+                                                  Path(__file__).with_name("independent_reader.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+reader = _load_reader()
+
+TS = 1_700_000_000_000
+
+
+class Producer:
+    """Builds client batches with per-producer sequence numbers, like a real idempotent producer."""
+
+    def __init__(self, pid: int, epoch: int = 0, *, txn: bool = False) -> None:
+        self.pid, self.epoch, self.txn, self.seq = pid, epoch, txn, 0
+
+    def batch(self, n: int = 1, value: bytes = b"v") -> bytes:
+        raw = build_batch([(b"k", value)] * n, timestamp_ms=TS, producer_id=self.pid, producer_epoch=self.epoch,
+                          base_sequence=self.seq, transactional=self.txn)
+        self.seq += n
+        return raw
+
+
+def plain(n: int = 1, value: bytes = b"v") -> bytes:
+    return build_batch([(b"k", value)] * n, timestamp_ms=TS)
+
+
+def offsets(data: bytes | memoryview) -> list[int]:
+    return [h.base_offset for _, h in iter_batches(data)]
+
+
+@pytest.fixture
+def ulog(part_dir: Path, config: BrokerConfig, clock: ManualClock) -> UnifiedLog:
+    return UnifiedLog.open(part_dir, config, clock)
+
+
+def test_append_assigns_offsets_and_epoch(ulog: UnifiedLog) -> None:
+    a = ulog.append_as_leader(plain(3), 7)
+    b = ulog.append_as_leader(plain(2), 7)
+    assert (a.first_offset, a.last_offset, a.record_count, a.duplicate) == (0, 2, 3, False)
+    assert (b.first_offset, b.last_offset, b.log_append_time, b.log_start_offset) == (3, 4, -1, 0)
+    ulog.high_watermark = 5
+    data = ulog.read(0, 10**6, False).records
+    headers = [h for _, h in iter_batches(data)]
+    assert [(h.base_offset, h.partition_leader_epoch) for h in headers] == [(0, 7), (3, 7)]
+
+
+def test_kafka_python_batches_are_accepted(ulog: UnifiedLog) -> None:
+    for codec in (0, 1):
+        builder = DefaultRecordBatchBuilder(magic=2, compression_type=codec, is_transactional=False,
+                                            producer_id=-1, producer_epoch=-1, base_sequence=-1,
+                                            batch_size=1 << 20)
+        for i in range(5):
+            builder.append(i, timestamp=TS, key=None, value=b"x" * 300, headers=[])
+        info = ulog.append_as_leader(bytes(builder.build()), 0)
+        assert info.record_count == 5
+    assert ulog.log_end_offset == 10
+
+
+def test_high_watermark_bounds_reads_and_is_clamped(ulog: UnifiedLog) -> None:
+    for _ in range(4):
+        ulog.append_as_leader(plain(), 0)
+    assert ulog.read(0, 10**6, False).records == b""  # HW starts at the log start
+    ulog.high_watermark = 2
+    assert offsets(ulog.read(0, 10**6, False).records) == [0, 1]
+    assert ulog.read(3, 10**6, False).records == b""  # between HW and LEO: empty, not an error
+    with pytest.raises(OffsetOutOfRangeError):
+        ulog.read(5, 10**6, False)
+    ulog.high_watermark = 99
+    assert ulog.high_watermark == 4
+    assert offsets(ulog.read_for_replication(0, 10**6)) == [0, 1, 2, 3]
+
+
+def test_idempotent_duplicate_returns_original_offsets(ulog: UnifiedLog) -> None:
+    p = Producer(10)
+    first = p.batch(3)
+    ulog.append_as_leader(plain(), 0)
+    ulog.append_as_leader(first, 0)
+    ulog.append_as_leader(p.batch(2), 0)
+    end = ulog.log_end_offset
+    dup = ulog.append_as_leader(first, 0)
+    assert dup.duplicate and (dup.first_offset, dup.last_offset) == (1, 3)
+    assert ulog.log_end_offset == end
+    with pytest.raises(OutOfOrderSequenceNumberError):
+        p.seq += 1
+        ulog.append_as_leader(p.batch(), 0)
+
+
+def test_validation_errors(ulog: UnifiedLog, part_dir: Path, clock: ManualClock) -> None:
+    with pytest.raises(InvalidRecordError):
+        ulog.append_as_leader(plain() + plain(), 0)
+    assert ulog.append_as_leader(plain() + plain(), 0, origin="coordinator").last_offset == 1
+    bad = bytearray(plain())
+    bad[-1] ^= 1
+    with pytest.raises(CorruptRecordError):
+        ulog.append_as_leader(bad, 0)
+    small = UnifiedLog.open(part_dir.parent / "small-0", BrokerConfig({"message.max.bytes": 100}), clock)
+    with pytest.raises(MessageSizeTooLargeError):
+        small.append_as_leader(plain(1, b"x" * 200), 0)
+    tiny = UnifiedLog.open(part_dir.parent / "tiny-0", BrokerConfig({"log.segment.bytes": 100}), clock)
+    with pytest.raises(RecordListTooLargeError):
+        tiny.append_as_leader(plain(1, b"x" * 200), 0)
+    assert ulog.log_end_offset == 2
+
+
+def test_lso_with_open_committed_and_aborted_txns(ulog: UnifiedLog) -> None:
+    t1, t2 = Producer(1, txn=True), Producer(2, txn=True)
+    ulog.append_as_leader(plain(), 0)  # 0
+    ulog.append_as_leader(t1.batch(2), 0)  # 1-2
+    ulog.append_as_leader(t2.batch(1), 0)  # 3
+    ulog.append_as_leader(plain(), 0)  # 4
+    ulog.high_watermark = ulog.log_end_offset
+    assert ulog.first_unstable_offset == 1 and ulog.last_stable_offset == 1
+    assert offsets(ulog.read(0, 10**6, True).records) == [0]
+    assert offsets(ulog.read(0, 10**6, False).records) == [0, 1, 3, 4]
+
+    commit_at = ulog.append_marker(1, 0, True, 0, 0)  # 5
+    assert commit_at == 5
+    assert ulog.last_stable_offset == 1  # marker not yet below the high watermark
+    ulog.high_watermark = ulog.log_end_offset
+    assert ulog.last_stable_offset == 3  # t2 still open
+
+    abort_at = ulog.append_marker(2, 0, False, 0, 0)  # 6
+    ulog.high_watermark = ulog.log_end_offset
+    assert ulog.last_stable_offset == 7 and ulog.first_unstable_offset is None
+    fetched = ulog.read(0, 10**6, True)
+    assert offsets(fetched.records) == [0, 1, 3, 4, 5, 6]
+    assert fetched.aborted_transactions == [AbortedTxn(2, 3, abort_at, 7)]
+    assert ulog.read(0, 10**6, False).aborted_transactions is None
+    marker = [raw for raw in _batches(fetched.records) if BatchHeader.parse(raw).is_control]
+    assert [parse_control_record(m) for m in marker] == [(True, 0), (False, 0)]
+
+
+def _batches(data: bytes | memoryview) -> list[bytes]:
+    return [bytes(data[p:p + h.size]) for p, h in iter_batches(data)]
+
+
+def test_aborted_lso_records_other_open_txn(ulog: UnifiedLog) -> None:
+    t1, t2 = Producer(1, txn=True), Producer(2, txn=True)
+    ulog.append_as_leader(t1.batch(), 0)  # 0
+    ulog.append_as_leader(t2.batch(), 0)  # 1
+    ulog.append_marker(2, 0, False, 0, 0)  # 2: t1 still open -> LSO recorded 0
+    ulog.append_marker(1, 0, False, 0, 0)  # 3
+    entries = ulog.log.active.txn_index.entries()
+    assert entries == [AbortedTxn(2, 1, 2, 0), AbortedTxn(1, 0, 3, 4)]
+
+
+def test_aborted_txn_collection_across_segments(part_dir: Path, clock: ManualClock) -> None:
+    config = BrokerConfig({"log.segment.bytes": 400})
+    ulog = UnifiedLog.open(part_dir, config, clock)
+    t = Producer(1, txn=True)
+    ulog.append_as_leader(t.batch(1, b"x" * 100), 0)  # txn starts at 0
+    for _ in range(6):
+        ulog.append_as_leader(plain(1, b"y" * 100), 0)
+    abort_at = ulog.append_marker(1, 0, False, 3, 0)
+    ulog.high_watermark = ulog.log_end_offset
+    assert len(ulog.log.segments) > 2
+    fetched = ulog.read(0, 150, True)  # only the first batch
+    assert offsets(fetched.records) == [0]
+    assert fetched.aborted_transactions == [AbortedTxn(1, 0, abort_at, abort_at + 1)]
+    later = ulog.read(abort_at + 1 if abort_at + 1 < ulog.log_end_offset else abort_at, 10**6, True)
+    assert later.aborted_transactions in ([], [AbortedTxn(1, 0, abort_at, abort_at + 1)])
+    assert ulog.read(ulog.log_end_offset, 10**6, True).aborted_transactions == []
+
+
+def test_marker_validation(ulog: UnifiedLog) -> None:
+    t = Producer(1, epoch=2, txn=True)
+    ulog.append_as_leader(t.batch(), 0)
+    with pytest.raises(InvalidProducerEpochError):
+        ulog.append_marker(1, 1, True, 5, 0)
+    with pytest.raises(InvalidTxnStateError):
+        ulog.append_marker(1, 2, False, 5, 0, txn_start_offset=7)
+    end = ulog.log_end_offset
+    ulog.append_marker(1, 3, False, 5, 0, transaction_version=2, txn_start_offset=0)
+    with pytest.raises(TransactionCoordinatorFencedError):
+        ulog.append_marker(1, 3, False, 4, 0)
+    assert ulog.log_end_offset == end + 1  # rejected markers write nothing
+    with pytest.raises(InvalidProducerEpochError):
+        ulog.append_as_leader(t.batch(), 0)  # epoch 2 is fenced by the TV2 marker's epoch 3
+
+
+def test_follower_append_mirrors_leader(ulog: UnifiedLog, part_dir: Path, config: BrokerConfig,
+                                        clock: ManualClock) -> None:
+    t = Producer(1, txn=True)
+    ulog.append_as_leader(plain(), 0)
+    ulog.append_as_leader(t.batch(2), 0)
+    ulog.append_marker(1, 0, False, 0, 0)
+    ulog.append_as_leader(Producer(2).batch(), 0)
+    follower = UnifiedLog.open(part_dir.parent / "follower-0", config, clock)
+    data = ulog.read_for_replication(0, 10**6)
+    with pytest.raises(UnexpectedAppendOffsetError):
+        follower.append_as_follower(bytes(data)[BatchHeader.parse(data).size:])
+    follower.append_as_follower(data)
+    assert follower.log_end_offset == ulog.log_end_offset
+    assert follower.log.active.txn_index.entries() == ulog.log.active.txn_index.entries()
+    assert sorted(follower.producer_state.active_producers()) == sorted(ulog.producer_state.active_producers())
+    bad = bytearray(data)
+    bad[-1] ^= 1
+    with pytest.raises(CorruptRecordError):
+        follower.append_as_follower(bytes(bad))
+
+
+def _fill(ulog: UnifiedLog) -> None:
+    t1, t2, idem = Producer(1, txn=True), Producer(2, txn=True), Producer(3)
+    for i in range(30):
+        ulog.append_as_leader(idem.batch(1, b"i" * 300), 0)
+        if i == 5:
+            ulog.append_as_leader(t1.batch(2), 0)
+        if i == 8:
+            ulog.append_as_leader(t2.batch(1), 0)
+        if i == 12:
+            ulog.append_marker(1, 0, False, 1, 0)
+        if i == 20:
+            ulog.append_as_leader(t1.batch(1), 0)
+        if i == 25:
+            ulog.append_marker(2, 0, False, 1, 0)
+    ulog.high_watermark = ulog.log_end_offset
+
+
+def _state(ulog: UnifiedLog) -> tuple:
+    aborted = [t for s in ulog.log.segments for t in s.txn_index.entries()]
+    return (ulog.log_end_offset, sorted(ulog.producer_state.active_producers()), ulog.first_unstable_offset,
+            aborted)
+
+
+def test_reopen_after_clean_shutdown_is_lazy_and_identical(part_dir: Path, config: BrokerConfig,
+                                                           clock: ManualClock,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    ulog = UnifiedLog.open(part_dir, config, clock)
+    _fill(ulog)
+    before = _state(ulog)
+    assert len(ulog.log.segments) > 2
+    ulog.close()
+    assert (part_dir / CLEAN_SHUTDOWN_FILE).exists()
+    assert (part_dir / f"{before[0]:020d}.snapshot").exists()
+    reads: list[str] = []
+    real = file_cache.read_at
+    monkeypatch.setattr(file_cache, "read_at", lambda p, n, pos: reads.append(p) or real(p, n, pos))
+    reopened = UnifiedLog.open(part_dir, config, clock)
+    assert reopened.log_end_offset == before[0] and reads == []
+    monkeypatch.undo()
+    reopened.high_watermark = reopened.log_end_offset
+    assert _state(reopened) == before
+
+
+def test_reopen_after_crash_rebuilds_state_and_txn_index(part_dir: Path, config: BrokerConfig,
+                                                        clock: ManualClock) -> None:
+    ulog = UnifiedLog.open(part_dir, config, clock)
+    _fill(ulog)
+    before = _state(ulog)
+    assert ulog.log.active.txn_index.entries()  # the rebuilt segment holds an abort
+    for seg in ulog.log.segments:  # crash: no flush, no snapshot at the end, no marker
+        seg.close()
+    Path(ulog.log.active.txn_index_path).unlink(missing_ok=True)
+    reopened = UnifiedLog.open(part_dir, config, clock)
+    reopened.high_watermark = reopened.log_end_offset
+    assert _state(reopened) == before
+
+
+def test_crash_with_torn_tail_drops_producer_state_of_lost_batches(part_dir: Path, config: BrokerConfig,
+                                                                   clock: ManualClock) -> None:
+    ulog = UnifiedLog.open(part_dir, config, clock)
+    p = Producer(5)
+    ulog.append_as_leader(p.batch(), 0)
+    t = Producer(6, txn=True)
+    ulog.append_as_leader(t.batch(), 0)
+    active = ulog.log.active
+    for seg in ulog.log.segments:
+        seg.close()
+    with open(active.log_path, "r+b") as f:
+        f.truncate(active.size - 5)
+    reopened = UnifiedLog.open(part_dir, config, clock)
+    assert reopened.log_end_offset == 1
+    assert [a.producer_id for a in reopened.producer_state.active_producers()] == [5]
+    assert reopened.first_unstable_offset is None
+
+
+def test_truncate_to_restores_producer_state(ulog: UnifiedLog) -> None:
+    t = Producer(1, txn=True)
+    ulog.append_as_leader(Producer(2).batch(), 0)  # 0
+    ulog.append_as_leader(t.batch(), 0)  # 1
+    ulog.take_snapshot()  # at 2
+    ulog.append_marker(1, 0, False, 0, 0)  # 2
+    ulog.append_as_leader(Producer(3).batch(), 0)  # 3
+    ulog.take_snapshot()  # at 4
+    ulog.high_watermark = 4
+    ulog.truncate_to(2)
+    assert ulog.log_end_offset == 2 and ulog.high_watermark == 2
+    assert ulog.first_unstable_offset == 1
+    assert ulog.log.active.txn_index.entries() == []
+    assert sorted(a.producer_id for a in ulog.producer_state.active_producers()) == [1, 2]
+    assert ulog.producer_state.snapshots == [2]
+    ulog.truncate_to(0)
+    assert ulog.log_end_offset == 0 and ulog.producer_state.active_producers() == []
+
+
+def test_remove_expired_producers(ulog: UnifiedLog, clock: ManualClock) -> None:
+    ulog.append_as_leader(Producer(1).batch(), 0)
+    assert ulog.remove_expired_producers(TS + 86_400_000) == [1]
+
+
+def test_offset_for_timestamp(ulog: UnifiedLog) -> None:
+    for i in range(5):
+        ulog.append_as_leader(build_batch([(None, b"v", None, TS + i * 100)], timestamp_ms=TS + i * 100), 0)
+    assert ulog.offset_for_timestamp(TS + 150) == (2, TS + 200)
+    assert ulog.max_timestamp_offset() == (4, TS + 400)
+
+
+def test_delete(ulog: UnifiedLog, part_dir: Path) -> None:
+    ulog.append_as_leader(plain(), 0)
+    ulog.delete()
+    assert not part_dir.exists()
+
+
+def test_files_parse_with_independent_reader(part_dir: Path, config: BrokerConfig, clock: ManualClock) -> None:
+    ulog = UnifiedLog.open(part_dir, config, clock)
+    _fill(ulog)
+    end = ulog.log_end_offset
+    ulog.close()
+    batches = [b for seg in sorted(part_dir.glob("*.log")) for b in reader.read_log(seg.read_bytes())]
+    offsets_seen = [o for b in batches for o, _, _ in b.records]
+    assert offsets_seen == list(range(end))
+    markers = [b for b in batches if b.is_control]
+    assert [m.producer_id for m in markers] == [1, 2] and markers[0].is_transactional
+    assert markers[0].records[0][1] == b"\x00\x00\x00\x00"  # ABORT
+    snapshot = reader.read_snapshot((part_dir / f"{end:020d}.snapshot").read_bytes())
+    rows = {r[0]: r for r in snapshot}
+    assert rows[3][2] == 29 and rows[3][7] == -1  # idempotent producer: last sequence 29, no txn
+    assert rows[1][7] == 25 and rows[2][7] == -1  # t1's second transaction is open
+    aborted = [row for f in sorted(part_dir.glob("*.txnindex")) for row in reader.read_txn_index(f.read_bytes())]
+    assert aborted == [(1, 6, 16, 11), (2, 11, 31, 25)]
