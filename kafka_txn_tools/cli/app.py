@@ -27,8 +27,17 @@ app = typer.Typer(
 
 def _register() -> None:
     # Each import adds its commands to `app`; keep this list the single place commands are wired.
-    from kafka_txn_tools.cli import broker_cmd  # noqa: F401
-    from kafka_txn_tools.cli import demo_cmd  # noqa: F401
+    from kafka_txn_tools.cli import (
+        abort_cmd,  # noqa: F401
+        broker_cmd,  # noqa: F401
+        demo_cmd,  # noqa: F401
+        describe_cmd,  # noqa: F401
+        describe_producers_cmd,  # noqa: F401
+        dump_cmd,  # noqa: F401
+        find_hanging_cmd,  # noqa: F401
+        force_terminate_cmd,  # noqa: F401
+        list_cmd,  # noqa: F401
+    )
 
 
 _register()

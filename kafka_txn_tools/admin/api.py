@@ -1,0 +1,63 @@
+"""The admin operations the flows (scan, abort, listing, dump) need, as a Protocol.
+
+admin/client.py's AdminClient implements it over the wire; the flows depend only on this, which
+keeps them importable without kafka-python and testable with plain data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kafka_txn_tools.models import (
+    ClusterInfo,
+    PartitionOffsets,
+    PartitionProducers,
+    ScanError,
+    TopicPartition,
+    TransactionDescription,
+    TransactionListing,
+)
+
+Progress = Callable[[int], None]
+
+
+@dataclass
+class ListResult:
+    """ListTransactions from every broker asked; `unfiltered` names brokers that could not apply a filter."""
+
+    listings: list[TransactionListing] = field(default_factory=list)
+    errors: list[ScanError] = field(default_factory=list)
+    # broker id -> filters the broker could not apply ("duration", "pattern"); the caller filters.
+    unfiltered: dict[int, set[str]] = field(default_factory=dict)
+
+
+@dataclass
+class DescribeResult:
+    descriptions: dict[str, TransactionDescription] = field(default_factory=dict)
+    not_found: set[str] = field(default_factory=set)
+    errors: list[ScanError] = field(default_factory=list)
+
+
+class ClusterApi(Protocol):
+    def metadata(self, topics: Sequence[str] | None = None) -> ClusterInfo: ...
+
+    def describe_producers(
+        self, by_broker: dict[int, list[TopicPartition]], batch_size: int = ..., in_flight: int = ...,
+        progress: Progress | None = None,
+    ) -> tuple[list[PartitionProducers], list[ScanError]]: ...
+
+    def list_transactions(
+        self, broker_ids: Iterable[int], states: Sequence[str] = (), producer_ids: Sequence[int] = (),
+        duration_ms: int | None = None, pattern: str | None = None,
+    ) -> ListResult: ...
+
+    def describe_transactions(self, transactional_ids: Iterable[str]) -> DescribeResult: ...
+
+    def partition_offsets(self, leaders: dict[TopicPartition, int]) -> dict[TopicPartition, PartitionOffsets]: ...
+
+    def write_abort_marker(
+        self, leader: int, partition: TopicPartition, producer_id: int, producer_epoch: int,
+        coordinator_epoch: int, start_offset: int | None,
+    ) -> str | None: ...

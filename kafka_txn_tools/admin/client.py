@@ -1,0 +1,401 @@
+"""The admin client: kafka-python's network stack (connecting, TLS, SASL, version negotiation),
+our requests (admin/wire.py), fanned out to many brokers at once.
+
+kafka-python runs its I/O on one background thread with its own small event loop; public methods
+here block the caller while coroutines run on that loop. Requests to different brokers, and a few
+batches per broker, are in flight together: that, not Python speed, is what makes a cluster-wide
+scan fast. Per-broker failures come back as ScanError values so one dead broker never stops a scan.
+
+This module reaches into `KafkaAdminClient._manager` (the connection manager its own admin mixins
+use); kafka-python is pinned to 3.0.12 in pyproject.toml for that reason.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import kafka.errors as kerrors
+from kafka.admin import KafkaAdminClient
+
+from kafka_txn_tools.admin import wire
+from kafka_txn_tools.admin.api import DescribeResult, ListResult, Progress
+from kafka_txn_tools.admin.config import ClientSettings
+from kafka_txn_tools.admin.errors import BrokerError, ConnectionFailed, UsageError, error_code
+from kafka_txn_tools.models import (
+    ClusterInfo,
+    PartitionOffsets,
+    PartitionProducers,
+    ScanError,
+    TopicPartition,
+    TransactionListing,
+)
+
+log = logging.getLogger(__name__)
+
+# Partitions per DescribeProducers request. Upstream sends 500 per request, one request at a time;
+# bigger batches, several in flight per broker and all brokers at once cut the round trips.
+DESCRIBE_PRODUCERS_BATCH = 2000
+# Requests in flight per broker connection (kafka-python refuses more than its limit of 5).
+IN_FLIGHT_PER_BROKER = 3
+_RETRIABLE_COORDINATOR = {"COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR",
+                          "CONCURRENT_TRANSACTIONS"}
+
+def _transport_error(exc: BaseException, broker_id: int | None, api: str) -> ScanError:
+    """A failed request (no broker answer) as a ScanError naming the broker and what to check."""
+    where = f"broker {broker_id}" if broker_id is not None else "the cluster"
+    if isinstance(exc, kerrors.KafkaTimeoutError):
+        return ScanError("REQUEST_TIMED_OUT", f"{api}: {where} did not answer in time",
+                         broker_id=broker_id, api=api)
+    if isinstance(exc, kerrors.IncompatibleBrokerVersion):
+        return ScanError("UNSUPPORTED_VERSION", f"{api}: {where} does not support it: {exc}",
+                         broker_id=broker_id, api=api)
+    if isinstance(exc, kerrors.AuthorizationError | kerrors.SaslAuthenticationFailedError):
+        return ScanError("AUTHENTICATION_FAILED", f"{api}: {where} refused us: {exc}", broker_id=broker_id, api=api)
+    return ScanError("BROKER_UNREACHABLE", f"{api}: {where} is unreachable ({exc})", broker_id=broker_id, api=api)
+
+
+class AdminClient:
+    """Connect with `AdminClient(settings)`; use as a context manager so the I/O thread stops."""
+
+    def __init__(self, settings: ClientSettings, timeout_ms: int = 30_000, client_id: str = "kafka-txn") -> None:
+        self.settings = settings
+        self.timeout_ms = timeout_ms
+        self._admin = _connect(settings, timeout_ms, client_id)
+        self._manager = self._admin._manager
+        self._net = self._manager._net
+
+    def __enter__(self) -> AdminClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._admin.close()
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return self._manager.run(fn, *args)
+
+    def _start(self, request: Any, node_id: int | None = None) -> Any:
+        """Send without waiting: a kafka-python Future (already failed if the send could not start)."""
+        try:
+            return self._manager.send(request, node_id=node_id, request_timeout_ms=self.timeout_ms)
+        except kerrors.KafkaError as exc:  # e.g. UnknownBrokerIdError, raised before any I/O
+            from kafka.future import Future
+
+            return Future().failure(exc)
+
+    async def _send(self, request: Any, node_id: int | None = None) -> Any:
+        return await self._start(request, node_id)
+
+    async def _gather(self, calls: Sequence[tuple[Callable[..., Any], tuple[Any, ...]]]) -> list[Any]:
+        """Run coroutines concurrently on kafka-python's loop; each result is a value or the exception."""
+        futures = [self._manager.call_soon(fn, *args) for fn, args in calls]
+        results: list[Any] = []
+        for future in futures:
+            try:
+                results.append(await future)
+            except Exception as exc:  # noqa: BLE001 - returned to the caller, which reports it
+                results.append(exc)
+        return results
+
+    # -- Metadata ---------------------------------------------------------------------------
+
+    def metadata(self, topics: Sequence[str] | None = None) -> ClusterInfo:
+        """Brokers and partitions (all topics, internal ones included, when `topics` is None)."""
+        async def go() -> ClusterInfo:
+            return wire.parse_metadata(await self._send(wire.metadata_request(topics)))
+
+        return self._run_or_raise(go, "read cluster metadata")
+
+    def _run_or_raise(self, fn: Callable[..., Any], what: str, *args: Any) -> Any:
+        try:
+            return self._run(fn, *args)
+        except kerrors.KafkaError as exc:
+            err = _transport_error(exc, None, what)
+            raise ConnectionFailed(err.message, "check that the brokers are up and reachable") from None
+
+    # -- DescribeProducers ------------------------------------------------------------------
+
+    def describe_producers(
+        self,
+        by_broker: dict[int, list[TopicPartition]],
+        batch_size: int = DESCRIBE_PRODUCERS_BATCH,
+        in_flight: int = IN_FLIGHT_PER_BROKER,
+        progress: Progress | None = None,
+    ) -> tuple[list[PartitionProducers], list[ScanError]]:
+        """Producer state of each listed partition on each listed broker, all brokers concurrently."""
+        async def go() -> list[Any]:
+            calls = [(self._describe_producers_on, (b, tps, batch_size, in_flight, progress))
+                     for b, tps in by_broker.items() if tps]
+            return await self._gather(calls)
+
+        results: list[PartitionProducers] = []
+        errors: list[ScanError] = []
+        for outcome in self._run(go):
+            if isinstance(outcome, BaseException):  # a bug in our coroutine, not a broker error
+                raise outcome
+            results.extend(outcome[0])
+            errors.extend(outcome[1])
+        return results, errors
+
+    async def _describe_producers_on(
+        self, broker_id: int, partitions: list[TopicPartition], batch_size: int, in_flight: int,
+        progress: Progress | None,
+    ) -> tuple[list[PartitionProducers], list[ScanError]]:
+        batches = [partitions[i:i + batch_size] for i in range(0, len(partitions), batch_size)]
+        results: list[PartitionProducers] = []
+        errors: list[ScanError] = []
+        # Waves of `in_flight` requests: pipelining without tripping kafka-python's in-flight limit.
+        for start in range(0, len(batches), in_flight):
+            wave = batches[start:start + in_flight]
+            futures = [self._start(wire.describe_producers_request(b), broker_id) for b in wave]
+            for batch, future in zip(wave, futures, strict=True):
+                try:
+                    got, errs = wire.parse_describe_producers(await future, broker_id)
+                except kerrors.KafkaError as exc:
+                    err = _transport_error(exc, broker_id, "DescribeProducers")
+                    errors.append(ScanError(err.error, f"{err.message}; {len(batch)} partitions not read",
+                                            broker_id=broker_id, api=err.api))
+                    continue
+                results.extend(got)
+                errors.extend(errs)
+                if progress is not None:
+                    progress(len(batch))
+        return results, errors
+
+    # -- ListTransactions -------------------------------------------------------------------
+
+    def list_transactions(
+        self,
+        broker_ids: Iterable[int],
+        states: Sequence[str] = (),
+        producer_ids: Sequence[int] = (),
+        duration_ms: int | None = None,
+        pattern: str | None = None,
+    ) -> ListResult:
+        """ListTransactions on every given broker (each coordinates a share of the transactional ids).
+
+        A broker too old for a filter (v0: no duration, v1: no pattern) is asked without it and
+        named in `unfiltered`, so the caller filters its answer client-side.
+        """
+        async def go() -> list[Any]:
+            calls = [(self._list_on, (b, states, producer_ids, duration_ms, pattern)) for b in broker_ids]
+            return await self._gather(calls)
+
+        result = ListResult()
+        for outcome in self._run(go):
+            if isinstance(outcome, BaseException):
+                raise outcome
+            broker_id, listings, error, dropped = outcome
+            result.listings.extend(listings)
+            if error is not None:
+                result.errors.append(error)
+            if dropped:
+                result.unfiltered[broker_id] = dropped
+        return result
+
+    async def _list_on(
+        self, broker_id: int, states: Sequence[str], producer_ids: Sequence[int], duration_ms: int | None,
+        pattern: str | None,
+    ) -> tuple[int, list[TransactionListing], ScanError | None, set[str]]:
+        dropped: set[str] = set()
+        while True:
+            request = wire.list_transactions_request(
+                states, producer_ids,
+                None if "duration" in dropped else duration_ms,
+                None if "pattern" in dropped else pattern)
+            try:
+                response = await self._send(request, broker_id)
+            except kerrors.IncompatibleBrokerVersion:
+                # Drop the newest filter first: v2 adds the pattern, v1 the duration.
+                if pattern is not None and "pattern" not in dropped:
+                    dropped.add("pattern")
+                    continue
+                if duration_ms is not None and "duration" not in dropped:
+                    dropped.add("duration")
+                    continue
+                return broker_id, [], ScanError(
+                    "UNSUPPORTED_VERSION", f"broker {broker_id} does not support ListTransactions (Kafka < 3.0)",
+                    broker_id=broker_id, api="ListTransactions"), dropped
+            except kerrors.KafkaError as exc:
+                return broker_id, [], _transport_error(exc, broker_id, "ListTransactions"), dropped
+            listings, error = wire.parse_list_transactions(response, broker_id)
+            if error is not None:
+                if error == "INVALID_REGULAR_EXPRESSION":
+                    raise BrokerError(f"broker {broker_id} rejected --transactional-id-pattern {pattern!r}", error)
+                return broker_id, [], ScanError(error, f"ListTransactions on broker {broker_id} failed: {error}",
+                                                broker_id=broker_id, api="ListTransactions",
+                                                code=error_code(error)), dropped
+            return broker_id, listings, None, dropped
+
+    # -- FindCoordinator + DescribeTransactions ----------------------------------------------
+
+    def describe_transactions(self, transactional_ids: Iterable[str]) -> DescribeResult:
+        """Each id described by its coordinator (FindCoordinator batched, one request per coordinator)."""
+        ids = sorted(set(transactional_ids))
+        if not ids:
+            return DescribeResult()
+        return self._run(self._describe_async, ids, 3)
+
+    async def _describe_async(self, ids: list[str], attempts: int) -> DescribeResult:
+        result = DescribeResult()
+        pending = ids
+        for attempt in range(attempts):
+            coordinators, lookup_failed = await self._find_coordinators(pending)
+            retry = [i for i, e in lookup_failed.items() if e in _RETRIABLE_COORDINATOR]
+            for txn_id, err in lookup_failed.items():
+                if err not in _RETRIABLE_COORDINATOR or attempt == attempts - 1:
+                    result.errors.append(ScanError(err, f"FindCoordinator for {txn_id!r} failed: {err}",
+                                                   transactional_id=txn_id, api="FindCoordinator",
+                                                   code=error_code(err)))
+            by_coordinator: dict[int, list[str]] = defaultdict(list)
+            for txn_id, node in coordinators.items():
+                by_coordinator[node].append(txn_id)
+            calls = [(self._describe_on, (node, group)) for node, group in by_coordinator.items()]
+            for outcome in await self._gather(calls):
+                if isinstance(outcome, BaseException):
+                    raise outcome
+                retry.extend(self._merge_describe(outcome, result, last=attempt == attempts - 1))
+            if not retry:
+                break
+            pending = sorted(set(retry))
+            await self._net.sleep(0.1 * (attempt + 1))
+        return result
+
+    @staticmethod
+    def _merge_describe(outcome: Any, result: DescribeResult, last: bool) -> list[str]:
+        node, group, found, failed, transport = outcome
+        if transport is not None:
+            result.errors.append(ScanError(transport.error, f"{transport.message}; {len(group)} ids not described",
+                                           broker_id=node, api=transport.api))
+            return []
+        result.descriptions.update(found)
+        retry: list[str] = []
+        for txn_id, err in failed.items():
+            if err == "TRANSACTIONAL_ID_NOT_FOUND":
+                result.not_found.add(txn_id)
+            elif err in _RETRIABLE_COORDINATOR and not last:
+                retry.append(txn_id)
+            else:
+                result.errors.append(ScanError(err, f"DescribeTransactions for {txn_id!r} failed: {err}",
+                                               broker_id=node, transactional_id=txn_id,
+                                               api="DescribeTransactions", code=error_code(err)))
+        return retry
+
+    async def _describe_on(self, node: int, group: list[str]) -> Any:
+        try:
+            response = await self._send(wire.describe_transactions_request(group), node)
+        except kerrors.KafkaError as exc:
+            return node, group, {}, {}, _transport_error(exc, node, "DescribeTransactions")
+        found, failed = wire.parse_describe_transactions(response, node)
+        return node, group, found, failed, None
+
+    async def _find_coordinators(self, ids: list[str]) -> tuple[dict[str, int], dict[str, str]]:
+        try:
+            response = await self._send(wire.find_coordinators_request(ids))
+            return wire.parse_find_coordinators(response)
+        except kerrors.IncompatibleBrokerVersion:
+            pass  # before Kafka 3.0: one FindCoordinator per id
+        found: dict[str, int] = {}
+        failed: dict[str, str] = {}
+        for txn_id in ids:
+            response = await self._send(wire.find_coordinator_request_single(txn_id))
+            ok, bad = wire.parse_find_coordinator_single(response, txn_id)
+            found.update(ok)
+            failed.update(bad)
+        return found, failed
+
+    # -- WriteTxnMarkers --------------------------------------------------------------------
+
+    def write_abort_marker(
+        self, leader: int, partition: TopicPartition, producer_id: int, producer_epoch: int,
+        coordinator_epoch: int, start_offset: int | None,
+    ) -> str | None:
+        """Send the abort marker to the leader; the partition's error name, or None on success."""
+        request = wire.abort_marker_request(partition, producer_id, producer_epoch, coordinator_epoch, start_offset)
+
+        async def go() -> str | None:
+            return wire.parse_write_txn_markers(await self._send(request, leader), partition)
+
+        return self._run_or_raise(go, f"write the abort marker to broker {leader}")
+
+    # -- InitProducerId (force-terminate) ----------------------------------------------------
+
+    def fence_transactional_id(self, transactional_id: str, attempts: int = 5) -> tuple[int, int]:
+        """KIP-939: bump the producer epoch of `transactional_id`, aborting its open transaction."""
+        async def go() -> tuple[int, int]:
+            for attempt in range(attempts):
+                coordinators, failed = await self._find_coordinators([transactional_id])
+                error = failed.get(transactional_id)
+                if error is None:
+                    request = wire.fence_request(transactional_id, self.timeout_ms)
+                    pid, epoch, error = wire.parse_fence(await self._send(request, coordinators[transactional_id]))
+                    if error is None:
+                        return pid, epoch
+                if error not in _RETRIABLE_COORDINATOR or attempt == attempts - 1:
+                    raise BrokerError(f"force-terminate of transactional id {transactional_id!r} failed: {error}",
+                                      error)
+                await self._net.sleep(0.2 * (attempt + 1))
+            raise AssertionError("unreachable")
+
+        return self._run_or_raise(go, "force-terminate")
+
+    # -- ListOffsets ------------------------------------------------------------------------
+
+    def partition_offsets(self, leaders: dict[TopicPartition, int]) -> dict[TopicPartition, PartitionOffsets]:
+        """LSO (READ_COMMITTED latest) and high watermark (READ_UNCOMMITTED latest) from each leader."""
+        by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
+        for tp, leader in leaders.items():
+            if leader >= 0:
+                by_leader[leader].append(tp)
+
+        async def go() -> list[Any]:
+            calls = [(self._offsets_on, (leader, tps, level)) for leader, tps in by_leader.items()
+                     for level in (wire.READ_COMMITTED, wire.READ_UNCOMMITTED)]
+            return await self._gather(calls)
+
+        lso: dict[TopicPartition, int] = {}
+        hw: dict[TopicPartition, int] = {}
+        for outcome in self._run(go):
+            if isinstance(outcome, tuple):
+                level, offsets = outcome
+                (lso if level == wire.READ_COMMITTED else hw).update(offsets)
+        return {tp: PartitionOffsets(tp, lso.get(tp), hw.get(tp)) for tp in leaders}
+
+    async def _offsets_on(
+        self, leader: int, tps: list[TopicPartition], level: int,
+    ) -> tuple[int, dict[TopicPartition, int]]:
+        try:
+            response = await self._send(wire.list_offsets_request(tps, level), leader)
+        except kerrors.KafkaError:
+            return level, {}  # offsets are context for the operator; missing ones render as unknown
+        offsets, _failed = wire.parse_list_offsets(response)
+        return level, offsets
+
+
+def _connect(settings: ClientSettings, timeout_ms: int, client_id: str) -> Any:
+    servers = settings.bootstrap_servers or ""
+    kwargs = dict(settings.kwargs)
+    kwargs.setdefault("client_id", client_id)
+    kwargs.setdefault("request_timeout_ms", timeout_ms)
+    try:
+        return KafkaAdminClient(bootstrap_servers=servers.split(","), bootstrap_timeout_ms=timeout_ms, **kwargs)
+    except kerrors.SaslAuthenticationFailedError as exc:
+        mech = kwargs.get("sasl_mechanism", "SASL")
+        raise ConnectionFailed(f"the cluster at {servers} refused SASL/{mech} authentication ({exc})",
+                               "check the username and password in sasl.jaas.config") from None
+    except kerrors.KafkaTimeoutError:
+        raise ConnectionFailed(
+            f"could not connect to the cluster at {servers} within {timeout_ms / 1000:g}s",
+            "check --bootstrap-server, that the brokers are up, and security.protocol / TLS settings",
+        ) from None
+    except kerrors.KafkaConfigurationError as exc:
+        raise UsageError(f"invalid client configuration: {exc}") from None
+    except kerrors.KafkaError as exc:
+        raise ConnectionFailed(f"could not connect to the cluster at {servers}: {exc}") from None

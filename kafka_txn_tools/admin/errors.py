@@ -1,0 +1,107 @@
+"""Errors the admin layer raises for people: each names the thing that failed and the fix.
+
+The CLI maps the classes to exit codes (cli/common.py); nothing here prints or exits.
+Kafka error codes are turned into names lazily so importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+
+class KafkaTxnError(Exception):
+    """A failure the user can act on; `str()` is the whole message, `fix` the suggested remedy."""
+
+    def __init__(self, message: str, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
+
+    def __str__(self) -> str:
+        return f"{self.message}: {self.fix}" if self.fix else self.message
+
+
+class UsageError(KafkaTxnError):
+    """The command line or a file the user gave is wrong."""
+
+
+class ConfigError(UsageError):
+    """--command-config, --profile or the profiles file is wrong."""
+
+
+class ConnectionFailed(KafkaTxnError):
+    """The cluster could not be reached or refused us (network, TLS, SASL)."""
+
+
+class BrokerError(KafkaTxnError):
+    """A broker answered a request with an error code."""
+
+    def __init__(self, message: str, error: str, fix: str | None = None) -> None:
+        super().__init__(message, fix if fix is not None else fix_for(error))
+        self.error = error
+
+
+class NothingToDo(KafkaTxnError):
+    """The requested change already happened (e.g. the transaction is no longer open)."""
+
+
+class Refused(KafkaTxnError):
+    """A safety check refused the operation; the message says how to override if that is wise."""
+
+
+def error_name(code: int) -> str:
+    """Kafka's name for an error code (29 -> TOPIC_AUTHORIZATION_FAILED)."""
+    from kafka import errors  # lazy: importing kafka costs ~0.1 s
+
+    if code not in errors.kafka_errors:
+        return f"UNKNOWN_ERROR_{code}"
+    return str(errors.kafka_errors[code].message)
+
+
+def error_description(code: int) -> str:
+    from kafka import errors
+
+    return str(errors.for_code(code).description)
+
+
+def is_retriable(code: int) -> bool:
+    from kafka import errors
+
+    return bool(errors.for_code(code).retriable)
+
+
+# What an operator does about the errors these commands meet most (names as Kafka spells them).
+_FIXES = {
+    "TOPIC_AUTHORIZATION_FAILED": "grant the principal READ (DescribeProducers) / DESCRIBE on the topic",
+    "CLUSTER_AUTHORIZATION_FAILED": (
+        "writing transaction markers needs CLUSTER_ACTION (or ALTER) on the cluster resource"
+    ),
+    "TRANSACTIONAL_ID_AUTHORIZATION_FAILED": (
+        "grant DESCRIBE (WRITE for force-terminate) on the transactional id"
+    ),
+    "UNKNOWN_TOPIC_OR_PARTITION": "check the topic name and partition number (`kafka-txn describe-producers --all`)",
+    "NOT_LEADER_OR_FOLLOWER": "leadership moved or the broker holds no replica; retry or pick a replica's --broker-id",
+    "INVALID_TXN_STATE": "no open transaction starts at that offset any more; re-run describe-producers",
+    "INVALID_PRODUCER_EPOCH": "the producer's epoch moved on since it was read; re-run describe-producers",
+    "TRANSACTION_COORDINATOR_FENCED": "the coordinator epoch is older than the partition's; re-read it and retry",
+    "TRANSACTIONAL_ID_NOT_FOUND": "the coordinator does not know this transactional id (check the spelling)",
+    "COORDINATOR_LOAD_IN_PROGRESS": "the coordinator is loading its state; retry in a few seconds",
+    "COORDINATOR_NOT_AVAILABLE": "the transaction coordinator is unavailable; retry once the broker is healthy",
+    "NOT_COORDINATOR": "coordinator moved; retry",
+    "CONCURRENT_TRANSACTIONS": "the transaction is completing right now; retry in a moment",
+    "INVALID_REGULAR_EXPRESSION": "the pattern must be a valid Java regular expression",
+    "KAFKA_STORAGE_ERROR": "the broker's log directory failed; check the broker",
+    "UNSUPPORTED_VERSION": "the broker does not support this request version",
+}
+
+
+def fix_for(error: str) -> str | None:
+    return _FIXES.get(error)
+
+
+def error_code(name: str) -> int:
+    """Kafka's code for an error name (TOPIC_AUTHORIZATION_FAILED -> 29); -1 for names of ours."""
+    from kafka import errors
+
+    for cls in errors.kafka_errors.values():
+        if getattr(cls, "message", None) == name:
+            return int(cls.errno)
+    return -1

@@ -1,0 +1,305 @@
+"""Requests and responses of the admin APIs, built from and parsed into our plain models.
+
+Every message is one of kafka-python's schema-generated classes; the only change on the wire is
+KIP-664's `TxnStartOffset` on WriteTxnMarkers, described below. Nothing here does I/O, so each
+function is tested by encoding and decoding real message bytes.
+
+## WriteTxnMarkers and KIP-664's TxnStartOffset
+
+KIP-664 lets an admin abort name the offset where the transaction to abort begins, so the leader
+writes the marker only if an open transaction of that producer starts exactly there (else
+INVALID_TXN_STATE), and never aborts a newer transaction by accident. Apache Kafka never shipped the
+field, and the WriteTxnMarkers JSON inside kafka-python 3.0.12 (v1-2) does not have it: the KIP placed it
+per partition in a `Partitions` struct array that would replace `PartitionIndexes`, a layout change no
+broker understands.
+
+We therefore add it as a *tagged* field, which is the least invasive option: tagged fields are
+skipped by any broker that does not know them (the Kafka protocol requires it), so the request stays
+byte-compatible with every Kafka 3.x/4.x broker.
+
+    WritableTxnMarkerTopic (inside Markers[].Topics[], WriteTxnMarkers v1+, flexible)
+      TxnStartOffset  int64  tag 0  taggedVersions 1+  default -1 (absent)
+
+Meaning: every partition listed in that topic entry must have an open transaction of the marker's
+producer starting at TxnStartOffset. The admin client always sends one partition per topic entry
+when it sets the tag. Admin markers also carry CoordinatorEpoch -1, as KIP-664 specifies.
+
+A broker decoding with kafka-python's stock class finds the value in
+`topic.unknown_tags["_0"]` (8 bytes, big-endian signed); `WriteTxnMarkersRequest` below decodes it
+as `topic.txn_start_offset`.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from kafka.protocol.admin.transactions import (
+    DescribeProducersRequest,
+    DescribeTransactionsRequest,
+    ListTransactionsRequest,
+)
+from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.consumer.offsets import ListOffsetsRequest
+from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
+from kafka.protocol.producer.transaction import InitProducerIdRequest
+
+from kafka_txn_tools.admin.errors import error_name
+from kafka_txn_tools.models import (
+    BrokerInfo,
+    ClusterInfo,
+    PartitionInfo,
+    PartitionProducers,
+    ProducerState,
+    ScanError,
+    TopicPartition,
+    TransactionDescription,
+    TransactionListing,
+)
+
+TXN_START_OFFSET_TAG = 0
+ADMIN_COORDINATOR_EPOCH = -1  # KIP-664: marks a marker as written by an admin, not a coordinator
+
+
+class WriteTxnMarkersRequest(ApiMessage):
+    """kafka-python's WriteTxnMarkersRequest plus the KIP-664 tagged field (see the module docstring).
+
+    The class name must stay `WriteTxnMarkersRequest`: kafka-python loads the message JSON by class
+    name, then calls `json_patch`, its documented hook for adjusting a schema.
+    """
+
+    @classmethod
+    def json_patch(cls, json: dict[str, Any]) -> dict[str, Any]:
+        markers = next(f for f in json["fields"] if f["name"] == "Markers")
+        topics = next(f for f in markers["fields"] if f["name"] == "Topics")
+        if not any(f["name"] == "TxnStartOffset" for f in topics["fields"]):
+            topics["fields"].append({
+                "name": "TxnStartOffset", "type": "int64", "versions": "1+",
+                "taggedVersions": "1+", "tag": TXN_START_OFFSET_TAG, "default": "-1",
+                "about": "KIP-664: the start offset of the open transaction the marker must complete.",
+            })
+        return json
+
+
+def decode_txn_start_offset(unknown_tags: dict[str, bytes] | None) -> int:
+    """TxnStartOffset from a topic entry decoded by kafka-python's stock class (-1 when absent)."""
+    raw = (unknown_tags or {}).get(f"_{TXN_START_OFFSET_TAG}")
+    return struct.unpack(">q", raw)[0] if raw is not None and len(raw) == 8 else -1
+
+
+def _by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
+    grouped: dict[str, list[int]] = defaultdict(list)
+    for tp in partitions:
+        grouped[tp.topic].append(tp.partition)
+    return grouped
+
+
+# --- Metadata --------------------------------------------------------------------------------
+
+def metadata_request(topics: Sequence[str] | None) -> Any:
+    if topics is None:
+        return MetadataRequest(topics=None, allow_auto_topic_creation=False)
+    Topic = MetadataRequest.MetadataRequestTopic
+    return MetadataRequest(topics=[Topic(name=t) for t in topics], allow_auto_topic_creation=False)
+
+
+def parse_metadata(response: Any) -> ClusterInfo:
+    brokers = tuple(sorted(
+        (BrokerInfo(b.node_id, b.host, b.port, b.rack) for b in response.brokers), key=lambda b: b.node_id))
+    partitions: list[PartitionInfo] = []
+    errors: list[tuple[str, str]] = []
+    for topic in response.topics:
+        if topic.error_code:
+            errors.append((topic.name or str(topic.topic_id), error_name(topic.error_code)))
+            continue
+        for p in topic.partitions:
+            partitions.append(PartitionInfo(
+                TopicPartition(topic.name, p.partition_index), p.leader_id,
+                tuple(p.replica_nodes), tuple(p.isr_nodes), bool(topic.is_internal)))
+    partitions.sort(key=lambda info: info.partition)
+    controller = getattr(response, "controller_id", -1)
+    return ClusterInfo(brokers, tuple(partitions), controller if controller is not None else -1, tuple(errors))
+
+
+# --- DescribeProducers -----------------------------------------------------------------------
+
+def describe_producers_request(partitions: Iterable[TopicPartition]) -> Any:
+    Topic = DescribeProducersRequest.TopicRequest
+    return DescribeProducersRequest(
+        topics=[Topic(name=t, partition_indexes=ps) for t, ps in _by_topic(partitions).items()])
+
+
+def parse_describe_producers(response: Any, broker_id: int) -> tuple[list[PartitionProducers], list[ScanError]]:
+    results: list[PartitionProducers] = []
+    errors: list[ScanError] = []
+    for topic in response.topics:
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, p.partition_index)
+            if p.error_code:
+                name = error_name(p.error_code)
+                errors.append(ScanError(name, p.error_message or f"{tp} on broker {broker_id}: {name}",
+                                        broker_id=broker_id, partition=tp, api="DescribeProducers",
+                                        code=p.error_code))
+                continue
+            producers = tuple(
+                ProducerState(a.producer_id, a.producer_epoch, a.last_sequence, a.last_timestamp,
+                              a.coordinator_epoch, a.current_txn_start_offset)
+                for a in p.active_producers)
+            results.append(PartitionProducers(tp, broker_id, producers))
+    return results, errors
+
+
+# --- ListTransactions ------------------------------------------------------------------------
+
+def list_transactions_request(
+    states: Sequence[str] = (),
+    producer_ids: Sequence[int] = (),
+    duration_ms: int | None = None,
+    pattern: str | None = None,
+) -> Any:
+    """A request whose minimum version carries every filter given (v1: duration, v2: pattern)."""
+    kwargs: dict[str, Any] = {"state_filters": list(states), "producer_id_filters": list(producer_ids)}
+    min_version = 0
+    if duration_ms is not None:
+        kwargs["duration_filter"] = int(duration_ms)
+        min_version = 1
+    if pattern is not None:
+        kwargs["transactional_id_pattern"] = pattern
+        min_version = 2
+    return ListTransactionsRequest(min_version=min_version, **kwargs)
+
+
+def parse_list_transactions(response: Any, broker_id: int) -> tuple[list[TransactionListing], str | None]:
+    """Listings and the error name (None on success)."""
+    if response.error_code:
+        return [], error_name(response.error_code)
+    return [TransactionListing(t.transactional_id, t.producer_id, t.transaction_state, broker_id)
+            for t in response.transaction_states], None
+
+
+# --- FindCoordinator -------------------------------------------------------------------------
+
+TRANSACTION_KEY_TYPE = 1
+
+
+def find_coordinators_request(transactional_ids: Sequence[str]) -> Any:
+    """Batched lookup (FindCoordinator v4+, Kafka 3.0+)."""
+    return FindCoordinatorRequest(key_type=TRANSACTION_KEY_TYPE, coordinator_keys=list(transactional_ids),
+                                  min_version=4)
+
+
+def find_coordinator_request_single(transactional_id: str) -> Any:
+    return FindCoordinatorRequest(key=transactional_id, key_type=TRANSACTION_KEY_TYPE, max_version=3)
+
+
+def parse_find_coordinators(response: Any) -> tuple[dict[str, int], dict[str, str]]:
+    """key -> coordinator node id, and key -> error name."""
+    found: dict[str, int] = {}
+    failed: dict[str, str] = {}
+    for c in response.coordinators:
+        if c.error_code:
+            failed[c.key] = error_name(c.error_code)
+        else:
+            found[c.key] = c.node_id
+    return found, failed
+
+
+def parse_find_coordinator_single(response: Any, key: str) -> tuple[dict[str, int], dict[str, str]]:
+    if response.error_code:
+        return {}, {key: error_name(response.error_code)}
+    return {key: response.node_id}, {}
+
+
+# --- DescribeTransactions --------------------------------------------------------------------
+
+def describe_transactions_request(transactional_ids: Sequence[str]) -> Any:
+    return DescribeTransactionsRequest(transactional_ids=list(transactional_ids))
+
+
+def parse_describe_transactions(
+    response: Any, coordinator_id: int
+) -> tuple[dict[str, TransactionDescription], dict[str, str]]:
+    """Descriptions by id, and id -> error name (TRANSACTIONAL_ID_NOT_FOUND means unknown or Dead)."""
+    found: dict[str, TransactionDescription] = {}
+    failed: dict[str, str] = {}
+    for t in response.transaction_states:
+        if t.error_code:
+            failed[t.transactional_id] = error_name(t.error_code)
+            continue
+        partitions = frozenset(TopicPartition(td.topic, p) for td in t.topics for p in td.partitions)
+        found[t.transactional_id] = TransactionDescription(
+            t.transactional_id, coordinator_id, t.transaction_state, t.producer_id, t.producer_epoch,
+            t.transaction_timeout_ms, t.transaction_start_time_ms, partitions)
+    return found, failed
+
+
+# --- WriteTxnMarkers -------------------------------------------------------------------------
+
+def abort_marker_request(
+    partition: TopicPartition, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+    start_offset: int | None,
+) -> Any:
+    """WriteTxnMarkers(ABORT) for one partition; TxnStartOffset set when start_offset is given."""
+    Marker = WriteTxnMarkersRequest.WritableTxnMarker
+    topic_kwargs: dict[str, Any] = {"name": partition.topic, "partition_indexes": [partition.partition]}
+    if start_offset is not None:
+        topic_kwargs["txn_start_offset"] = start_offset
+    marker = Marker(
+        producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=False,
+        topics=[Marker.WritableTxnMarkerTopic(**topic_kwargs)], coordinator_epoch=coordinator_epoch)
+    return WriteTxnMarkersRequest(markers=[marker], min_version=1)
+
+
+def parse_write_txn_markers(response: Any, partition: TopicPartition) -> str | None:
+    """The partition's error name, or None when the marker was written."""
+    for marker in response.markers:
+        for topic in marker.topics:
+            for p in topic.partitions:
+                if topic.name == partition.topic and p.partition_index == partition.partition:
+                    return error_name(p.error_code) if p.error_code else None
+    return "UNKNOWN_SERVER_ERROR"  # the broker did not answer for the partition we asked about
+
+
+# --- InitProducerId (KIP-939 force-terminate) --------------------------------------------------
+
+def fence_request(transactional_id: str, timeout_ms: int) -> Any:
+    """InitProducerId with producer id/epoch -1: bumps the epoch, fencing the producer and aborting."""
+    return InitProducerIdRequest(transactional_id=transactional_id, transaction_timeout_ms=timeout_ms,
+                                 producer_id=-1, producer_epoch=-1)
+
+
+def parse_fence(response: Any) -> tuple[int, int, str | None]:
+    if response.error_code:
+        return -1, -1, error_name(response.error_code)
+    return response.producer_id, response.producer_epoch, None
+
+
+# --- ListOffsets -----------------------------------------------------------------------------
+
+LATEST = -1
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1
+
+
+def list_offsets_request(partitions: Iterable[TopicPartition], isolation_level: int) -> Any:
+    """Latest offset per partition: the high watermark (READ_UNCOMMITTED) or the LSO (READ_COMMITTED)."""
+    Topic = ListOffsetsRequest.ListOffsetsTopic
+    Partition = Topic.ListOffsetsPartition
+    topics = [Topic(name=t, partitions=[Partition(partition_index=p, timestamp=LATEST) for p in ps])
+              for t, ps in _by_topic(partitions).items()]
+    # v2 is the first version with an isolation level.
+    return ListOffsetsRequest(replica_id=-1, isolation_level=isolation_level, topics=topics, min_version=2)
+
+
+def parse_list_offsets(response: Any) -> tuple[dict[TopicPartition, int], dict[TopicPartition, str]]:
+    offsets: dict[TopicPartition, int] = {}
+    failed: dict[TopicPartition, str] = {}
+    for topic in response.topics:
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, p.partition_index)
+            if p.error_code:
+                failed[tp] = error_name(p.error_code)
+            else:
+                offsets[tp] = p.offset
+    return offsets, failed

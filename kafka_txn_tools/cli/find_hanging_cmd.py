@@ -1,0 +1,143 @@
+"""`kafka-txn find-hanging`: open transactions no coordinator will ever complete, and why."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from kafka_txn_tools.cli import exit_codes
+from kafka_txn_tools.cli.app import app
+from kafka_txn_tools.cli.common import (
+    DEFAULT_TIMEOUT,
+    BootstrapOpt,
+    CommandConfigOpt,
+    Connection,
+    OutputFormat,
+    ProfileOpt,
+    TimeoutOpt,
+    connect,
+    duration_ms,
+    now_ms,
+    report_errors,
+    user_errors,
+)
+
+if TYPE_CHECKING:
+    from kafka_txn_tools.admin.scan import ScanReport
+
+
+class FindHangingFormat(StrEnum):
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+    csv = "csv"
+    tsv = "tsv"
+    kafka = "kafka"
+    plan = "plan"
+
+
+@contextmanager
+def progress_bar(label: str) -> Iterator[tuple[Callable[[int], None] | None, Callable[[int], None] | None]]:
+    """(advance, set_total) callbacks drawing a bar on stderr when it is a terminal; (None, None) otherwise."""
+    import sys
+
+    if not sys.stderr.isatty():
+        yield None, None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(label, total=None)
+        yield (lambda n: bar.advance(task, n)), (lambda total: bar.update(task, total=total))
+
+
+def write_plan(report: ScanReport, max_timeout_ms: int) -> str:
+    """The abort plan YAML (format: kafka_txn_tools/dumps/plan.py) of the hanging results."""
+    import yaml
+
+    from kafka_txn_tools.dumps.plan import AbortPlan, AbortPlanEntry, plan_to_dict
+
+    entries = [
+        AbortPlanEntry(
+            topic=h.partition.topic, partition=h.partition.partition,
+            start_offset=h.producer.current_txn_start_offset, producer_id=h.producer.producer_id,
+            producer_epoch=h.producer.producer_epoch, coordinator_epoch=h.producer.coordinator_epoch,
+            reason=h.reason.value, last_timestamp_ms=h.producer.last_timestamp_ms,
+            transactional_id=h.transactional_id, replica_broker_ids=list(h.brokers))
+        for h in report.hanging
+    ]
+    plan = AbortPlan(entries=entries, as_of_ms=report.now_ms, max_transaction_timeout_ms=max_timeout_ms,
+                     generated_by="kafka-txn find-hanging")
+    return str(yaml.safe_dump(plan_to_dict(plan), sort_keys=False, default_flow_style=None))
+
+
+def _emit(report: ScanReport, fmt: FindHangingFormat, max_timeout_ms: int) -> None:
+    from kafka_txn_tools.cli.render import Column, Output, human_duration, none_as_dash
+    from kafka_txn_tools.cli.upstream_format import HANGING_HEADERS, hanging_row
+
+    if fmt is FindHangingFormat.plan:
+        typer.echo(write_plan(report, max_timeout_ms), nl=False)
+        return
+    extra: dict[str, Any] = {"as_of_ms": report.now_ms, "max_transaction_timeout_ms": max_timeout_ms,
+                             "scanned_replicas": report.scanned_replicas, "candidates": report.candidates}
+    Output(
+        kind="hanging", rows=[h.to_row() for h in report.results],
+        columns=[Column("topic", "TOPIC"), Column("partition", "PART"), Column("producer_id", "PRODUCER ID"),
+                 Column("producer_epoch", "EPOCH"), Column("start_offset", "START OFFSET"),
+                 Column("duration_ms", "AGE", human_duration),
+                 Column("transactional_id", "TRANSACTIONAL ID", none_as_dash), Column("reason", "REASON"),
+                 Column("lso", "LSO", none_as_dash), Column("high_watermark", "HW", none_as_dash)],
+        kafka_headers=HANGING_HEADERS, kafka_rows=[hanging_row(h, report.now_ms) for h in report.results],
+        errors=[e.to_row() for e in report.errors], extra=extra,
+        empty_message=f"no hanging transactions ({report.scanned_replicas} partition replicas scanned)",
+    ).emit(OutputFormat(fmt.value))
+
+
+@app.command("find-hanging")
+def find_hanging_command(
+    scan_all: Annotated[bool, typer.Option(
+        "--all", help="every replica of every partition, internal topics included")] = False,
+    broker_id: Annotated[int | None, typer.Option(
+        "--broker-id", metavar="ID", help="partitions this broker replicates, asked on this broker")] = None,
+    topic: Annotated[str | None, typer.Option("--topic", metavar="TOPIC", help="only this topic")] = None,
+    partition: Annotated[int | None, typer.Option("--partition", metavar="N", help="only this partition")] = None,
+    max_timeout: Annotated[str, typer.Option(
+        "--max-transaction-timeout", metavar="DURATION",
+        help="the brokers' transaction.max.timeout.ms: 15m, 900s (a bare number means minutes)")] = "15m",
+    include_late: Annotated[bool, typer.Option(
+        "--include-late", help="also list late transactions the coordinator confirms as live")] = False,
+    exit_code: Annotated[bool, typer.Option(
+        "--exit-code", help=f"exit {exit_codes.FOUND} when hanging transactions are found (scheduled sweeps)")] = False,
+    bootstrap_server: BootstrapOpt = None,
+    command_config: CommandConfigOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = DEFAULT_TIMEOUT,
+    output: Annotated[FindHangingFormat | None, typer.Option(
+        "--output", "-o", help="table, json, yaml, csv, tsv, kafka, or plan (abort plan YAML for "
+                               "`abort --plan`)")] = None,
+) -> None:
+    """Find hanging transactions: open on a partition, older than the max timeout, and not completable
+    by their coordinator. Each result says why, and what it holds back (LSO vs high watermark)."""
+    from kafka_txn_tools.admin.scan import ScanOptions, Scope, find_hanging
+
+    max_timeout_ms = duration_ms(max_timeout, "--max-transaction-timeout")
+    fmt = output or FindHangingFormat.table
+    scope = Scope(all=scan_all, broker_id=broker_id, topic=topic, partition=partition)
+    with user_errors():
+        scope.validate()
+        with connect(Connection(bootstrap_server, command_config, profile, timeout)) as client, \
+                progress_bar("scanning producer state") as (advance, set_total):
+            report = find_hanging(client, scope, now_ms, ScanOptions(max_timeout_ms, include_late),
+                                  progress=advance, on_total=set_total)
+    report_errors(report.errors)
+    _emit(report, fmt, max_timeout_ms)
+    if exit_code and report.hanging:
+        raise typer.Exit(exit_codes.FOUND)
+    if report.errors:
+        raise typer.Exit(exit_codes.PARTIAL)

@@ -1,0 +1,268 @@
+"""Plain data the admin layer fetches and the CLI renders: no I/O, no Kafka imports.
+
+Names follow Kafka's admin client (ProducerState, TransactionListing, TransactionDescription) so a
+reader of the Java tool finds the same concept here. Offsets and timestamps keep Kafka's sentinel -1
+for "none" on the wire types; rendering decides how to show it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, NamedTuple
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        # Kafka's own spelling (`orders-3`), used in upstream tables and error texts.
+        return f"{self.topic}-{self.partition}"
+
+
+# Transaction states as the coordinator spells them on the wire.
+ONGOING_STATES = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
+ALL_STATES = (
+    "Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead",
+    "PrepareEpochFence",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerState:
+    """One active producer of one partition replica (a DescribeProducers row)."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp_ms: int
+    coordinator_epoch: int
+    current_txn_start_offset: int  # -1: no open transaction
+
+    @property
+    def has_open_transaction(self) -> bool:
+        return self.current_txn_start_offset >= 0
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionProducers:
+    """DescribeProducers answer of one replica for one partition."""
+
+    partition: TopicPartition
+    broker_id: int
+    producers: tuple[ProducerState, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ScanError:
+    """Something the scan could not read; the scan goes on and reports it.
+
+    `error` is Kafka's error name (TOPIC_AUTHORIZATION_FAILED, ...) or one of ours
+    (BROKER_UNREACHABLE, REQUEST_FAILED).
+    """
+
+    error: str
+    message: str
+    broker_id: int | None = None
+    partition: TopicPartition | None = None
+    transactional_id: str | None = None
+    api: str = ""
+    code: int = -1  # Kafka error code; -1 for failures of ours (transport, timeouts)
+
+    def to_row(self) -> dict[str, Any]:
+        return {
+            "error": self.error,
+            "api": self.api,
+            "message": self.message,
+            "broker_id": self.broker_id,
+            "topic": self.partition.topic if self.partition else None,
+            "partition": self.partition.partition if self.partition else None,
+            "transactional_id": self.transactional_id,
+        }
+
+
+# The name the brief and README use for partition-level failures.
+PartitionScanError = ScanError
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionListing:
+    transactional_id: str
+    producer_id: int
+    state: str
+    coordinator_id: int
+
+    def to_row(self) -> dict[str, Any]:
+        return {
+            "transactional_id": self.transactional_id,
+            "coordinator_id": self.coordinator_id,
+            "producer_id": self.producer_id,
+            "state": self.state,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionDescription:
+    transactional_id: str
+    coordinator_id: int
+    state: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    start_time_ms: int  # -1: no transaction in progress
+    partitions: frozenset[TopicPartition] = field(default_factory=frozenset)
+
+    @property
+    def is_ongoing(self) -> bool:
+        return self.state in ONGOING_STATES
+
+    def duration_ms(self, now_ms: int) -> int | None:
+        return None if self.start_time_ms < 0 else now_ms - self.start_time_ms
+
+    def to_row(self, now_ms: int) -> dict[str, Any]:
+        return {
+            "transactional_id": self.transactional_id,
+            "coordinator_id": self.coordinator_id,
+            "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch,
+            "state": self.state,
+            "timeout_ms": self.timeout_ms,
+            "start_time_ms": None if self.start_time_ms < 0 else self.start_time_ms,
+            "duration_ms": self.duration_ms(now_ms),
+            "partitions": sorted(str(tp) for tp in self.partitions),
+        }
+
+
+class HangingReason(StrEnum):
+    """Why find-hanging reports an open transaction (see admin/hanging.py for the rules)."""
+
+    NO_TRANSACTIONAL_ID = "no-transactional-id"
+    TRANSACTIONAL_ID_NOT_FOUND = "transactional-id-not-found"
+    EPOCH_MISMATCH = "epoch-mismatch"
+    TRANSACTION_NOT_ONGOING = "transaction-not-ongoing"
+    PARTITION_NOT_IN_TRANSACTION = "partition-not-in-transaction"
+    # Not hanging: late, but the coordinator confirms it is live (only with --include-late).
+    LATE = "late"
+
+    @property
+    def is_hanging(self) -> bool:
+        return self is not HangingReason.LATE
+
+
+@dataclass(frozen=True, slots=True)
+class OpenTransaction:
+    """A candidate: a producer with an open transaction on a replica, older than the threshold."""
+
+    partition: TopicPartition
+    broker_id: int
+    producer: ProducerState
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionOffsets:
+    partition: TopicPartition
+    last_stable_offset: int | None
+    high_watermark: int | None
+
+    @property
+    def lag(self) -> int | None:
+        """Records the open transaction holds back from read_committed consumers."""
+        if self.last_stable_offset is None or self.high_watermark is None:
+            return None
+        return self.high_watermark - self.last_stable_offset
+
+
+@dataclass(frozen=True, slots=True)
+class HangingTransaction:
+    """One find-hanging result row (hanging, or late-but-live with --include-late)."""
+
+    partition: TopicPartition
+    producer: ProducerState
+    reason: HangingReason
+    detail: str
+    duration_ms: int
+    brokers: tuple[int, ...] = ()
+    transactional_id: str | None = None
+    offsets: PartitionOffsets | None = None
+
+    def to_row(self) -> dict[str, Any]:
+        p = self.producer
+        return {
+            "topic": self.partition.topic,
+            "partition": self.partition.partition,
+            "producer_id": p.producer_id,
+            "producer_epoch": p.producer_epoch,
+            "coordinator_epoch": p.coordinator_epoch,
+            "start_offset": p.current_txn_start_offset,
+            "last_timestamp_ms": p.last_timestamp_ms,
+            "duration_ms": self.duration_ms,
+            "transactional_id": self.transactional_id,
+            "reason": self.reason.value,
+            "detail": self.detail,
+            "lso": self.offsets.last_stable_offset if self.offsets else None,
+            "high_watermark": self.offsets.high_watermark if self.offsets else None,
+            "brokers": list(self.brokers),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AbortSpec:
+    """The exact marker an abort writes: WriteTxnMarkers(ABORT) for one partition."""
+
+    partition: TopicPartition
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
+    # KIP-664: the leader aborts only if an open transaction starts exactly here. None: legacy form.
+    start_offset: int | None = None
+
+    def to_row(self) -> dict[str, Any]:
+        return {
+            "topic": self.partition.topic,
+            "partition": self.partition.partition,
+            "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch,
+            "coordinator_epoch": self.coordinator_epoch,
+            "start_offset": self.start_offset,
+            "transaction_result": "ABORT",
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    partition: TopicPartition
+    leader: int  # -1: no leader
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...] = ()
+    internal: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterInfo:
+    brokers: tuple[BrokerInfo, ...]
+    partitions: tuple[PartitionInfo, ...]
+    controller_id: int = -1
+    # Topics Metadata answered with an error (unknown, not authorized): topic -> error name.
+    topic_errors: tuple[tuple[str, str], ...] = ()
+
+    def broker_ids(self) -> list[int]:
+        return sorted(b.node_id for b in self.brokers)
+
+    def partition(self, tp: TopicPartition) -> PartitionInfo | None:
+        for info in self.partitions:
+            if info.partition == tp:
+                return info
+        return None
