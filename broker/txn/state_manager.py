@@ -1,0 +1,314 @@
+"""TransactionStateManager: the coordinator's cache of transactional ids and its __transaction_state log.
+
+Kafka's design, on one event loop: a node owns the transactional ids of the __transaction_state
+partitions it leads; `load_partition` replays such a partition into the cache when the node becomes
+its leader (coordinator epoch = that partition's leader epoch) and `remove_partition` drops it when
+leadership moves. Every transition is appended through the partition leader with acks=all before the
+cache changes; the append re-checks the coordinator epoch, so a node that lost leadership in between
+answers NOT_COORDINATOR instead of applying a stale transition.
+
+Appends, replication and loading are synchronous here (replication is in-process), so Kafka's
+loading window (COORDINATOR_LOAD_IN_PROGRESS) is never observed by clients, and no locks are needed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from kafka_txn_broker.apis.errors import error_code
+from kafka_txn_broker.coordinator_partition import TXN_TOPIC, partition_for
+from kafka_txn_broker.log.record_batch import build_batch, iter_batches, iter_records
+from kafka_txn_broker.txn import errors as E
+from kafka_txn_broker.txn.errors import CoordinatorError
+from kafka_txn_broker.txn.transaction_log import (
+    TransactionLogError,
+    key_to_bytes,
+    read_key,
+    read_value,
+    value_to_bytes,
+)
+from kafka_txn_broker.txn.transaction_metadata import (
+    TransactionMetadata,
+    TransactionState,
+    TxnTransitMetadata,
+)
+
+if TYPE_CHECKING:
+    from kafka_txn_broker.node import BrokerNode
+    from kafka_txn_broker.partition import Partition
+
+log = logging.getLogger(__name__)
+
+LOAD_BUFFER_BYTES = 5 * 1024 * 1024  # transaction.state.log.load.buffer.size
+
+# Append errors become the coordinator errors clients know how to handle (Kafka's updateCacheCallback).
+_APPEND_ERROR_MAP = {
+    E.UNKNOWN_TOPIC_OR_PARTITION: E.COORDINATOR_NOT_AVAILABLE,
+    E.NOT_ENOUGH_REPLICAS: E.COORDINATOR_NOT_AVAILABLE,
+    E.NOT_ENOUGH_REPLICAS_AFTER_APPEND: E.COORDINATOR_NOT_AVAILABLE,
+    E.REQUEST_TIMED_OUT: E.COORDINATOR_NOT_AVAILABLE,
+    E.NOT_LEADER_OR_FOLLOWER: E.NOT_COORDINATOR,
+    E.KAFKA_STORAGE_ERROR: E.NOT_COORDINATOR,
+    E.MESSAGE_TOO_LARGE: E.UNKNOWN_SERVER_ERROR,
+    E.RECORD_LIST_TOO_LARGE: E.UNKNOWN_SERVER_ERROR,
+}
+
+
+@dataclass
+class TxnMetadataCacheEntry:
+    coordinator_epoch: int
+    metadata: dict[str, TransactionMetadata] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PendingCompletion:
+    """A transaction loaded in PREPARE_*: its markers must be (re)sent and COMPLETE_* written."""
+
+    transactional_id: str
+    coordinator_epoch: int
+    commit: bool
+    metadata: TransactionMetadata
+    transit: TxnTransitMetadata
+
+
+@dataclass(frozen=True)
+class TransactionListing:
+    transactional_id: str
+    producer_id: int
+    state: str
+
+
+class TransactionStateManager:
+    def __init__(self, node: BrokerNode) -> None:
+        self.node = node
+        self.cache: dict[int, TxnMetadataCacheEntry] = {}
+        self.loading: set[int] = set()
+
+    # ---- configuration ---------------------------------------------------------------------
+    @property
+    def partition_count(self) -> int:
+        topic = self.node.cluster.metadata.topics.get(TXN_TOPIC)
+        return len(topic.partitions) if topic is not None else self.node.config["transaction.state.log.num.partitions"]
+
+    def partition_for(self, transactional_id: str) -> int:
+        return partition_for(transactional_id, self.partition_count)
+
+    def transaction_version_level(self) -> int:
+        """The cluster's finalized transaction.version (advertised by ApiVersions)."""
+        return int(self.node.config["transaction.version"])
+
+    def validate_transaction_timeout_ms(self, timeout_ms: int) -> bool:
+        return 0 < timeout_ms <= self.node.config["transaction.max.timeout.ms"]
+
+    # ---- cache -----------------------------------------------------------------------------
+    def get(self, transactional_id: str) -> tuple[int, TransactionMetadata | None]:
+        """(coordinator epoch, metadata or None); CoordinatorError when this node does not own the id."""
+        p = self.partition_for(transactional_id)
+        if p in self.loading:
+            raise CoordinatorError(E.COORDINATOR_LOAD_IN_PROGRESS)
+        entry = self.cache.get(p)
+        if entry is None:
+            raise CoordinatorError(E.NOT_COORDINATOR, f"node {self.node.node_id} does not lead {TXN_TOPIC}-{p}")
+        return entry.coordinator_epoch, entry.metadata.get(transactional_id)
+
+    def put_if_not_exists(self, metadata: TransactionMetadata) -> tuple[int, TransactionMetadata]:
+        epoch, existing = self.get(metadata.transactional_id)
+        if existing is not None:
+            return epoch, existing
+        self.cache[self.partition_for(metadata.transactional_id)].metadata[metadata.transactional_id] = metadata
+        return epoch, metadata
+
+    def all_metadata(self) -> Iterator[TransactionMetadata]:
+        for entry in self.cache.values():
+            yield from entry.metadata.values()
+
+    def owns(self, partition: int, coordinator_epoch: int | None = None) -> bool:
+        entry = self.cache.get(partition)
+        return entry is not None and (coordinator_epoch is None or entry.coordinator_epoch == coordinator_epoch)
+
+    # ---- appending -------------------------------------------------------------------------
+    def append_transaction_to_log(self, transactional_id: str, coordinator_epoch: int, transit: TxnTransitMetadata,
+                                  retry_on_error: Callable[[int], bool] = lambda _code: False) -> int:
+        """Write the transition with acks=all, then apply it to the cache; returns a Kafka error code."""
+        try:
+            epoch, metadata = self.get(transactional_id)
+        except CoordinatorError as exc:
+            return exc.code
+        if metadata is None or epoch != coordinator_epoch:
+            return E.NOT_COORDINATOR
+        code = self._append(transactional_id, value_to_bytes(transit, self.transaction_version_level()))
+        if code != E.NONE:
+            self._on_append_failure(transactional_id, coordinator_epoch, code, retry_on_error)
+            return code
+        return self._complete(transactional_id, coordinator_epoch, transit)
+
+    def _leader_replica(self, partition: int) -> Partition | None:
+        part = self.node.replica_manager.get(TXN_TOPIC, partition)
+        return part if part is not None and part.is_leader else None
+
+    def _append(self, transactional_id: str, value: bytes | None) -> int:
+        records = build_batch([(key_to_bytes(transactional_id), value)], timestamp_ms=self.node.clock.millis())
+        return self._append_records(self.partition_for(transactional_id), records)
+
+    def _append_records(self, partition: int, records: bytes) -> int:
+        part = self._leader_replica(partition)
+        if part is None:
+            return E.NOT_COORDINATOR
+        try:
+            part.append_as_leader(records, -1, origin="coordinator")
+        except Exception as exc:  # storage errors carry their Kafka code
+            code = error_code(exc)
+            return _APPEND_ERROR_MAP.get(code, code)
+        return E.NONE
+
+    def _complete(self, transactional_id: str, coordinator_epoch: int, transit: TxnTransitMetadata) -> int:
+        try:
+            epoch, metadata = self.get(transactional_id)
+        except CoordinatorError as exc:
+            return exc.code
+        if metadata is None or epoch != coordinator_epoch:
+            # Leadership moved while appending: the client must find the new coordinator.
+            return E.NOT_COORDINATOR
+        metadata.complete_transition_to(transit)
+        return E.NONE
+
+    def _on_append_failure(self, transactional_id: str, coordinator_epoch: int, code: int,
+                           retry_on_error: Callable[[int], bool]) -> None:
+        try:
+            epoch, metadata = self.get(transactional_id)
+        except CoordinatorError:
+            return
+        if metadata is not None and epoch == coordinator_epoch and not retry_on_error(code):
+            # No transition happened: unblock the id (the caller may retry with the pending state kept).
+            metadata.pending_state = None
+
+    # ---- loading and unloading -------------------------------------------------------------
+    def load_partition(self, partition: int, coordinator_epoch: int) -> list[PendingCompletion]:
+        """Become the coordinator of one partition: replay its log, return PREPARE_* to re-drive."""
+        self.loading.add(partition)
+        try:
+            loaded = self._read_partition(partition)
+        finally:
+            self.loading.discard(partition)
+        self.cache[partition] = TxnMetadataCacheEntry(coordinator_epoch, loaded)
+        now = self.node.clock.millis()
+        pending = []
+        for txn_id, md in loaded.items():
+            if md.state in (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT):
+                commit = md.state is TransactionState.PREPARE_COMMIT
+                pending.append(PendingCompletion(txn_id, coordinator_epoch, commit, md, md.prepare_complete(now)))
+        log.info("node %s loaded %d transactional ids from %s-%s at coordinator epoch %s (%d to complete)",
+                 self.node.node_id, len(loaded), TXN_TOPIC, partition, coordinator_epoch, len(pending))
+        return pending
+
+    def _read_partition(self, partition: int) -> dict[str, TransactionMetadata]:
+        part = self.node.replica_manager.get(TXN_TOPIC, partition)
+        loaded: dict[str, TransactionMetadata] = {}
+        if part is None:
+            return loaded  # a topic just created: its replicas are being opened, nothing to load
+        ulog = part.log
+        offset = ulog.log_start_offset
+        while offset < ulog.log_end_offset:
+            chunk = ulog.read_for_replication(offset, LOAD_BUFFER_BYTES)
+            if not chunk:
+                break
+            for pos, header in iter_batches(chunk):
+                if not header.is_control:
+                    _apply_batch(loaded, memoryview(chunk)[pos:pos + header.size])
+                offset = header.next_offset
+        return loaded
+
+    def remove_partition(self, partition: int) -> None:
+        self.loading.discard(partition)
+        if self.cache.pop(partition, None) is not None:
+            log.info("node %s unloaded %s-%s", self.node.node_id, TXN_TOPIC, partition)
+
+    def clear(self) -> None:
+        self.cache.clear()
+        self.loading.clear()
+
+    # ---- scans -----------------------------------------------------------------------------
+    def timed_out_transactions(self, now_ms: int) -> list[tuple[str, int, int]]:
+        """(id, producer id, epoch) of Ongoing transactions past their timeout (2PC ones never time out)."""
+        out = []
+        for md in self.all_metadata():
+            if md.pending_transition_in_progress or md.state is not TransactionState.ONGOING:
+                continue
+            if md.is_distributed_two_phase_commit:
+                continue
+            if md.txn_start_timestamp + md.txn_timeout_ms < now_ms:
+                out.append((md.transactional_id, md.producer_id, md.producer_epoch))
+        return out
+
+    def remove_expired_transactional_ids(self, now_ms: int) -> list[str]:
+        """Write tombstones for ids idle past transactional.id.expiration.ms; drop them once durable."""
+        horizon = now_ms - self.node.config["transactional.id.expiration.ms"]
+        removed: list[str] = []
+        for partition, entry in list(self.cache.items()):
+            expired = [md for md in entry.metadata.values()
+                       if md.pending_state is None and md.state.expiration_allowed
+                       and md.txn_last_update_timestamp <= horizon]
+            if expired:
+                removed.extend(self._write_tombstones(partition, entry, expired, now_ms))
+        return removed
+
+    def _write_tombstones(self, partition: int, entry: TxnMetadataCacheEntry, expired: list[TransactionMetadata],
+                          now_ms: int) -> list[str]:
+        transits = [(md, md.prepare_dead()) for md in expired]
+        records = build_batch([(key_to_bytes(md.transactional_id), None) for md in expired], timestamp_ms=now_ms)
+        code = self._append_records(partition, records)
+        removed = []
+        for md, transit in transits:
+            still_ours = self.cache.get(partition) is entry and md.pending_state is TransactionState.DEAD
+            if code == E.NONE and still_ours and md.producer_epoch == transit.producer_epoch:
+                del entry.metadata[md.transactional_id]
+                removed.append(md.transactional_id)
+            else:
+                log.warning("could not expire %s: tombstone append returned %s", md.transactional_id, E.name(code))
+                md.pending_state = None
+        return removed
+
+    def list_transaction_states(self, producer_ids: set[int], state_names: set[str], duration_ms: int,
+                                pattern: re.Pattern[str] | None, now_ms: int
+                                ) -> tuple[int, list[str], list[TransactionListing]]:
+        """(error code, unknown state filters, listings), Kafka's filters; Dead ids are never listed."""
+        if self.loading:
+            return E.COORDINATOR_LOAD_IN_PROGRESS, [], []
+        unknown = [s for s in state_names if TransactionState.from_name(s) is None]
+        states = {TransactionState.from_name(s) for s in state_names} - {None}
+        out = []
+        for md in self.all_metadata():
+            if md.state is TransactionState.DEAD:
+                continue
+            if producer_ids and md.producer_id not in producer_ids:
+                continue
+            if state_names and md.state not in states:
+                continue
+            if duration_ms >= 0 and now_ms - md.txn_start_timestamp <= duration_ms:
+                continue
+            if pattern is not None and pattern.fullmatch(md.transactional_id) is None:
+                continue
+            out.append(TransactionListing(md.transactional_id, md.producer_id, md.state.state_name))
+        return E.NONE, unknown, out
+
+
+def _apply_batch(loaded: dict[str, TransactionMetadata], batch: memoryview) -> None:
+    for record in iter_records(batch):
+        if record.key is None:
+            log.warning("skipping a %s record without a key", TXN_TOPIC)
+            continue
+        txn_id = read_key(record.key)
+        if txn_id is None:
+            log.warning("skipping a %s record with an unknown key type", TXN_TOPIC)
+            continue
+        if record.value is None:
+            loaded.pop(txn_id, None)  # tombstone: the id expired
+            continue
+        try:
+            loaded[txn_id] = read_value(record.value).to_metadata(txn_id)
+        except TransactionLogError as exc:
+            log.warning("skipping undecodable %s record for %r: %s", TXN_TOPIC, txn_id, exc)
