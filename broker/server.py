@@ -148,7 +148,7 @@ class Connection:
 
     @staticmethod
     def _encode(response: Any, version: int, correlation_id: int) -> bytes:
-        if response.API_VERSION != version:
+        if version != response.API_VERSION:
             response.API_VERSION = version
         response.with_header(correlation_id=correlation_id)
         return bytes(response.encode(header=True, framed=True))

@@ -6,12 +6,12 @@ import uuid
 from typing import Any
 
 from kafka.errors import InvalidTopicError
+from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.errors import LEADER_NOT_AVAILABLE, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.metadata import INTERNAL_TOPICS, TopicState
-from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 R = MetadataResponse
 T = R.MetadataResponseTopic
