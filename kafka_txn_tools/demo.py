@@ -59,6 +59,7 @@ def run(say: Say = print, data_dir: Path | None = None, records: int = 10_000) -
         say(f"   bootstrap.servers={bootstrap}")
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.create_topics([NewTopic("orders", num_partitions=6, replication_factor=3)])["orders"].result(30)
+        del admin  # release its connections before the cluster stops
         say("2. Created topic 'orders': 6 partitions, replication factor 3")
         delivered = _produce(bootstrap, "orders", records)
         say(f"3. An idempotent confluent-kafka producer (acks=all) delivered {delivered}/{records} records")
