@@ -28,6 +28,7 @@ from kafka.protocol.consumer import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+
 from kafka_txn_broker.apis import group_offsets  # noqa: F401  (registers the offset APIs)
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.errors import error_code, error_message
@@ -37,8 +38,6 @@ from kafka_txn_broker.group_model import ClassicGroup, GroupState, JoinResult, S
 from kafka_txn_broker.groups import GroupCoordinator
 
 T = TypeVar("T")
-# "Not provided" for DescribeGroups v3+ authorized operations.
-OPERATIONS_OMITTED = -(2**31)
 
 
 def coordinator(ctx: RequestContext) -> GroupCoordinator:
@@ -158,7 +157,7 @@ def _described(group_id: str, code: int, message: str | None, state: str = "", g
     protocol_type = (group.protocol_type or "") if group is not None else ""
     return G(error_code=code, error_message=message, group_id=group_id, group_state=state,
              protocol_type=protocol_type, protocol_data=protocol, members=members,
-             authorized_operations=OPERATIONS_OMITTED)
+             authorized_operations=None)  # None: not requested
 
 
 def _describe_one(ctx: RequestContext, group_id: str) -> Any:

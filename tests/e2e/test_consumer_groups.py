@@ -1,0 +1,226 @@
+"""Consumer groups with real clients (confluent-kafka, kafka-python, aiokafka) against an embedded cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from kafka_txn_broker import EmbeddedCluster
+
+TOPIC = "events"
+PARTITIONS = 6
+# Short group timings keep rebalances (and the tests) fast.
+GROUP_TIMINGS = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 300, "max.poll.interval.ms": 10000}
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[EmbeddedCluster]:
+    with EmbeddedCluster(nodes=3, data_dir=tmp_path) as c:
+        c.create_topic(TOPIC, PARTITIONS, 3)
+        yield c
+
+
+def produce(bootstrap: str, count: int, start: int = 0) -> dict[int, list[bytes]]:
+    """count records spread over every partition; returns what each partition got, in order."""
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    sent: dict[int, list[bytes]] = {i: [] for i in range(PARTITIONS)}
+    for i in range(start, start + count):
+        value = b"v%d" % i
+        p.produce(TOPIC, value=value, partition=i % PARTITIONS)
+        sent[i % PARTITIONS].append(value)
+    assert p.flush(30) == 0
+    return sent
+
+
+def group_consumer(bootstrap: str, group: str, **extra: Any) -> Consumer:
+    conf = {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+            **GROUP_TIMINGS, **extra}
+    c = Consumer(conf)
+    c.subscribe([TOPIC])
+    return c
+
+
+def poll_until(consumers: list[Consumer], done: Any, timeout_s: float = 15.0) -> list[tuple[int, Any]]:
+    """Poll every consumer in turn until done(records) or the timeout; records are (consumer index, msg)."""
+    records: list[tuple[int, Any]] = []
+    deadline = time.monotonic() + timeout_s
+    while not done(records) and time.monotonic() < deadline:
+        for i, c in enumerate(consumers):
+            for m in c.consume(500, 0.05):
+                if m.error() is None:
+                    records.append((i, m))
+    return records
+
+
+def assigned(c: Consumer) -> set[int]:
+    return {tp.partition for tp in c.assignment()}
+
+
+def committed(c: Consumer) -> dict[int, int]:
+    tps = c.committed([TopicPartition(TOPIC, p) for p in range(PARTITIONS)], timeout=10)
+    return {tp.partition: tp.offset for tp in tps}
+
+
+def test_three_member_group_reads_every_record_once_in_order(cluster: EmbeddedCluster) -> None:
+    sent = produce(cluster.bootstrap_servers, 600)
+    consumers = [group_consumer(cluster.bootstrap_servers, "readers") for _ in range(3)]
+    try:
+        records = poll_until(consumers, lambda r: len(r) >= 600)
+        # Let the group settle: every member ends up with two partitions of its own.
+        poll_until(consumers, lambda r: all(len(assigned(c)) == 2 for c in consumers))
+        owners = [assigned(c) for c in consumers]
+    finally:
+        for c in consumers:
+            c.close()
+    got: dict[int, list[bytes]] = {p: [] for p in range(PARTITIONS)}
+    offsets: dict[int, list[int]] = {p: [] for p in range(PARTITIONS)}
+    for _, m in records:
+        got[m.partition()].append(m.value())
+        offsets[m.partition()].append(m.offset())
+    assert got == sent  # each record exactly once, in partition order
+    assert all(o == list(range(len(o))) for o in offsets.values())
+    assert sorted(p for o in owners for p in o) == list(range(PARTITIONS))
+
+
+def test_committed_offsets_survive_a_cluster_restart(cluster: EmbeddedCluster) -> None:
+    produce(cluster.bootstrap_servers, 60)
+    c = group_consumer(cluster.bootstrap_servers, "resumers", **{"enable.auto.commit": False})
+    try:
+        records = poll_until([c], lambda r: len(r) >= 60)
+        assert len(records) == 60
+        c.commit(asynchronous=False)
+        assert committed(c) == {p: 10 for p in range(PARTITIONS)}
+    finally:
+        c.close()
+
+    cluster.restart()
+    sent = produce(cluster.bootstrap_servers, 30, start=60)
+    c = group_consumer(cluster.bootstrap_servers, "resumers", **{"enable.auto.commit": False})
+    try:
+        assert committed(c) == {p: 10 for p in range(PARTITIONS)}
+        records = poll_until([c], lambda r: len(r) >= 30)
+        poll_until([c], lambda r: False, timeout_s=1.0)  # nothing else may arrive
+    finally:
+        c.close()
+    got = {p: [m.value() for _, m in records if m.partition() == p] for p in range(PARTITIONS)}
+    assert got == sent
+
+
+def test_a_leaving_member_hands_its_partitions_to_the_rest(cluster: EmbeddedCluster) -> None:
+    a = group_consumer(cluster.bootstrap_servers, "handover")
+    b = group_consumer(cluster.bootstrap_servers, "handover")
+    try:
+        poll_until([a, b], lambda r: len(assigned(a)) == 3 and len(assigned(b)) == 3)
+        assert assigned(a) | assigned(b) == set(range(PARTITIONS))
+        started = time.monotonic()
+        b.close()  # sends LeaveGroup: no waiting for a session timeout
+        poll_until([a], lambda r: len(assigned(a)) == PARTITIONS)
+        assert assigned(a) == set(range(PARTITIONS))
+        assert time.monotonic() - started < 5.0
+        sent = produce(cluster.bootstrap_servers, 12)
+        records = poll_until([a], lambda r: len(r) >= 12)
+        assert sorted(m.value() for _, m in records) == sorted(v for vs in sent.values() for v in vs)
+    finally:
+        a.close()
+
+
+def test_committed_offsets_follow_the_coordinator_when_its_node_stops(cluster: EmbeddedCluster) -> None:
+    produce(cluster.bootstrap_servers, 12)
+    c = group_consumer(cluster.bootstrap_servers, "movers", **{"enable.auto.commit": False})
+    try:
+        poll_until([c], lambda r: len(r) >= 12)
+        c.commit(asynchronous=False)
+    finally:
+        c.close()
+    inner = cluster.cluster
+    assert inner is not None
+    coordinator = inner.nodes[0].group_coordinator.partition_of("movers").leader
+    cluster.stop_node(coordinator)
+    c = group_consumer(cluster.bootstrap_servers.replace(_address(cluster, coordinator), ""),
+                       "movers", **{"enable.auto.commit": False})
+    try:
+        assert committed(c) == {p: 2 for p in range(PARTITIONS)}
+    finally:
+        c.close()
+
+
+def _address(cluster: EmbeddedCluster, node_id: int) -> str:
+    assert cluster.cluster is not None
+    return cluster.cluster.nodes[node_id].address
+
+
+def test_kafka_python_consumer_group_round_trip(cluster: EmbeddedCluster) -> None:
+    from kafka import KafkaAdminClient, KafkaConsumer
+    from kafka import TopicPartition as KTP
+
+    sent = produce(cluster.bootstrap_servers, 24)
+    consumer = KafkaConsumer(TOPIC, bootstrap_servers=cluster.bootstrap_servers, group_id="kp",
+                             auto_offset_reset="earliest", enable_auto_commit=False,
+                             session_timeout_ms=6000, heartbeat_interval_ms=300)
+    got: list[bytes] = []
+    deadline = time.monotonic() + 15
+    try:
+        while len(got) < 24 and time.monotonic() < deadline:
+            for msgs in consumer.poll(timeout_ms=200).values():
+                got.extend(m.value for m in msgs)
+        consumer.commit()
+        assert consumer.committed(KTP(TOPIC, 0)) == 4
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+        active = admin.describe_groups(["kp"])["kp"]
+        assert (active["group_state"], active["protocol_data"], len(active["members"])) == ("Stable", "range", 1)
+    finally:
+        consumer.close()
+    assert sorted(got) == sorted(v for vs in sent.values() for v in vs)
+    try:
+        offsets = admin.list_group_offsets({"kp": None})["kp"]
+        assert {tp.partition: meta.offset for tp, meta in offsets.items()} == {p: 4 for p in range(PARTITIONS)}
+        assert {"group_id": "kp", "protocol_type": "consumer", "group_state": "Empty",
+                "group_type": "classic"} in admin.list_groups()
+        assert admin.describe_groups(["kp"])["kp"]["group_state"] == "Empty"
+    finally:
+        admin.close()
+
+
+def test_aiokafka_consumer_group_round_trip(cluster: EmbeddedCluster) -> None:
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.structs import TopicPartition as ATP
+
+    sent = produce(cluster.bootstrap_servers, 18)
+
+    async def run() -> tuple[list[bytes], int | None]:
+        consumer = AIOKafkaConsumer(TOPIC, bootstrap_servers=cluster.bootstrap_servers, group_id="aio",
+                                    auto_offset_reset="earliest", enable_auto_commit=False,
+                                    session_timeout_ms=6000, heartbeat_interval_ms=300)
+        await consumer.start()
+        got: list[bytes] = []
+        try:
+            deadline = time.monotonic() + 15
+            while len(got) < 18 and time.monotonic() < deadline:
+                for msgs in (await consumer.getmany(timeout_ms=200)).values():
+                    got.extend(m.value for m in msgs)
+            await consumer.commit()
+            return got, await consumer.committed(ATP(TOPIC, 1))
+        finally:
+            await consumer.stop()
+
+    got, offset = asyncio.run(run())
+    assert sorted(got) == sorted(v for vs in sent.values() for v in vs)
+    assert offset == 3
+
+
+def test_simple_consumer_commits_without_joining(cluster: EmbeddedCluster) -> None:
+    c = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "simple",
+                  "enable.auto.commit": False})
+    try:
+        # A simple consumer (no subscription) may commit for a group nobody is a member of.
+        c.commit(offsets=[TopicPartition(TOPIC, 0, 5)], asynchronous=False)
+        assert c.committed([TopicPartition(TOPIC, 0)], timeout=10)[0].offset == 5
+        with pytest.raises(KafkaException):
+            c.commit(offsets=[TopicPartition("no-such-topic", 0, 5)], asynchronous=False)
+    finally:
+        c.close()
