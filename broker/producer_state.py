@@ -22,6 +22,7 @@ from kafka.errors import (
     TransactionCoordinatorFencedError,
     UnknownProducerIdError,
 )
+
 from kafka_txn_broker.log import producer_snapshot as snap
 from kafka_txn_broker.log.record_batch import (
     INT32_MAX,

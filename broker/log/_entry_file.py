@@ -18,12 +18,13 @@ T = TypeVar("T")
 class EntryFile(Generic[T]):
     """Entries of type T, mirrored in memory once loaded; subclasses define the codec."""
 
-    __slots__ = ("path", "_entries")
+    __slots__ = ("path", "_entries", "_dirty")
     ENTRY: struct.Struct
 
     def __init__(self, path: str) -> None:
         self.path = path
         self._entries: list[T] | None = None
+        self._dirty = False  # written since the last fsync
 
     # -- codec -----------------------------------------------------------------------------
     def _decode(self, fields: tuple[int, ...]) -> T:
@@ -59,6 +60,7 @@ class EntryFile(Generic[T]):
         entries = self.entries()
         file_cache.write_at(self.path, self._encode(entry), len(entries) * self.ENTRY.size)
         entries.append(entry)
+        self._dirty = True
 
     def _keep_first(self, count: int) -> None:
         entries = self.entries()
@@ -69,6 +71,7 @@ class EntryFile(Generic[T]):
             self.delete_file()
         else:
             file_cache.truncate(self.path, count * self.ENTRY.size)
+            self._dirty = True
 
     def _file_size(self) -> int:
         try:
@@ -85,7 +88,9 @@ class EntryFile(Generic[T]):
         file_cache.remove(self.path)
 
     def flush(self) -> None:
-        file_cache.fsync(self.path)
+        if self._dirty:
+            file_cache.fsync(self.path)
+            self._dirty = False
 
     def __len__(self) -> int:
         return len(self.entries())

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka.errors import CorruptRecordError, KafkaStorageError, OffsetOutOfRangeError
+
 from kafka_txn_broker.clock import Clock
 from kafka_txn_broker.config import BrokerConfig
 from kafka_txn_broker.log import file_cache

@@ -23,7 +23,7 @@ def segment_name(base_offset: int, suffix: str) -> str:
 
 
 class LogSegment:
-    __slots__ = ("dir", "base_offset", "size", "index_interval", "first_append_ms",
+    __slots__ = ("dir", "base_offset", "size", "index_interval", "first_append_ms", "dirty",
                  "_bytes_since_index", "_max_timestamp", "_offset_of_max_timestamp",
                  "_offset_index", "_time_index", "_txn_index")
 
@@ -33,6 +33,7 @@ class LogSegment:
         self.size = size
         self.index_interval = index_interval
         self.first_append_ms: int | None = None
+        self.dirty = False  # .log written since its last fsync (an fsync costs ~1 ms even when clean)
         self._bytes_since_index = 0
         self._max_timestamp = -1
         self._offset_of_max_timestamp = -1
@@ -43,6 +44,7 @@ class LogSegment:
     @classmethod
     def create(cls, directory: str, base_offset: int, index_interval: int) -> LogSegment:
         seg = cls(directory, base_offset, 0, index_interval)
+        seg.dirty = True
         os.close(os.open(seg.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
         for stale in (seg.index_path, seg.time_index_path, seg.txn_index_path):
             file_cache.remove(stale)
@@ -129,6 +131,7 @@ class LogSegment:
         if self._offset_index is None:
             self._load_indexes()
         file_cache.write_at(self.log_path, data, self.size)
+        self.dirty = True
         if self.first_append_ms is None:
             self.first_append_ms = now_ms
         start = self.size
@@ -143,12 +146,15 @@ class LogSegment:
 
     def truncate_to_position(self, position: int) -> None:
         file_cache.truncate(self.log_path, position)
+        self.dirty = True
         self.size = position
         if self._offset_index is not None or os.path.exists(self.index_path):
             self.rebuild_indexes()
 
     def flush(self) -> None:
-        file_cache.fsync(self.log_path)
+        if self.dirty:
+            file_cache.fsync(self.log_path)
+            self.dirty = False
         if self._offset_index is not None:
             self._offset_index.flush()
         if self._time_index is not None:
@@ -238,6 +244,7 @@ class LogSegment:
         if truncated:
             file_cache.truncate(self.log_path, valid_end)
             self.size = valid_end
+            self.dirty = True
         self.rebuild_indexes()
         return truncated, next_offset
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka.errors import CorruptRecordError, KafkaError, RecordListTooLargeError, UnknownError
+
 from kafka_txn_broker.clock import Clock
 from kafka_txn_broker.config import BrokerConfig
 from kafka_txn_broker.log.log import Log, scan_dir

@@ -10,6 +10,7 @@ from kafka.errors import (
     TransactionCoordinatorFencedError,
     UnknownProducerIdError,
 )
+
 from kafka_txn_broker.log.record_batch import BatchHeader, build_batch
 from kafka_txn_broker.producer_state import (
     AppendOrigin,

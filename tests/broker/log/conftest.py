@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.config import BrokerConfig
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from kafka_txn_broker.log.offset_index import OffsetIndex
 from kafka_txn_broker.log.time_index import TimeIndex
 from kafka_txn_broker.log.transaction_index import AbortedTxn, TransactionIndex

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.errors import OffsetOutOfRangeError
+
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.config import BrokerConfig
 from kafka_txn_broker.log import file_cache

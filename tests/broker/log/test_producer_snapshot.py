@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from kafka_txn_broker.log import producer_snapshot as ps
 
 VECTOR_HEX = (

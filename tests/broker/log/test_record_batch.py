@@ -12,6 +12,7 @@ from kafka.errors import (
     UnsupportedForMessageFormatError,
 )
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+
 from kafka_txn_broker.log import record_batch as rb
 
 TS = 1_700_000_000_000

@@ -17,6 +17,7 @@ from kafka.errors import (
     TransactionCoordinatorFencedError,
 )
 from kafka.record.default_records import DefaultRecordBatchBuilder
+
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.config import BrokerConfig
 from kafka_txn_broker.log import file_cache
