@@ -22,7 +22,7 @@ _SECRET_KEYS = frozenset({"sasl_plain_password", "ssl_password"})
 
 # Java properties that mean nothing to this tool but are common in admin.properties files.
 _HARMLESS = frozenset({
-    "retries", "retry.backoff.ms", "default.api.timeout.ms", "metadata.max.age.ms", "reconnect.backoff.ms",
+    "retries", "retry.backoff.ms", "metadata.max.age.ms", "reconnect.backoff.ms",
     "reconnect.backoff.max.ms", "connections.max.idle.ms", "receive.buffer.bytes", "send.buffer.bytes",
     "client.dns.lookup", "sasl.login.callback.handler.class", "sasl.client.callback.handler.class",
     "ssl.protocol", "ssl.enabled.protocols", "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm",
@@ -41,6 +41,8 @@ class ClientSettings:
     kwargs: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     source: str = ""
+    # default.api.timeout.ms: how long a whole operation (connecting included) may take.
+    timeout_ms: int | None = None
 
     def redacted(self) -> dict[str, Any]:
         return {k: ("***" if k in _SECRET_KEYS and v else v) for k, v in self.kwargs.items()}
@@ -200,6 +202,8 @@ def settings_from_properties(props: Mapping[str, str], source: str = "--command-
         kw["client_id"] = client_id
     if (timeout := take("request.timeout.ms")):
         kw["request_timeout_ms"] = _int_property("request.timeout.ms", timeout, source)
+    if (api_timeout := take("default.api.timeout.ms")):
+        settings.timeout_ms = _int_property("default.api.timeout.ms", api_timeout, source)
 
     protocol = (take("security.protocol") or "PLAINTEXT").upper()
     if protocol not in _PROTOCOLS:

@@ -47,10 +47,16 @@ class Refused(KafkaTxnError):
     """A safety check refused the operation; the message says how to override if that is wise."""
 
 
+# Codes newer than kafka-python 3.0.12's table (name, Kafka's description).
+_NEWER = {128: ("INVALID_REGULAR_EXPRESSION", "The regular expression is not valid.")}
+
+
 def error_name(code: int) -> str:
     """Kafka's name for an error code (29 -> TOPIC_AUTHORIZATION_FAILED)."""
     from kafka import errors  # lazy: importing kafka costs ~0.1 s
 
+    if code in _NEWER:
+        return _NEWER[code][0]
     if code not in errors.kafka_errors:
         return f"UNKNOWN_ERROR_{code}"
     return str(errors.kafka_errors[code].message)
@@ -59,6 +65,8 @@ def error_name(code: int) -> str:
 def error_description(code: int) -> str:
     from kafka import errors
 
+    if code in _NEWER:
+        return _NEWER[code][1]
     return str(errors.for_code(code).description)
 
 
@@ -101,6 +109,9 @@ def error_code(name: str) -> int:
     """Kafka's code for an error name (TOPIC_AUTHORIZATION_FAILED -> 29); -1 for names of ours."""
     from kafka import errors
 
+    for code, (known, _text) in _NEWER.items():
+        if known == name:
+            return code
     for cls in errors.kafka_errors.values():
         if getattr(cls, "message", None) == name:
             return int(cls.errno)

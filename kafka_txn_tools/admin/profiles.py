@@ -68,7 +68,7 @@ class ProfilesFile:
         return self.profiles[name]
 
 
-def load_profiles(path: Path, env: Mapping[str, str] | None = None) -> ProfilesFile | None:
+def load_profiles(path: Path) -> ProfilesFile | None:
     """Read the profiles file; None when it does not exist."""
     import yaml  # lazy: only commands that connect need it
 
@@ -84,8 +84,7 @@ def load_profiles(path: Path, env: Mapping[str, str] | None = None) -> ProfilesF
     raw = data.get("profiles", {})
     if not isinstance(raw, Mapping):
         raise ConfigError(f"`profiles:` in {path} must map profile names to settings")
-    env = os.environ if env is None else env
-    profiles = {str(name): _profile(str(name), body, path, env) for name, body in raw.items()}
+    profiles = {str(name): _profile(str(name), body, path) for name, body in raw.items()}
     default = data.get("default")
     if default is not None and str(default) not in profiles:
         raise ConfigError(f"default profile {default!r} in {path} is not defined under `profiles:`")
@@ -95,7 +94,7 @@ def load_profiles(path: Path, env: Mapping[str, str] | None = None) -> ProfilesF
 _KNOWN = {"bootstrap_servers", "bootstrap-servers", "command_config", "command-config", "properties"}
 
 
-def _profile(name: str, body: Any, path: Path, env: Mapping[str, str]) -> Profile:
+def _profile(name: str, body: Any, path: Path) -> Profile:
     if not isinstance(body, Mapping):
         raise ConfigError(f"profile {name!r} in {path} must be a map (bootstrap_servers, command_config, properties)")
     unknown = set(map(str, body)) - _KNOWN
@@ -110,7 +109,8 @@ def _profile(name: str, body: Any, path: Path, env: Mapping[str, str]) -> Profil
     props_raw = body.get("properties") or {}
     if not isinstance(props_raw, Mapping):
         raise ConfigError(f"`properties` of profile {name!r} in {path} must be a map of Java client properties")
-    props = {str(k): _expand(str(v), f"profile {name!r} property {k}", env) for k, v in props_raw.items()}
+    # ${VAR} is expanded only for the profile in use: other profiles' secrets need not be set.
+    props = {str(k): str(v) for k, v in props_raw.items()}
     return Profile(name, str(servers) if servers else None, cfg_path, props)
 
 
@@ -144,7 +144,8 @@ def resolve_settings(
     if chosen is not None:
         if chosen.command_config is not None:
             props.update(load_properties(chosen.command_config))
-        props.update(chosen.properties)
+        props.update({k: _expand(v, f"profile {chosen.name!r} property {k}", env)
+                      for k, v in chosen.properties.items()})
         source = f"profile {chosen.name!r}"
     if command_config is not None:
         props.update(file_props)
@@ -167,12 +168,12 @@ def resolve_settings(
 
 def _choose_profile(name: str | None, path: Path, env: Mapping[str, str], explicit_bootstrap: bool) -> Profile | None:
     if name is not None:
-        pf = load_profiles(path, env)
+        pf = load_profiles(path)
         if pf is None:
             raise ConfigError(f"--profile {name} given but {path} does not exist",
                               f"create it (see `kafka-txn --help`) or set ${ENV_PROFILES}")
         return pf.get(name)
     if explicit_bootstrap or env.get(ENV_BOOTSTRAP):
         return None
-    pf = load_profiles(path, env)
+    pf = load_profiles(path)
     return pf.get(pf.default) if pf is not None and pf.default else None

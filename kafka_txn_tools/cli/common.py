@@ -18,9 +18,12 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 from kafka_txn_tools.cli import exit_codes
+from kafka_txn_tools.cli.completion import enable_if_requested
 
 if TYPE_CHECKING:
     from kafka_txn_tools.admin.client import AdminClient
+
+enable_if_requested()  # tab completion calls back into kafka-txn; see cli/completion.py
 
 CONNECTION = "Connection"
 OUTPUT = "Output"
@@ -44,15 +47,17 @@ CommandConfigOpt = Annotated[Path | None, typer.Option(
 ProfileOpt = Annotated[str | None, typer.Option(
     "--profile", "-p", metavar="NAME", envvar="KAFKA_TXN_PROFILE", rich_help_panel=CONNECTION,
     help="named cluster from ~/.config/kafka-txn/profiles.yaml (or $KAFKA_TXN_PROFILES)")]
-TimeoutOpt = Annotated[str, typer.Option(
+TimeoutOpt = Annotated[str | None, typer.Option(
     "--timeout", metavar="DURATION", rich_help_panel=CONNECTION,
-    help="connect and request timeout, e.g. 30s (a bare number means minutes)")]
+    help="connect and request timeout (default 30s, or default.api.timeout.ms of --command-config); "
+         "a bare number means minutes")]
 OutputOpt = Annotated[OutputFormat | None, typer.Option(
     "--output", "-o", rich_help_panel=OUTPUT,
     help="table (default on a terminal), json, yaml, csv, tsv, or kafka (upstream's columns)")]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation (for scripts)")]
 
-DEFAULT_TIMEOUT = "30s"
+DEFAULT_TIMEOUT: str | None = None  # 30 s unless the properties say otherwise
+DEFAULT_TIMEOUT_MS = 30_000
 
 
 @dataclass(frozen=True)
@@ -60,10 +65,7 @@ class Connection:
     bootstrap_server: str | None
     command_config: Path | None
     profile: str | None
-    timeout: str = DEFAULT_TIMEOUT
-
-    def timeout_ms(self) -> int:
-        return duration_ms(self.timeout, "--timeout")
+    timeout: str | None = None
 
 
 def duration_ms(text: str, option: str) -> int:
@@ -84,7 +86,9 @@ def connect(conn: Connection) -> AdminClient:
     settings = resolve_settings(conn.bootstrap_server, conn.command_config, conn.profile)
     for warning in settings.warnings:
         warn(warning)
-    return AdminClient(settings, timeout_ms=conn.timeout_ms())
+    timeout_ms = (duration_ms(conn.timeout, "--timeout") if conn.timeout is not None
+                  else settings.timeout_ms or DEFAULT_TIMEOUT_MS)
+    return AdminClient(settings, timeout_ms=timeout_ms)
 
 
 def now_ms() -> int:

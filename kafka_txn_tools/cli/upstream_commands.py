@@ -74,7 +74,8 @@ def _connect(ns: argparse.Namespace, what: str) -> AdminClient:
             settings = settings_from_properties(load_properties(Path(ns.command_config)), ns.command_config)
     settings.bootstrap_servers = ns.bootstrap_server
     with failing_as(what):
-        return AdminClient(settings)
+        # Java's admin client gives an operation default.api.timeout.ms (60 s) before failing it.
+        return AdminClient(settings, timeout_ms=settings.timeout_ms or 60_000)
 
 
 def execute(ns: argparse.Namespace, out: IO[str]) -> None:

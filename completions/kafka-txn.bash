@@ -1,0 +1,12 @@
+
+_kafka_txn_completion() {
+    local IFS=$'
+'
+    COMPREPLY=( $( env COMP_WORDS="${COMP_WORDS[*]}" \
+                   COMP_CWORD=$COMP_CWORD \
+                   _KAFKA_TXN_COMPLETE=complete_bash $1 ) )
+    return 0
+}
+
+complete -o default -F _kafka_txn_completion kafka-txn
+

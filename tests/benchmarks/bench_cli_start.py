@@ -1,0 +1,57 @@
+"""Cold start of `kafka-txn --help` next to `python -c pass`, same interpreter, interleaved runs.
+
+Target: the median of `kafka-txn --help` at most 0.35 s above the median of `python -c pass`
+(everything heavy - kafka-python, rich tables, pyarrow, the broker - must load lazily).
+
+    python tests/benchmarks/bench_cli_start.py [--runs 15]
+
+Also prints which top-level modules `--help` imports that it should not (from -X importtime).
+Exit status 1 when over budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+
+BUDGET_S = 0.35
+HELP = "import sys; sys.argv[0] = 'kafka-txn'; sys.argv[1:] = ['--help']; " \
+       "from kafka_txn_tools.cli.app import main; main()"
+FORBIDDEN = ("kafka", "pyarrow", "kafka_txn_broker", "confluent_kafka", "yaml", "rich.table")
+
+
+def once(code: str) -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - start
+
+
+def heavy_imports() -> list[str]:
+    done = subprocess.run([sys.executable, "-X", "importtime", "-c", HELP], capture_output=True, text=True)
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    return sorted(m for m in loaded if m in FORBIDDEN)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=15)
+    args = ap.parse_args()
+    once("pass"), once(HELP)  # warm the page cache and .pyc files: "cold" means a new process
+    bare, cli = [], []
+    for _ in range(args.runs):  # interleaved, so load from other work hits both alike
+        bare.append(once("pass"))
+        cli.append(once(HELP))
+    b, c = statistics.median(bare), statistics.median(cli)
+    print(f"python -c pass        median {b * 1000:7.1f} ms  (min {min(bare) * 1000:.1f})")
+    print(f"kafka-txn --help      median {c * 1000:7.1f} ms  (min {min(cli) * 1000:.1f})")
+    print(f"overhead              median {(c - b) * 1000:7.1f} ms  budget {BUDGET_S * 1000:.0f} ms")
+    heavy = heavy_imports()
+    print(f"heavy modules imported by --help: {', '.join(heavy) or 'none'}")
+    return 0 if c - b <= BUDGET_S and not heavy else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

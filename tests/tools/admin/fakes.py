@@ -1,0 +1,172 @@
+"""An in-memory stand-in for admin/api.ClusterApi, for testing the flows (scan, abort, listing, dump).
+
+It is plain data with Kafka's rules where the flows depend on them (ListTransactions filters by
+producer id and state, DescribeTransactions answers TRANSACTIONAL_ID_NOT_FOUND, DescribeProducers
+errors per partition). It is not a Kafka broker: end-to-end tests use the embedded cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+from kafka_txn_tools.admin.api import DescribeResult, ListResult
+from kafka_txn_tools.models import (
+    BrokerInfo,
+    ClusterInfo,
+    PartitionInfo,
+    PartitionOffsets,
+    PartitionProducers,
+    ProducerState,
+    ScanError,
+    TopicPartition,
+    TransactionDescription,
+    TransactionListing,
+)
+
+NOW = 1_700_000_000_000
+MIN = 60_000
+
+
+def producer(pid: int, start: int = -1, age_ms: int = 0, epoch: int = 0, coordinator_epoch: int = 0) -> ProducerState:
+    return ProducerState(pid, epoch, 5, NOW - age_ms, coordinator_epoch, start)
+
+
+def txn(txn_id: str, pid: int, state: str = "Ongoing", partitions: Iterable[TopicPartition] = (), epoch: int = 0,
+        coordinator: int = 0, start_ms: int = NOW - 20 * MIN) -> TransactionDescription:
+    return TransactionDescription(txn_id, coordinator, state, pid, epoch, 60_000,
+                                  start_ms if state in ("Ongoing", "PrepareCommit", "PrepareAbort") else -1,
+                                  frozenset(partitions))
+
+
+@dataclass
+class FakeCluster:
+    partitions: list[PartitionInfo]
+    brokers: list[int] = field(default_factory=lambda: [0, 1, 2])
+    producers: dict[tuple[int, TopicPartition], list[ProducerState]] = field(default_factory=dict)
+    transactions: dict[str, TransactionDescription] = field(default_factory=dict)
+    offsets: dict[TopicPartition, tuple[int, int]] = field(default_factory=dict)
+    down: set[int] = field(default_factory=set)
+    partition_errors: dict[tuple[int, TopicPartition], str] = field(default_factory=dict)
+    list_versions: dict[int, int] = field(default_factory=dict)  # broker -> max ListTransactions version
+    # Called before each describe_producers with the call number (1, 2, ...): lets a test change state.
+    before_describe: Callable[[int], None] | None = None
+    describe_calls: int = 0
+    markers: list[tuple[int, TopicPartition, int, int, int, int | None]] = field(default_factory=list)
+    marker_error: str | None = None
+
+    # -- state helpers ----------------------------------------------------------------------
+    def open_txn(self, tp: TopicPartition, state: ProducerState, replicas: Iterable[int] | None = None) -> None:
+        info = self.info(tp)
+        for broker in replicas if replicas is not None else info.replicas:
+            self.producers.setdefault((broker, tp), []).append(state)
+
+    def info(self, tp: TopicPartition) -> PartitionInfo:
+        return next(i for i in self.partitions if i.partition == tp)
+
+    def complete(self, tp: TopicPartition, pid: int) -> None:
+        """The marker arrives everywhere: the producer's open transaction on tp closes."""
+        for (broker, p), states in self.producers.items():
+            if p == tp:
+                self.producers[(broker, p)] = [replace(s, current_txn_start_offset=-1) if s.producer_id == pid else s
+                                               for s in states]
+
+    # -- ClusterApi -------------------------------------------------------------------------
+    def metadata(self, topics: Sequence[str] | None = None) -> ClusterInfo:
+        parts = [p for p in self.partitions if topics is None or p.partition.topic in topics]
+        missing = tuple((t, "UNKNOWN_TOPIC_OR_PARTITION") for t in topics or ()
+                        if not any(p.partition.topic == t for p in self.partitions))
+        return ClusterInfo(tuple(BrokerInfo(b, "localhost", 9092 + b) for b in self.brokers), tuple(parts),
+                           0, missing)
+
+    def describe_producers(self, by_broker: dict[int, list[TopicPartition]], batch_size: int = 2000,
+                           in_flight: int = 3, progress: Callable[[int], None] | None = None,
+                           ) -> tuple[list[PartitionProducers], list[ScanError]]:
+        self.describe_calls += 1
+        if self.before_describe is not None:
+            self.before_describe(self.describe_calls)
+        out: list[PartitionProducers] = []
+        errors: list[ScanError] = []
+        for broker, tps in by_broker.items():
+            if broker in self.down:
+                errors.append(ScanError("BROKER_UNREACHABLE", f"broker {broker} is unreachable", broker_id=broker,
+                                        api="DescribeProducers"))
+                continue
+            for tp in tps:
+                if (broker, tp) in self.partition_errors:
+                    name = self.partition_errors[(broker, tp)]
+                    errors.append(ScanError(name, f"{tp}: {name}", broker_id=broker, partition=tp,
+                                            api="DescribeProducers", code=29))
+                elif broker not in self.info(tp).replicas:
+                    errors.append(ScanError("NOT_LEADER_OR_FOLLOWER", f"{tp} not on {broker}", broker_id=broker,
+                                            partition=tp, api="DescribeProducers", code=6))
+                else:
+                    out.append(PartitionProducers(tp, broker, tuple(self.producers.get((broker, tp), []))))
+            if progress is not None:
+                progress(len(tps))
+        return out, errors
+
+    def list_transactions(self, broker_ids: Iterable[int], states: Sequence[str] = (),
+                          producer_ids: Sequence[int] = (), duration_ms: int | None = None,
+                          pattern: str | None = None) -> ListResult:
+        import re
+
+        result = ListResult()
+        for broker in broker_ids:
+            if broker in self.down:
+                result.errors.append(ScanError("BROKER_UNREACHABLE", f"broker {broker} is unreachable",
+                                               broker_id=broker, api="ListTransactions"))
+                continue
+            version = self.list_versions.get(broker, 2)
+            dropped = {f for f, v, given in (("duration", 1, duration_ms), ("pattern", 2, pattern))
+                       if given is not None and version < v}
+            if dropped:
+                result.unfiltered[broker] = dropped
+            for d in self.transactions.values():
+                if d.coordinator_id != broker or d.state == "Dead":
+                    continue
+                if states and d.state not in states or producer_ids and d.producer_id not in producer_ids:
+                    continue
+                if duration_ms is not None and "duration" not in dropped and (
+                        d.start_time_ms < 0 or NOW - d.start_time_ms <= duration_ms):
+                    continue
+                if pattern is not None and "pattern" not in dropped and not re.fullmatch(pattern, d.transactional_id):
+                    continue
+                result.listings.append(TransactionListing(d.transactional_id, d.producer_id, d.state, broker))
+        return result
+
+    def describe_transactions(self, transactional_ids: Iterable[str]) -> DescribeResult:
+        result = DescribeResult()
+        for txn_id in transactional_ids:
+            d = self.transactions.get(txn_id)
+            if d is None or d.state == "Dead":
+                result.not_found.add(txn_id)
+            elif d.coordinator_id in self.down:
+                result.errors.append(ScanError("BROKER_UNREACHABLE", "coordinator down", broker_id=d.coordinator_id,
+                                               transactional_id=txn_id, api="DescribeTransactions"))
+            else:
+                result.descriptions[txn_id] = d
+        return result
+
+    def partition_offsets(self, leaders: dict[TopicPartition, int]) -> dict[TopicPartition, PartitionOffsets]:
+        return {tp: PartitionOffsets(tp, *self.offsets.get(tp, (None, None))) for tp in leaders}
+
+    def write_abort_marker(self, leader: int, partition: TopicPartition, producer_id: int, producer_epoch: int,
+                           coordinator_epoch: int, start_offset: int | None) -> str | None:
+        self.markers.append((leader, partition, producer_id, producer_epoch, coordinator_epoch, start_offset))
+        if self.marker_error is not None:
+            return self.marker_error
+        self.complete(partition, producer_id)
+        lso, hw = self.offsets.get(partition, (0, 0))
+        self.offsets[partition] = (hw, hw)
+        return None
+
+
+def cluster(topic: str = "orders", partitions: int = 3, rf: int = 3, brokers: int = 3,
+            internal: Sequence[str] = ()) -> FakeCluster:
+    infos = []
+    for t in (topic, *internal):
+        for p in range(partitions):
+            replicas = tuple((p + i) % brokers for i in range(rf))
+            infos.append(PartitionInfo(TopicPartition(t, p), replicas[0], replicas, replicas, t in internal))
+    return FakeCluster(infos, brokers=list(range(brokers)))

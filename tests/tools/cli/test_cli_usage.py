@@ -1,0 +1,86 @@
+"""`kafka-txn` argument handling, errors and exit codes that need no cluster."""
+
+from __future__ import annotations
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from kafka_txn_tools.cli import exit_codes
+from kafka_txn_tools.cli.app import app
+from kafka_txn_tools.cli.common import confirm_or_exit
+
+UNREACHABLE = ["-b", "127.0.0.1:1", "--timeout", "0.3s"]
+
+
+@pytest.fixture
+def run(tmp_path, monkeypatch):
+    monkeypatch.delenv("KAFKA_BOOTSTRAP_SERVERS", raising=False)
+    monkeypatch.delenv("KAFKA_TXN_PROFILE", raising=False)
+    monkeypatch.setenv("KAFKA_TXN_PROFILES", str(tmp_path / "no-profiles.yaml"))
+    runner = CliRunner()
+
+    def invoke(*args: str):
+        return runner.invoke(app, list(args))
+
+    return invoke
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["find-hanging", *UNREACHABLE], exit_codes.USAGE, "find-hanging needs a scope"),
+    (["find-hanging", "--partition", "1", *UNREACHABLE], exit_codes.USAGE, "--partition needs --topic"),
+    (["find-hanging", "--all", "--max-transaction-timeout", "15x"], exit_codes.USAGE, "unknown unit 'x'"),
+    (["abort", "--topic", "t", "--partition", "0"], exit_codes.USAGE, "identified either with --start-offset"),
+    (["abort", "--plan", "p.yaml", "--topic", "t"], exit_codes.USAGE, "do not combine it"),
+    (["describe"], exit_codes.USAGE, "give --transactional-id ID"),
+    (["describe-producers"], exit_codes.USAGE, "give --topic TOPIC"),
+    (["list"], exit_codes.USAGE, "no cluster to connect to"),
+    (["list", "--duration-filter", "5", "--min-duration", "5m"], exit_codes.USAGE, "not both"),
+    (["list", "--state", "running", *UNREACHABLE], exit_codes.USAGE, "unknown transaction state 'running'"),
+    (["dump", "--out", "d"], exit_codes.USAGE, "dump needs --all"),
+])
+def test_usage_errors(run, args, code, message) -> None:
+    result = run(*args)
+    assert result.exit_code == code, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_unreachable_cluster_is_a_message_not_a_traceback(run, tmp_path) -> None:
+    props = tmp_path / "admin.properties"
+    props.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config="
+                     "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                     "username=u password=TOPSECRET;\n")
+    result = run("list", *UNREACHABLE, "--command-config", str(props))
+    assert result.exit_code == exit_codes.ERROR
+    assert "error: could not connect to the cluster at 127.0.0.1:1 within 0.3s" in result.output
+    assert "TOPSECRET" not in result.output and "Traceback" not in result.output
+
+
+def test_help_documents_exit_codes(run) -> None:
+    result = run("--help")
+    assert result.exit_code == 0 and "3 hanging transactions found" in result.output
+    for command in ("list", "describe", "describe-producers", "find-hanging", "abort", "force-terminate", "dump"):
+        assert command in result.output
+
+
+def test_no_prompt_without_a_terminal(monkeypatch) -> None:
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False)
+    with pytest.raises(typer.Exit) as exc:
+        confirm_or_exit("Abort?", yes=False)
+    assert exc.value.exit_code == exit_codes.USAGE
+    confirm_or_exit("Abort?", yes=True)  # --yes never asks
+
+
+def test_help_loads_no_heavy_module() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.argv[1:] = ['--help']\n"
+            "from kafka_txn_tools.cli.app import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "heavy = [m for m in ('kafka', 'pyarrow', 'yaml', 'rich.table', 'kafka_txn_tools.admin.client')"
+            " if m in sys.modules]\n"
+            "print(heavy, file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stderr.strip().splitlines()[-1] == "[]"
