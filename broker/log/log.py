@@ -161,10 +161,17 @@ class Log:
         self._maybe_flush()
 
     def _maybe_flush(self) -> None:
-        now = self.clock.millis()
-        if (self._unflushed_messages >= self.config["log.flush.interval.messages"]
-                or now - self._last_flush_ms >= self.config["log.flush.interval.ms"]):
+        if self._unflushed_messages >= self.config["log.flush.interval.messages"]:
             self.flush()
+        else:
+            self.flush_if_due()
+
+    def flush_if_due(self) -> bool:
+        if self._unflushed_messages and \
+                self.clock.millis() - self._last_flush_ms >= self.config["log.flush.interval.ms"]:
+            self.flush()
+            return True
+        return False
 
     def flush(self) -> None:
         try:

@@ -377,6 +377,11 @@ class UnifiedLog:
         with self._lock:
             self.log.flush()
 
+    def flush_if_due(self) -> bool:
+        """Apply log.flush.interval.ms without an append (for a periodic caller). True if flushed."""
+        with self._lock:
+            return self.log.flush_if_due()
+
     def remove_expired_producers(self, now_ms: int) -> list[int]:
         with self._lock:
             return self._ensure_loaded().remove_expired_producers(now_ms)
@@ -386,7 +391,8 @@ class UnifiedLog:
         with self._lock:
             end = self.log.log_end_offset
             has_data = self.log.active.size > 0 or len(self.log.segments) > 1
-            if self._psm_loaded or (has_data and end not in self._psm.snapshots):
+            # The snapshot at the log end doubles as the record of that end offset for the next open.
+            if has_data and (self._psm_loaded or end not in self._psm.snapshots):
                 self.take_snapshot()
             self.log.close(clean=True)
 

@@ -279,3 +279,12 @@ def test_file_cache_lru_bounds_open_descriptors(tmp_path: Path) -> None:
     assert cache.open_count() == 4
     cache.close_under(str(tmp_path))
     assert cache.open_count() == 0
+
+
+def test_flush_if_due_without_appends(part_dir: Path, clock: ManualClock) -> None:
+    log = Log.open(part_dir, BrokerConfig({"log.flush.interval.ms": 500}), clock)
+    assert not log.flush_if_due()
+    append(log)
+    assert log.unflushed_messages == 1 and not log.flush_if_due()
+    clock.advance(500)
+    assert log.flush_if_due() and log.unflushed_messages == 0

@@ -363,3 +363,41 @@ def test_files_parse_with_independent_reader(part_dir: Path, config: BrokerConfi
     assert rows[1][7] == 25 and rows[2][7] == -1  # t1's second transaction is open
     aborted = [row for f in sorted(part_dir.glob("*.txnindex")) for row in reader.read_txn_index(f.read_bytes())]
     assert aborted == [(1, 6, 16, 11), (2, 11, 31, 25)]
+
+
+def test_coordinator_origin_may_append_markers_as_batches(ulog: UnifiedLog) -> None:
+    from kafka_txn_broker.log.record_batch import build_control_batch
+
+    t = Producer(4, txn=True)
+    ulog.append_as_leader(t.batch(), 0, origin="coordinator")
+    info = ulog.append_as_leader(build_control_batch(4, 0, False, 2, TS), 0, origin="coordinator")
+    assert info.first_offset == 1
+    assert ulog.log.active.txn_index.entries() == [AbortedTxn(4, 0, 1, 2)]
+    with pytest.raises(InvalidRecordError):
+        ulog.append_as_leader(build_control_batch(4, 0, False, 2, TS), 0)  # never from clients
+
+
+def test_many_logs_share_a_bounded_set_of_file_descriptors(tmp_path: Path, config: BrokerConfig,
+                                                           clock: ManualClock) -> None:
+    logs = [UnifiedLog.open(tmp_path / f"t-{i}", config, clock) for i in range(300)]
+    for ul in logs:
+        ul.append_as_leader(plain(), 0)
+        ul.high_watermark = 1
+        assert offsets(ul.read(0, 1000, True).records) == [0]
+    assert file_cache.FILE_CACHE.open_count() <= file_cache.FILE_CACHE.capacity
+    for ul in logs:
+        ul.close()
+    # a clean reopen of an idle log holds no descriptor at all
+    before = file_cache.FILE_CACHE.open_count()
+    again = [UnifiedLog.open(tmp_path / f"t-{i}", config, clock) for i in range(300)]
+    assert file_cache.FILE_CACHE.open_count() == before
+    assert all(ul.log_end_offset == 1 for ul in again)
+
+
+def test_empty_log_close_and_reopen(part_dir: Path, config: BrokerConfig, clock: ManualClock) -> None:
+    ulog = UnifiedLog.open(part_dir, config, clock)
+    ulog.close()
+    assert sorted(p.name for p in part_dir.iterdir()) == [CLEAN_SHUTDOWN_FILE, "00000000000000000000.log"]
+    again = UnifiedLog.open(part_dir, config, clock)
+    assert (again.log_end_offset, again.last_stable_offset, again.producer_state.active_producers()) == (0, 0, [])
+    assert again.append_as_leader(plain(), 0).first_offset == 0
