@@ -32,6 +32,7 @@ from kafka.protocol.admin import (
     ListTransactionsResponse,
 )
 from kafka.protocol.producer import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.metadata import validate_topic_name

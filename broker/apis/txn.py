@@ -19,6 +19,7 @@ from kafka.protocol.producer import (
     EndTxnRequest,
     EndTxnResponse,
 )
+
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.txn import errors as E

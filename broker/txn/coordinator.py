@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from kafka.errors import ProducerFencedError
+
 from kafka_txn_broker.coordinator_partition import GROUP_TOPIC, TXN_TOPIC, partition_for
 from kafka_txn_broker.txn import errors as E
 from kafka_txn_broker.txn.errors import CoordinatorError

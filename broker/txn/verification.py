@@ -23,6 +23,7 @@ from kafka.errors import (
     TransactionAbortableError,
     for_code,
 )
+
 from kafka_txn_broker.coordinator_partition import TXN_TOPIC, partition_for
 from kafka_txn_broker.log.record_batch import HEADER_SIZE, iter_batches
 from kafka_txn_broker.txn import errors as E
