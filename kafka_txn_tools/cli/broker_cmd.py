@@ -53,3 +53,54 @@ def show_config() -> None:
 
     for key in KEYS.values():
         typer.echo(f"{key.name}={key.default}    # {key.doc}")
+
+
+@broker_app.command("scenario")
+def scenario(
+    name: str = typer.Argument(..., help="late-write-after-abort, zombie-after-timeout, "
+                                         "unregistered-partition-commit, or all"),
+    bootstrap_server: str = typer.Option(..., "--bootstrap-server", help="host:port of any broker"),
+    topic_prefix: str = typer.Option("scenario", "--topic-prefix", help="prefix of the new topic and ids"),
+    backdate_minutes: float = typer.Option(0.0, "--backdate-minutes", min=0,
+                                           help="CreateTime of the misbehaving batches this long before sending "
+                                                "(a paused producer's batch is old when it lands)"),
+    healthy: bool = typer.Option(True, "--healthy/--no-healthy",
+                                 help="also create healthy committed, aborted and open transactions"),
+    zombie_timeout_ms: int = typer.Option(1000, "--zombie-timeout-ms", min=1,
+                                          help="transaction.timeout.ms of the zombie (zombie-after-timeout)"),
+    wait_seconds: float = typer.Option(60.0, "--wait-seconds", min=1,
+                                       help="how long to wait for the coordinator's timeout abort"),
+    output: str = typer.Option("json", "--output", "-o", help="json or table"),
+) -> None:
+    """Create real hanging transactions through the protocol and print their ground truth.
+
+    Needs a broker that does not verify transactional writes (Kafka < 3.6, or
+    `--set transaction.partition.verification.enable=false` on the embedded broker).
+    """
+    import json
+
+    from kafka_txn_broker.scenarios import ScenarioError, ScenarioOptions, run_scenario
+    from kafka_txn_broker.txn.raw_client import RawClientError
+
+    if output not in ("json", "table"):
+        typer.echo(f"error: --output {output!r}: use json or table", err=True)
+        raise typer.Exit(exit_codes.USAGE)
+    options = ScenarioOptions(topic_prefix=topic_prefix, backdate_ms=int(backdate_minutes * 60000), healthy=healthy,
+                              zombie_timeout_ms=zombie_timeout_ms, wait_s=wait_seconds)
+    try:
+        results = run_scenario(name, bootstrap_server, options)
+    except (ScenarioError, RawClientError) as exc:
+        typer.echo(f"error: scenario {name}: {exc}", err=True)
+        raise typer.Exit(exit_codes.ERROR) from None
+    if output == "json":
+        typer.echo(json.dumps({"scenarios": [r.to_dict() for r in results]}, indent=2))
+        return
+    for r in results:
+        typer.echo(f"# {r.name}: {r.incident}")
+        for h in r.hanging:
+            typer.echo(f"HANGING  {h.topic}-{h.partition} producerId={h.producer_id} epoch={h.producer_epoch} "
+                       f"startOffset={h.start_offset} transactionalId={h.transactional_id} "
+                       f"coordinator={h.coordinator_state}")
+        for ok in r.healthy:
+            typer.echo(f"HEALTHY  {ok.topic}-{ok.partition} producerId={ok.producer_id} {ok.state} "
+                       f"transactionalId={ok.transactional_id}")
