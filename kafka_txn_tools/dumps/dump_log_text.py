@@ -117,9 +117,7 @@ def _json_record(key: str, payload: str, where: str) -> tuple[str, txlog.TxnMeta
     except (ValueError, KeyError, TypeError) as exc:
         raise DumpLogTextError(f"{where}: cannot read the 4.0+ JSON transaction record: {exc}") from exc
     partitions = tuple(
-        (str(tp["topic"]), int(p))
-        for tp in data.get("transactionPartitions") or []
-        for p in tp.get("partitionIds", [])
+        (str(tp["topic"]), int(p)) for tp in data.get("transactionPartitions") or [] for p in tp.get("partitionIds", [])
     )
     start = data.get("transactionStartTimestampMs")
     return tid, txlog.TxnMetadata(
@@ -256,9 +254,7 @@ def parse_dump_log_text(
     if not seen_any:
         raise DumpLogTextError(f"{text_file}: no 'Dumping <file>' line: is this kafka-dump-log.sh output?")
     producers = [
-        _producer_row(section, e, captured)
-        for _, (section, entries) in sorted(snapshots.items())
-        for e in entries
+        _producer_row(section, e, captured) for _, (section, entries) in sorted(snapshots.items()) for e in entries
     ]
     coordinators = [
         txlog.to_row(meta, broker, captured, "dump-log-text")

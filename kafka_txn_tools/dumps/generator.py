@@ -212,25 +212,24 @@ def _attach_coordinator(inj: Injected, cluster: Cluster, n: int) -> None:
     if kind == "transactional-id-not-found":
         inj.tombstoned = True
     elif kind == "partition-not-in-transaction":
-        state, parts = ("Ongoing", elsewhere) if n % 2 else ("CompleteCommit", ())
+        state, parts = ("Ongoing" if n % 2 else "PrepareCommit"), elsewhere
     elif kind == "epoch-mismatch":
-        coord_epoch = epoch + 2
+        # The coordinator's epoch is older than the partition's: its markers would be fenced.
+        inj.producer_epoch = epoch = max(epoch, 1)
+        coord_epoch = epoch - 1
     elif kind == "transaction-not-ongoing":
-        state = "CompleteCommit"  # a coordinator that did not clear the partitions, or a lost marker
+        # Completed: with the partition still listed (a lost marker) or already cleared.
+        state, parts = ("CompleteCommit", here) if n % 2 else ("Empty", ())
     elif kind == "late" and n % 3 == 0:
         state, coord_epoch = "PrepareCommit", epoch + 1  # transaction version 2 bumps at EndTxn
     inj.transactional_id = tid
-    inj.coordinator = txlog.TxnMetadata(
-        tid, inj.producer_id, coord_epoch, timeout, state, parts, updated, started
-    )
+    inj.coordinator = txlog.TxnMetadata(tid, inj.producer_id, coord_epoch, timeout, state, parts, updated, started)
 
 
 # --- per-replica producer state ------------------------------------------------------------------
 
 
-def injected_entry(
-    cluster: Cluster, inj: Injected, broker: int, final: bool = True
-) -> snap.SnapshotEntry | None:
+def injected_entry(cluster: Cluster, inj: Injected, broker: int, final: bool = True) -> snap.SnapshotEntry | None:
     """The injected producer as `broker`'s replica holds it (None: the replica never saw it).
 
     final=False gives the state a stale snapshot shows for closed-after-snapshot cases.
@@ -344,9 +343,7 @@ def background_producer_table(cluster: Cluster, chunk: Chunk, capture_for: dict[
             pa.table(
                 {
                     "broker_id": broker,
-                    "topic": _strings(
-                        cluster.topic_names, (chunk.g // cfg.partitions_per_topic).astype(np.int32)
-                    ),
+                    "topic": _strings(cluster.topic_names, (chunk.g // cfg.partitions_per_topic).astype(np.int32)),
                     "partition": (chunk.g % cfg.partitions_per_topic).astype(np.int32),
                     "is_leader": np.full(n, r == 0),
                     "producer_id": chunk.pid,
@@ -356,12 +353,8 @@ def background_producer_table(cluster: Cluster, chunk: Chunk, capture_for: dict[
                     "coordinator_epoch": chunk.coord_epoch,
                     "current_txn_start_offset": chunk.txn_start,
                     "snapshot_offset": pa.nulls(n, pa.int64()),
-                    "capture_time_ms": np.array([capture_for[int(b)] for b in range(cfg.brokers + 1)])[
-                        broker
-                    ],
-                    "source": pa.array(["describe-producers"] * 1).take(
-                        pa.array(np.zeros(n, dtype=np.int32))
-                    ),
+                    "capture_time_ms": np.array([capture_for[int(b)] for b in range(cfg.brokers + 1)])[broker],
+                    "source": pa.array(["describe-producers"] * 1).take(pa.array(np.zeros(n, dtype=np.int32))),
                 },
                 schema=PRODUCER_SCHEMA,
             )
@@ -413,30 +406,36 @@ def _txn_row(cluster: Cluster, meta: txlog.TxnMetadata, dead: bool, capture: int
 # --- ground truth --------------------------------------------------------------------------------
 
 
-def ground_truth(cluster: Cluster) -> dict[str, Any]:
+def ground_truth(cluster: Cluster, kind: str = "dump") -> dict[str, Any]:
+    """Expected sweep results for one input kind.
+
+    An expired id (tombstoned) reads as transactional-id-not-found in a live dump (listed, then
+    not describable) but as no-transactional-id from logs, where the tombstone removes the id.
+    """
     cfg = cluster.cfg
     now = cfg.capture_time_ms
     timeout = cfg.max_transaction_timeout_ms
     expected = []
     for inj in cluster.injected:
         if inj.case in ("hanging", "late", "diverge-leader"):
+            reason = inj.reason
+            if inj.tombstoned and kind in ("logdir", "text"):
+                reason = "no-transactional-id"
             expected.append(
                 {
                     "topic": cluster.topic(inj.g),
                     "partition": cluster.index(inj.g),
                     "producer_id": inj.producer_id,
                     "start_offset": inj.start_offset,
-                    "verdict": "late" if inj.reason == "late" else "hanging",
-                    "reason": inj.reason,
+                    "verdict": "late" if reason == "late" else "hanging",
+                    "reason": reason,
                     "leader_broker_id": cluster.leader(inj.g),
                 }
             )
     late_partitions: dict[str, int] = {str(b): 0 for b in range(1, cfg.brokers + 1)}
     for g, injs in cluster.by_partition.items():
         on_leader = [i for i in injs if injected_entry(cluster, i, cluster.leader(g)) is not None]
-        open_on_leader = [
-            i for i in on_leader if cluster.leader(g) in i.open_on and i.case != "closed-after-snapshot"
-        ]
+        open_on_leader = [i for i in on_leader if cluster.leader(g) in i.open_on and i.case != "closed-after-snapshot"]
         if open_on_leader:
             oldest = min(open_on_leader, key=lambda i: i.start_offset)
             if oldest.last_timestamp_ms > 0 and now - oldest.last_timestamp_ms > timeout + LATE_BUFFER_MS:
@@ -446,9 +445,7 @@ def ground_truth(cluster: Cluster) -> dict[str, Any]:
             "topic": cluster.topic(i.g),
             "partition": cluster.index(i.g),
             "producer_id": i.producer_id,
-            "kind": "open-on-follower-not-leader"
-            if i.case == "diverge-follower"
-            else "open-on-leader-not-follower",
+            "kind": "open-on-follower-not-leader" if i.case == "diverge-follower" else "open-on-leader-not-follower",
         }
         for i in cluster.injected
         if i.case in ("diverge-follower", "diverge-leader")
@@ -465,17 +462,12 @@ def ground_truth(cluster: Cluster) -> dict[str, Any]:
 
 
 def _injected_row_count(cluster: Cluster) -> int:
-    return sum(
-        1
-        for i in cluster.injected
-        for b in cluster.replicas(i.g)
-        if injected_entry(cluster, i, b) is not None
-    )
+    return sum(1 for i in cluster.injected for b in cluster.replicas(i.g) if injected_entry(cluster, i, b) is not None)
 
 
-def write_ground_truth(cluster: Cluster, out: Path) -> Path:
+def write_ground_truth(cluster: Cluster, out: Path, kind: str) -> Path:
     path = out / "ground-truth.json"
-    path.write_text(json.dumps(ground_truth(cluster), indent=2) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(ground_truth(cluster, kind), indent=2) + "\n", encoding="utf-8")
     return path
 
 
@@ -508,7 +500,7 @@ def write_dump(cfg: GeneratorConfig, out_dir: str | os.PathLike[str], fmt: str =
         if metas:
             writer.add(TRANSACTIONS, _txn_table(cluster, metas, cfg.capture_time_ms))
     writer.close()
-    write_ground_truth(cluster, out)
+    write_ground_truth(cluster, out, "dump")
     return out
 
 
@@ -595,7 +587,7 @@ def write_logdirs(cfg: GeneratorConfig, out_dir: str | os.PathLike[str]) -> Path
     for path in out.rglob("*"):
         if path.is_file():
             _touch(path, cfg.capture_time_ms)
-    write_ground_truth(cluster, out)
+    write_ground_truth(cluster, out, "logdir")
     return out
 
 
@@ -675,11 +667,7 @@ def _write_transaction_logs(cluster: Cluster, out: Path, text_style: str | None)
                 pdir.mkdir(parents=True, exist_ok=True)
                 txlog.write_segment(pdir / f"{0:020d}.log", kept, version=n % 2)
             else:
-                style = (
-                    render.TXN_LOG_STYLES[n % len(render.TXN_LOG_STYLES)]
-                    if text_style == "mixed"
-                    else text_style
-                )
+                style = render.TXN_LOG_STYLES[n % len(render.TXN_LOG_STYLES)] if text_style == "mixed" else text_style
                 path = f"/var/lib/kafka/node-{broker}/{txlog.TRANSACTION_STATE_TOPIC}-{n}/{0:020d}.log"
                 texts[broker] = texts.get(broker, "") + render.render_transaction_log(path, kept, style)
     return texts
@@ -712,7 +700,7 @@ def write_dump_log_text(cfg: GeneratorConfig, out_dir: str | os.PathLike[str]) -
         (out / f"txnlog-node-{broker}.txt").write_text(log_text, encoding="utf-8")
     for path in out.glob("*.txt"):
         _touch(path, cfg.capture_time_ms)
-    write_ground_truth(cluster, out)
+    write_ground_truth(cluster, out, "text")
     return out
 
 

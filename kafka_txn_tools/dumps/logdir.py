@@ -203,9 +203,7 @@ def coordinator_rows(pdir: PartitionDir, capture_time_ms: int | None = None) -> 
         return []
     captured = capture_time_ms if capture_time_ms is not None else max(_mtime_ms(s) for s in segments)
     states = txlog.read_transaction_log(path)
-    return [
-        txlog.to_row(meta, pdir.broker_id, captured, "transaction-log") for _, meta in sorted(states.items())
-    ]
+    return [txlog.to_row(meta, pdir.broker_id, captured, "transaction-log") for _, meta in sorted(states.items())]
 
 
 def read_partition(pdir: PartitionDir, capture_time_ms: int | None = None) -> Iterator[tuple[str, Row]]:

@@ -41,7 +41,7 @@ HANGING_REASONS = (
     "partition-not-in-transaction",
     "epoch-mismatch",
     "transaction-not-ongoing",
-)
+)  # the CLI's HangingReason values, less `late`
 
 
 class PlanError(ValueError):
@@ -99,9 +99,7 @@ def _entry(index: int, raw: Any) -> AbortPlanEntry:
     if ints["start_offset"] < 0:
         raise PlanError(f"{where}: start_offset {ints['start_offset']} is negative: nothing is open there")
     if raw["reason"] not in HANGING_REASONS:
-        raise PlanError(
-            f"{where}: reason {raw['reason']!r} is not a hanging reason ({', '.join(HANGING_REASONS)})"
-        )
+        raise PlanError(f"{where}: reason {raw['reason']!r} is not a hanging reason ({', '.join(HANGING_REASONS)})")
     leader = raw.get("leader_broker_id")
     tid = raw.get("transactional_id")
     return AbortPlanEntry(

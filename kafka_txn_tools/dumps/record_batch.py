@@ -147,8 +147,7 @@ def _decompress(codec: int, blob: bytes, name: str) -> bytes:
     available, decode, package = decoders[codec]
     if not available():
         raise SegmentError(
-            f"{name}: a {COMPRESSION_NAMES[codec]}-compressed batch needs the {package} package: "
-            f"pip install {package}"
+            f"{name}: a {COMPRESSION_NAMES[codec]}-compressed batch needs the {package} package: pip install {package}"
         )
     return bytes(decode(blob))
 
@@ -169,8 +168,7 @@ def iter_batches(
             return  # preallocated zeros or a batch torn by a crash: Kafka truncates these on recovery
         if header.magic != 2:
             raise SegmentError(
-                f"{name}: batch at byte {pos} has magic {header.magic}; "
-                "only record batch v2 (Kafka 0.11+) is read"
+                f"{name}: batch at byte {pos} has magic {header.magic}; only record batch v2 (Kafka 0.11+) is read"
             )
         batch = view[pos : pos + header.size]
         if verify_crc and crc32c.crc32c(batch[_CRC_START:]) != header.crc:
@@ -195,9 +193,7 @@ def decode_records(header: BatchHeader, batch: memoryview, name: str = "segment"
         offset_delta, pos = read_varint(body, pos)
         key, pos = _read_bytes(body, pos)
         value, pos = _read_bytes(body, pos)
-        records.append(
-            Record(header.base_offset + offset_delta, header.base_timestamp + ts_delta, key, value)
-        )
+        records.append(Record(header.base_offset + offset_delta, header.base_timestamp + ts_delta, key, value))
         pos = end  # headers are skipped
     return records
 
@@ -209,9 +205,7 @@ def _read_bytes(buf: memoryview, pos: int) -> tuple[bytes | None, int]:
     return bytes(buf[pos : pos + length]), pos + length
 
 
-def iter_segment(
-    path: str | os.PathLike[str], verify_crc: bool = True
-) -> Iterator[tuple[BatchHeader, memoryview]]:
+def iter_segment(path: str | os.PathLike[str], verify_crc: bool = True) -> Iterator[tuple[BatchHeader, memoryview]]:
     yield from iter_batches(Path(path).read_bytes(), str(path), verify_crc)
 
 
@@ -301,9 +295,7 @@ def encode_control_batch(
     )
 
 
-def scan_segment(
-    path: str | os.PathLike[str], min_last_offset: int = 0
-) -> Iterator[tuple[BatchHeader, bytes | None]]:
+def scan_segment(path: str | os.PathLike[str], min_last_offset: int = 0) -> Iterator[tuple[BatchHeader, bytes | None]]:
     """Batch headers of a segment by seeking, without reading data batches' bodies.
 
     Control batches (transaction markers) come with their bytes, since the marker's coordinator
@@ -321,16 +313,12 @@ def scan_segment(
             if header.batch_length <= 0 or start + header.size > file_size:
                 return  # preallocated zeros or a torn tail
             if header.magic != 2:
-                raise SegmentError(
-                    f"{path}: batch at byte {start} has magic {header.magic}; only v2 batches are read"
-                )
+                raise SegmentError(f"{path}: batch at byte {start} has magic {header.magic}; only v2 batches are read")
             body: bytes | None = None
             if header.is_control and header.last_offset >= min_last_offset:
                 body = raw + src.read(header.size - HEADER_SIZE)
                 if crc32c.crc32c(body[_CRC_START:]) != header.crc:
-                    raise SegmentError(
-                        f"{path}: CRC mismatch in the marker batch at offset {header.base_offset}"
-                    )
+                    raise SegmentError(f"{path}: CRC mismatch in the marker batch at offset {header.base_offset}")
             src.seek(start + header.size)
             if header.last_offset >= min_last_offset:
                 yield header, body

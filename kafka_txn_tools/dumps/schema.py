@@ -48,8 +48,10 @@ Coordinator-state rows (`TRANSACTION_SCHEMA`; ListTransactions + DescribeTransac
 
 An id whose DescribeTransactions answered TRANSACTIONAL_ID_NOT_FOUND is written with state Dead
 (the producer id from ListTransactions, other details null); a tombstone in `__transaction_state`
-becomes a Dead row too, keeping the producer id of the value it deleted. Other describe failures go
-to errors with the transactional id, and the id gets a row with `partitions` null (unknown).
+becomes a Dead row too (source transaction-log or dump-log-text), keeping the producer id of the
+value it deleted; after merging replicas the sweep drops those ids, as the coordinator forgets them.
+Other describe failures go to errors with the transactional id, and the id gets a row with
+`partitions` null (unknown).
 
 Error rows (`ERROR_SCHEMA`):
 
@@ -96,9 +98,7 @@ TXN_STATES = (
     "PrepareEpochFence",
 )
 
-PARTITION_STRUCT = pa.struct(
-    [pa.field("topic", pa.string(), False), pa.field("partition", pa.int32(), False)]
-)
+PARTITION_STRUCT = pa.struct([pa.field("topic", pa.string(), False), pa.field("partition", pa.int32(), False)])
 
 PRODUCER_SCHEMA = pa.schema(
     [
@@ -179,9 +179,7 @@ def _coerce_partitions(value: Any) -> list[dict[str, Any]] | None:
         elif isinstance(item, Mapping) and "topic" in item and "partition" in item:
             out.append({"topic": str(item["topic"]), "partition": int(item["partition"])})
         else:
-            raise DumpFormatError(
-                f"bad partitions entry {item!r}: expected 'topic-N' or {{topic, partition}}"
-            )
+            raise DumpFormatError(f"bad partitions entry {item!r}: expected 'topic-N' or {{topic, partition}}")
     return out
 
 
@@ -198,13 +196,9 @@ def conform_row(kind: str, row: Mapping[str, Any]) -> Row:
         out[fld.name] = value
     unknown = set(row) - set(schema.names)
     if unknown:
-        raise DumpFormatError(
-            f"{kind} row has unknown columns {sorted(unknown)}; the schema is in dumps/schema.py"
-        )
+        raise DumpFormatError(f"{kind} row has unknown columns {sorted(unknown)}; the schema is in dumps/schema.py")
     if kind == TRANSACTIONS and out["state"] not in TXN_STATES:
-        raise DumpFormatError(
-            f"unknown transaction state {out['state']!r}: use one of {', '.join(TXN_STATES)}"
-        )
+        raise DumpFormatError(f"unknown transaction state {out['state']!r}: use one of {', '.join(TXN_STATES)}")
     return out
 
 
@@ -223,9 +217,7 @@ def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike[str],
     return count
 
 
-def write_parquet(
-    rows: Iterable[Mapping[str, Any]] | pa.Table, path: str | os.PathLike[str], kind: str
-) -> int:
+def write_parquet(rows: Iterable[Mapping[str, Any]] | pa.Table, path: str | os.PathLike[str], kind: str) -> int:
     """Write rows (dicts or an Arrow table of the right schema) as one Parquet file; return the count."""
     import pyarrow.parquet as pq
 
@@ -289,6 +281,8 @@ class Manifest:
     counts: dict[str, int] = field(default_factory=dict)
     source: str = "kafka-txn dump"
     format_version: int = FORMAT_VERSION
+    # The latest capture_time_ms of any row: the sweep's "now" without scanning the rows for it.
+    max_capture_time_ms: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -298,6 +292,7 @@ class Manifest:
             "brokers": sorted(self.brokers),
             "counts": self.counts,
             "source": self.source,
+            "max_capture_time_ms": self.max_capture_time_ms,
         }
 
     @classmethod
@@ -312,6 +307,9 @@ class Manifest:
                 counts={str(k): int(v) for k, v in data.get("counts", {}).items()},
                 source=str(data.get("source", "")),
                 format_version=int(data.get("format_version", FORMAT_VERSION)),
+                max_capture_time_ms=None
+                if data.get("max_capture_time_ms") is None
+                else int(data["max_capture_time_ms"]),
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise DumpFormatError(
@@ -325,9 +323,7 @@ class DumpWriter:
     Used by `kafka-txn dump` and by the generator, so both write the same layout.
     """
 
-    def __init__(
-        self, directory: str | os.PathLike[str], fmt: str = "parquet", capture_time_ms: int = 0
-    ) -> None:
+    def __init__(self, directory: str | os.PathLike[str], fmt: str = "parquet", capture_time_ms: int = 0) -> None:
         if fmt not in ("parquet", "jsonl"):
             raise ValueError(f"unknown dump format {fmt!r}: use parquet or jsonl")
         self.directory = Path(directory)
@@ -335,6 +331,7 @@ class DumpWriter:
         self.capture_time_ms = capture_time_ms
         self.counts = {kind: 0 for kind in KINDS}
         self.brokers: set[int] = set()
+        self.max_capture_time_ms: int | None = None
         self._files = {kind: 0 for kind in KINDS}
         for kind in KINDS:
             (self.directory / kind).mkdir(parents=True, exist_ok=True)
@@ -355,18 +352,28 @@ class DumpWriter:
             )
             ids = rows.column("coordinator_id" if kind == TRANSACTIONS else "broker_id").drop_null()
             self.brokers.update(int(b) for b in pc.unique(ids).to_pylist())
+            self._saw_capture(pc.max(rows.column("capture_time_ms")).as_py())
         else:
             materialized = [dict(r) for r in rows]
             writer = write_parquet if self.format == "parquet" else write_jsonl
             count = writer(materialized, path, kind)
             key = "coordinator_id" if kind == TRANSACTIONS else "broker_id"
             self.brokers.update(int(r[key]) for r in materialized if r.get(key) is not None)
+            self._saw_capture(max((int(r["capture_time_ms"]) for r in materialized), default=None))
         self.counts[kind] += count
         return count
 
+    def _saw_capture(self, ms: int | None) -> None:
+        if ms is not None and (self.max_capture_time_ms is None or ms > self.max_capture_time_ms):
+            self.max_capture_time_ms = ms
+
     def close(self) -> Manifest:
-        manifest = Manifest(self.capture_time_ms, self.format, sorted(self.brokers), dict(self.counts))
-        (self.directory / MANIFEST).write_text(
-            json.dumps(manifest.to_json(), indent=2) + "\n", encoding="utf-8"
+        manifest = Manifest(
+            self.capture_time_ms,
+            self.format,
+            sorted(self.brokers),
+            dict(self.counts),
+            max_capture_time_ms=self.max_capture_time_ms,
         )
+        (self.directory / MANIFEST).write_text(json.dumps(manifest.to_json(), indent=2) + "\n", encoding="utf-8")
         return manifest

@@ -3,7 +3,9 @@
 Key: int16 version 0 + TransactionalId (int16-length string). Value v0 (fixed) or v1+ (flexible:
 compact arrays and strings, tagged fields, unknown tags skipped). A null value is a tombstone: the
 id expired. The latest record per id wins; a tombstone turns the id into a Dead row that keeps the
-producer id of the value it deleted, so the sweep can still say "that producer's id is gone".
+producer id of the value it deleted and the tombstone's timestamp, so that replicas can be merged
+(a lagging replica's older value loses to the tombstone); the sweep then drops such ids, as the
+coordinator forgets them.
 """
 
 from __future__ import annotations
@@ -146,9 +148,7 @@ def _group(partitions: Iterable[tuple[str, int]]) -> dict[str, list[int]]:
 
 def encode_value(meta: TxnMetadata, version: int = 0) -> bytes:
     out = bytearray(
-        struct.pack(
-            ">hqhib", version, meta.producer_id, meta.producer_epoch, meta.timeout_ms, STATE_IDS[meta.state]
-        )
+        struct.pack(">hqhib", version, meta.producer_id, meta.producer_epoch, meta.timeout_ms, STATE_IDS[meta.state])
     )
     grouped = _group(meta.partitions)
     if version == 0:
@@ -216,9 +216,7 @@ def latest_states(records: Iterable[TxnLogRecord]) -> dict[str, TxnMetadata]:
     return latest
 
 
-def read_transaction_log(
-    partition_dir: str | os.PathLike[str], verify_crc: bool = True
-) -> dict[str, TxnMetadata]:
+def read_transaction_log(partition_dir: str | os.PathLike[str], verify_crc: bool = True) -> dict[str, TxnMetadata]:
     """Latest state per transactional id from every segment of one `__transaction_state-N` dir."""
 
     def records() -> Iterator[TxnLogRecord]:

@@ -1,0 +1,329 @@
+"""The sweep job: ingest -> normalize -> classify -> write. Entry: `run_sweep`, or
+
+    python -m kafka_txn_tools.spark.job INPUT... --out DIR [--master M] [--max-transaction-timeout 15m]
+                                       [--as-of MS] [--include-late]
+    spark-submit .../kafka_txn_tools/spark/job.py INPUT... --out DIR      (master from spark-submit)
+
+Outputs in DIR: late_transactions/ (Parquet), late_transactions.csv, replica_divergence.csv,
+summary.json, abort-plan.yaml, report.html. Only the small results (reported transactions,
+per-broker counts, histograms) reach the driver; the producer table is only scanned by executors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+import tempfile
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kafka_txn_tools.dumps.plan import AbortPlan, AbortPlanEntry, write_plan
+from kafka_txn_tools.durations import parse_duration_ms
+from kafka_txn_tools.spark.session import get_session, is_local
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from kafka_txn_tools.spark.ingest import Ingested
+
+
+class SweepError(RuntimeError):
+    """The sweep cannot run on the given inputs."""
+
+
+@dataclass
+class SweepResult:
+    out_dir: Path
+    summary: dict[str, Any]
+    rows: list[dict[str, Any]]  # the reported transactions (late_transactions)
+
+    @property
+    def hanging(self) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r["verdict"] == "hanging"]
+
+
+def _capture_and_brokers(ingested: Ingested) -> tuple[int | None, set[int]]:
+    from pyspark.sql import functions as F
+
+    captures = list(ingested.known_capture_ms)
+    brokers = set(ingested.known_brokers)
+    if ingested.scan_for_capture:
+        frame = ingested.scan_for_capture[0]
+        for other in ingested.scan_for_capture[1:]:
+            frame = frame.unionByName(other)
+        row = frame.agg(F.max("capture_time_ms").alias("c"), F.collect_set("broker_id").alias("b")).first()
+        if row is not None and row["c"] is not None:
+            captures.append(int(row["c"]))
+        if row is not None:
+            brokers.update(int(b) for b in row["b"] or [])
+    return (max(captures) if captures else None), brokers
+
+
+def ship_package(spark: SparkSession) -> None:
+    """Send kafka_txn_tools to a cluster's executors (they may not have it installed)."""
+    root = Path(__file__).resolve().parents[1]
+    target = Path(tempfile.mkdtemp(prefix="kafka-txn-pkg-")) / "kafka_txn_tools.zip"
+    with zipfile.ZipFile(target, "w") as zf:
+        for path in root.rglob("*.py"):
+            zf.write(path, Path("kafka_txn_tools") / path.relative_to(root))
+    spark.sparkContext.addPyFile(str(target))
+
+
+def _age_histogram(on_leader: DataFrame) -> dict[str, int]:
+    from pyspark.sql import functions as F
+
+    from kafka_txn_tools.spark.report import AGE_BUCKETS
+
+    bucket = None
+    for label, upper in reversed(AGE_BUCKETS):
+        if bucket is None:
+            bucket = F.lit(label)
+        elif upper is not None:
+            bucket = F.when(F.col("age_ms") < upper, F.lit(label)).otherwise(bucket)
+    assert bucket is not None
+    rows = on_leader.groupBy(bucket.alias("bucket")).count().collect()
+    return {r["bucket"]: int(r["count"]) for r in rows}
+
+
+def _write_csv(path: Path, rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as out:
+        writer = csv.DictWriter(out, fieldnames=list(columns), extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+
+
+def _plan(rows: Sequence[dict[str, Any]], now: int, timeout: int) -> AbortPlan:
+    entries = [
+        AbortPlanEntry(
+            topic=r["topic"],
+            partition=int(r["partition"]),
+            start_offset=int(r["start_offset"]),
+            producer_id=int(r["producer_id"]),
+            producer_epoch=int(r["producer_epoch"]),
+            coordinator_epoch=int(r["coordinator_epoch"]),
+            reason=r["reason"],
+            last_timestamp_ms=int(r["last_timestamp_ms"]),
+            transactional_id=r["transactional_id"],
+            leader_broker_id=None if r["leader_broker_id"] is None else int(r["leader_broker_id"]),
+            replica_broker_ids=[int(b) for b in (r["open_on_brokers"] or "").split(",") if b],
+        )
+        for r in rows
+        if r["verdict"] == "hanging"  # never late-but-live ones, never unverified ones
+    ]
+    return AbortPlan(entries=entries, as_of_ms=now, max_transaction_timeout_ms=timeout)
+
+
+def _count_by(rows: Sequence[dict[str, Any]], key: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for row in rows:
+        name = str(row[key])
+        out[name] = out.get(name, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def run_sweep(
+    inputs: Sequence[str],
+    out_dir: str | os.PathLike[str],
+    master: str | None = "local[2]",
+    max_transaction_timeout_ms: int = 900_000,
+    as_of_ms: int | None = None,
+    include_late: bool = False,
+    spark: SparkSession | None = None,
+) -> SweepResult:
+    """Sweep `inputs` (dump dirs, log-dir trees, dump-log text files) and write the outputs to out_dir."""
+    from kafka_txn_tools.spark import classify as C
+    from kafka_txn_tools.spark.ingest import read_inputs
+    from kafka_txn_tools.spark.normalize import normalize_producers, normalize_transactions
+
+    if max_transaction_timeout_ms <= 0:
+        raise SweepError(f"max transaction timeout must be positive, got {max_transaction_timeout_ms} ms")
+    own = spark is None
+    session = spark if spark is not None else get_session(master)
+    if own and not is_local(master) and master is not None:
+        ship_package(session)
+    cached: list[DataFrame] = []
+
+    def keep(frame: DataFrame) -> DataFrame:
+        cached.append(frame.cache())
+        return frame
+
+    try:
+        ingested = read_inputs(session, inputs)
+        capture, brokers = _capture_and_brokers(ingested)
+        now = as_of_ms if as_of_ms is not None else capture
+        if now is None:
+            raise SweepError("the inputs hold no rows, so there is no capture time to judge ages by: pass --as-of MS")
+        params = C.SweepParams(now, max_transaction_timeout_ms, include_late)
+        producers = normalize_producers(ingested.producers)
+        transactions = keep(normalize_transactions(ingested.transactions))
+        open_txns = keep(C.open_transactions(producers))
+        replicas = keep(C.replica_observations(producers, open_txns))
+        leader_table = keep(C.leaders(replicas))
+        fresh = keep(C.fresh_open(open_txns, replicas, now))
+        on_leader = keep(C.leader_view(fresh, leader_table))
+        late = keep(C.late_partitions(on_leader, params))
+        diverged = keep(C.divergence(fresh, leader_table, replicas, params))
+        verdict_table = keep(C.verdicts(fresh, leader_table, late, diverged, transactions, params))
+        frames = {
+            "producers": producers,
+            "verdicts": verdict_table,
+            "late": late,
+            "divergence": diverged,
+            "on_leader": on_leader,
+        }
+        return _write_outputs(Path(out_dir), ingested, params, as_of_ms is not None, brokers, frames)
+    finally:
+        for frame in cached:
+            frame.unpersist()
+        if own:
+            session.stop()
+
+
+def _result_schema() -> Any:
+    import pyarrow as pa
+
+    types = {
+        "topic": pa.string(),
+        "verdict": pa.string(),
+        "reason": pa.string(),
+        "transactional_id": pa.string(),
+        "coordinator_state": pa.string(),
+        "open_on_brokers": pa.string(),
+        "divergence": pa.string(),
+        "missing_on_brokers": pa.string(),
+        "source": pa.string(),
+        "leader_inferred": pa.bool_(),
+        "metric_late": pa.bool_(),
+        "partition": pa.int32(),
+        "producer_epoch": pa.int32(),
+        "coordinator_epoch": pa.int32(),
+        "coordinator_id": pa.int32(),
+        "coordinator_producer_epoch": pa.int32(),
+        "leader_broker_id": pa.int32(),
+    }
+    from kafka_txn_tools.spark.classify import OUTPUT_COLUMNS
+
+    return pa.schema([pa.field(c, types.get(c, pa.int64())) for c in OUTPUT_COLUMNS])
+
+
+def _write_late_transactions(out: Path, rows: list[dict[str, Any]]) -> None:
+    """The reported rows are few (the driver holds them anyway for the plan): write them directly."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from kafka_txn_tools.spark.classify import OUTPUT_COLUMNS
+
+    target = out / "late_transactions"
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=_result_schema()), target / "part-00000.parquet")
+    _write_csv(out / "late_transactions.csv", rows, OUTPUT_COLUMNS)
+
+
+def _write_outputs(
+    out: Path,
+    ingested: Ingested,
+    params: Any,
+    as_of_given: bool,
+    brokers: set[int],
+    frames: dict[str, DataFrame],
+) -> SweepResult:
+    from kafka_txn_tools.spark import classify as C
+    from kafka_txn_tools.spark.report import render_report
+
+    out.mkdir(parents=True, exist_ok=True)
+    # Candidates only (late by find-hanging's rule): small enough for the driver.
+    candidates = [
+        r.asDict() for r in frames["verdicts"].orderBy("topic", "partition", "start_offset", "producer_id").collect()
+    ]
+    keep = {"hanging", "unverified", *(["late"] if params.include_late else [])}
+    rows = [r for r in candidates if r["verdict"] in keep]
+    _write_late_transactions(out, rows)
+    divergence_rows = [
+        {**r.asDict(), "broker_ids": ",".join(str(b) for b in r["broker_ids"])}
+        for r in frames["divergence"].orderBy(*C.TXN_KEY).collect()
+    ]
+    _write_csv(out / "replica_divergence.csv", divergence_rows, [*C.TXN_KEY, "kind", "leader_broker_id", "broker_ids"])
+    per_broker = C.late_partition_counts(frames["late"]).collect()
+    brokers |= {int(r["leader_broker_id"]) for r in per_broker}
+    late_counts = {int(r["leader_broker_id"]): int(r["late_partitions"]) for r in per_broker}
+    write_plan(_plan(rows, params.now_ms, params.max_transaction_timeout_ms), out / "abort-plan.yaml")
+    histogram = _age_histogram(frames["on_leader"])
+    summary = {
+        "as_of_ms": params.now_ms,
+        "as_of_given": as_of_given,
+        "max_transaction_timeout_ms": params.max_transaction_timeout_ms,
+        "include_late": params.include_late,
+        "inputs": [spec.describe() for spec in ingested.inputs],
+        "producer_rows": frames["producers"].count(),
+        "open_transactions": sum(histogram.values()),
+        "candidates": len(candidates),
+        "hanging": sum(1 for r in candidates if r["verdict"] == "hanging"),
+        "late_live": sum(1 for r in candidates if r["verdict"] == "late"),
+        "unverified": sum(1 for r in candidates if r["verdict"] == "unverified"),
+        "reported": len(rows),
+        "counts_by_reason": _count_by(candidates, "reason"),
+        "late_partitions_by_broker": {str(b): late_counts.get(b, 0) for b in sorted(brokers)},
+        "hanging_by_leader_broker": _count_by([r for r in rows if r["verdict"] == "hanging"], "leader_broker_id"),
+        "leader_inferred_partitions": sum(int(r["inferred_leaders"]) for r in per_broker),
+        "divergences": len(divergence_rows),
+        "divergence_by_kind": _count_by(divergence_rows, "kind"),
+        "dump_errors": _dump_errors(ingested),
+        "outputs": {name: str(out / name) for name in OUTPUT_FILES},
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+    (out / "report.html").write_text(render_report(summary, rows, histogram), encoding="utf-8")
+    return SweepResult(out, summary, rows)
+
+
+OUTPUT_FILES = (
+    "late_transactions",
+    "late_transactions.csv",
+    "replica_divergence.csv",
+    "summary.json",
+    "abort-plan.yaml",
+    "report.html",
+)
+
+
+def _dump_errors(ingested: Ingested) -> list[dict[str, Any]]:
+    """Partial failures the dumps recorded, counted per broker and error."""
+    if not any(spec.kind == "dump" for spec in ingested.inputs):
+        return []
+    rows = ingested.errors.groupBy("broker_id", "api", "error_name").count().orderBy("broker_id", "api").collect()
+    return [{**r.asDict(), "count": int(r["count"])} for r in rows]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kafka_txn_tools.spark.job", description="Hanging-transaction sweep.")
+    parser.add_argument("inputs", nargs="+", help="dump dirs, Kafka log-dir trees, kafka-dump-log.sh text files")
+    parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument("--master", default=None, help="Spark master (default: spark-submit's, else local[2])")
+    parser.add_argument("--max-transaction-timeout", default="15m", help="e.g. 15m, 900s (bare number = minutes)")
+    parser.add_argument("--as-of", type=int, default=None, help="judge ages at this epoch ms instead of capture time")
+    parser.add_argument("--include-late", action="store_true", help="also report late transactions still live")
+    args = parser.parse_args(argv)
+    master = args.master
+    if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        master = "local[2]"  # plain `python -m`: no spark-submit around us
+    try:
+        timeout = parse_duration_ms(args.max_transaction_timeout)
+        result = run_sweep(args.inputs, args.out, master, timeout, args.as_of, args.include_late)
+    except (ValueError, RuntimeError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps({k: result.summary[k] for k in ("as_of_ms", "hanging", "late_live", "reported")}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

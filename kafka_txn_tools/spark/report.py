@@ -1,0 +1,159 @@
+"""The sweep's self-contained HTML report: inline CSS and SVG, no scripts, no external assets."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+# Age buckets of open transactions, upper bounds in ms; chosen around the 15 min default timeout and
+# the metric's 20 min threshold.
+AGE_BUCKETS: list[tuple[str, int | None]] = [
+    ("< 1 min", 60_000),
+    ("1-5 min", 300_000),
+    ("5-15 min", 900_000),
+    ("15-20 min", 1_200_000),
+    ("20-60 min", 3_600_000),
+    ("1-6 h", 21_600_000),
+    ("6-24 h", 86_400_000),
+    ("> 1 day", None),
+]
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}
+h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em}
+table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ccc;padding:3px 7px;text-align:left}
+th{background:#f2f2f2}.hanging{color:#b00020;font-weight:600}.late{color:#a66a00}.muted{color:#777}
+.cards{display:flex;gap:1em;flex-wrap:wrap}.card{border:1px solid #ddd;border-radius:6px;padding:.6em 1em}
+.card b{display:block;font-size:1.6em}
+"""
+
+
+def bar_chart(
+    title: str,
+    labels: Sequence[str],
+    values: Sequence[int],
+    color: str = "#3b6ea8",
+    highlight: Sequence[bool] | None = None,
+) -> str:
+    """A horizontal-axis bar chart as inline SVG."""
+    width, height, left, bottom, top = 640, 240, 44, 46, 24
+    n = max(len(values), 1)
+    peak = max([*values, 1])
+    slot = (width - left - 10) / n
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        f'aria-label="{escape(title)}"><title>{escape(title)}</title>',
+        f'<line x1="{left}" y1="{height - bottom}" x2="{width - 5}" y2="{height - bottom}" stroke="#999"/>',
+    ]
+    for i, (label, value) in enumerate(zip(labels, values, strict=True)):
+        bar_h = (height - bottom - top) * value / peak
+        x = left + i * slot + slot * 0.15
+        y = height - bottom - bar_h
+        fill = "#b00020" if highlight and highlight[i] else color
+        parts.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{slot * 0.7:.1f}" height="{bar_h:.1f}" fill="{fill}"/>')
+        parts.append(
+            f'<text x="{x + slot * 0.35:.1f}" y="{y - 4:.1f}" font-size="11" text-anchor="middle">{value}</text>'
+        )
+        parts.append(
+            f'<text x="{x + slot * 0.35:.1f}" y="{height - bottom + 16}" font-size="11" '
+            f'text-anchor="middle">{escape(label)}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    if not rows:
+        return '<p class="muted">none</p>'
+    head = "".join(f"<th>{escape(c)}</th>" for c in columns)
+    body = []
+    for row in rows:
+        css = escape(str(row.get("verdict", "")))
+        cells = "".join(f"<td>{escape('' if row.get(c) is None else str(row.get(c)))}</td>" for c in columns)
+        body.append(f'<tr class="{css}">{cells}</tr>')
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+REPORT_COLUMNS = [
+    "topic",
+    "partition",
+    "producer_id",
+    "producer_epoch",
+    "start_offset",
+    "duration_min",
+    "verdict",
+    "reason",
+    "transactional_id",
+    "leader_broker_id",
+    "open_on_brokers",
+    "divergence",
+]
+
+
+def render_report(
+    summary: Mapping[str, Any],
+    rows: Sequence[Mapping[str, Any]],
+    age_histogram: Mapping[str, int],
+    row_limit: int = 500,
+) -> str:
+    """The whole HTML page from the summary, the reported transactions and the age histogram."""
+    counts = summary.get("counts_by_reason", {})
+    brokers = summary.get("late_partitions_by_broker", {})
+    hanging_by_broker = summary.get("hanging_by_leader_broker", {})
+    broker_ids = sorted({*brokers, *hanging_by_broker}, key=lambda b: int(b))
+    threshold = summary.get("max_transaction_timeout_ms", 900_000)
+    labels = [label for label, _ in AGE_BUCKETS]
+    ages = [int(age_histogram.get(label, 0)) for label in labels]
+    late_bucket = [upper is None or upper > threshold for _, upper in AGE_BUCKETS]
+    cards = "".join(
+        f'<div class="card"><b>{escape(str(value))}</b>{escape(name)}</div>'
+        for name, value in (
+            ("hanging", summary.get("hanging", 0)),
+            ("late but live", summary.get("late_live", 0)),
+            ("open transactions", summary.get("open_transactions", 0)),
+            ("producer rows", summary.get("producer_rows", 0)),
+            ("replica divergences", summary.get("divergences", 0)),
+        )
+    )
+    shown = list(rows[:row_limit])
+    more = (
+        f'<p class="muted">{len(rows) - row_limit} more in late_transactions.csv</p>' if len(rows) > row_limit else ""
+    )
+    reason_rows = [{"reason": k, "count": v} for k, v in sorted(counts.items())]
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>kafka-txn sweep report</title><style>{_STYLE}</style></head>
+<body>
+<h1>Hanging-transaction sweep</h1>
+<p>As of {escape(str(summary.get("as_of_ms")))} ms (input capture time{
+        " overridden by --as-of" if summary.get("as_of_given") else ""
+    }),
+max transaction timeout {escape(str(threshold))} ms.</p>
+<div class="cards">{cards}</div>
+<h2>Open-transaction ages (leader replicas)</h2>
+{bar_chart("Open transactions by age", labels, ages, highlight=late_bucket)}
+<p class="muted">Red: older than the max transaction timeout.</p>
+<h2>Per broker</h2>
+{
+        bar_chart(
+            "PartitionsWithLateTransactionsCount per broker",
+            [f"broker {b}" for b in broker_ids],
+            [int(brokers.get(b, 0)) for b in broker_ids],
+            color="#a66a00",
+        )
+    }
+<p class="muted">Late partitions by the broker metric's rule (timeout + 5 min, leaders only).</p>
+{
+        bar_chart(
+            "Hanging transactions per leader broker",
+            [f"broker {b}" for b in broker_ids],
+            [int(hanging_by_broker.get(b, 0)) for b in broker_ids],
+            color="#b00020",
+        )
+    }
+<h2>Verdicts by reason</h2>
+{_table(reason_rows, ["reason", "count"])}
+<h2>Reported transactions</h2>
+{_table(shown, REPORT_COLUMNS)}{more}
+</body></html>
+"""
