@@ -260,11 +260,11 @@ class Log:
         found = active.find(offset)
         if found is not None:
             pos, header = found
-            active.truncate_to_position(pos)
+            active.truncate_to(pos, header.base_offset)
             self._next_offset = header.base_offset
         else:
             self._next_offset = active.read_next_offset()
-        active.txn_index.truncate_to(offset)
+            active.txn_index.truncate_to(offset)
         self._unflushed_messages = 0
 
     def truncate_fully_and_start_at(self, offset: int) -> None:

@@ -144,12 +144,18 @@ class LogSegment:
         if self._max_timestamp >= 0:
             self.time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
 
-    def truncate_to_position(self, position: int) -> None:
+    def truncate_to(self, position: int, offset: int) -> None:
+        """Cut the `.log` at `position`, where the batch starting at `offset` begins, and drop the
+        index entries of the removed batches."""
         file_cache.truncate(self.log_path, position)
         self.dirty = True
         self.size = position
-        if self._offset_index is not None or os.path.exists(self.index_path):
-            self.rebuild_indexes()
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
+        last = self.time_index.entries()[-1:] or [(-1, -1)]
+        self._max_timestamp, self._offset_of_max_timestamp = last[0]
+        self._bytes_since_index = 0
 
     def flush(self) -> None:
         if self.dirty:

@@ -288,3 +288,45 @@ def test_flush_if_due_without_appends(part_dir: Path, clock: ManualClock) -> Non
     assert log.unflushed_messages == 1 and not log.flush_if_due()
     clock.advance(500)
     assert log.flush_if_due() and log.unflushed_messages == 0
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(st.tuples(st.just("append"), st.integers(1, 4)),
+                          st.tuples(st.just("truncate"), st.integers(0, 60)),
+                          st.tuples(st.sampled_from(["reopen", "crash"]), st.just(0))),
+                max_size=40))
+def test_log_matches_a_model_under_appends_truncations_and_restarts(tmp_path_factory, ops) -> None:
+    directory = tmp_path_factory.mktemp("model")
+    clock = ManualClock()
+    config = BrokerConfig({"log.segment.bytes": 600, "log.index.interval.bytes": 100})
+    log = Log.open(directory, config, clock)
+    model: list[tuple[int, int]] = []  # (base offset, record count) of each batch
+    for op, arg in ops:
+        if op == "append":
+            header = append(log, arg, b"m" * 40)
+            model.append((header.base_offset, arg))
+        elif op == "truncate":
+            log.truncate_to(arg)
+            model = [(b, n) for b, n in model if b + n <= arg]
+            if arg <= 0:
+                model = []
+        elif op == "reopen":
+            end = log.log_end_offset
+            log.close()
+            log = Log.open(directory, config, clock, next_offset_hint=end)
+        else:
+            _crash(log)
+            log = Log.open(directory, config, clock)
+        expected_end = model[-1][0] + model[-1][1] if model else log.log_start_offset
+        assert log.log_end_offset == expected_end
+    got = []
+    offset = log.log_start_offset
+    while offset < log.log_end_offset:
+        found = offsets(log.read(offset, 300, 10**9))
+        got.extend(found)
+        offset = [b + n for b, n in model if b == found[-1]][0]
+    assert got == [b for b, _ in model]
+    for seg in log.segments:
+        assert seg.offset_index.is_sane(seg.size)
+        for off, pos in seg.offset_index.entries():
+            assert seg.find(off)[0] == pos

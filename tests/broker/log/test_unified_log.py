@@ -5,6 +5,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kafka.errors import (
     CorruptRecordError,
     InvalidProducerEpochError,
@@ -401,3 +403,59 @@ def test_empty_log_close_and_reopen(part_dir: Path, config: BrokerConfig, clock:
     again = UnifiedLog.open(part_dir, config, clock)
     assert (again.log_end_offset, again.last_stable_offset, again.producer_state.active_producers()) == (0, 0, [])
     assert again.append_as_leader(plain(), 0).first_offset == 0
+
+
+def _rebuilt_from_scratch(directory: Path, into: Path, config: BrokerConfig, clock: ManualClock) -> UnifiedLog:
+    """Copy the partition without snapshots or shutdown marker: state must come from the log alone."""
+    import shutil
+
+    shutil.copytree(directory, into)
+    for p in list(into.glob("*.snapshot")) + [into / CLEAN_SHUTDOWN_FILE]:
+        p.unlink(missing_ok=True)
+    return UnifiedLog.open(into, config, clock)
+
+
+_OPS = st.lists(st.one_of(
+    st.tuples(st.just("idem"), st.integers(0, 2)),
+    st.tuples(st.just("txn"), st.integers(0, 2)),
+    st.tuples(st.sampled_from(["commit", "abort"]), st.integers(0, 2)),
+    st.tuples(st.just("truncate"), st.integers(0, 40)),
+    st.tuples(st.sampled_from(["reopen", "crash", "plain"]), st.just(0)),
+), max_size=30)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_OPS)
+def test_state_always_matches_a_rebuild_from_the_log(tmp_path_factory, ops) -> None:
+    directory = tmp_path_factory.mktemp("p") / "t-0"
+    clock = ManualClock()
+    config = BrokerConfig({"log.segment.bytes": 500, "log.index.interval.bytes": 100})
+    ulog = UnifiedLog.open(directory, config, clock)
+    for op, pid in ops:
+        entry = ulog.producer_state.last_entry(pid)
+        seq = entry.last_seq + 1 if entry is not None and entry.batches else 0
+        in_txn = entry is not None and entry.current_txn_first_offset is not None
+        if op == "idem" and not in_txn:
+            ulog.append_as_leader(build_batch([(None, b"i" * 30)], timestamp_ms=TS, producer_id=pid,
+                                              producer_epoch=0, base_sequence=seq), 0)
+        elif op == "txn":
+            ulog.append_as_leader(build_batch([(None, b"t" * 30)], timestamp_ms=TS, producer_id=pid,
+                                              producer_epoch=0, base_sequence=seq, transactional=True), 0)
+        elif op in ("commit", "abort") and entry is not None:
+            ulog.append_marker(pid, 0, op == "commit", 0, 0)
+        elif op == "plain":
+            ulog.append_as_leader(plain(1, b"p" * 30), 0)
+        elif op == "truncate":
+            ulog.truncate_to(pid * 7 + 3)
+        elif op == "reopen":
+            ulog.close()
+            ulog = UnifiedLog.open(directory, config, clock)
+        elif op == "crash":
+            for seg in ulog.log.segments:
+                seg.close()
+            ulog = UnifiedLog.open(directory, config, clock)
+    ulog.high_watermark = ulog.log_end_offset
+    rebuilt = _rebuilt_from_scratch(directory, directory.parent / "copy", config, clock)
+    rebuilt.high_watermark = rebuilt.log_end_offset
+    assert _state(rebuilt) == _state(ulog)
+    assert ulog.last_stable_offset == rebuilt.last_stable_offset
