@@ -14,6 +14,7 @@ from kafka.errors import (
     UnknownMemberIdError,
     UnstableOffsetCommitError,
 )
+
 from kafka_txn_broker.group_errors import append_error_code
 from kafka_txn_broker.group_model import ClassicGroup, GroupState
 from kafka_txn_broker.group_offsets import TopicPartition

@@ -27,6 +27,7 @@ from kafka.errors import (
     RebalanceInProgressError,
     UnknownMemberIdError,
 )
+
 from kafka_txn_broker.group_errors import append_error_code
 from kafka_txn_broker.group_model import (
     ClassicGroup,

@@ -16,12 +16,14 @@ from kafka.protocol.consumer import (
     OffsetFetchResponse,
 )
 from kafka.protocol.producer import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.errors import error_code
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.group_commits import CommitRequest, FetchedOffset, commit, fetch
 from kafka_txn_broker.group_offsets import TopicPartition
 from kafka_txn_broker.group_records import OffsetValue
+from kafka_txn_broker.group_txn import verify_txn_offset_commit
 
 UNKNOWN_TOPIC = int(UnknownTopicOrPartitionError.errno)
 
@@ -51,11 +53,18 @@ def _requested(ctx: RequestContext, topics: Iterable[Any], offset_field: str
 
 
 def _commit_all(ctx: RequestContext, req: CommitRequest, order: list[tuple[str, list[int]]],
-                refused: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
+                refused: dict[TopicPartition, int], transactional_id: str | None = None) -> dict[TopicPartition, int]:
+    everywhere: int | None = None
     try:
         shard = ctx.node.group_coordinator.shard(req.group_id)
     except BrokerResponseError as exc:
-        return {(t, p): error_code(exc) for t, parts in order for p in parts}
+        everywhere = error_code(exc)
+    else:
+        if transactional_id is not None and req.producer is not None and req.offsets:
+            everywhere = verify_txn_offset_commit(ctx.node, ctx.api_version, transactional_id, *req.producer,
+                                                  shard.partition) or None
+    if everywhere is not None:
+        return {(t, p): everywhere for t, parts in order for p in parts}
     codes = commit(shard, req) if req.offsets else {}
     return {**codes, **refused}
 
@@ -81,7 +90,7 @@ async def txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
     creq = CommitRequest(req.group_id, getattr(req, "generation_id", -1), getattr(req, "member_id", "") or "",
                          getattr(req, "group_instance_id", None), offsets, ctx.api_version,
                          producer=(req.producer_id, req.producer_epoch))
-    codes = _commit_all(ctx, creq, order, refused)
+    codes = _commit_all(ctx, creq, order, refused, req.transactional_id)
     R = TxnOffsetCommitResponse
     T = R.TxnOffsetCommitResponseTopic
     P = T.TxnOffsetCommitResponsePartition

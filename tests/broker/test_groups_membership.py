@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from kafka.errors import NotEnoughReplicasError
+
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.group_model import GroupState
-
 from tests.broker.groups_fakes import FakeLog, join, join_new_member, join_req, make_shard, sync
 
 MEMBER_ID_REQUIRED = 79

@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 
 import pytest
+
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.config import BrokerConfig
 from kafka_txn_broker.group_commits import CommitRequest, commit, fetch
@@ -26,7 +27,6 @@ from kafka_txn_broker.group_records import (
 )
 from kafka_txn_broker.group_shard import GroupShard
 from kafka_txn_broker.log.record_batch import build_batch
-
 from tests.broker.groups_fakes import FakeLog, join_new_member, make_shard, sync
 
 

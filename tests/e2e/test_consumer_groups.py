@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
 from kafka_txn_broker import EmbeddedCluster
 
 TOPIC = "events"
@@ -224,3 +226,82 @@ def test_simple_consumer_commits_without_joining(cluster: EmbeddedCluster) -> No
             c.commit(offsets=[TopicPartition("no-such-topic", 0, 5)], asynchronous=False)
     finally:
         c.close()
+
+
+def test_transactional_offsets_become_visible_with_the_commit(cluster: EmbeddedCluster) -> None:
+    bootstrap = cluster.bootstrap_servers
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "copier"})
+    producer.init_transactions(10)
+    member = group_consumer(bootstrap, "copiers", **{"enable.auto.commit": False})
+    stable_reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "copiers",
+                              "isolation.level": "read_committed"})
+    try:
+        poll_until([member], lambda r: bool(member.assignment()))
+        producer.begin_transaction()
+        producer.produce(TOPIC, b"copied", partition=0)
+        producer.send_offsets_to_transaction([TopicPartition(TOPIC, 0, 7), TopicPartition(TOPIC, 1, 9)],
+                                             member.consumer_group_metadata(), 10)
+        # read_committed clients ask for stable offsets: UNSTABLE_OFFSET_COMMIT until the marker lands
+        with pytest.raises(KafkaException):
+            stable_reader.committed([TopicPartition(TOPIC, 0)], timeout=1)
+        producer.commit_transaction(10)
+        assert committed(stable_reader) == {0: 7, 1: 9, 2: -1001, 3: -1001, 4: -1001, 5: -1001}
+
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction([TopicPartition(TOPIC, 0, 100)], member.consumer_group_metadata(), 10)
+        producer.abort_transaction(10)
+        assert committed(stable_reader)[0] == 7
+    finally:
+        member.close()
+        stable_reader.close()
+
+    cluster.restart()  # the offsets are rebuilt from the log: commit and marker replayed
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "copiers", "isolation.level": "read_committed"})
+    try:
+        assert committed(reader) == {0: 7, 1: 9, 2: -1001, 3: -1001, 4: -1001, 5: -1001}
+    finally:
+        reader.close()
+
+
+def test_kafka_python_send_offsets_to_transaction(cluster: EmbeddedCluster) -> None:
+    from kafka import KafkaAdminClient, KafkaProducer
+    from kafka import TopicPartition as KTP
+    from kafka.structs import OffsetAndMetadata
+
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, transactional_id="kp-copier")
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send(TOPIC, b"x", partition=2)
+        producer.send_offsets_to_transaction({KTP(TOPIC, 2): OffsetAndMetadata(33, "", -1)}, "kp-copiers")
+        producer.commit_transaction()
+        offsets = admin.list_group_offsets({"kp-copiers": None})["kp-copiers"]
+        assert {tp.partition: meta.offset for tp, meta in offsets.items()} == {2: 33}
+    finally:
+        producer.close()
+        admin.close()
+
+
+def test_committed_offsets_survive_kill_9(tmp_path: Path) -> None:
+    from tests.e2e.helpers import BrokerProcess, free_port_block
+
+    broker = BrokerProcess(tmp_path, 3, free_port_block(3))
+    bootstrap = broker.start()
+    try:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(TOPIC, num_partitions=PARTITIONS, replication_factor=3)])[TOPIC].result(30)
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "crashers", "enable.auto.commit": False})
+        try:
+            c.commit(offsets=[TopicPartition(TOPIC, p, 100 + p) for p in range(PARTITIONS)], asynchronous=False)
+        finally:
+            c.close()
+        broker.kill9()
+        assert broker.start() == bootstrap
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "crashers"})
+        try:
+            assert committed(c) == {p: 100 + p for p in range(PARTITIONS)}
+        finally:
+            c.close()
+    finally:
+        broker.terminate()
