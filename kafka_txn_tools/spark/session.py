@@ -44,6 +44,9 @@ appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+# Spark prints "Setting default log level" unless the REPL logger's level equals the root's.
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
 """
 
 
