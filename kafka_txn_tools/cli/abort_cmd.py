@@ -104,10 +104,11 @@ def _abort_one(client: AdminClient, check: AbortCheck, force: bool, dry_run: boo
         return result_row(tp, REFUSED, check, message=(
             f"plan is stale: the transaction at offset {check.spec.start_offset} belongs to producer "
             f"{check.spec.producer_id}, not {expected_producer}"))
+    if dry_run or not check.refusal or force:
+        typer.echo(describe_marker(check), err=True)
+        typer.echo(f"coordinator view: {check.coordinator_view}", err=True)
     if check.refusal and not force:
         return result_row(tp, REFUSED, check, message=f"{check.refusal}; pass --force to abort anyway")
-    typer.echo(describe_marker(check), err=True)
-    typer.echo(f"coordinator view: {check.coordinator_view}", err=True)
     if dry_run:
         return result_row(tp, DRY_RUN, check, message=describe_marker(check))
     confirm_or_exit(f"Abort this transaction on {tp}?", yes)

@@ -137,10 +137,14 @@ def _exit_code_for(exc: BaseException) -> int:
 @contextmanager
 def user_errors() -> Iterator[None]:
     """Turn expected failures into `error: ...` and an exit code; KAFKA_TXN_DEBUG=1 shows tracebacks."""
-    from kafka_txn_tools.admin.errors import KafkaTxnError
+    from kafka_txn_tools.admin.errors import KafkaTxnError, NothingToDo
 
     try:
         yield
+    except NothingToDo as exc:
+        # Not a failure: a re-run of something already done (scripts see exit code 4).
+        typer.echo(f"nothing to do: {exc}", err=True)
+        raise typer.Exit(exit_codes.ALREADY_DONE) from None
     except KafkaTxnError as exc:
         if os.environ.get("KAFKA_TXN_DEBUG"):
             raise

@@ -87,7 +87,8 @@ def describe_producers_command(
                  Column("last_timestamp_ms", "LAST TIMESTAMP"),
                  Column("current_txn_start_offset", "OPEN TXN START", none_as_dash)],
         kafka_headers=PRODUCERS_HEADERS if single else ("Topic", "Partition", *PRODUCERS_HEADERS),
-        kafka_rows=kafka_rows, errors=[e.to_row() for e in errors], empty_message="no active producers",
+        kafka_rows=kafka_rows, errors=[e.to_row() for e in errors],
+        empty_message="no open transactions" if open_only else "no active producers",
     ).emit(fmt)
     if errors:
         raise typer.Exit(exit_codes.PARTIAL if replicas else exit_codes.ERROR)

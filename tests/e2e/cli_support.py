@@ -1,0 +1,67 @@
+"""Helpers for the CLI end-to-end tests: run `kafka-txn` / `kafka-transactions` in-process."""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Producer
+from typer.testing import CliRunner
+
+from kafka_txn_tools.cli.app import app
+from kafka_txn_tools.cli.upstream import run as upstream_run
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+def kafka_txn(bootstrap: str, *args: str) -> Result:
+    runner = CliRunner()
+    r = runner.invoke(app, [*args, "--bootstrap-server", bootstrap, "--timeout", "20s"])
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise r.exception
+    return Result(r.exit_code, r.stdout, r.stderr)
+
+
+def kafka_transactions(bootstrap: str, *args: str) -> Result:
+    out, err = io.StringIO(), io.StringIO()
+    code = upstream_run(["--bootstrap-server", bootstrap, *args], out, err)
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def open_transaction(bootstrap: str, txn_id: str, topic: str, partitions: list[int], records: int = 3,
+                     timeout_ms: int = 600_000) -> Producer:
+    """A transactional producer left with an open transaction on `partitions` (caller commits/aborts)."""
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, "transaction.timeout.ms": timeout_ms,
+                  "log_level": 0})
+    p.init_transactions(30)
+    p.begin_transaction()
+    for part in partitions:
+        for i in range(records):
+            p.produce(topic, key=b"k", value=b"%s-%d" % (txn_id.encode(), i), partition=part)
+    p.flush(30)
+    return p
+
+
+def header(text: str) -> list[str]:
+    return [cell.rstrip() for cell in text.splitlines()[0].rstrip("\t").split("\t")]
+
+
+def leader_of(bootstrap: str, topic: str, partition: int) -> int:
+    from kafka_txn_tools.admin.client import AdminClient
+    from kafka_txn_tools.admin.config import ClientSettings
+    from kafka_txn_tools.models import TopicPartition
+
+    with AdminClient(ClientSettings(bootstrap_servers=bootstrap)) as admin:
+        info = admin.metadata([topic]).partition(TopicPartition(topic, partition))
+    assert info is not None
+    return info.leader

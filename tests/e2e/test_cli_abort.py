@@ -1,0 +1,94 @@
+"""abort and force-terminate against the embedded cluster, on live transactions (hanging ones: test_cli_hanging.py).
+
+A live transaction is the dangerous case: abort must refuse it unless --force, and force-terminate is
+the tool for it. Each test gets its own cluster because both commands change state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kafka_txn_broker import EmbeddedCluster
+from kafka_txn_tools.cli import exit_codes
+from tests.e2e.cli_support import kafka_transactions, kafka_txn, open_transaction
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[EmbeddedCluster]:
+    with EmbeddedCluster(nodes=3, data_dir=tmp_path / "kafka") as c:
+        c.create_topic("orders", 3, 3)
+        yield c
+
+
+def open_offsets(bs: str) -> dict[int, int]:
+    rows = kafka_txn(bs, "describe-producers", "--topic", "orders", "--open-only", "-o", "json").json()["producers"]
+    return {r["partition"]: r["current_txn_start_offset"] for r in rows}
+
+
+def test_forced_abort_moves_the_lso_and_a_rerun_is_already_done(cluster: EmbeddedCluster) -> None:
+    bs = cluster.bootstrap_servers
+    producer = open_transaction(bs, "app", "orders", [0, 1], records=4)
+    start = str(open_offsets(bs)[0])
+    r = kafka_txn(bs, "abort", "--topic", "orders", "--partition", "0", "--start-offset", start, "--force", "--yes",
+                  "-o", "json")
+    assert r.code == exit_codes.OK, r.err
+    row = r.json()["aborts"][0]
+    assert row["result"] == "aborted" and row["lso_before"] == int(start)
+    assert row["lso_after"] == row["high_watermark_after"] > row["lso_before"]
+    assert "late: 'app' is Ongoing" in row["coordinator_view"]
+    assert open_offsets(bs) == {1: 0}  # only the forced partition was aborted
+    again = kafka_txn(bs, "abort", "--topic", "orders", "--partition", "0", "--start-offset", start, "--yes")
+    assert again.code == exit_codes.ALREADY_DONE and "nothing to do: no open transaction starts at offset" in again.err
+    producer.abort_transaction(30)
+
+
+def test_force_terminate_fences_and_aborts_through_the_coordinator(cluster: EmbeddedCluster) -> None:
+    bs = cluster.bootstrap_servers
+    open_transaction(bs, "stuck-app", "orders", [2])
+    dry = kafka_txn(bs, "force-terminate", "--transactional-id", "stuck-app", "--dry-run", "-o", "json")
+    assert dry.code == 0 and dry.json()["fenced"][0]["result"] == "dry-run"
+    no_tty = kafka_txn(bs, "force-terminate", "--transactional-id", "stuck-app")
+    assert no_tty.code == exit_codes.USAGE and "pass --yes" in no_tty.err
+    r = kafka_txn(bs, "force-terminate", "--transactionalId", "stuck-app", "--yes", "-o", "json")
+    assert r.code == 0, r.err
+    row = r.json()["fenced"][0]
+    assert row["state_before"] == "Ongoing" and row["producer_epoch_after"] > row["producer_epoch_before"]
+    described = kafka_txn(bs, "describe", "-t", "stuck-app", "-o", "json").json()["transactions"][0]
+    assert described["state"] in ("CompleteAbort", "Empty", "PrepareAbort")
+    unknown = kafka_txn(bs, "force-terminate", "-t", "never-existed", "--yes")
+    assert unknown.code == exit_codes.ALREADY_DONE
+
+
+def test_plan_entries_are_revalidated_one_by_one(cluster: EmbeddedCluster, tmp_path: Path) -> None:
+    bs = cluster.bootstrap_servers
+    producer = open_transaction(bs, "live", "orders", [0])
+    start = open_offsets(bs)[0]
+    entry = {"topic": "orders", "partition": 0, "start_offset": start, "producer_id": 0, "producer_epoch": 0,
+             "coordinator_epoch": -1, "reason": "no-transactional-id", "last_timestamp_ms": 0}
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(yaml.safe_dump({"version": 1, "kind": "kafka-txn-abort-plan", "as_of_ms": 0, "entries": [
+        entry, {**entry, "partition": 2, "start_offset": 999}]}))
+    r = kafka_txn(bs, "abort", "--plan", str(plan), "--yes", "-o", "json")
+    assert r.code == exit_codes.ERROR
+    results = [(a["partition"], a["result"]) for a in r.json()["aborts"]]
+    assert results == [(0, "refused"), (2, "failed")]  # live: refused; no such transaction: failed
+    assert open_offsets(bs) == {0: start}
+    producer.commit_transaction(30)
+    done = kafka_txn(bs, "abort", "--plan", str(plan), "--yes", "-o", "json")
+    assert [a["result"] for a in done.json()["aborts"]][0] == "already-done"
+
+
+def test_kafka_transactions_abort_prints_nothing_like_upstream(cluster: EmbeddedCluster) -> None:
+    bs = cluster.bootstrap_servers
+    producer = open_transaction(bs, "app", "orders", [1])
+    start = str(open_offsets(bs)[1])
+    r = kafka_transactions(bs, "abort", "--topic", "orders", "--partition", "1", "--start-offset", start)
+    assert (r.code, r.out, r.err) == (0, "", "")
+    assert open_offsets(bs) == {}
+    fenced = kafka_transactions(bs, "forceTerminateTransaction", "--transactionalId", "app")
+    assert (fenced.code, fenced.out) == (0, "")
+    del producer
