@@ -151,6 +151,29 @@ def test_committed_offsets_follow_the_coordinator_when_its_node_stops(cluster: E
         c.close()
 
 
+def test_an_active_group_carries_on_when_its_coordinator_moves(cluster: EmbeddedCluster) -> None:
+    bootstrap = cluster.bootstrap_servers
+    produce(bootstrap, 60)
+    a, b = group_consumer(bootstrap, "movers2"), group_consumer(bootstrap, "movers2")
+    try:
+        poll_until([a, b], lambda r: len(r) >= 60 and len(assigned(a)) == len(assigned(b)) == 3)
+        inner = cluster.cluster
+        assert inner is not None
+        old = inner.nodes[0].group_coordinator.partition_of("movers2").leader
+        generation = inner.nodes[old].group_coordinator.shard("movers2").groups["movers2"].generation
+        cluster.stop_node(old)
+        sent = produce(bootstrap, 60, start=60)
+        records = poll_until([a, b], lambda r: len(r) >= 60)
+        new = inner.nodes[(old + 1) % 3].group_coordinator.partition_of("movers2").leader
+        after = inner.nodes[new].group_coordinator.shard("movers2").groups["movers2"].generation
+    finally:
+        a.close()
+        b.close()
+    assert sorted(m.value() for _, m in records) == sorted(v for vs in sent.values() for v in vs)
+    # The new coordinator loaded the group from the log: same generation, no rebalance needed.
+    assert new != old and after == generation
+
+
 def _address(cluster: EmbeddedCluster, node_id: int) -> str:
     assert cluster.cluster is not None
     return cluster.cluster.nodes[node_id].address
