@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -75,6 +76,7 @@ class Harness:
         self.run(lambda: None)
 
 
+@contextlib.contextmanager
 def make_harness(tmp_path: Path, nodes: int = 3, config: dict[str, Any] | None = None) -> Iterator[Harness]:
     clock = ManualClock()
     cfg = {"transaction.state.log.num.partitions": TXN_PARTITIONS, "offsets.topic.num.partitions": 3}
@@ -87,4 +89,5 @@ def make_harness(tmp_path: Path, nodes: int = 3, config: dict[str, Any] | None =
 
 @pytest.fixture
 def harness(tmp_path: Path) -> Iterator[Harness]:
-    yield from make_harness(tmp_path)
+    with make_harness(tmp_path) as h:
+        yield h

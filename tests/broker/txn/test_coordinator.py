@@ -163,13 +163,14 @@ def test_timeout_reaper_fences_and_aborts(harness: Harness) -> None:
 
 def test_transactional_id_expiration_writes_a_tombstone(tmp_path: Path) -> None:
     cfg = {"transactional.id.expiration.ms": 60000, "transaction.remove.expired.transaction.cleanup.interval.ms": 1000}
-    for h in make_harness(tmp_path, nodes=1, config=cfg):
+    with make_harness(tmp_path, nodes=1, config=cfg) as h:
         h.init("idle")
         pid, epoch = begin(h, "busy")
         h.tick(61000)
         assert h.metadata("idle") is None
         assert h.metadata("busy") is not None  # Ongoing never expires
-        assert h.run(lambda: h.coord("idle").describe_transaction("idle"))[0] == E.TRANSACTIONAL_ID_NOT_FOUND
+        coordinator = h.coord("idle")
+        assert h.run(lambda: coordinator.describe_transaction("idle"))[0] == E.TRANSACTIONAL_ID_NOT_FOUND
         h.cluster.restart()
         h.core = h.cluster.cluster  # type: ignore[assignment]
         assert h.metadata("idle") is None and h.metadata("busy") is not None
@@ -197,7 +198,8 @@ def test_verify_partitions(harness: Harness) -> None:
 
 @pytest.fixture
 def single(tmp_path: Path) -> Iterator[Harness]:
-    yield from make_harness(tmp_path, nodes=1)
+    with make_harness(tmp_path, nodes=1) as h:
+        yield h
 
 
 def test_prepare_commit_is_redriven_after_a_restart(single: Harness) -> None:
@@ -222,7 +224,7 @@ def test_prepare_commit_is_redriven_after_a_restart(single: Harness) -> None:
 
 
 def test_markers_wait_for_an_offline_leader(tmp_path: Path) -> None:
-    for h in make_harness(tmp_path, nodes=3):
+    with make_harness(tmp_path, nodes=3) as h:
         h.cluster.create_topic("solo", 3, 1)  # RF 1: a stopped leader leaves its partition offline
         coord_node = h.coordinator_node("a").node_id
         victim = next(p for p in range(3)
