@@ -22,6 +22,7 @@ from kafka.errors import CorruptRecordError, KafkaError, RecordListTooLargeError
 
 from kafka_txn_broker.clock import Clock
 from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.log.leader_epoch import LeaderEpochCache
 from kafka_txn_broker.log.log import Log, scan_dir
 from kafka_txn_broker.log.record_batch import (
     MIN_BATCH_LENGTH,
@@ -69,7 +70,7 @@ class FetchDataInfo:
 
 
 class UnifiedLog:
-    __slots__ = ("dir", "config", "clock", "log", "_psm", "_psm_loaded", "_high_watermark", "_lock")
+    __slots__ = ("dir", "config", "clock", "log", "_psm", "_psm_loaded", "_high_watermark", "_lock", "_epochs")
 
     def __init__(self, directory: Path, config: BrokerConfig, clock: Clock, local_log: Log,
                  psm: ProducerStateManager) -> None:
@@ -81,6 +82,7 @@ class UnifiedLog:
         self._psm_loaded = False
         self._high_watermark = local_log.log_start_offset
         self._lock = threading.RLock()
+        self._epochs: LeaderEpochCache | None = None  # built on first use
 
     # -- opening ---------------------------------------------------------------------------
     @classmethod
@@ -244,6 +246,7 @@ class UnifiedLog:
         self._maybe_roll(len(buf), last)
         count = sum(h.record_count for _, h in batches)
         self.log.append(buf, batches, count)
+        self._note_epochs(batches)
         for info in infos.values():
             self._psm.update(info)
         for txn in completed:
@@ -299,6 +302,7 @@ class UnifiedLog:
             self._check_set_size(len(records))
             self._maybe_roll(len(records), batches[-1][1].last_offset)
             self.log.append(records, batches, sum(h.record_count for _, h in batches))
+            self._note_epochs(batches)
             view = memoryview(records)
             for pos, header in batches:
                 if header.has_producer_id:
@@ -306,6 +310,37 @@ class UnifiedLog:
                     if done is not None:
                         self._complete_txn(done, self.log.active)
             psm.update_map_end_offset(self.log.log_end_offset)
+
+    # -- leader epochs ---------------------------------------------------------------------
+    def _note_epochs(self, batches: list[tuple[int, BatchHeader]]) -> None:
+        if self._epochs is not None:
+            for _pos, header in batches:
+                self._epochs.assign(header.partition_leader_epoch, header.base_offset)
+
+    def _epoch_cache(self) -> LeaderEpochCache:
+        if self._epochs is None:
+            cache = LeaderEpochCache()
+            for segment in self.log.segments:
+                for _pos, header in segment.iter_headers(0):
+                    cache.assign(header.partition_leader_epoch, header.base_offset)
+            self._epochs = cache
+        return self._epochs
+
+    def assign_epoch_start(self, leader_epoch: int) -> None:
+        """On becoming leader: the new epoch starts at the current log end (Kafka does the same), so
+        OffsetForLeaderEpoch knows it before the first append."""
+        with self._lock:
+            self._epoch_cache().assign(leader_epoch, self.log.log_end_offset)
+
+    @property
+    def latest_epoch(self) -> int:
+        with self._lock:
+            return self._epoch_cache().latest_epoch
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: (largest epoch <= leader_epoch, its end offset), or (-1, -1)."""
+        with self._lock:
+            return self._epoch_cache().end_offset_for(leader_epoch, self.log.log_end_offset)
 
     # -- reads -----------------------------------------------------------------------------
     def read(self, fetch_offset: int, max_bytes: int, isolation_read_committed: bool,
@@ -366,6 +401,8 @@ class UnifiedLog:
                 self._load_producer_state()
             self._high_watermark = min(self._high_watermark, self.log.log_end_offset)
             self._psm.on_high_watermark_updated(self._high_watermark)
+            if self._epochs is not None:
+                self._epochs.truncate_from_end(self.log.log_end_offset)
 
     def take_snapshot(self) -> Path | None:
         with self._lock:
