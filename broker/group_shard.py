@@ -72,7 +72,7 @@ class GroupShard:
         return group
 
     # ---- writing -----------------------------------------------------------------------------
-    def _append(self, records: list[Record], producer: tuple[int, int] | None = None) -> int:
+    def append_records(self, records: list[Record], producer: tuple[int, int] | None = None) -> int:
         pid, epoch = producer if producer is not None else (-1, -1)
         batch = build_batch([(k, v) for k, v in records], timestamp_ms=self.now(), producer_id=pid,
                             producer_epoch=epoch, transactional=producer is not None)
@@ -82,16 +82,16 @@ class GroupShard:
         """Write the group's current generation (with these assignments) to the log."""
         value = GroupValue(group.protocol_type or "", group.generation, group.protocol_name, group.leader_id,
                            self.now(), [_member_value(group, m, assignments) for m in group.members.values()])
-        self._append([(encode_group_key(group.group_id), encode_group_value(value))])
+        self.append_records([(encode_group_key(group.group_id), encode_group_value(value))])
 
     def store_offsets(self, group_id: str, offsets: Mapping[TopicPartition, OffsetValue]) -> None:
-        first = self._append(_offset_records(group_id, offsets))
+        first = self.append_records(_offset_records(group_id, offsets))
         for i, (tp, v) in enumerate(offsets.items()):
             self.offsets.put(group_id, tp, _committed(v, first + i))
 
     def store_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
                           offsets: Mapping[TopicPartition, OffsetValue]) -> None:
-        first = self._append(_offset_records(group_id, offsets), (producer_id, producer_epoch))
+        first = self.append_records(_offset_records(group_id, offsets), (producer_id, producer_epoch))
         for i, (tp, v) in enumerate(offsets.items()):
             self.offsets.put_pending(producer_id, group_id, tp, _committed(v, first + i))
 

@@ -29,7 +29,7 @@ from kafka.protocol.consumer import (
     SyncGroupResponse,
 )
 
-from kafka_txn_broker.apis import group_offsets  # noqa: F401  (registers the offset APIs)
+from kafka_txn_broker.apis import group_admin, group_offsets  # noqa: F401  (register their APIs)
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.errors import error_code, error_message
 from kafka_txn_broker.apis.registry import api

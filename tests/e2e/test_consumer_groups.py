@@ -182,6 +182,7 @@ def _address(cluster: EmbeddedCluster, node_id: int) -> str:
 def test_kafka_python_consumer_group_round_trip(cluster: EmbeddedCluster) -> None:
     from kafka import KafkaAdminClient, KafkaConsumer
     from kafka import TopicPartition as KTP
+    from kafka.errors import NoError
 
     sent = produce(cluster.bootstrap_servers, 24)
     consumer = KafkaConsumer(TOPIC, bootstrap_servers=cluster.bootstrap_servers, group_id="kp",
@@ -207,6 +208,10 @@ def test_kafka_python_consumer_group_round_trip(cluster: EmbeddedCluster) -> Non
         assert {"group_id": "kp", "protocol_type": "consumer", "group_state": "Empty",
                 "group_type": "classic"} in admin.list_groups()
         assert admin.describe_groups(["kp"])["kp"]["group_state"] == "Empty"
+        assert admin.delete_group_offsets("kp", [KTP(TOPIC, 0)]) == {KTP(TOPIC, 0): NoError}
+        assert 0 not in {tp.partition for tp in admin.list_group_offsets({"kp": None})["kp"]}
+        assert admin.delete_groups(["kp"]) == {"kp": "OK"}
+        assert "kp" not in {g["group_id"] for g in admin.list_groups()}
     finally:
         admin.close()
 

@@ -1,0 +1,58 @@
+"""Group administration APIs: DeleteGroups and OffsetDelete (`kafka-consumer-groups --delete[-offsets]`).
+
+Registered by importing this module from apis/groups.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.errors import BrokerResponseError, UnknownTopicOrPartitionError
+from kafka.protocol.admin import DeleteGroupsRequest, DeleteGroupsResponse
+from kafka.protocol.consumer import OffsetDeleteRequest, OffsetDeleteResponse
+
+from kafka_txn_broker.apis.context import RequestContext
+from kafka_txn_broker.apis.errors import error_code
+from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.group_deletion import delete_group, delete_offsets
+from kafka_txn_broker.group_offsets import TopicPartition
+
+
+def _delete_one(ctx: RequestContext, group_id: str) -> int:
+    try:
+        shard = ctx.node.group_coordinator.shard(group_id)
+    except BrokerResponseError as exc:
+        return error_code(exc)
+    return delete_group(shard, group_id)
+
+
+@api(DeleteGroupsRequest, DeleteGroupsResponse, 0, 2)
+async def delete_groups(ctx: RequestContext, req: Any) -> Any:
+    R = DeleteGroupsResponse
+    results = [R.DeletableGroupResult(group_id=g, error_code=_delete_one(ctx, g)) for g in req.groups_names]
+    return R[ctx.api_version](throttle_time_ms=0, results=results)
+
+
+def _exists(ctx: RequestContext, tp: TopicPartition) -> bool:
+    t = ctx.node.cluster.metadata.topics.get(tp[0])
+    return t is not None and 0 <= tp[1] < len(t.partitions)
+
+
+@api(OffsetDeleteRequest, OffsetDeleteResponse, 0, 0)
+async def offset_delete(ctx: RequestContext, req: Any) -> Any:
+    R = OffsetDeleteResponse
+    T = R.OffsetDeleteResponseTopic
+    P = T.OffsetDeleteResponsePartition
+    wanted = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
+    known = [tp for tp in wanted if _exists(ctx, tp)]
+    try:
+        top, codes = delete_offsets(ctx.node.group_coordinator.shard(req.group_id), req.group_id, known)
+    except BrokerResponseError as exc:
+        top, codes = error_code(exc), {}
+    if top:
+        return R[0](error_code=top, throttle_time_ms=0, topics=[])
+    missing = int(UnknownTopicOrPartitionError.errno)
+    topics = [T(name=t.name, partitions=[P(partition_index=p.partition_index,
+                                           error_code=codes.get((t.name, p.partition_index), missing))
+                                         for p in t.partitions]) for t in req.topics]
+    return R[0](error_code=0, throttle_time_ms=0, topics=topics)
