@@ -22,7 +22,8 @@ class FileCache:
     def __init__(self, capacity: int = 256) -> None:
         self.capacity = capacity
         self._fds: OrderedDict[str, int] = OrderedDict()
-        self._pins: dict[str, int] = {}
+        self._pins: dict[int, int] = {}  # borrowed descriptors -> borrow count
+        self._orphans: set[int] = set()  # forgotten while borrowed: closed when returned
         self._lock = threading.Lock()
 
     @contextmanager
@@ -35,45 +36,50 @@ class FileCache:
                 self._fds[path] = fd
             else:
                 self._fds.move_to_end(path)
-            self._pins[path] = self._pins.get(path, 0) + 1
+            self._pins[fd] = self._pins.get(fd, 0) + 1
             self._evict_locked()
         try:
             yield fd
         finally:
             with self._lock:
-                left = self._pins[path] - 1
+                left = self._pins[fd] - 1
                 if left:
-                    self._pins[path] = left
+                    self._pins[fd] = left
                 else:
-                    del self._pins[path]
+                    del self._pins[fd]
+                    if fd in self._orphans:
+                        self._orphans.discard(fd)
+                        os.close(fd)
                 self._evict_locked()
 
     def _evict_locked(self) -> None:
         if len(self._fds) <= self.capacity:
             return
-        for path in list(self._fds):
+        for path, fd in list(self._fds.items()):
             if len(self._fds) <= self.capacity:
                 break
-            if path not in self._pins:
-                os.close(self._fds.pop(path))
+            if fd not in self._pins:
+                del self._fds[path]
+                os.close(fd)
 
     def close(self, path: str) -> None:
-        """Forget `path` (before it is deleted, renamed or truncated by path)."""
+        """Forget `path` (before it is deleted, renamed or recreated): the next borrow reopens it."""
         with self._lock:
             fd = self._fds.pop(path, None)
-            if fd is not None:
-                if path in self._pins:  # still borrowed: keep it reachable until returned
-                    self._fds[path] = fd
-                else:
-                    os.close(fd)
+            if fd is None:
+                return
+            if fd in self._pins:
+                self._orphans.add(fd)
+            else:
+                os.close(fd)
 
     def close_under(self, directory: str) -> None:
         prefix = directory.rstrip(os.sep) + os.sep
-        for path in [p for p in self._fds if p.startswith(prefix)]:
+        for path in [p for p in list(self._fds) if p.startswith(prefix)]:
             self.close(path)
 
     def open_count(self) -> int:
-        return len(self._fds)
+        return len(self._fds) + len(self._orphans)
 
 
 FILE_CACHE = FileCache()

@@ -330,3 +330,16 @@ def test_log_matches_a_model_under_appends_truncations_and_restarts(tmp_path_fac
         assert seg.offset_index.is_sane(seg.size)
         for off, pos in seg.offset_index.entries():
             assert seg.find(off)[0] == pos
+
+
+def test_file_cache_forgetting_a_borrowed_path(tmp_path: Path) -> None:
+    cache = file_cache.FileCache(capacity=4)
+    path = str(tmp_path / "a")
+    with cache.fd(path, create=True) as old:
+        os.pwrite(old, b"old", 0)
+        cache.close(path)  # e.g. deleted by another thread while this read is in flight
+        os.remove(path)
+        with cache.fd(path, create=True) as new:
+            assert new != old and os.pread(new, 3, 0) == b""
+        assert os.pread(old, 3, 0) == b"old"  # the borrowed descriptor stays usable
+    assert cache.open_count() == 1
