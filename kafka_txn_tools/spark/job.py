@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_txn_tools.dumps.plan import AbortPlan, AbortPlanEntry, write_plan
 from kafka_txn_tools.durations import parse_duration_ms
-from kafka_txn_tools.spark.session import get_session, is_local
+from kafka_txn_tools.spark.session import get_session, is_local, require_java
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -144,8 +144,13 @@ def run_sweep(
 
     if max_transaction_timeout_ms <= 0:
         raise SweepError(f"max transaction timeout must be positive, got {max_transaction_timeout_ms} ms")
-    own = spark is None
-    session = spark if spark is not None else get_session(master)
+    require_java()
+    from pyspark.sql import SparkSession
+
+    # Reuse a session someone else started (tests, notebooks) and leave it running; stop our own.
+    active = spark if spark is not None else SparkSession.getActiveSession()
+    own = active is None
+    session = active if active is not None else get_session(master)
     if own and not is_local(master) and master is not None:
         ship_package(session)
     cached: list[DataFrame] = []

@@ -1,0 +1,63 @@
+"""The abort plan: writer, loader, validation."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from kafka_txn_tools.dumps import plan
+
+ENTRY = plan.AbortPlanEntry(
+    topic="orders", partition=3, start_offset=116, producer_id=2000, producer_epoch=3, coordinator_epoch=-1,
+    reason="no-transactional-id", last_timestamp_ms=1_699_990_000_000, leader_broker_id=1,
+    replica_broker_ids=[1, 2, 3],
+)
+
+
+def test_roundtrip(tmp_path):
+    original = plan.AbortPlan([ENTRY], as_of_ms=1_700_000_000_000, max_transaction_timeout_ms=900_000)
+    path = tmp_path / "abort-plan.yaml"
+    plan.write_plan(original, path)
+    data = yaml.safe_load(path.read_text())
+    assert (data["version"], data["kind"]) == (1, "kafka-txn-abort-plan")
+    assert data["entries"][0]["transactional_id"] is None
+    assert plan.load_plan(path) == original
+
+
+def write(tmp_path, doc):
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def doc(**entry):
+    return {"version": 1, "kind": plan.PLAN_KIND, "entries": [{**plan.plan_to_dict(
+        plan.AbortPlan([ENTRY], 0, 0))["entries"][0], **entry}]}
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({**doc(), "version": 2}, "version 2 is not supported"),
+    ({**doc(), "kind": "something-else"}, "is this an abort plan"),
+    (doc(reason="late"), "'late' is not a hanging reason"),
+    (doc(start_offset=-1), "start_offset -1 is negative"),
+    (doc(producer_id="abc"), "must be integers"),
+    (doc(topic=None), r"entries\[0\] lacks topic"),
+    ([1, 2], "YAML mapping"),
+])
+def test_invalid_plans_are_refused_with_the_reason(tmp_path, data, message):
+    with pytest.raises(plan.PlanError, match=message):
+        plan.load_plan(write(tmp_path, data))
+
+
+def test_unreadable_file(tmp_path):
+    with pytest.raises(plan.PlanError, match="cannot read abort plan"):
+        plan.load_plan(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("entries: [\n")
+    with pytest.raises(plan.PlanError, match="not valid YAML"):
+        plan.load_plan(bad)
+
+
+def test_empty_plan_is_valid(tmp_path):
+    loaded = plan.load_plan(write(tmp_path, {"version": 1, "kind": plan.PLAN_KIND, "entries": []}))
+    assert loaded.entries == []
