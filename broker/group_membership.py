@@ -131,7 +131,7 @@ class GroupMembership:
         if group is not None and group.is_in(S.DEAD):
             raise CoordinatorNotAvailableError(f"group {req.group_id!r} is being unloaded")
         names = [name for name, _ in req.protocols]
-        if group is not None and not group.supports(req.protocol_type, names) or not req.protocol_type or not names:
+        if not req.protocol_type or not names or (group is not None and not group.supports(req.protocol_type, names)):
             raise InconsistentGroupProtocolError(
                 f"protocol type {req.protocol_type!r} / protocols {names} do not match group {req.group_id!r}")
         return group if group is not None else self.shard.get_or_create(req.group_id)
