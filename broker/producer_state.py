@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 NUM_BATCHES_TO_RETAIN = 5
 SNAPSHOTS_TO_KEEP = 3
+LATE_TRANSACTION_BUFFER_MS = 5 * 60 * 1000
 
 
 class AppendOrigin(StrEnum):
@@ -330,6 +331,12 @@ class ProducerStateManager:
             return -1
         entry = self.producers.get(self.ongoing_txns[first].producer_id)
         return entry.last_timestamp if entry is not None else -1
+
+    def has_late_transaction(self, now_ms: int, max_transaction_timeout_ms: int) -> bool:
+        """Kafka's late-transaction test: the oldest open transaction's producer has been silent for
+        longer than transaction.max.timeout.ms plus a 5-minute buffer."""
+        last = self.oldest_txn_last_timestamp()
+        return last > 0 and now_ms - last > max_transaction_timeout_ms + LATE_TRANSACTION_BUFFER_MS
 
     def find_duplicate(self, header: BatchHeader) -> BatchMetadata | None:
         entry = self.producers.get(header.producer_id)

@@ -419,6 +419,11 @@ class UnifiedLog:
         with self._lock:
             return self.log.flush_if_due()
 
+    def has_late_transaction(self, now_ms: int) -> bool:
+        """For PartitionsWithLateTransactionsCount (a leader-side metric)."""
+        with self._lock:
+            return self._ensure_loaded().has_late_transaction(now_ms, self.config["transaction.max.timeout.ms"])
+
     def remove_expired_producers(self, now_ms: int) -> list[int]:
         with self._lock:
             return self._ensure_loaded().remove_expired_producers(now_ms)

@@ -260,3 +260,15 @@ def test_expired_entries_dropped_on_load(h: Harness, tmp_path: Path) -> None:
     fresh = ProducerStateManager(tmp_path, 60_000)
     fresh.load_snapshot(0, 10, TS + 120_000)
     assert [p.producer_id for p in fresh.active_producers()] == [2]
+
+
+def test_late_transaction_uses_timeout_plus_five_minutes(h: Harness) -> None:
+    h.data(1, 0, 0, ts=TS + 1000)
+    h.data(2, 0, 0, txn=True, ts=TS)  # oldest open txn; its producer last wrote at TS
+    h.data(3, 0, 0, txn=True, ts=TS + 500)
+    assert h.psm.oldest_txn_last_timestamp() == TS
+    limit = 900_000 + 300_000
+    assert not h.psm.has_late_transaction(TS + limit, 900_000)
+    assert h.psm.has_late_transaction(TS + limit + 1, 900_000)
+    h.marker(2, 0, commit=True)
+    assert h.psm.oldest_txn_last_timestamp() == TS + 500
