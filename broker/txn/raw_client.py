@@ -107,7 +107,8 @@ class RawKafkaClient:
         self.close()
 
     # ---- plumbing --------------------------------------------------------------------------
-    def send(self, request: Any, version: int, node_id: int | None = None) -> Any:
+    def send(self, request: Any, version: int, node_id: int | None = None, response_class: Any = None) -> Any:
+        """Send at `version` to a broker (default: the bootstrap one) and decode the answer."""
         address = self.bootstrap if node_id is None else self.brokers[node_id]
         conn = self._conns.get(address)
         if conn is None:
@@ -115,8 +116,8 @@ class RawKafkaClient:
         correlation_id = next(self._correlation)
         request.with_header(correlation_id=correlation_id, client_id=self.client_id)
         frame = bytes(request.encode(version=version, header=True, framed=True))
-        response = _RESPONSES[request.API_KEY].decode(conn.roundtrip(frame), version=version, header=True, framed=True)
-        return response
+        decoder = response_class if response_class is not None else _RESPONSES[request.API_KEY]
+        return decoder.decode(conn.roundtrip(frame), version=version, header=True, framed=True)
 
     # ---- metadata and coordinators ---------------------------------------------------------
     def partition_leaders(self, topic: str) -> dict[int, int]:
