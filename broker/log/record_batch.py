@@ -46,6 +46,7 @@ _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 _CONTROL_KEY = struct.Struct(">hh")
 _CONTROL_VALUE = struct.Struct(">hi")
+_MIN_RECORD_BODY = 6  # attributes, timestamp delta, offset delta, key length, value length, header count
 
 
 def crc32c(data: Buffer) -> int:
@@ -221,10 +222,15 @@ def _check_uncompressed_records(buf: Buffer, pos: int, header: BatchHeader) -> N
             raise CorruptRecordError(f"record batch holds fewer than its {header.record_count} records")
         length, body = decode_varint(buf, p)
         p_end = body + length
-        if length <= 0 or p_end > end:
-            raise CorruptRecordError("record length runs past the end of its batch")
-        _, q = decode_varint(buf, body + 1)  # skip attributes byte, then timestamp delta
-        delta, _ = decode_varint(buf, q)
+        if length < _MIN_RECORD_BODY or p_end > end:
+            raise CorruptRecordError(f"record length {length} does not fit its batch")
+        q = body + 1  # skip the attributes byte, then the timestamp delta
+        if buf[q] < 0x80:  # one-byte varints are the common case: skip the general decoder
+            q += 1
+        else:
+            _, q = decode_varint(buf, q)
+        z = buf[q]
+        delta = (z >> 1) ^ -(z & 1) if z < 0x80 else decode_varint(buf, q)[0]
         if delta != expected_delta:
             raise InvalidRecordError(f"record offset delta {delta}, expected {expected_delta}")
         p = p_end
@@ -256,6 +262,9 @@ def encode_varint(value: int) -> bytes:
 
 def decode_varint(buf: Buffer, pos: int) -> tuple[int, int]:
     """Return (value, position after it)."""
+    if pos < len(buf) and buf[pos] < 0x80:
+        z = buf[pos]
+        return (z >> 1) ^ -(z & 1), pos + 1
     shift = 0
     z = 0
     while True:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import struct
 
 import pytest
@@ -178,3 +179,13 @@ def test_varint_round_trip() -> None:
     for v in (0, 1, -1, 63, -64, 64, 2**31 - 1, -(2**31), 2**62, -(2**63)):
         enc = rb.encode_varint(v)
         assert rb.decode_varint(enc, 0) == (v, len(enc))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(min_size=1, max_size=120), st.integers(0, 200))
+def test_garbage_records_with_valid_crc_raise_kafka_errors_only(garbage, count) -> None:
+    """A CRC-valid batch whose records section is nonsense must be refused with a Kafka error."""
+    body = struct.pack(">hiqqqhii", 0, max(count, 1) - 1, TS, TS, -1, -1, -1, max(count, 1)) + garbage
+    raw = struct.pack(">qiibI", 0, len(body) + 9, 0, 2, rb.crc32c(body)) + body
+    with contextlib.suppress(CorruptRecordError, InvalidRecordError):
+        rb.validate_client_batch(raw, 1 << 20)
