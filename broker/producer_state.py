@@ -203,6 +203,8 @@ class ProducerAppendInfo:
                                header.is_transactional)
 
     def _check_data_epoch(self, epoch: int, offset: int) -> None:
+        # Since Kafka 2.7 the partition leader answers INVALID_PRODUCER_EPOCH (abortable) for a stale
+        # data batch, transactional or not; PRODUCER_FENCED (fatal) comes only from the coordinator.
         current = self.entry.producer_epoch
         if epoch < current:
             msg = (f"epoch {epoch} of producer {self.producer_id} at offset {offset} is older than "
