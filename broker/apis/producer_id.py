@@ -10,6 +10,7 @@ from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
 
 R = InitProducerIdResponse
+INVALID_PRODUCER_EPOCH, PRODUCER_FENCED = 47, 90
 
 
 @api(InitProducerIdRequest, InitProducerIdResponse, 0, 5)
@@ -21,4 +22,6 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     code, pid, epoch = await ctx.node.txn_coordinator.handle_init_producer_id(
         req.transactional_id, req.transaction_timeout_ms, getattr(req, "producer_id", -1),
         getattr(req, "producer_epoch", -1))
+    if ctx.api_version < 4 and code == PRODUCER_FENCED:
+        code = INVALID_PRODUCER_EPOCH  # clients before v4 do not know PRODUCER_FENCED (as Kafka maps it)
     return R[ctx.api_version](throttle_time_ms=0, error_code=code, producer_id=pid, producer_epoch=epoch)
