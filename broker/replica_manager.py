@@ -28,6 +28,7 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, Partition] = {}
         self._data_waiters: list[asyncio.Future[None]] = []
         self._last_expiration_check = node.clock.millis()
+        self._last_flush_check = self._last_expiration_check
 
     # ---- lifecycle ---------------------------------------------------------------------------
     def open_replicas(self) -> None:
@@ -92,6 +93,19 @@ class ReplicaManager:
                 part.replicate()
 
     def tick(self, now_ms: int) -> None:
+        self._flush_due_logs(now_ms)
+        self._expire_producers(now_ms)
+
+    def _flush_due_logs(self, now_ms: int) -> None:
+        """log.flush.interval.ms for logs that got no append since their data became due."""
+        interval = self.node.config["log.flush.interval.ms"]
+        if interval >= 2**62 or now_ms - self._last_flush_check < min(interval, 1000):
+            return  # the default (never) costs nothing, even with 60,000 replicas
+        self._last_flush_check = now_ms
+        for part in self.partitions.values():
+            part.log.flush_if_due()
+
+    def _expire_producers(self, now_ms: int) -> None:
         """Forget idle producers every producer.id.expiration.check.interval.ms (Kafka's schedule)."""
         interval = self.node.config["producer.id.expiration.check.interval.ms"]
         if now_ms - self._last_expiration_check < interval:
