@@ -71,17 +71,20 @@ def collect(cluster: Cluster, now_ms: int | None = None) -> list[Sample]:
     return samples
 
 
+_HELP = {
+    LATE_TXNS: "Partitions led by the node whose oldest open transaction is older than "
+               "transaction.max.timeout.ms + 5 minutes.",
+    LSO_LAG: "High watermark minus last stable offset of a partition, on its leader.",
+}
+
+
 def render(cluster: Cluster, now_ms: int | None = None) -> str:
-    lines = [
-        f"# HELP {LATE_TXNS} Partitions led by the node whose oldest open transaction is older than "
-        "transaction.max.timeout.ms + 5 minutes.",
-        f"# TYPE {LATE_TXNS} gauge",
-        f"# HELP {LSO_LAG} High watermark minus last stable offset of a partition, on its leader.",
-        f"# TYPE {LSO_LAG} gauge",
-    ]
+    """Prometheus text format: each family's HELP and TYPE, then its samples, as one group."""
     samples = collect(cluster, now_ms)
-    lines += [s.render() for s in samples if s.name == LATE_TXNS]
-    lines += [s.render() for s in samples if s.name == LSO_LAG]
+    lines = []
+    for name, help_text in _HELP.items():
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
+        lines += [s.render() for s in samples if s.name == name]
     return "\n".join(lines) + "\n"
 
 
