@@ -249,3 +249,27 @@ def test_kafka_python_admin_client_reports_what_the_broker_holds(legacy_cluster:
         assert [p.current_transaction_start_offset for p in after] == [-1]
     finally:
         admin.close()
+
+
+def test_kafka_python_transactional_producer(cluster: EmbeddedCluster) -> None:
+    """A second real client: kafka-python's own transactional producer commits and aborts."""
+    from kafka import KafkaProducer
+
+    bootstrap = cluster.bootstrap_servers
+    create(bootstrap, "kp")
+    producer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id="kp-app")
+    try:
+        producer.init_transactions()
+        for i in range(3):
+            producer.begin_transaction()
+            for j in range(5):
+                producer.send("kp", value=b"%d-%d" % (i, j))
+            if i == 1:
+                producer.abort_transaction()
+            else:
+                producer.commit_transaction()
+    finally:
+        producer.close()
+    values = sorted(v for recs in consume_all(bootstrap, "kp", 3, read_committed=True, idle_s=1).values()
+                    for _, _, v in recs)
+    assert values == sorted(b"%d-%d" % (i, j) for i in (0, 2) for j in range(5))
