@@ -17,12 +17,15 @@ import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kafka_txn_broker.producer_state import LATE_TRANSACTION_BUFFER_MS
+
 if TYPE_CHECKING:
     from kafka_txn_broker.cluster import Cluster
     from kafka_txn_broker.node import BrokerNode
     from kafka_txn_broker.partition import Partition
 
-LATE_TRANSACTION_BUFFER_MS = 5 * 60 * 1000
+__all__ = ["LATE_TRANSACTION_BUFFER_MS", "collect", "render", "serve_metrics"]
+
 LATE_TXNS = "kafka_server_replicamanager_partitionswithlatetransactionscount"
 LSO_LAG = "kafka_cluster_partition_laststableoffsetlag"
 
@@ -42,15 +45,10 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def has_late_transaction(part: Partition, now_ms: int, max_timeout_ms: int) -> bool:
-    last = part.log.producer_state.oldest_txn_last_timestamp()
-    return last > 0 and now_ms - last > max_timeout_ms + LATE_TRANSACTION_BUFFER_MS
-
-
 def partitions_with_late_transactions_count(node: BrokerNode, now_ms: int | None = None) -> int:
+    """The rule itself is the producer state's (ProducerStateManager.hasLateTransaction)."""
     now = node.clock.millis() if now_ms is None else now_ms
-    limit = node.config["transaction.max.timeout.ms"]
-    return sum(1 for p in node.replica_manager.leader_partitions() if has_late_transaction(p, now, limit))
+    return sum(1 for p in node.replica_manager.leader_partitions() if p.log.has_late_transaction(now))
 
 
 def last_stable_offset_lag(part: Partition) -> int:
