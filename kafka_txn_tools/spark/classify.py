@@ -32,6 +32,7 @@ the leader, and open on the leader but missing on a follower that reported the p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Window
@@ -290,6 +291,36 @@ def verdicts(
         )
     )
     return result.select(*OUTPUT_COLUMNS)
+
+
+def analyze(
+    producers: DataFrame,
+    transactions: DataFrame,
+    params: SweepParams,
+    keep: Callable[[DataFrame], DataFrame] = lambda frame: frame,
+) -> dict[str, DataFrame]:
+    """The whole classification over normalized tables: a pure function of its inputs and params.
+
+    `keep` lets the job cache the small intermediate tables that several outputs reuse.
+    """
+    open_txns = keep(open_transactions(producers))
+    replicas = keep(replica_observations(producers, open_txns))
+    leader_table = keep(leaders(replicas))
+    fresh = keep(fresh_open(open_txns, replicas, params.now_ms))
+    on_leader = keep(leader_view(fresh, leader_table))
+    late = keep(late_partitions(on_leader, params))
+    diverged = keep(divergence(fresh, leader_table, replicas, params))
+    verdict_table = keep(verdicts(fresh, leader_table, late, diverged, transactions, params))
+    return {
+        "open": open_txns,
+        "replicas": replicas,
+        "leaders": leader_table,
+        "fresh": fresh,
+        "on_leader": on_leader,
+        "late": late,
+        "divergence": diverged,
+        "verdicts": verdict_table,
+    }
 
 
 def reported(verdict_table: DataFrame, include_late: bool) -> DataFrame:

@@ -92,7 +92,7 @@ def spark_schema(kind: str) -> StructType:
     return T.StructType([T.StructField(f.name, _spark_type(f.type), True) for f in dschema.SCHEMAS[kind]])
 
 
-def _as_tuple(kind: str, row: dict[str, Any]) -> tuple[Any, ...]:
+def row_tuple(kind: str, row: dict[str, Any]) -> tuple[Any, ...]:
     values = []
     for name in dschema.SCHEMAS[kind].names:
         value = row.get(name)
@@ -110,7 +110,7 @@ def _logdir_task(item: tuple[str, str, int, int]) -> Iterator[tuple[str, tuple[A
 
     path, topic, partition, broker = item
     for kind, row in read_partition(PartitionDir(path, topic, partition, broker)):
-        yield kind, _as_tuple(kind, row)
+        yield kind, row_tuple(kind, row)
 
 
 def _text_task(path: str) -> Iterator[tuple[str, tuple[Any, ...]]]:
@@ -118,9 +118,9 @@ def _text_task(path: str) -> Iterator[tuple[str, tuple[Any, ...]]]:
 
     producers, coordinators = parse_dump_log_text(path)
     for row in producers:
-        yield dschema.PRODUCERS, _as_tuple(dschema.PRODUCERS, row)
+        yield dschema.PRODUCERS, row_tuple(dschema.PRODUCERS, row)
     for row in coordinators:
-        yield dschema.TRANSACTIONS, _as_tuple(dschema.TRANSACTIONS, row)
+        yield dschema.TRANSACTIONS, row_tuple(dschema.TRANSACTIONS, row)
 
 
 # --- readers -------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_txn_tools.dumps.plan import AbortPlan, AbortPlanEntry, write_plan
 from kafka_txn_tools.durations import parse_duration_ms
-from kafka_txn_tools.spark.session import get_session, is_local, require_java
+from kafka_txn_tools.spark.session import get_session, require_java
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -139,11 +139,13 @@ def run_sweep(
 ) -> SweepResult:
     """Sweep `inputs` (dump dirs, log-dir trees, dump-log text files) and write the outputs to out_dir."""
     from kafka_txn_tools.spark import classify as C
-    from kafka_txn_tools.spark.ingest import read_inputs
+    from kafka_txn_tools.spark.ingest import classify_input, read_inputs
     from kafka_txn_tools.spark.normalize import normalize_producers, normalize_transactions
 
     if max_transaction_timeout_ms <= 0:
         raise SweepError(f"max transaction timeout must be positive, got {max_transaction_timeout_ms} ms")
+    for path in inputs:
+        classify_input(path)  # bad paths fail before Spark starts
     require_java()
     from pyspark.sql import SparkSession
 
@@ -151,7 +153,7 @@ def run_sweep(
     active = spark if spark is not None else SparkSession.getActiveSession()
     own = active is None
     session = active if active is not None else get_session(master)
-    if own and not is_local(master) and master is not None:
+    if own and not str(session.sparkContext.master).startswith("local"):
         ship_package(session)
     cached: list[DataFrame] = []
 
@@ -168,21 +170,8 @@ def run_sweep(
         params = C.SweepParams(now, max_transaction_timeout_ms, include_late)
         producers = normalize_producers(ingested.producers)
         transactions = keep(normalize_transactions(ingested.transactions))
-        open_txns = keep(C.open_transactions(producers))
-        replicas = keep(C.replica_observations(producers, open_txns))
-        leader_table = keep(C.leaders(replicas))
-        fresh = keep(C.fresh_open(open_txns, replicas, now))
-        on_leader = keep(C.leader_view(fresh, leader_table))
-        late = keep(C.late_partitions(on_leader, params))
-        diverged = keep(C.divergence(fresh, leader_table, replicas, params))
-        verdict_table = keep(C.verdicts(fresh, leader_table, late, diverged, transactions, params))
-        frames = {
-            "producers": producers,
-            "verdicts": verdict_table,
-            "late": late,
-            "divergence": diverged,
-            "on_leader": on_leader,
-        }
+        frames = C.analyze(producers, transactions, params, keep)
+        frames["producers"] = producers
         return _write_outputs(Path(out_dir), ingested, params, as_of_ms is not None, brokers, frames)
     finally:
         for frame in cached:

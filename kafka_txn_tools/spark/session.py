@@ -59,7 +59,8 @@ def quiet_log_config() -> str:
 
 
 def is_local(master: str | None) -> bool:
-    return master is None or master.startswith("local")
+    """True for local[...] masters; None (spark-submit decides) may be a cluster."""
+    return master is not None and master.startswith("local")
 
 
 def get_session(
@@ -72,20 +73,23 @@ def get_session(
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)
+    local = is_local(master)
     if shuffle_partitions is None:
         # The tables that get shuffled are the small, filtered ones: a few partitions suffice.
-        shuffle_partitions = 4 if is_local(master) else 16
+        shuffle_partitions = 2 if local else 16
     builder = (
         builder.config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-        .config("spark.sql.adaptive.enabled", "true")
+        # Adaptive execution pays off on big shuffles; locally the shuffled tables are tiny and its
+        # re-planning costs more than it saves.
+        .config("spark.sql.adaptive.enabled", "false" if local else "true")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{quiet_log_config()}")
         # Executors run this interpreter, which has kafka_txn_tools and its dependencies.
         .config("spark.pyspark.python", os.environ.get("PYSPARK_PYTHON", sys.executable))
     )
-    if is_local(master):
+    if local:
         # Local runs bind to loopback: no "hostname resolves to a loopback address" warnings.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = builder.config("spark.driver.memory", os.environ.get("KAFKA_TXN_SPARK_DRIVER_MEMORY", "2g"))
