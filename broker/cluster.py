@@ -17,6 +17,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kafka_txn_broker.auth import ClusterSecurity
 from kafka_txn_broker.clock import SYSTEM_CLOCK, Clock
 from kafka_txn_broker.config import BrokerConfig
 from kafka_txn_broker.metadata import ClusterMetadata, PartitionState, TopicState
@@ -38,6 +39,8 @@ class Cluster:
         self.data_dir = data_dir
         self.config = config
         self.clock = clock
+        # TLS context, SASL credentials and ACLs: built before anything listens (ConfigError if wrong).
+        self.security = ClusterSecurity.from_config(config, data_dir)
         self.metadata = ClusterMetadata(data_dir, range(nodes))
         self.metadata.add_listener(self._on_leadership_change)
         self.nodes = {i: BrokerNode(self, i, (ports or [0] * nodes)[i]) for i in range(nodes)}

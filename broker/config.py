@@ -23,6 +23,8 @@ class ConfigKey:
     type: type
     default: Any
     doc: str
+    # Allowed values of a str key, compared case-insensitively and stored as written here.
+    choices: tuple[str, ...] = ()
 
 
 _KEYS: list[ConfigKey] = [
@@ -56,6 +58,31 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("producer.id.block.size", int, 1000, "producer ids reserved per allocation"),
     ConfigKey("cluster.id", str, "kafka-txn-embedded", "cluster id reported in Metadata"),
     ConfigKey("host", str, "127.0.0.1", "address the listeners bind and advertise"),
+    # ---- security (broker/auth.py, tls.py, sasl.py, authorizer.py) ----
+    ConfigKey("security.protocol", str, "PLAINTEXT", "protocol of every node's listener",
+              ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")),
+    ConfigKey("ssl.keystore.type", str, "PEM", "only PEM (convert JKS/PKCS12 with openssl)"),
+    ConfigKey("ssl.keystore.location", str, "", "PEM file with the broker's private key and certificate chain"),
+    ConfigKey("ssl.keystore.certificate.chain", str, "", "certificate chain: PEM text or a PEM file's path"),
+    ConfigKey("ssl.keystore.key", str, "", "private key: PEM text or a PEM file's path"),
+    ConfigKey("ssl.key.password", str, "", "password of an encrypted private key"),
+    ConfigKey("ssl.truststore.type", str, "PEM", "only PEM"),
+    ConfigKey("ssl.truststore.location", str, "", "PEM file of the CAs that sign client certificates"),
+    ConfigKey("ssl.truststore.certificates", str, "", "CA certificates: PEM text or a PEM file's path"),
+    ConfigKey("ssl.client.auth", str, "none", "client certificates: none, requested or required",
+              ("none", "requested", "required")),
+    ConfigKey("sasl.enabled.mechanisms", str, "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+              "SASL mechanisms offered (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)"),
+    ConfigKey("sasl.users", list, (), "SASL users: a list (or comma-separated) of name:password, or a map "
+              "name: password; secrets, keep them in a --config file readable only by you"),
+    ConfigKey("sasl.scram.iterations", int, 4096, "PBKDF2 iterations of the SCRAM credentials (at least 4096)"),
+    ConfigKey("sasl.server.max.receive.size", int, 524288, "largest request accepted before authentication"),
+    ConfigKey("authorizer.class.name", str, "", "empty: no authorization; 'acl' or "
+              "kafka.security.authorizer.AclAuthorizer: ACLs"),
+    ConfigKey("allow.everyone.if.no.acl.found", bool, False, "allow access to resources no ACL applies to"),
+    ConfigKey("super.users", str, "", "principals allowed everything, ';'-separated: User:admin;User:ops"),
+    ConfigKey("authorizer.acls", list, (), "ACLs from the config, e.g. 'User:alice ALLOW Read Topic orders' "
+              "(see kafka_txn_broker/acls.py); CreateAcls adds more, kept in <data-dir>/acls.json"),
 ]
 
 KEYS: dict[str, ConfigKey] = {k.name: k for k in _KEYS}
@@ -66,6 +93,8 @@ class ConfigError(ValueError):
 
 
 def _coerce(key: ConfigKey, value: Any) -> Any:
+    if key.type is list:
+        return _coerce_list(key, value)
     if key.type is bool:
         if isinstance(value, bool):
             return value
@@ -82,14 +111,32 @@ def _coerce(key: ConfigKey, value: Any) -> Any:
             return int(str(value).strip().replace("_", ""))
         except ValueError:
             raise ConfigError(f"{key.name}={value!r} is not an integer") from None
-    return str(value)
+    text = str(value)
+    if key.choices:
+        chosen = [c for c in key.choices if c.lower() == text.strip().lower()]
+        if not chosen:
+            raise ConfigError(f"{key.name}={text!r} is not one of {', '.join(key.choices)}")
+        return chosen[0]
+    return text
+
+
+def _coerce_list(key: ConfigKey, value: Any) -> tuple[Any, ...]:
+    """A YAML list, a comma-separated string, or (sasl.users style) a map of name: value pairs.
+    The values may be secrets, so errors never show them."""
+    if isinstance(value, Mapping):
+        return tuple(f"{k}:{v}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return tuple(v if isinstance(v, Mapping) else str(v) for v in value)
+    if isinstance(value, str):
+        return tuple(v.strip() for v in value.split(",") if v.strip())
+    raise ConfigError(f"{key.name} must be a list")
 
 
 def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in data.items():
         name = f"{prefix}{k}"
-        if isinstance(v, Mapping):
+        if isinstance(v, Mapping) and name not in KEYS:  # a map-valued key (sasl.users) stays whole
             out.update(_flatten(v, name + "."))
         else:
             out[name] = v

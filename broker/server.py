@@ -4,6 +4,10 @@ One asyncio task per connection handles its requests strictly in order (as Kafka
 a request is in flight), so responses always come back in request order. Anything malformed gets the
 Kafka error code when the request can be read, or a clean close when it cannot; a bad connection never
 affects another one or the node.
+
+Security (broker/auth.py): SSL listeners wrap connections in TLS; on SASL listeners a connection may
+send only ApiVersions, SaslHandshake and SaslAuthenticate (`pre_auth` APIs) until it authenticates,
+and frames stay below sasl.server.max.receive.size until then.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import APIS, ApiSpec, load_all
 
 if TYPE_CHECKING:
+    from kafka_txn_broker.auth import AuthSession
     from kafka_txn_broker.node import BrokerNode
 
 log = logging.getLogger(__name__)
@@ -41,7 +46,8 @@ class Listener:
 
     async def start(self) -> int:
         self._server = await asyncio.start_server(self._accept, self.host, self.port, backlog=1024,
-                                                  reuse_address=True)
+                                                  reuse_address=True,
+                                                  ssl=self.node.cluster.security.ssl_context)
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
 
@@ -63,7 +69,8 @@ class Listener:
         assert task is not None
         self._conns.add(task)
         peer = writer.get_extra_info("peername")
-        conn = Connection(self.node, reader, writer, f"{peer[0]}:{peer[1]}" if peer else "?")
+        session = self.node.cluster.security.new_session(peer[0] if peer else "?", writer.get_extra_info("peercert"))
+        conn = Connection(self.node, reader, writer, f"{peer[0]}:{peer[1]}" if peer else "?", session)
         try:
             await conn.run()
         except asyncio.CancelledError:
@@ -75,11 +82,12 @@ class Listener:
 
 class Connection:
     def __init__(self, node: BrokerNode, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 peer: str) -> None:
+                 peer: str, session: AuthSession) -> None:
         self.node = node
         self.reader = reader
         self.writer = writer
         self.peer = peer
+        self.session = session
 
     async def run(self) -> None:
         try:
@@ -91,6 +99,8 @@ class Connection:
                 if response is not None:
                     self.writer.write(response)
                     await self.writer.drain()
+                if self.session.close_after_response:
+                    return  # a failed or illegal SASL step: Kafka closes after answering it
         except ProtocolViolation as exc:
             log.info("closing connection from %s: %s", self.peer, exc)
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -109,17 +119,24 @@ class Connection:
         except asyncio.IncompleteReadError:
             return None
         (size,) = struct.unpack(">i", head)
-        limit = self.node.config["socket.request.max.bytes"]
-        if size < 8 or size > limit:
+        limit, name = self.node.config["socket.request.max.bytes"], "socket.request.max.bytes"
+        if self.session.max_frame is not None:
+            limit, name = min(limit, self.session.max_frame), "sasl.server.max.receive.size before authentication"
+        smallest = 0 if self.session.raw_tokens else 8
+        if size < smallest or size > limit:
             # Kafka closes the channel on an invalid size rather than reading a bogus payload.
-            raise ProtocolViolation(f"frame size {size} outside 8..{limit} (socket.request.max.bytes)")
+            raise ProtocolViolation(f"frame size {size} outside {smallest}..{limit} ({name})")
         return head + await self.reader.readexactly(size)
 
     async def _handle(self, frame: bytes) -> bytes | None:
+        if self.session.raw_tokens:
+            return self._raw_sasl_token(frame[4:])
         api_key, api_version = struct.unpack_from(">hh", frame, 4)
         spec = APIS.get(api_key)
         if spec is None:
             raise ProtocolViolation(f"unknown API key {api_key}")
+        if not spec.pre_auth and not self.session.authenticated:
+            raise ProtocolViolation(f"API {api_key} sent before SASL authentication completed")
         if not spec.min_version <= api_version <= spec.max_version:
             if api_key == API_VERSIONS_KEY:
                 return self._unsupported_api_versions(frame)
@@ -130,7 +147,8 @@ class Connection:
             raise ProtocolViolation(f"cannot decode API {api_key} v{api_version}: {exc!r}") from None
         header = request.header
         ctx = RequestContext(self.node, api_key, api_version, header.correlation_id,
-                             getattr(header, "client_id", None), self.peer)
+                             getattr(header, "client_id", None), self.peer, self.session.principal,
+                             self.session.security.authorizer, self.session)
         response = await self._dispatch(spec, ctx, request)
         if response is None:
             return None
@@ -152,6 +170,13 @@ class Connection:
             response.API_VERSION = version
         response.with_header(correlation_id=correlation_id)
         return bytes(response.encode(header=True, framed=True))
+
+    def _raw_sasl_token(self, token: bytes) -> bytes:
+        # After SaslHandshake v0 the client sends bare tokens; a failure there has no error answer.
+        answer = self.session.raw_token(token)
+        if answer is None:
+            raise ProtocolViolation("SASL authentication failed")
+        return answer
 
     def _unsupported_api_versions(self, frame: bytes) -> bytes:
         # A client asking for a newer ApiVersions than we know gets v0 with UNSUPPORTED_VERSION and

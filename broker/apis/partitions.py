@@ -11,7 +11,7 @@ from kafka.errors import (
     UnknownTopicOrPartitionError,
 )
 
-from kafka_txn_broker.apis.context import RequestContext
+from kafka_txn_broker.apis.context import Operation, RequestContext
 from kafka_txn_broker.metadata import TopicState
 from kafka_txn_broker.partition import Partition
 
@@ -29,6 +29,18 @@ def resolve_topic(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | N
     if t is None:
         raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
     return t
+
+
+def authorized_topic(ctx: RequestContext, operation: Operation, name: str | None,
+                     topic_id: uuid.UUID | None) -> TopicState:
+    """resolve_topic, authorized as Kafka orders it: a topic named in the request is checked before it is
+    looked up (so a principal cannot probe which topics exist), a topic given by id after."""
+    if topic_id is not None and topic_id != ZERO_UUID and not name:
+        topic = resolve_topic(ctx, name, topic_id)
+        ctx.require(operation, "TOPIC", topic.name)
+        return topic
+    ctx.require(operation, "TOPIC", name or "")
+    return resolve_topic(ctx, name, topic_id)
 
 
 def replica(ctx: RequestContext, topic: TopicState, index: int) -> Partition:

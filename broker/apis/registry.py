@@ -44,6 +44,7 @@ def api(request: Any, response: Any, min_version: int, max_version: int, *,
 def load_all() -> dict[int, ApiSpec]:
     """Import every handler module once so its registrations run."""
     from kafka_txn_broker.apis import (  # noqa: F401
+        acls,
         admin_txn,
         api_versions,
         cluster,
@@ -54,6 +55,7 @@ def load_all() -> dict[int, ApiSpec]:
         metadata,
         produce,
         producer_id,
+        sasl,
         topics,
         txn,
     )

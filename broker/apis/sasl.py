@@ -1,0 +1,41 @@
+"""SaslHandshake (v0-1) and SaslAuthenticate (v0-2): the connection's AuthSession does the work.
+
+Both are allowed before authentication. A failed step is answered (SASL_AUTHENTICATION_FAILED 58 with
+a message, UNSUPPORTED_SASL_MECHANISM 33 with the enabled list, ILLEGAL_SASL_STATE 34) and then the
+connection closes, as Kafka's SaslServerAuthenticator does. No session lifetime is granted, so
+clients never re-authenticate (KIP-368).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.protocol.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
+
+from kafka_txn_broker.apis.context import RequestContext
+from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.auth import ILLEGAL_SASL_STATE
+
+
+@api(SaslHandshakeRequest, SaslHandshakeResponse, 0, 1, pre_auth=True)
+async def handshake(ctx: RequestContext, req: Any) -> Any:
+    if ctx.session is None:
+        return SaslHandshakeResponse[ctx.api_version](error_code=ILLEGAL_SASL_STATE, mechanisms=[])
+    code, mechanisms = ctx.session.handshake(req.mechanism, ctx.api_version)
+    return SaslHandshakeResponse[ctx.api_version](error_code=code, mechanisms=mechanisms)
+
+
+@api(SaslAuthenticateRequest, SaslAuthenticateResponse, 0, 2, pre_auth=True)
+async def authenticate(ctx: RequestContext, req: Any) -> Any:
+    message: str | None
+    if ctx.session is None:
+        code, message, challenge = ILLEGAL_SASL_STATE, "no SASL session", b""
+    else:
+        code, message, challenge = ctx.session.authenticate(bytes(req.auth_bytes))
+    return SaslAuthenticateResponse[ctx.api_version](error_code=code, error_message=message, auth_bytes=challenge,
+                                                     session_lifetime_ms=0)
