@@ -12,7 +12,7 @@ from kafka.protocol.consumer import FetchRequest, FetchResponse
 
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.errors import error_code
-from kafka_txn_broker.apis.partitions import leader, resolve_topic
+from kafka_txn_broker.apis.partitions import authorized_topic, leader
 from kafka_txn_broker.apis.registry import api
 
 R = FetchResponse
@@ -39,7 +39,7 @@ def _check_epoch(requested: int, current: int) -> None:
 
 def _read_one(ctx: RequestContext, req: Any, topic: Any, p: Any, budget: _Budget) -> Any:
     try:
-        t = resolve_topic(ctx, getattr(topic, "topic", None), getattr(topic, "topic_id", None))
+        t = authorized_topic(ctx, "READ", getattr(topic, "topic", None), getattr(topic, "topic_id", None))
         part = leader(ctx, t, p.partition)
         _check_epoch(getattr(p, "current_leader_epoch", -1), part.state.leader_epoch)
         log = part.log

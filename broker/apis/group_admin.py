@@ -12,7 +12,7 @@ from kafka.protocol.admin import DeleteGroupsRequest, DeleteGroupsResponse
 from kafka.protocol.consumer import OffsetDeleteRequest, OffsetDeleteResponse
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.errors import error_code
+from kafka_txn_broker.apis.errors import TOPIC_AUTHORIZATION_FAILED, error_code
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.group_deletion import delete_group, delete_offsets
 from kafka_txn_broker.group_offsets import TopicPartition
@@ -20,6 +20,7 @@ from kafka_txn_broker.group_offsets import TopicPartition
 
 def _delete_one(ctx: RequestContext, group_id: str) -> int:
     try:
+        ctx.require("DELETE", "GROUP", group_id)
         shard = ctx.node.group_coordinator.shard(group_id)
     except BrokerResponseError as exc:
         return error_code(exc)
@@ -44,8 +45,10 @@ async def offset_delete(ctx: RequestContext, req: Any) -> Any:
     T = R.OffsetDeleteResponseTopic
     P = T.OffsetDeleteResponsePartition
     wanted = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
-    known = [tp for tp in wanted if _exists(ctx, tp)]
+    readable = ctx.authorized("READ", "TOPIC", (t for t, _ in wanted))
+    known = [tp for tp in wanted if tp[0] in readable and _exists(ctx, tp)]
     try:
+        ctx.require("DELETE", "GROUP", req.group_id)
         top, codes = delete_offsets(ctx.node.group_coordinator.shard(req.group_id), req.group_id, known)
     except BrokerResponseError as exc:
         top, codes = error_code(exc), {}
@@ -53,6 +56,8 @@ async def offset_delete(ctx: RequestContext, req: Any) -> Any:
         return R[0](error_code=top, throttle_time_ms=0, topics=[])
     missing = int(UnknownTopicOrPartitionError.errno)
     topics = [T(name=t.name, partitions=[P(partition_index=p.partition_index,
-                                           error_code=codes.get((t.name, p.partition_index), missing))
+                                           error_code=codes.get((t.name, p.partition_index),
+                                                                missing if t.name in readable
+                                                                else TOPIC_AUTHORIZATION_FAILED))
                                          for p in t.partitions]) for t in req.topics]
     return R[0](error_code=0, throttle_time_ms=0, topics=topics)

@@ -18,7 +18,7 @@ from kafka.protocol.consumer import (
 from kafka.protocol.producer import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.errors import error_code
+from kafka_txn_broker.apis.errors import TOPIC_AUTHORIZATION_FAILED, error_code
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.group_commits import CommitRequest, FetchedOffset, commit, fetch
 from kafka_txn_broker.group_offsets import TopicPartition
@@ -35,7 +35,8 @@ def _partition_exists(ctx: RequestContext, topic: str, partition: int) -> bool:
 
 def _requested(ctx: RequestContext, topics: Iterable[Any], offset_field: str
                ) -> tuple[list[tuple[str, list[int]]], dict[TopicPartition, OffsetValue], dict[TopicPartition, int]]:
-    """Request order, the offsets to commit, and the partitions refused up front (unknown topics)."""
+    """Request order, the offsets to commit, and the partitions refused up front (topics without READ,
+    then unknown topics, as Kafka orders it)."""
     order: list[tuple[str, list[int]]] = []
     offsets: dict[TopicPartition, OffsetValue] = {}
     refused: dict[TopicPartition, int] = {}
@@ -43,6 +44,9 @@ def _requested(ctx: RequestContext, topics: Iterable[Any], offset_field: str
         order.append((t.name, [p.partition_index for p in t.partitions]))
         for p in t.partitions:
             tp = (t.name, p.partition_index)
+            if not ctx.authorize("READ", "TOPIC", t.name):
+                refused[tp] = TOPIC_AUTHORIZATION_FAILED
+                continue
             if not _partition_exists(ctx, *tp):
                 refused[tp] = UNKNOWN_TOPIC
                 continue
@@ -56,6 +60,10 @@ def _commit_all(ctx: RequestContext, req: CommitRequest, order: list[tuple[str, 
                 refused: dict[TopicPartition, int], transactional_id: str | None = None) -> dict[TopicPartition, int]:
     everywhere: int | None = None
     try:
+        # Kafka: WRITE on the transactional id, then READ on the group, or every partition fails.
+        if transactional_id is not None:
+            ctx.require("WRITE", "TRANSACTIONAL_ID", transactional_id)
+        ctx.require("READ", "GROUP", req.group_id)
         shard = ctx.node.group_coordinator.shard(req.group_id)
     except BrokerResponseError as exc:
         everywhere = error_code(exc)
@@ -106,11 +114,17 @@ GroupFetch = tuple[int, dict[TopicPartition, FetchedOffset]]
 def _fetch_group(ctx: RequestContext, group_id: str, topics: list[Any] | None, require_stable: bool) -> GroupFetch:
     wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
     try:
+        ctx.require("DESCRIBE", "GROUP", group_id)
         shard = ctx.node.group_coordinator.shard(group_id)
     except BrokerResponseError as exc:
         code = error_code(exc)
         return code, {tp: FetchedOffset(error=code) for tp in wanted or []}
-    return 0, fetch(shard, group_id, wanted, require_stable)
+    if wanted is None:  # all of the group's offsets: topics without DESCRIBE are left out silently
+        found = fetch(shard, group_id, None, require_stable)
+        return 0, {tp: o for tp, o in found.items() if ctx.authorize("DESCRIBE", "TOPIC", tp[0])}
+    allowed = ctx.authorized("DESCRIBE", "TOPIC", (t for t, _ in wanted))
+    found = fetch(shard, group_id, [tp for tp in wanted if tp[0] in allowed], require_stable)
+    return 0, {tp: found.get(tp) or FetchedOffset(error=TOPIC_AUTHORIZATION_FAILED) for tp in wanted}
 
 
 def _by_topic(offsets: dict[TopicPartition, FetchedOffset]) -> dict[str, list[tuple[int, FetchedOffset]]]:

@@ -30,11 +30,12 @@ from kafka.protocol.consumer import (
 )
 
 from kafka_txn_broker.apis import group_admin, group_offsets  # noqa: F401  (register their APIs)
-from kafka_txn_broker.apis.context import RequestContext
+from kafka_txn_broker.apis.context import Operation, RequestContext
 from kafka_txn_broker.apis.errors import error_code, error_message
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.group_membership import JoinRequest, SyncRequest
 from kafka_txn_broker.group_model import ClassicGroup, GroupState, JoinResult, SyncResult
+from kafka_txn_broker.group_shard import GroupShard
 from kafka_txn_broker.groups import GroupCoordinator
 
 T = TypeVar("T")
@@ -42,6 +43,12 @@ T = TypeVar("T")
 
 def coordinator(ctx: RequestContext) -> GroupCoordinator:
     return ctx.node.group_coordinator
+
+
+def group_shard(ctx: RequestContext, group_id: str, operation: Operation = "READ") -> GroupShard:
+    """The group's shard, once Kafka's ACL check passed (else GROUP_AUTHORIZATION_FAILED is raised)."""
+    ctx.require(operation, "GROUP", group_id)
+    return coordinator(ctx).shard(group_id)
 
 
 def client_host(ctx: RequestContext) -> str:
@@ -83,7 +90,7 @@ def _join_request(ctx: RequestContext, req: Any) -> JoinRequest:
 @api(JoinGroupRequest, JoinGroupResponse, 0, 9)
 async def join_group(ctx: RequestContext, req: Any) -> Any:
     try:
-        shard = coordinator(ctx).shard(req.group_id)
+        shard = group_shard(ctx, req.group_id)
     except BrokerResponseError as exc:
         return _join_response(ctx.api_version, JoinResult(error_code(exc), req.member_id))
     join = _join_request(ctx, req)
@@ -100,7 +107,7 @@ def _sync_response(v: int, r: SyncResult) -> Any:
 @api(SyncGroupRequest, SyncGroupResponse, 0, 5)
 async def sync_group(ctx: RequestContext, req: Any) -> Any:
     try:
-        shard = coordinator(ctx).shard(req.group_id)
+        shard = group_shard(ctx, req.group_id)
     except BrokerResponseError as exc:
         return _sync_response(ctx.api_version, SyncResult(error_code(exc)))
     sync = SyncRequest(req.group_id, req.member_id, getattr(req, "group_instance_id", None), req.generation_id,
@@ -114,7 +121,7 @@ async def sync_group(ctx: RequestContext, req: Any) -> Any:
 @api(HeartbeatRequest, HeartbeatResponse, 0, 4)
 async def heartbeat(ctx: RequestContext, req: Any) -> Any:
     try:
-        shard = coordinator(ctx).shard(req.group_id)
+        shard = group_shard(ctx, req.group_id)
         code = shard.membership.heartbeat(req.group_id, req.member_id, getattr(req, "group_instance_id", None),
                                           req.generation_id)
     except BrokerResponseError as exc:
@@ -129,7 +136,7 @@ async def leave_group(ctx: RequestContext, req: Any) -> Any:
     leaving: list[tuple[str, str | None]] = (
         [(req.member_id, None)] if v < 3 else [(m.member_id, m.group_instance_id) for m in req.members])
     try:
-        top, codes = coordinator(ctx).shard(req.group_id).membership.leave(req.group_id, leaving)
+        top, codes = group_shard(ctx, req.group_id).membership.leave(req.group_id, leaving)
     except BrokerResponseError as exc:
         top, codes = error_code(exc), []
     R = LeaveGroupResponse
@@ -162,7 +169,7 @@ def _described(group_id: str, code: int, message: str | None, state: str = "", g
 
 def _describe_one(ctx: RequestContext, group_id: str) -> Any:
     try:
-        group = coordinator(ctx).shard(group_id).groups.get(group_id)
+        group = group_shard(ctx, group_id, "DESCRIBE").groups.get(group_id)
     except BrokerResponseError as exc:
         return _described(group_id, error_code(exc), error_message(exc))
     if group is None:
@@ -194,9 +201,12 @@ async def list_groups(ctx: RequestContext, req: Any) -> Any:
     types = {t.lower() for t in (getattr(req, "types_filter", None) or [])}
     coord = coordinator(ctx)
     L = ListGroupsResponse.ListedGroup
+    # DESCRIBE on the cluster shows every group; otherwise only the groups the principal may DESCRIBE.
+    everything = ctx.authorize("DESCRIBE", "CLUSTER")
     listed = [L(group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state.value,
                 group_type=CLASSIC)
-              for shard in coord.loaded_shards() for g in shard.groups.values() if _listed(g, states, types)]
+              for shard in coord.loaded_shards() for g in shard.groups.values()
+              if _listed(g, states, types) and (everything or ctx.authorize("DESCRIBE", "GROUP", g.group_id))]
     # Kafka still answers while some partitions load, but says the list may be incomplete.
     code = int(CoordinatorLoadInProgressError.errno) if coord.loading else 0
     return ListGroupsResponse[ctx.api_version](throttle_time_ms=0, error_code=code, groups=listed)

@@ -8,7 +8,7 @@ from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
 
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.errors import error_code
-from kafka_txn_broker.apis.partitions import leader, resolve_topic
+from kafka_txn_broker.apis.partitions import authorized_topic, leader
 from kafka_txn_broker.apis.registry import api
 
 R = ListOffsetsResponse
@@ -21,7 +21,7 @@ READ_COMMITTED = 1
 
 def _lookup(ctx: RequestContext, req: Any, topic_name: str, p: Any) -> Any:
     try:
-        part = leader(ctx, resolve_topic(ctx, topic_name, None), p.partition_index)
+        part = leader(ctx, authorized_topic(ctx, "DESCRIBE", topic_name, None), p.partition_index)
         log = part.log
         ts, offset = -1, -1
         if p.timestamp == LATEST:

@@ -9,7 +9,12 @@ from kafka.errors import InvalidTopicError
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.errors import LEADER_NOT_AVAILABLE, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION
+from kafka_txn_broker.apis.errors import (
+    LEADER_NOT_AVAILABLE,
+    TOPIC_AUTHORIZATION_FAILED,
+    UNKNOWN_TOPIC_ID,
+    UNKNOWN_TOPIC_OR_PARTITION,
+)
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.metadata import INTERNAL_TOPICS, TopicState
 
@@ -57,7 +62,8 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     meta = ctx.node.cluster.metadata
     allow_auto = getattr(req, "allow_auto_topic_creation", True) and ctx.node.config["auto.create.topics.enable"]
     if req.topics is None or (ctx.api_version == 0 and not req.topics):
-        topics = [topic_entry(ctx, t) for t in meta.topics.values()]
+        # Topics the principal may not DESCRIBE are left out silently, as Kafka does.
+        topics = [topic_entry(ctx, t) for t in meta.topics.values() if ctx.authorize("DESCRIBE", "TOPIC", t.name)]
     else:
         topics = [_lookup(ctx, getattr(t, "name", None), getattr(t, "topic_id", None), allow_auto)
                   for t in req.topics]
@@ -70,10 +76,16 @@ def _lookup(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None, a
     meta = ctx.node.cluster.metadata
     if not name and topic_id and topic_id != ZERO_UUID:
         t = meta.topics_by_id.get(topic_id)
+        if t is not None and not ctx.authorize("DESCRIBE", "TOPIC", t.name):
+            return _missing(None, topic_id, TOPIC_AUTHORIZATION_FAILED)
         return topic_entry(ctx, t) if t else _missing(None, topic_id, UNKNOWN_TOPIC_ID)
     assert name is not None
+    if not ctx.authorize("DESCRIBE", "TOPIC", name):
+        return _missing(name, None, TOPIC_AUTHORIZATION_FAILED)  # before the lookup: existence stays hidden
     t = meta.topics.get(name)
     if t is None and allow_auto:
+        if not (ctx.authorize("CREATE", "CLUSTER") or ctx.authorize("CREATE", "TOPIC", name)):
+            return _missing(name, None, TOPIC_AUTHORIZATION_FAILED)
         t = _auto_create(ctx, name)
         if t is not None:
             # Like Kafka, the first answer for a just-created topic says LEADER_NOT_AVAILABLE... but

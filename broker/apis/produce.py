@@ -8,9 +8,10 @@ from kafka.errors import CorruptRecordError, InvalidRequiredAcksError
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.errors import error_code, error_message
-from kafka_txn_broker.apis.partitions import resolve_topic, writable_leader
+from kafka_txn_broker.apis.errors import TRANSACTIONAL_ID_AUTHORIZATION_FAILED, error_code, error_message
+from kafka_txn_broker.apis.partitions import authorized_topic, writable_leader
 from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.log.record_batch import HEADER_SIZE, iter_batches
 
 R = ProduceResponse
 TR = R.TopicProduceResponse
@@ -19,7 +20,7 @@ PR = TR.PartitionProduceResponse
 
 def _append_one(ctx: RequestContext, req: Any, topic_data: Any, pdata: Any) -> Any:
     try:
-        topic = resolve_topic(ctx, getattr(topic_data, "name", None), getattr(topic_data, "topic_id", None))
+        topic = authorized_topic(ctx, "WRITE", getattr(topic_data, "name", None), getattr(topic_data, "topic_id", None))
         part = writable_leader(ctx, topic, pdata.index)
         if pdata.records is None:
             raise CorruptRecordError("produce request without records")
@@ -35,10 +36,30 @@ def _append_one(ctx: RequestContext, req: Any, topic_data: Any, pdata: Any) -> A
                   log_start_offset=-1, record_errors=[], error_message=error_message(exc))
 
 
+def _has_transactional_batch(req: Any) -> bool:
+    for t in req.topic_data:
+        for p in t.partition_data:
+            records = p.records
+            if isinstance(records, bytes | bytearray | memoryview) and len(records) >= HEADER_SIZE and any(
+                    h.is_transactional for _, h in iter_batches(records)):
+                return True
+    return False
+
+
+def _transactional_write_refused(ctx: RequestContext, req: Any) -> bool:
+    """Kafka: transactional records need WRITE on their transactional id, else the whole request fails.
+    (Idempotent records need nothing here since Kafka 2.8: InitProducerId checks them.)"""
+    if ctx.authorizer is None or not _has_transactional_batch(req):
+        return False
+    txn_id = getattr(req, "transactional_id", None)
+    return txn_id is None or not ctx.authorize("WRITE", "TRANSACTIONAL_ID", txn_id)
+
+
 @api(ProduceRequest, ProduceResponse, 3, 12)
 async def handle(ctx: RequestContext, req: Any) -> Any:
-    if req.acks not in (-1, 0, 1):
-        err = InvalidRequiredAcksError.errno
+    refused = _transactional_write_refused(ctx, req)
+    if req.acks not in (-1, 0, 1) or refused:
+        err = TRANSACTIONAL_ID_AUTHORIZATION_FAILED if refused else InvalidRequiredAcksError.errno
         responses = [TR(name=t.name, partition_responses=[PR(index=p.index, error_code=err, base_offset=-1)
                                                          for p in t.partition_data]) for t in req.topic_data]
         return R[ctx.api_version](responses=responses, throttle_time_ms=0)

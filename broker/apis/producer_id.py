@@ -7,14 +7,29 @@ from typing import Any
 from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse
 
 from kafka_txn_broker.apis.context import RequestContext
+from kafka_txn_broker.apis.errors import CLUSTER_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 from kafka_txn_broker.apis.registry import api
 
 R = InitProducerIdResponse
 INVALID_PRODUCER_EPOCH, PRODUCER_FENCED = 47, 90
 
 
+def _refused(ctx: RequestContext, transactional_id: str | None) -> int:
+    """Kafka's checks: WRITE on the transactional id; for an idempotent producer (Kafka 2.8+, KIP-679)
+    IDEMPOTENT_WRITE on the cluster or WRITE on some topic."""
+    if transactional_id is not None:
+        allowed = ctx.authorize("WRITE", "TRANSACTIONAL_ID", transactional_id)
+        return 0 if allowed else TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if ctx.authorize("IDEMPOTENT_WRITE", "CLUSTER") or ctx.authorize_any("WRITE", "TOPIC"):
+        return 0
+    return CLUSTER_AUTHORIZATION_FAILED
+
+
 @api(InitProducerIdRequest, InitProducerIdResponse, 0, 5)
 async def handle(ctx: RequestContext, req: Any) -> Any:
+    refused = _refused(ctx, req.transactional_id) if ctx.authorizer is not None else 0
+    if refused:
+        return R[ctx.api_version](throttle_time_ms=0, error_code=refused, producer_id=-1, producer_epoch=-1)
     if req.transactional_id is None:
         # Idempotent producer: any node hands out an id from its block; epoch starts at 0.
         pid = ctx.node.producer_ids.generate()

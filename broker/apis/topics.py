@@ -7,7 +7,7 @@ from typing import Any
 from kafka.errors import InvalidRequestError
 from kafka.protocol.admin import CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse
 
-from kafka_txn_broker.apis.context import RequestContext
+from kafka_txn_broker.apis.context import RequestContext, denied
 from kafka_txn_broker.apis.errors import error_code, error_message
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.metadata import INTERNAL_TOPICS
@@ -20,6 +20,8 @@ def _create(ctx: RequestContext, t: Any, validate_only: bool) -> Any:
     cluster = ctx.node.cluster
     cfg = ctx.node.config
     try:
+        if not (ctx.authorize("CREATE", "CLUSTER") or ctx.authorize("CREATE", "TOPIC", t.name)):
+            raise denied(ctx.principal, "CREATE", "TOPIC", t.name)
         if t.assignments:
             raise InvalidRequestError("manual replica assignments are not supported by the embedded broker")
         partitions = cfg["num.partitions"] if t.num_partitions == -1 else t.num_partitions
@@ -48,6 +50,8 @@ def _delete(ctx: RequestContext, name: str | None, topic_id: Any) -> Any:
         if not name and topic_id is not None:
             t = cluster.metadata.topics_by_id.get(topic_id)
             name = t.name if t else None
+        if name is not None:
+            ctx.require("DELETE", "TOPIC", name)
         if name in INTERNAL_TOPICS:
             raise InvalidRequestError(f"the internal topic {name} cannot be deleted")
         topic = cluster.metadata.topics.get(name or "")
