@@ -33,7 +33,8 @@ from kafka.protocol.admin import (
 )
 from kafka.protocol.producer import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
-from kafka_txn_broker.apis.context import RequestContext
+from kafka_txn_broker.apis.context import RequestContext, denied
+from kafka_txn_broker.apis.errors import TOPIC_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.metadata import validate_topic_name
 from kafka_txn_broker.partition import Partition
@@ -71,6 +72,8 @@ def _describe_partition(ctx: RequestContext, topic: str, index: int, topic_error
 
 
 def _topic_error(ctx: RequestContext, name: str) -> tuple[int, str | None] | None:
+    if not ctx.authorize("READ", "TOPIC", name):  # checked first, as Kafka: a refused principal learns nothing
+        return TOPIC_AUTHORIZATION_FAILED, str(denied(ctx.principal, "READ", "TOPIC", name))
     try:
         validate_topic_name(name)
     except InvalidTopicError as exc:
@@ -105,21 +108,26 @@ async def handle_list_transactions(ctx: RequestContext, req: Any) -> Any:
     duration = getattr(req, "duration_filter", -1)
     code, unknown, listings = ctx.node.txn_coordinator.list_transactions(
         set(req.producer_id_filters), set(req.state_filters), duration if duration is not None else -1, pattern)
+    # Ids the principal may not DESCRIBE are dropped silently (KIP-664).
     states = [ListTransactionsResponse.TransactionState(transactional_id=x.transactional_id,
                                                         producer_id=x.producer_id, transaction_state=x.state)
-              for x in listings]
+              for x in listings if ctx.authorize("DESCRIBE", "TRANSACTIONAL_ID", x.transactional_id)]
     return R(throttle_time_ms=0, error_code=code, unknown_state_filters=unknown, transaction_states=states)
 
 
 def _describe_one(ctx: RequestContext, transactional_id: str) -> Any:
-    code, md = ctx.node.txn_coordinator.describe_transaction(transactional_id)
+    if not ctx.authorize("DESCRIBE", "TRANSACTIONAL_ID", transactional_id):
+        code, md = TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
+    else:
+        code, md = ctx.node.txn_coordinator.describe_transaction(transactional_id)
     if md is None:
         return DTR.TransactionState(error_code=code, transactional_id=transactional_id, transaction_state="",
                                     transaction_timeout_ms=0, transaction_start_time_ms=0, producer_id=0,
                                     producer_epoch=0, topics=[])
     by_topic: OrderedDict[str, list[int]] = OrderedDict()
     for topic, partition in sorted(md.topic_partitions):
-        by_topic.setdefault(topic, []).append(partition)
+        if ctx.authorize("DESCRIBE", "TOPIC", topic):  # others are dropped silently (KIP-664)
+            by_topic.setdefault(topic, []).append(partition)
     topics = [DTR.TransactionState.TopicData(topic=t, partitions=ps) for t, ps in by_topic.items()]
     return DTR.TransactionState(error_code=E.NONE, transactional_id=transactional_id,
                                 transaction_state=md.state.state_name, transaction_timeout_ms=md.txn_timeout_ms,
@@ -162,13 +170,16 @@ def _marker_on_partition(ctx: RequestContext, marker: Any, topic: str, index: in
 async def handle_write_txn_markers(ctx: RequestContext, req: Any) -> Any:
     # Errors are reported per producer id, as Kafka's response map is keyed by it.
     by_producer: OrderedDict[int, OrderedDict[str, list[Any]]] = OrderedDict()
+    # Kafka: ALTER on the cluster (admin tools) or CLUSTER_ACTION (brokers), else every partition fails.
+    allowed = ctx.authorize("ALTER", "CLUSTER") or ctx.authorize("CLUSTER_ACTION", "CLUSTER")
     for marker in req.markers:
         tv = getattr(marker, "transaction_version", 0) or 0
         topics = by_producer.setdefault(marker.producer_id, OrderedDict())
         for t in marker.topics:
             start = txn_start_offset(t)
             for index in t.partition_indexes:
-                code = _marker_on_partition(ctx, marker, t.name, index, start, tv)
+                code = _marker_on_partition(ctx, marker, t.name, index, start, tv) if allowed \
+                    else E.CLUSTER_AUTHORIZATION_FAILED
                 topics.setdefault(t.name, []).append(
                     W.WritableTxnMarkerResult.WritableTxnMarkerTopicResult.WritableTxnMarkerPartitionResult(
                         partition_index=index, error_code=code))

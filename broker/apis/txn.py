@@ -21,6 +21,7 @@ from kafka.protocol.producer import (
 )
 
 from kafka_txn_broker.apis.context import RequestContext
+from kafka_txn_broker.apis.errors import GROUP_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.txn import errors as E
 from kafka_txn_broker.txn.transaction_metadata import TopicPartition
@@ -66,9 +67,28 @@ def _check_partitions(ctx: RequestContext, partitions: list[TopicPartition], fro
     return {tp: errors.get(tp, E.OPERATION_NOT_ATTEMPTED) for tp in partitions}
 
 
+def _authorization_errors(ctx: RequestContext, txn_id: str, partitions: list[TopicPartition]
+                          ) -> dict[TopicPartition, int] | None:
+    """Kafka's ACL checks: WRITE on the transactional id (else all partitions fail), then WRITE on each
+    topic (refused topics TOPIC_AUTHORIZATION_FAILED, the rest unknown or OPERATION_NOT_ATTEMPTED)."""
+    if ctx.authorizer is None:
+        return None
+    if not ctx.authorize("WRITE", "TRANSACTIONAL_ID", txn_id):
+        return dict.fromkeys(partitions, TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    writable = ctx.authorized("WRITE", "TOPIC", (t for t, _ in partitions))
+    if all(t in writable for t, _ in partitions):
+        return None
+    others = _check_partitions(ctx, [tp for tp in partitions if tp[0] in writable], ctx.api_version < 4) or {}
+    return {tp: others.get(tp, E.OPERATION_NOT_ATTEMPTED) if tp[0] in writable else TOPIC_AUTHORIZATION_FAILED
+            for tp in partitions}
+
+
 def _one_transaction(ctx: RequestContext, txn_id: str, producer_id: int, epoch: int, verify_only: bool,
                      topics: list[Any]) -> dict[TopicPartition, int]:
     partitions = list(dict.fromkeys((t.name, p) for t in topics for p in t.partitions))
+    refused = _authorization_errors(ctx, txn_id, partitions)
+    if refused is not None:
+        return refused
     invalid = _check_partitions(ctx, partitions, from_client=ctx.api_version < 4)
     if invalid is not None:
         return invalid
@@ -86,6 +106,9 @@ async def handle_add_partitions(ctx: RequestContext, req: Any) -> Any:
         errors = _one_transaction(ctx, req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
                                   req.v3_and_below_producer_epoch, False, req.v3_and_below_topics)
         return APR[ctx.api_version](throttle_time_ms=0, results_by_topic_v3_and_below=_topic_results(errors))
+    if not ctx.authorize("CLUSTER_ACTION", "CLUSTER"):  # v4+ is the brokers' batched form
+        return APR[ctx.api_version](throttle_time_ms=0, error_code=E.CLUSTER_AUTHORIZATION_FAILED,
+                                    results_by_transaction=[])
     results = []
     for txn in req.transactions:
         errors = _one_transaction(ctx, txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.verify_only,
@@ -97,16 +120,24 @@ async def handle_add_partitions(ctx: RequestContext, req: Any) -> Any:
 
 @api(AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, 0, 4)
 async def handle_add_offsets(ctx: RequestContext, req: Any) -> Any:
-    code = ctx.node.txn_coordinator.add_offsets_to_transaction(req.transactional_id, req.producer_id,
-                                                               req.producer_epoch, req.group_id)
+    if not ctx.authorize("WRITE", "TRANSACTIONAL_ID", req.transactional_id):
+        code = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not ctx.authorize("READ", "GROUP", req.group_id):
+        code = GROUP_AUTHORIZATION_FAILED
+    else:
+        code = ctx.node.txn_coordinator.add_offsets_to_transaction(req.transactional_id, req.producer_id,
+                                                                   req.producer_epoch, req.group_id)
     return AddOffsetsToTxnResponse[ctx.api_version](throttle_time_ms=0, error_code=_old_fenced(code, ctx.api_version))
 
 
 @api(EndTxnRequest, EndTxnResponse, 0, 5)
 async def handle_end_txn(ctx: RequestContext, req: Any) -> Any:
-    code, pid, epoch = ctx.node.txn_coordinator.end_transaction(
-        req.transactional_id, req.producer_id, req.producer_epoch, bool(req.committed), from_client=True,
-        client_tv=_client_tv(ctx, 5))
+    if not ctx.authorize("WRITE", "TRANSACTIONAL_ID", req.transactional_id):
+        code, pid, epoch = TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, -1
+    else:
+        code, pid, epoch = ctx.node.txn_coordinator.end_transaction(
+            req.transactional_id, req.producer_id, req.producer_epoch, bool(req.committed), from_client=True,
+            client_tv=_client_tv(ctx, 5))
     kwargs: dict[str, Any] = {"throttle_time_ms": 0, "error_code": _old_fenced(code, ctx.api_version)}
     if ctx.api_version >= 5:
         kwargs.update(producer_id=pid, producer_epoch=epoch)
