@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import APIS, ApiSpec, load_all
+from kafka_txn_broker.apis.validate import null_violation
 
 if TYPE_CHECKING:
     from kafka_txn_broker.auth import AuthSession
@@ -145,6 +146,10 @@ class Connection:
             request = spec.request.decode(frame, version=api_version, header=True, framed=True)
         except Exception as exc:  # the generated decoder raises many types on garbage
             raise ProtocolViolation(f"cannot decode API {api_key} v{api_version}: {exc!r}") from None
+        bad_null = null_violation(request, api_version)
+        if bad_null is not None:
+            # Kafka's reader fails on this too ("non-nullable field was serialized as null").
+            raise ProtocolViolation(f"API {api_key} v{api_version}: non-nullable field {bad_null} is null")
         header = request.header
         ctx = RequestContext(self.node, api_key, api_version, header.correlation_id,
                              getattr(header, "client_id", None), self.peer, self.session.principal,

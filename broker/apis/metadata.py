@@ -79,7 +79,9 @@ def _lookup(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None, a
         if t is not None and not ctx.authorize("DESCRIBE", "TOPIC", t.name):
             return _missing(None, topic_id, TOPIC_AUTHORIZATION_FAILED)
         return topic_entry(ctx, t) if t else _missing(None, topic_id, UNKNOWN_TOPIC_ID)
-    assert name is not None
+    if name is None:
+        # v12 may name a topic by id only; with neither a name nor an id there is nothing to find.
+        return _missing(None, topic_id, UNKNOWN_TOPIC_ID)
     if not ctx.authorize("DESCRIBE", "TOPIC", name):
         return _missing(name, None, TOPIC_AUTHORIZATION_FAILED)  # before the lookup: existence stays hidden
     t = meta.topics.get(name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import InvalidRequestError
+from kafka.errors import InvalidRequestError, PolicyViolationError
 from kafka.protocol.admin import CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse
 
 from kafka_txn_broker.apis.context import RequestContext, denied
@@ -38,9 +38,32 @@ def _create(ctx: RequestContext, t: Any, validate_only: bool) -> Any:
                                        num_partitions=-1, replication_factor=-1, configs=None)
 
 
+# Kafka's controller refuses more new partitions than this in one request (KAFKA-17870); without the
+# bound a single request (or one flipped bit in num_partitions) would have the node build millions.
+MAX_PARTITIONS_PER_REQUEST = 10000
+
+
+def _too_many_partitions(ctx: RequestContext, req: Any) -> bool:
+    default = ctx.node.config["num.partitions"]
+    total = 0
+    for t in req.topics:
+        total += default if t.num_partitions == -1 else max(t.num_partitions, 0)
+        if total > MAX_PARTITIONS_PER_REQUEST:
+            return True
+    return False
+
+
+def _refused(t: Any) -> Any:
+    return CR.CreatableTopicResult(name=t.name, error_code=PolicyViolationError.errno,
+                                   error_message="Excessively large number of partitions per request.",
+                                   num_partitions=-1, replication_factor=-1, configs=None)
+
+
 @api(CreateTopicsRequest, CreateTopicsResponse, 2, 7)
 async def handle_create(ctx: RequestContext, req: Any) -> Any:
     validate_only = bool(getattr(req, "validate_only", False))
+    if _too_many_partitions(ctx, req):
+        return CR[ctx.api_version](throttle_time_ms=0, topics=[_refused(t) for t in req.topics])
     return CR[ctx.api_version](throttle_time_ms=0, topics=[_create(ctx, t, validate_only) for t in req.topics])
 
 
