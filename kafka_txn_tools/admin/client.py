@@ -24,6 +24,7 @@ from kafka_txn_tools.admin import wire
 from kafka_txn_tools.admin.api import DescribeResult, ListResult, Progress
 from kafka_txn_tools.admin.config import ClientSettings
 from kafka_txn_tools.admin.errors import BrokerError, ConnectionFailed, UsageError, error_code
+from kafka_txn_tools.admin.redact import protect
 from kafka_txn_tools.models import (
     ClusterInfo,
     PartitionOffsets,
@@ -382,6 +383,7 @@ class AdminClient:
 def _connect(settings: ClientSettings, timeout_ms: int, client_id: str) -> Any:
     servers = settings.bootstrap_servers or ""
     kwargs = dict(settings.kwargs)
+    protect([kwargs.get("sasl_plain_password"), kwargs.get("ssl_password")])  # kafka-python logs them
     kwargs.setdefault("client_id", client_id)
     kwargs.setdefault("request_timeout_ms", timeout_ms)
     try:

@@ -24,6 +24,7 @@ from kafka_txn_tools.cli.common import (
     now_ms,
     report_errors,
     user_errors,
+    warn,
 )
 
 if TYPE_CHECKING:
@@ -124,6 +125,7 @@ def find_hanging_command(
 ) -> None:
     """Find hanging transactions: open on a partition, older than the max timeout, and not completable
     by their coordinator. Each result says why, and what it holds back (LSO vs high watermark)."""
+    from kafka_txn_tools.admin.acl_probe import scan_warning
     from kafka_txn_tools.admin.scan import ScanOptions, Scope, find_hanging
 
     max_timeout_ms = duration_ms(max_timeout, "--max-transaction-timeout")
@@ -135,7 +137,10 @@ def find_hanging_command(
                 progress_bar("scanning producer state") as (advance, set_total):
             report = find_hanging(client, scope, now_ms, ScanOptions(max_timeout_ms, include_late),
                                   progress=advance, on_total=set_total)
+            acl_warning = scan_warning(client, scope, report)  # ACLs may have hidden ids or topics
     report_errors(report.errors)
+    if acl_warning is not None:
+        warn(acl_warning)
     _emit(report, fmt, max_timeout_ms)
     if exit_code and report.hanging:
         raise typer.Exit(exit_codes.FOUND)
