@@ -124,6 +124,9 @@ def _coerce_list(key: ConfigKey, value: Any) -> tuple[Any, ...]:
     """A YAML list, a comma-separated string, or (sasl.users style) a map of name: value pairs.
     The values may be secrets, so errors never show them."""
     if isinstance(value, Mapping):
+        for k, v in value.items():
+            if isinstance(v, bool | float):  # YAML turned `yes` or `1e3` into something else
+                raise ConfigError(f"{key.name}: quote the value for {k!r} (YAML read it as a {type(v).__name__})")
         return tuple(f"{k}:{v}" for k, v in value.items())
     if isinstance(value, list | tuple):
         return tuple(v if isinstance(v, Mapping) else str(v) for v in value)

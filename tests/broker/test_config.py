@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from kafka_txn_broker.config import BrokerConfig, ConfigError
 
 
@@ -32,3 +33,16 @@ def test_yaml_nested_and_set_overrides(tmp_path: Path) -> None:
 def test_bad_settings_name_the_problem(item: str, words: str) -> None:
     with pytest.raises(ConfigError, match=words.replace(".", r"\.")):
         BrokerConfig.from_sources(None, [item])
+
+
+def test_security_keys() -> None:
+    cfg = BrokerConfig({"security.protocol": "sasl_ssl", "sasl": {"users": {"alice": "pw:with:colons", "bob": 1234}},
+                        "authorizer.acls": ["User:alice ALLOW Read Topic t"]})
+    assert cfg["security.protocol"] == "SASL_SSL"
+    assert cfg["sasl.users"] == ("alice:pw:with:colons", "bob:1234")
+    assert BrokerConfig.from_sources(None, ["sasl.users=a:1,b:2"])["sasl.users"] == ("a:1", "b:2")
+    with pytest.raises(ConfigError, match="is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"):
+        BrokerConfig({"security.protocol": "TLS"})
+    with pytest.raises(ConfigError, match="quote the value for 'alice'") as err:
+        BrokerConfig({"sasl.users": {"alice": True}})
+    assert "True" not in str(err.value)
