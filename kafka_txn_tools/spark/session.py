@@ -74,13 +74,9 @@ def get_session(
     if master is not None:
         builder = builder.master(master)
     local = is_local(master)
-    if shuffle_partitions is None:
-        # The tables that get shuffled are the small, filtered ones: a few partitions suffice.
-        shuffle_partitions = 2 if local else 16
     builder = (
         builder.config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         # Adaptive execution pays off on big shuffles; locally the shuffled tables are tiny and its
         # re-planning costs more than it saves.
         .config("spark.sql.adaptive.enabled", "false" if local else "true")
@@ -95,4 +91,10 @@ def get_session(
         builder = builder.config("spark.driver.memory", os.environ.get("KAFKA_TXN_SPARK_DRIVER_MEMORY", "2g"))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    if shuffle_partitions is None and not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
+        # The tables that get shuffled are the small, filtered ones (open transactions): a couple of
+        # partitions per core suffice; Spark's default of 200 would mostly schedule empty tasks.
+        shuffle_partitions = max(2, min(200, spark.sparkContext.defaultParallelism * 2)) if not local else 2
+    if shuffle_partitions is not None:
+        spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions))
     return spark
