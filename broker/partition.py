@@ -60,30 +60,36 @@ class Partition:
                 f"{self.topic}-{self.index} has {len(self.state.isr)} in-sync replicas, "
                 f"min.insync.replicas needs {self.manager.min_insync_replicas(self.topic)}")
         info = self.log.append_as_leader(records, self.state.leader_epoch, origin=origin)
-        if not getattr(info, "duplicate", False):
-            self.replicate()
+        if not info.duplicate:
+            self.replicate(info.records, info.first_offset)
         return info
 
     def append_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
                       *, transaction_version: int = 1, txn_start_offset: int | None = None) -> int:
         self.check_leader()
-        offset = self.log.append_marker(producer_id, producer_epoch, commit, coordinator_epoch,
-                                        self.state.leader_epoch, transaction_version=transaction_version,
-                                        txn_start_offset=txn_start_offset)
-        self.replicate()
+        info = self.log.append_marker_info(producer_id, producer_epoch, commit, coordinator_epoch,
+                                           self.state.leader_epoch, transaction_version=transaction_version,
+                                           txn_start_offset=txn_start_offset)
+        offset = info.first_offset
+        self.replicate(info.records, offset)
         if self.topic == GROUP_TOPIC:
             # Transactional offset commits become visible (or are dropped) with the marker.
             self.manager.node.group_coordinator.on_transaction_marker(self.index, producer_id, commit)
         return int(offset)
 
-    def replicate(self) -> None:
-        """Bring every live follower up to the leader's log end, then advance the high watermark."""
+    def replicate(self, appended: bytes | bytearray = b"", appended_at: int = -1) -> None:
+        """Bring every live follower up to the leader's log end, then advance the high watermark.
+
+        `appended` (the batches just written at offset `appended_at`) is handed to followers that
+        were in sync before the append, sparing a read back from the leader's segment files."""
         for replica in self.state.replicas:
             if replica == self.node_id:
                 continue
             follower = self.manager.peer_replica(replica, self.topic, self.index)
             if follower is None:
                 continue
+            if appended and follower.log.log_end_offset == appended_at:
+                follower.log.append_as_follower(appended, verified=True)
             follower.catch_up_from(self.log)
             if replica not in self.state.isr and follower.log.log_end_offset >= self.log.log_end_offset:
                 self.manager.metadata.join_isr(self.state, replica)

@@ -15,10 +15,12 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafka.errors import CorruptRecordError, KafkaError, RecordListTooLargeError, UnknownError
+from kafka.errors import CorruptRecordError, KafkaError, KafkaStorageError, RecordListTooLargeError, UnknownError
 
 from kafka_txn_broker.clock import Clock
 from kafka_txn_broker.config import BrokerConfig
@@ -61,6 +63,9 @@ class AppendInfo:
     duplicate: bool
     record_count: int
     max_timestamp: int = -1
+    # The batches exactly as written (offsets assigned): in-process followers append these bytes
+    # instead of reading them back from the leader's segment. Empty for a duplicate.
+    records: bytes | bytearray = b""
 
 
 @dataclass(slots=True)
@@ -243,17 +248,28 @@ class UnifiedLog:
     def _write(self, buf: Records, batches: list[tuple[int, BatchHeader]],
                infos: dict[int, ProducerAppendInfo], completed: list[CompletedTxn]) -> AppendInfo:
         first, last = batches[0][1].base_offset, batches[-1][1].last_offset
-        self._maybe_roll(len(buf), last)
         count = sum(h.record_count for _, h in batches)
-        self.log.append(buf, batches, count)
-        self._note_epochs(batches)
-        for info in infos.values():
-            self._psm.update(info)
-        for txn in completed:
-            self._complete_txn(txn, self.log.active)
+        with self._offline_on_os_error():
+            self._maybe_roll(len(buf), last)
+            self.log.append(buf, batches, count)
+            self._note_epochs(batches)
+            for info in infos.values():
+                self._psm.update(info)
+            for txn in completed:
+                self._complete_txn(txn, self.log.active)
         self._psm.update_map_end_offset(self.log.log_end_offset)
         max_ts = max(h.max_timestamp for _, h in batches)
-        return AppendInfo(first, last, -1, self.log_start_offset, False, count, max_ts)
+        return AppendInfo(first, last, -1, self.log_start_offset, False, count, max_ts, buf)
+
+    @contextmanager
+    def _offline_on_os_error(self) -> Iterator[None]:
+        """An OSError the Log did not handle itself (a snapshot at roll, a .txnindex entry after the
+        batch was written) leaves memory and disk apart: take the log offline (see log.py)."""
+        try:
+            yield
+        except OSError as exc:
+            self.log.mark_offline(exc)
+            raise KafkaStorageError(f"storage error in {self.dir}: {exc}") from exc
 
     def _maybe_roll(self, size: int, last_offset: int) -> None:
         if self.log.maybe_roll(size, last_offset) is not None:
@@ -274,6 +290,14 @@ class UnifiedLog:
                       leader_epoch: int, *, transaction_version: int = 1,
                       txn_start_offset: int | None = None) -> int:
         """Write a COMMIT/ABORT marker for the producer (WriteTxnMarkers). Returns its offset."""
+        return self.append_marker_info(producer_id, producer_epoch, commit, coordinator_epoch, leader_epoch,
+                                       transaction_version=transaction_version,
+                                       txn_start_offset=txn_start_offset).first_offset
+
+    def append_marker_info(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                           leader_epoch: int, *, transaction_version: int = 1,
+                           txn_start_offset: int | None = None) -> AppendInfo:
+        """append_marker, returning the AppendInfo (with the marker batch, for in-process followers)."""
         with self._lock:
             psm = self._ensure_loaded()
             offset = self.log.log_end_offset
@@ -283,32 +307,35 @@ class UnifiedLog:
                                               transaction_version, txn_start_offset)
             batch = build_control_batch(producer_id, producer_epoch, commit, coordinator_epoch, now,
                                         base_offset=offset, partition_leader_epoch=leader_epoch)
-            self._write(batch, [(0, BatchHeader.parse(batch))], {producer_id: info}, [done] if done else [])
-            return offset
+            return self._write(batch, [(0, BatchHeader.parse(batch))], {producer_id: info}, [done] if done else [])
 
-    def append_as_follower(self, records: Records) -> None:
+    def append_as_follower(self, records: Records, *, verified: bool = False) -> None:
         """Append batches copied from the leader (offsets already assigned), without validation of
-        producer state; markers update the txn index exactly as on the leader."""
+        producer state; markers update the txn index exactly as on the leader.
+
+        `verified`: the bytes come straight from this process's leader append, which validated them,
+        so the follower skips re-checking CRCs (it still checks the offsets line up)."""
         if len(records) == 0:
             return
         with self._lock:
             psm = self._ensure_loaded()
-            batches = _check_replicated(records)
+            batches = list(iter_batches(records)) if verified else _check_replicated(records)
             first = batches[0][1].base_offset
             if first != self.log.log_end_offset:
                 raise UnexpectedAppendOffsetError(
                     f"follower append at offset {first} but the log end offset of {self.dir} is "
                     f"{self.log.log_end_offset}")
             self._check_set_size(len(records))
-            self._maybe_roll(len(records), batches[-1][1].last_offset)
-            self.log.append(records, batches, sum(h.record_count for _, h in batches))
-            self._note_epochs(batches)
-            view = memoryview(records)
-            for pos, header in batches:
-                if header.has_producer_id:
-                    done = psm.apply_replicated(header, _marker_of(header, view[pos:pos + header.size]))
-                    if done is not None:
-                        self._complete_txn(done, self.log.active)
+            with self._offline_on_os_error():
+                self._maybe_roll(len(records), batches[-1][1].last_offset)
+                self.log.append(records, batches, sum(h.record_count for _, h in batches))
+                self._note_epochs(batches)
+                view = memoryview(records)
+                for pos, header in batches:
+                    if header.has_producer_id:
+                        done = psm.apply_replicated(header, _marker_of(header, view[pos:pos + header.size]))
+                        if done is not None:
+                            self._complete_txn(done, self.log.active)
             psm.update_map_end_offset(self.log.log_end_offset)
 
     # -- leader epochs ---------------------------------------------------------------------
@@ -429,8 +456,12 @@ class UnifiedLog:
             return self._ensure_loaded().remove_expired_producers(now_ms)
 
     def close(self) -> None:
-        """Flush, snapshot producer state at the log end, leave the clean-shutdown marker."""
+        """Flush, snapshot producer state at the log end, leave the clean-shutdown marker (an offline
+        log is only released: its state in memory may not match its files)."""
         with self._lock:
+            if self.log.offline is not None:
+                self.log.close(clean=False)
+                return
             end = self.log.log_end_offset
             has_data = self.log.active.size > 0 or len(self.log.segments) > 1
             # The snapshot at the log end doubles as the record of that end offset for the next open.
