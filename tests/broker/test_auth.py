@@ -190,7 +190,7 @@ def test_mtls_principal_is_the_certificate_subject(tmp_path: Path) -> None:
             admin.close()
         with pytest.raises(Exception):  # noqa: B017 - any failure: no client certificate, no connection
             KafkaAdminClient(bootstrap_servers=c.bootstrap_servers, security_protocol="SSL",
-                             ssl_cafile=str(certs.ca), bootstrap_timeout_ms=2000, request_timeout_ms=2000)
+                             ssl_cafile=str(certs.ca), bootstrap_timeout_ms=1000, request_timeout_ms=1000)
 
 
 def test_inline_pem_and_encrypted_keys(tmp_path: Path) -> None:
@@ -233,3 +233,29 @@ def test_wrong_key_password_is_a_config_error_without_the_password(tmp_path: Pat
     with pytest.raises(ConfigError) as err:
         ClusterSecurity.from_config(BrokerConfig(cfg), tmp_path)
     assert "ssl.key.password" in str(err.value) and "guess-Qv8" not in str(err.value)
+
+
+def test_sasl_handshake_on_a_listener_without_sasl_is_illegal_but_harmless(tmp_path: Path) -> None:
+    with EmbeddedCluster(nodes=1, data_dir=tmp_path, config=broker_config("PLAINTEXT")) as c, \
+            connect(c.bootstrap_servers) as s:
+        assert handshake(s, "PLAIN").error_code == 34
+        assert call(s, METADATA, MetadataResponse).topics == []  # the connection carries on
+
+
+def test_acls_created_over_the_wire_survive_a_restart(tmp_path: Path) -> None:
+    from kafka.admin import ACL, ACLOperation, ACLPermissionType, ResourcePattern, ResourceType
+
+    cfg = broker_config("SASL_PLAINTEXT", **{"authorizer.class.name": "acl", "super.users": "User:admin"})
+    with EmbeddedCluster(nodes=1, data_dir=tmp_path, config=cfg) as c:
+        c.create_topic("t")
+        admin = KafkaAdminClient(bootstrap_servers=c.bootstrap_servers,
+                                 **kafka_python_config("SASL_PLAINTEXT", "admin", mechanism="PLAIN"))
+        acl = ACL("User:alice", "*", ACLOperation.DESCRIBE, ACLPermissionType.ALLOW,
+                  ResourcePattern(ResourceType.TOPIC, "t"))
+        assert admin.create_acls([acl])["succeeded"] == [acl]
+        admin.close()
+        c.restart()
+        with sasl_plain_socket(c.bootstrap_servers, "alice") as s:
+            assert [t.name for t in call(s, METADATA, MetadataResponse).topics] == ["t"]
+        with sasl_plain_socket(c.bootstrap_servers, "bob") as s:
+            assert call(s, METADATA, MetadataResponse).topics == []

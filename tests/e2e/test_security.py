@@ -84,7 +84,7 @@ def test_confluent_kafka_wrong_password_is_rejected_clearly(secure: EmbeddedClus
     p = Producer(confluent_config(secure.bootstrap_servers, "SASL_SSL", "alice", "wrong-Pw1", "SCRAM-SHA-512",
                                   error_cb=errors.append, log_level=0))
     with pytest.raises(KafkaException):
-        p.list_topics(timeout=5)
+        p.list_topics(timeout=2)
     p.poll(1)  # error callbacks are served by poll()
     assert errors, "librdkafka reported no error"
     text = str(errors[0])
@@ -164,7 +164,7 @@ def test_cli_keeps_secrets_out_of_output_and_logs(secure: EmbeddedCluster, tmp_p
     caplog.set_level(logging.DEBUG)
     bs = secure.bootstrap_servers
     wrong = "Wrong-Secret-7f3"
-    bad = cli("list", "-b", bs, "--command-config", str(properties(tmp_path, "alice", wrong)), "--timeout", "3s")
+    bad = cli("list", "-b", bs, "--command-config", str(properties(tmp_path, "alice", wrong)), "--timeout", "2s")
     assert bad.code == exit_codes.ERROR and bad.err.startswith("error: ")
     good = cli("describe-producers", "-b", bs, "--command-config",
                str(properties(tmp_path, "alice", USERS["alice"])), "--topic", "orders", "-o", "json")
