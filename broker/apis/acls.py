@@ -54,10 +54,10 @@ def _refusal(ctx: RequestContext, operation: Operation) -> tuple[int, str] | Non
     return None
 
 
-def _filter(f: Any, version: int) -> AclBindingFilter:
+def _filter(f: Any) -> AclBindingFilter:
     try:
         flt = AclBindingFilter(ResourceType(f.resource_type_filter), f.resource_name_filter,
-                               PatternType(f.pattern_type_filter if version >= 1 else PatternType.LITERAL),
+                               PatternType(f.pattern_type_filter),
                                f.principal_filter, f.host_filter, Op(f.operation), Permission(f.permission_type))
     except ValueError as exc:
         raise AclError(f"unknown code in ACL filter: {exc}") from None
@@ -84,7 +84,7 @@ async def describe_acls(ctx: RequestContext, req: Any) -> Any:
     if refused is not None:
         return R(throttle_time_ms=0, error_code=refused[0], error_message=refused[1], resources=[])
     try:
-        flt = _filter(req, ctx.api_version)
+        flt = _filter(req)
     except AclError as exc:
         return R(throttle_time_ms=0, error_code=INVALID_REQUEST, error_message=str(exc), resources=[])
     assert ctx.authorizer is not None
@@ -131,7 +131,7 @@ def _delete_one(ctx: RequestContext, f: Any) -> Any:
     F = DeleteAclsResponse.DeleteAclsFilterResult
     assert ctx.authorizer is not None
     try:
-        deleted, from_config = ctx.authorizer.delete(_filter(f, ctx.api_version))
+        deleted, from_config = ctx.authorizer.delete(_filter(f))
     except AclError as exc:
         return F(error_code=INVALID_REQUEST, error_message=str(exc), matching_acls=[])
     except OSError as exc:
