@@ -4,6 +4,13 @@ Durability model: the active segment is fsynced per the flush policy (log.flush.
 .ms) and always at close; a segment is fsynced when it is rolled. So after a crash only the last
 segment can hold a torn or corrupt tail, and recovery re-validates just that segment. A clean close
 leaves `.kafka_cleanshutdown`; opening removes it, so its absence at open means "recover".
+
+Storage errors: a failed append is rolled back by the segment and surfaces as KafkaStorageError (the
+Produce response's KAFKA_STORAGE_ERROR for that partition); the log stays usable once the disk
+recovers. When the on-disk state is no longer known (the rollback failed, an fsync failed, or a
+caller reports a failure after a write via `mark_offline`), the log goes offline like a Kafka log dir:
+every read and write fails with KafkaStorageError until the node restarts, and close leaves no
+clean-shutdown marker, so the next open recovers the last segment.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from kafka_txn_broker.clock import Clock
 from kafka_txn_broker.config import BrokerConfig
 from kafka_txn_broker.log import file_cache
 from kafka_txn_broker.log.record_batch import INT32_MAX, BatchHeader, iter_records
-from kafka_txn_broker.log.segment import LogSegment
+from kafka_txn_broker.log.segment import LogSegment, SegmentStateUnknown
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 SNAPSHOT_SUFFIX = ".snapshot"
@@ -54,7 +61,7 @@ def scan_dir(directory: str) -> DirListing:
 
 class Log:
     __slots__ = ("dir", "config", "clock", "segments", "_next_offset", "_unflushed_messages",
-                 "_last_flush_ms", "recovered_bytes", "was_clean")
+                 "_last_flush_ms", "recovered_bytes", "was_clean", "offline")
 
     def __init__(self, directory: str, config: BrokerConfig, clock: Clock, segments: list[LogSegment],
                  next_offset: int | None, was_clean: bool) -> None:
@@ -67,6 +74,7 @@ class Log:
         self._last_flush_ms = clock.millis()
         self.recovered_bytes = 0
         self.was_clean = was_clean
+        self.offline: str | None = None  # why the log stopped serving (see the module docstring)
 
     # -- opening ---------------------------------------------------------------------------
     @classmethod
@@ -137,13 +145,21 @@ class Log:
         return self.roll()
 
     def roll(self) -> LogSegment:
+        self.check_online()
         active = self.active
         new_base = self.log_end_offset
         if active.size == 0:
             return active
-        active.on_become_inactive()
-        active.flush()  # a rolled segment is durable: recovery only ever looks at the last one
-        segment = LogSegment.create(self.dir, new_base, self.config["log.index.interval.bytes"])
+        try:
+            active.on_become_inactive()
+            active.flush()  # a rolled segment is durable: recovery only ever looks at the last one
+        except OSError as exc:
+            self.mark_offline(exc)
+            raise KafkaStorageError(f"cannot roll {active.log_path}: {exc}") from exc
+        try:
+            segment = LogSegment.create(self.dir, new_base, self.config["log.index.interval.bytes"])
+        except OSError as exc:  # the old segment is intact and stays active; a stray empty file is harmless
+            raise KafkaStorageError(f"cannot create a segment at offset {new_base} in {self.dir}: {exc}") from exc
         self.segments.append(segment)
         self._unflushed_messages = 0
         self._last_flush_ms = self.clock.millis()
@@ -152,9 +168,13 @@ class Log:
     def append(self, data: bytes | bytearray | memoryview, batches: list[tuple[int, BatchHeader]],
                record_count: int) -> None:
         """Append batches that already carry their offsets (the first must be the log end offset)."""
+        self.check_online()
         try:
             self.active.append(data, batches, self.clock.millis())
-        except OSError as exc:
+        except SegmentStateUnknown as exc:
+            self.mark_offline(exc)
+            raise KafkaStorageError(f"cannot append to {self.active.log_path}: {exc}") from exc
+        except OSError as exc:  # rolled back by the segment: nothing was appended
             raise KafkaStorageError(f"cannot append to {self.active.log_path}: {exc}") from exc
         self._next_offset = batches[-1][1].next_offset
         self._unflushed_messages += record_count
@@ -174,9 +194,13 @@ class Log:
         return False
 
     def flush(self) -> None:
+        self.check_online()
         try:
             self.active.flush()
         except OSError as exc:
+            # After a failed fsync the page cache may have dropped the dirty pages (Linux marks them
+            # clean): retrying would report success for data that is gone. Stop, as Kafka does.
+            self.mark_offline(exc)
             raise KafkaStorageError(f"cannot flush {self.active.log_path}: {exc}") from exc
         self._unflushed_messages = 0
         self._last_flush_ms = self.clock.millis()
@@ -197,7 +221,14 @@ class Log:
         """Whole batches from the one holding `fetch_offset`, within one segment, stopping before
         max_bytes (unless min_one_batch and nothing fit yet) and before any batch whose base offset
         reaches max_offset_exclusive."""
+        self.check_online()
         self.check_offset(fetch_offset)
+        try:
+            return self._read(fetch_offset, max_bytes, max_offset_exclusive, min_one_batch)
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot read {self.dir} at offset {fetch_offset}: {exc}") from exc
+
+    def _read(self, fetch_offset: int, max_bytes: int, max_offset_exclusive: int, min_one_batch: bool) -> bytes:
         if fetch_offset >= self.log_end_offset or fetch_offset >= max_offset_exclusive:
             return b""
         for segment in self.segments[self.segment_for(fetch_offset):]:
@@ -249,6 +280,7 @@ class Log:
     # -- truncation and removal ------------------------------------------------------------
     def truncate_to(self, offset: int) -> None:
         """Remove every batch holding an offset >= `offset` (the log ends at a batch boundary)."""
+        self.check_online()
         if offset >= self.log_end_offset:
             return
         if offset <= self.log_start_offset:
@@ -274,8 +306,24 @@ class Log:
         self._next_offset = offset
         self._unflushed_messages = 0
 
+    # -- storage failures ------------------------------------------------------------------
+    def check_online(self) -> None:
+        if self.offline is not None:
+            raise KafkaStorageError(f"log {self.dir} is offline after a storage error ({self.offline}); "
+                                    "restart the node to recover it")
+
+    def mark_offline(self, cause: BaseException) -> None:
+        """Stop serving this log until a restart: its files no longer match what is in memory."""
+        if self.offline is None:
+            self.offline = f"{type(cause).__name__}: {cause}"
+
     def close(self, *, clean: bool = True) -> None:
-        """Flush, release file handles, and (clean) leave the clean-shutdown marker."""
+        """Flush, release file handles, and (clean) leave the clean-shutdown marker. An offline log is
+        only released: no marker, so the next open recovers it."""
+        if self.offline is not None:
+            for segment in self.segments:
+                segment.close()
+            return
         self.flush()
         for segment in self.segments:
             segment.close()

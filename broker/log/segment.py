@@ -18,6 +18,10 @@ from kafka_txn_broker.log.transaction_index import TransactionIndex
 _SCAN_CHUNK = 64 * 1024
 
 
+class SegmentStateUnknown(OSError):
+    """A failed append could not be rolled back: the segment file may hold bytes past its size."""
+
+
 def segment_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
 
@@ -127,17 +131,40 @@ class LogSegment:
     # -- writing ---------------------------------------------------------------------------
     def append(self, data: bytes | bytearray | memoryview, batches: list[tuple[int, BatchHeader]],
                now_ms: int) -> None:
-        """Append whole batches; `batches` holds (position within data, header) of each."""
+        """Append whole batches; `batches` holds (position within data, header) of each.
+
+        A failed write (ENOSPC, EIO...) is rolled back: the `.log` is cut back to its old size and the
+        index entries of this append are dropped, so the segment is exactly as before and the OSError
+        propagates. If the rollback fails too, SegmentStateUnknown says the file may hold bytes past
+        `size` (the caller must stop using the log; recovery at the next start cuts them)."""
         if self._offset_index is None:
             self._load_indexes()
-        file_cache.write_at(self.log_path, data, self.size)
+        start = self.size
+        saved = (self._bytes_since_index, self._max_timestamp, self._offset_of_max_timestamp)
         self.dirty = True
+        try:
+            file_cache.write_at(self.log_path, data, start)
+            for pos, header in batches:
+                self._index_batch(start + pos, header)
+        except OSError as exc:
+            self._roll_back(start, batches[0][1].base_offset, saved, exc)
+            raise
         if self.first_append_ms is None:
             self.first_append_ms = now_ms
-        start = self.size
-        for pos, header in batches:
-            self._index_batch(start + pos, header)
         self.size += len(data)
+
+    def _roll_back(self, size: int, first_offset: int, saved: tuple[int, int, int], cause: OSError) -> None:
+        # Without this a partial write would stay on disk past `size`: the next append overwrites only
+        # part of it, and after a clean restart (which trusts the file size) the leftover bytes would
+        # sit inside the log.
+        try:
+            file_cache.truncate(self.log_path, size)
+            self.offset_index.truncate_to(first_offset)
+            self.time_index.truncate_to(first_offset)
+        except OSError as again:
+            raise SegmentStateUnknown(f"{self.log_path}: append failed ({cause}) and so did its rollback "
+                                      f"({again})") from cause
+        self._bytes_since_index, self._max_timestamp, self._offset_of_max_timestamp = saved
 
     def on_become_inactive(self) -> None:
         """At roll: record the segment's max timestamp so time lookups can skip it."""
