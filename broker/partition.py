@@ -77,7 +77,7 @@ class Partition:
             self.manager.node.group_coordinator.on_transaction_marker(self.index, producer_id, commit)
         return int(offset)
 
-    def replicate(self, appended: bytes | bytearray = b"", appended_at: int = -1) -> None:
+    def replicate(self, appended: bytes | bytearray | memoryview = b"", appended_at: int = -1) -> None:
         """Bring every live follower up to the leader's log end, then advance the high watermark.
 
         `appended` (the batches just written at offset `appended_at`) is handed to followers that

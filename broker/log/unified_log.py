@@ -65,7 +65,7 @@ class AppendInfo:
     max_timestamp: int = -1
     # The batches exactly as written (offsets assigned): in-process followers append these bytes
     # instead of reading them back from the leader's segment. Empty for a duplicate.
-    records: bytes | bytearray = b""
+    records: bytes | bytearray | memoryview = b""
 
 
 @dataclass(slots=True)

@@ -19,6 +19,7 @@ from typing import Any
 
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
+
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.apis.api_versions import build_response
 from kafka_txn_broker.apis.registry import load_all

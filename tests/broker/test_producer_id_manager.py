@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse
+
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.metadata import ClusterMetadata
 from kafka_txn_broker.producer_id_manager import ProducerIdManager
-
 from tests.broker.wire import roundtrip
 
 

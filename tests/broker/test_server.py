@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
+
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.log.record_batch import build_batch
-
 from tests.broker.wire import connect, recv_frame, send_request
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka_txn_broker import EmbeddedCluster
 
+from kafka_txn_broker import EmbeddedCluster
 from tests.e2e.helpers import BrokerProcess, consume_all, free_port_block
 
 
