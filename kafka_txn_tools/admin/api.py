@@ -45,7 +45,7 @@ class ClusterApi(Protocol):
 
     def describe_producers(
         self, by_broker: dict[int, list[TopicPartition]], batch_size: int = ..., in_flight: int = ...,
-        progress: Progress | None = None,
+        progress: Progress | None = None, open_only: bool = False,
     ) -> tuple[list[PartitionProducers], list[ScanError]]: ...
 
     def list_transactions(

@@ -129,10 +129,14 @@ class AdminClient:
         batch_size: int = DESCRIBE_PRODUCERS_BATCH,
         in_flight: int = IN_FLIGHT_PER_BROKER,
         progress: Progress | None = None,
+        open_only: bool = False,
     ) -> tuple[list[PartitionProducers], list[ScanError]]:
-        """Producer state of each listed partition on each listed broker, all brokers concurrently."""
+        """Producer state of each listed partition on each listed broker, all brokers concurrently.
+
+        `open_only`: only producers with an open transaction, only partitions that have one.
+        """
         async def go() -> list[Any]:
-            calls = [(self._describe_producers_on, (b, tps, batch_size, in_flight, progress))
+            calls = [(self._describe_producers_on, (b, tps, batch_size, in_flight, progress, open_only))
                      for b, tps in by_broker.items() if tps]
             return await self._gather(calls)
 
@@ -147,7 +151,7 @@ class AdminClient:
 
     async def _describe_producers_on(
         self, broker_id: int, partitions: list[TopicPartition], batch_size: int, in_flight: int,
-        progress: Progress | None,
+        progress: Progress | None, open_only: bool,
     ) -> tuple[list[PartitionProducers], list[ScanError]]:
         batches = [partitions[i:i + batch_size] for i in range(0, len(partitions), batch_size)]
         results: list[PartitionProducers] = []
@@ -158,7 +162,7 @@ class AdminClient:
             futures = [self._start(wire.describe_producers_request(b), broker_id) for b in wave]
             for batch, future in zip(wave, futures, strict=True):
                 try:
-                    got, errs = wire.parse_describe_producers(await future, broker_id)
+                    got, errs = wire.parse_describe_producers(await future, broker_id, open_only)
                 except kerrors.KafkaError as exc:
                     err = _transport_error(exc, broker_id, "DescribeProducers")
                     errors.append(ScanError(err.error, f"{err.message}; {len(batch)} partitions not read",

@@ -146,12 +146,13 @@ def _describe(
     progress: Callable[[int], None] | None, errors: list[ScanError],
 ) -> list[PartitionProducers]:
     if not options.sequential:
-        replicas, errs = client.describe_producers(by_broker, progress=progress)
+        replicas, errs = client.describe_producers(by_broker, progress=progress, open_only=True)
         errors.extend(errs)
         return replicas
     out: list[PartitionProducers] = []
     for broker, tps in sorted(by_broker.items()):
-        got, errs = client.describe_producers({broker: tps}, batch_size=500, in_flight=1, progress=progress)
+        got, errs = client.describe_producers({broker: tps}, batch_size=500, in_flight=1, progress=progress,
+                                              open_only=True)
         out.extend(got)
         errors.extend(errs)
     return out
@@ -190,7 +191,7 @@ def _recheck(client: ScanClient, verdicts: list[hanging.Verdict], errors: list[S
     for v in verdicts:
         if v.candidate.partition not in by_broker[v.candidate.broker_id]:
             by_broker[v.candidate.broker_id].append(v.candidate.partition)
-    fresh, errs = client.describe_producers(dict(by_broker))
+    fresh, errs = client.describe_producers(dict(by_broker), open_only=True)
     for err in errs:
         errors.append(ScanError(err.error, f"re-check failed, results for it dropped: {err.message}",
                                 broker_id=err.broker_id, partition=err.partition, api=err.api, code=err.code))

@@ -131,23 +131,33 @@ def describe_producers_request(partitions: Iterable[TopicPartition]) -> Any:
         topics=[Topic(name=t, partition_indexes=ps) for t, ps in _by_topic(partitions).items()])
 
 
-def parse_describe_producers(response: Any, broker_id: int) -> tuple[list[PartitionProducers], list[ScanError]]:
+def parse_describe_producers(
+    response: Any, broker_id: int, open_only: bool = False,
+) -> tuple[list[PartitionProducers], list[ScanError]]:
+    """Producer state per partition; `open_only` keeps only producers with an open transaction and
+    skips partitions without one (a cluster-wide scan builds objects for the few that matter)."""
     results: list[PartitionProducers] = []
     errors: list[ScanError] = []
     for topic in response.topics:
+        name = topic.name
         for p in topic.partitions:
-            tp = TopicPartition(topic.name, p.partition_index)
             if p.error_code:
-                name = error_name(p.error_code)
-                errors.append(ScanError(name, p.error_message or f"{tp} on broker {broker_id}: {name}",
+                tp = TopicPartition(name, p.partition_index)
+                err = error_name(p.error_code)
+                errors.append(ScanError(err, p.error_message or f"{tp} on broker {broker_id}: {err}",
                                         broker_id=broker_id, partition=tp, api="DescribeProducers",
                                         code=p.error_code))
                 continue
+            active = p.active_producers
+            if open_only:
+                active = [a for a in active if a.current_txn_start_offset >= 0]
+                if not active:
+                    continue
             producers = tuple(
                 ProducerState(a.producer_id, a.producer_epoch, a.last_sequence, a.last_timestamp,
                               a.coordinator_epoch, a.current_txn_start_offset)
-                for a in p.active_producers)
-            results.append(PartitionProducers(tp, broker_id, producers))
+                for a in active)
+            results.append(PartitionProducers(TopicPartition(name, p.partition_index), broker_id, producers))
     return results, errors
 
 

@@ -70,7 +70,7 @@ def describe_producers_command(
     scope = Scope(all=describe_all and broker_id is None, broker_id=broker_id, topic=topic, partition=partition)
     with user_errors(), connect(Connection(bootstrap_server, command_config, profile, timeout)) as client:
         by_broker, errors = plan_requests(client.metadata([topic] if topic else None), scope)
-        replicas, errs = client.describe_producers(by_broker)
+        replicas, errs = client.describe_producers(by_broker, open_only=open_only)
     errors.extend(errs)
     report_errors(errors)
     rows = _rows(replicas, open_only)

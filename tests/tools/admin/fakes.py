@@ -81,7 +81,7 @@ class FakeCluster:
 
     def describe_producers(self, by_broker: dict[int, list[TopicPartition]], batch_size: int = 2000,
                            in_flight: int = 3, progress: Callable[[int], None] | None = None,
-                           ) -> tuple[list[PartitionProducers], list[ScanError]]:
+                           open_only: bool = False) -> tuple[list[PartitionProducers], list[ScanError]]:
         self.describe_calls += 1
         if self.before_describe is not None:
             self.before_describe(self.describe_calls)
@@ -101,7 +101,10 @@ class FakeCluster:
                     errors.append(ScanError("NOT_LEADER_OR_FOLLOWER", f"{tp} not on {broker}", broker_id=broker,
                                             partition=tp, api="DescribeProducers", code=6))
                 else:
-                    out.append(PartitionProducers(tp, broker, tuple(self.producers.get((broker, tp), []))))
+                    states = tuple(s for s in self.producers.get((broker, tp), [])
+                                   if s.has_open_transaction or not open_only)
+                    if states or not open_only:
+                        out.append(PartitionProducers(tp, broker, states))
             if progress is not None:
                 progress(len(tps))
         return out, errors
