@@ -178,3 +178,20 @@ def test_a_late_transaction_committing_during_the_scan_is_never_reported(
     assert r.code == exit_codes.OK, r.err
     assert r.json()["candidates"] == 3  # all three were open and late when the partitions were read
     assert r.json()["hanging"] == []
+
+
+def test_a_down_broker_is_reported_and_the_scan_goes_on(cluster: EmbeddedCluster) -> None:
+    bs = cluster.bootstrap_servers
+    expected = truth(scenarios(bs))
+    cluster.stop_node(2)
+    live = ",".join(a for a in bs.split(",")[:2])
+    r = kafka_txn(live, "find-hanging", "--all", "-o", "json")
+    assert r.code == exit_codes.PARTIAL, r.err
+    doc = r.json()
+    assert any(e["broker_id"] == 2 and e["error"] == "BROKER_UNREACHABLE" for e in doc["errors"])
+    assert "broker 2 is unreachable" in r.err
+    rows = doc["hanging"]
+    assert found(rows) == expected  # every partition still has live replicas that show the hang
+    assert all(2 not in h["brokers"] for h in rows)
+    with_exit_code = kafka_txn(live, "find-hanging", "--all", "--exit-code", "-o", "json")
+    assert with_exit_code.code == exit_codes.FOUND

@@ -69,3 +69,15 @@ def test_upstream_spellings() -> None:
 
 def test_human_duration() -> None:
     assert [human_duration(ms) for ms in (None, 999, 61_000, 3_600_000 * 25)] == ["", "0s", "1m 1s", "1d 1h"]
+
+
+def test_rich_table_on_a_terminal() -> None:
+    import io
+
+    from kafka_txn_tools.cli.render import print_rich_table
+
+    out = io.StringIO()
+    print_rich_table([{"topic": "orders", "partition": 3}], [Column("topic", "TOPIC"), Column("partition", "PART")],
+                     "hanging", out)
+    text = out.getvalue()
+    assert "TOPIC" in text and "orders" in text and "hanging" in text and "│" in text
