@@ -142,6 +142,16 @@ def test_upstream_find_hanging_per_broker(cluster: EmbeddedCluster) -> None:
             assert int(cells[7]) >= 30
             seen.add((cells[0], int(cells[1]), int(cells[2]), int(cells[5])))
     assert seen == expected
+    # The legacy abort form (brokers < 3.0) through both entry points: producer id, epoch, coordinator epoch.
+    rows = kafka_txn(bs, "find-hanging", "--all", "-o", "json").json()["hanging"]
+    for entry_point, h in zip((kafka_transactions, kafka_txn), rows[:2], strict=True):
+        args = ["abort", "--topic", h["topic"], "--partition", str(h["partition"]), "--producer-id",
+                str(h["producer_id"]), "--producer-epoch", str(h["producer_epoch"]), "--coordinator-epoch",
+                str(h["coordinator_epoch"])]
+        r = entry_point(bs, *args, *(["--yes"] if entry_point is kafka_txn else []))
+        assert r.code == 0, r.err
+    left = found(kafka_txn(bs, "find-hanging", "--all", "-o", "json").json()["hanging"])
+    assert left == expected - found(rows[:2])
 
 
 def test_a_late_transaction_committing_during_the_scan_is_never_reported(
