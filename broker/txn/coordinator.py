@@ -64,7 +64,8 @@ class TransactionCoordinator:
         self.node = node
         self.state_manager = TransactionStateManager(node)
         self.marker_channel = TransactionMarkerChannelManager(node, self.state_manager)
-        now = node.clock.millis()
+        # Scan schedules are monotonic seconds: a wall clock stepped back must not pause the reaper.
+        now = node.clock.monotonic()
         self._last_abort_scan = now
         self._last_expiration_scan = now
 
@@ -94,11 +95,13 @@ class TransactionCoordinator:
     def tick(self, now_ms: int) -> None:
         self.marker_channel.drive()
         cfg = self.node.config
-        if now_ms - self._last_abort_scan >= cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"]:
-            self._last_abort_scan = now_ms
+        mono = self.node.clock.monotonic()
+        if (mono - self._last_abort_scan) * 1000 >= cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"]:
+            self._last_abort_scan = mono
             self.abort_timed_out_transactions(now_ms)
-        if now_ms - self._last_expiration_scan >= cfg["transaction.remove.expired.transaction.cleanup.interval.ms"]:
-            self._last_expiration_scan = now_ms
+        if (mono - self._last_expiration_scan) * 1000 >= \
+                cfg["transaction.remove.expired.transaction.cleanup.interval.ms"]:
+            self._last_expiration_scan = mono
             self.state_manager.remove_expired_transactional_ids(now_ms)
 
     def shutdown(self) -> None:

@@ -9,13 +9,20 @@ answers NOT_COORDINATOR instead of applying a stale transition.
 
 Appends, replication and loading are synchronous here (replication is in-process), so Kafka's
 loading window (COORDINATOR_LOAD_IN_PROGRESS) is never observed by clients, and no locks are needed.
+
+Timers run on the monotonic clock: the wall-clock timestamps of a transaction are recorded (and
+reported) as Kafka does, but the timeout reaper and transactional.id expiration measure elapsed time
+from monotonic marks taken when a transaction starts and when an id last changes, so an NTP step of
+the wall clock neither aborts a live transaction early nor keeps a dead one. Ids loaded from the log
+get marks from their recorded wall-clock age (never negative: a wall clock behind a timestamp counts
+as "just now").
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -87,6 +94,9 @@ class TransactionStateManager:
         self.node = node
         self.cache: dict[int, TxnMetadataCacheEntry] = {}
         self.loading: set[int] = set()
+        # Monotonic seconds: when each id's current transaction started, and when the id last changed.
+        self._started: dict[str, float] = {}
+        self._touched: dict[str, float] = {}
 
     # ---- configuration ---------------------------------------------------------------------
     @property
@@ -173,8 +183,27 @@ class TransactionStateManager:
         if metadata is None or epoch != coordinator_epoch:
             # Leadership moved while appending: the client must find the new coordinator.
             return E.NOT_COORDINATOR
+        was_ongoing = metadata.state is TransactionState.ONGOING
         metadata.complete_transition_to(transit)
+        now = self.node.clock.monotonic()
+        if metadata.state is TransactionState.ONGOING and not was_ongoing:
+            self._started[transactional_id] = now  # the first partition started a transaction
+        self._touched[transactional_id] = now
         return E.NONE
+
+    def _mark_loaded(self, loaded: dict[str, TransactionMetadata]) -> None:
+        wall, mono = self.node.clock.millis(), self.node.clock.monotonic()
+        for txn_id, md in loaded.items():
+            self._started[txn_id] = mono - max(0, wall - md.txn_start_timestamp) / 1000.0
+            self._touched[txn_id] = mono - max(0, wall - md.txn_last_update_timestamp) / 1000.0
+
+    def _elapsed_ms(self, marks: dict[str, float], transactional_id: str, wall_since: int) -> float:
+        """Milliseconds since the mark; an id without one (created before this code ran) is measured
+        from its wall-clock timestamp."""
+        mark = marks.get(transactional_id)
+        if mark is None:
+            return float(max(0, self.node.clock.millis() - wall_since))
+        return (self.node.clock.monotonic() - mark) * 1000.0
 
     def _on_append_failure(self, transactional_id: str, coordinator_epoch: int, code: int,
                            retry_on_error: Callable[[int], bool]) -> None:
@@ -195,6 +224,7 @@ class TransactionStateManager:
         finally:
             self.loading.discard(partition)
         self.cache[partition] = TxnMetadataCacheEntry(coordinator_epoch, loaded)
+        self._mark_loaded(loaded)
         now = self.node.clock.millis()
         pending = []
         for txn_id, md in loaded.items():
@@ -224,34 +254,45 @@ class TransactionStateManager:
 
     def remove_partition(self, partition: int) -> None:
         self.loading.discard(partition)
-        if self.cache.pop(partition, None) is not None:
+        entry = self.cache.pop(partition, None)
+        if entry is not None:
+            self._forget(entry.metadata)
             log.info("node %s unloaded %s-%s", self.node.node_id, TXN_TOPIC, partition)
+
+    def _forget(self, ids: Iterable[str]) -> None:
+        for txn_id in ids:
+            self._started.pop(txn_id, None)
+            self._touched.pop(txn_id, None)
 
     def clear(self) -> None:
         self.cache.clear()
         self.loading.clear()
+        self._started.clear()
+        self._touched.clear()
 
     # ---- scans -----------------------------------------------------------------------------
     def timed_out_transactions(self, now_ms: int) -> list[tuple[str, int, int]]:
-        """(id, producer id, epoch) of Ongoing transactions past their timeout (2PC ones never time out)."""
+        """(id, producer id, epoch) of Ongoing transactions past their timeout (2PC ones never time out).
+        Elapsed time is monotonic (see the module docstring); `now_ms` is kept for the callers."""
         out = []
         for md in self.all_metadata():
             if md.pending_transition_in_progress or md.state is not TransactionState.ONGOING:
                 continue
             if md.is_distributed_two_phase_commit:
                 continue
-            if md.txn_start_timestamp + md.txn_timeout_ms < now_ms:
+            if self._elapsed_ms(self._started, md.transactional_id, md.txn_start_timestamp) > md.txn_timeout_ms:
                 out.append((md.transactional_id, md.producer_id, md.producer_epoch))
         return out
 
     def remove_expired_transactional_ids(self, now_ms: int) -> list[str]:
         """Write tombstones for ids idle past transactional.id.expiration.ms; drop them once durable."""
-        horizon = now_ms - self.node.config["transactional.id.expiration.ms"]
+        idle_ms = self.node.config["transactional.id.expiration.ms"]
         removed: list[str] = []
         for partition, entry in list(self.cache.items()):
             expired = [md for md in entry.metadata.values()
                        if md.pending_state is None and md.state.expiration_allowed
-                       and md.txn_last_update_timestamp <= horizon]
+                       and self._elapsed_ms(self._touched, md.transactional_id,
+                                            md.txn_last_update_timestamp) >= idle_ms]
             if expired:
                 removed.extend(self._write_tombstones(partition, entry, expired, now_ms))
         return removed
@@ -266,6 +307,7 @@ class TransactionStateManager:
             still_ours = self.cache.get(partition) is entry and md.pending_state is TransactionState.DEAD
             if code == E.NONE and still_ours and md.producer_epoch == transit.producer_epoch:
                 del entry.metadata[md.transactional_id]
+                self._forget([md.transactional_id])
                 removed.append(md.transactional_id)
             else:
                 log.warning("could not expire %s: tombstone append returned %s", md.transactional_id, E.name(code))
