@@ -23,6 +23,7 @@ from kafka.errors import (
     UnknownProducerIdError,
 )
 
+from kafka_txn_broker.clock import Clock
 from kafka_txn_broker.log import producer_snapshot as snap
 from kafka_txn_broker.log.record_batch import (
     INT32_MAX,
@@ -291,11 +292,18 @@ class ProducerStateManager:
     """The producer table of one partition plus its ongoing and not yet replicated transactions."""
 
     __slots__ = ("dir", "producer_id_expiration_ms", "strict_unknown_producer", "producers",
-                 "ongoing_txns", "unreplicated_txns", "snapshots", "last_map_offset", "last_snap_offset")
+                 "ongoing_txns", "unreplicated_txns", "snapshots", "last_map_offset", "last_snap_offset",
+                 "clock", "_active_at")
 
     def __init__(self, directory: Path | str, producer_id_expiration_ms: int,
-                 snapshots: list[int] | None = None, *, strict_unknown_producer: bool = True) -> None:
+                 snapshots: list[int] | None = None, *, strict_unknown_producer: bool = True,
+                 clock: Clock | None = None) -> None:
         self.dir = str(directory)
+        # With a clock, producer expiration measures idleness on the monotonic clock from the last
+        # append seen here (a wall-clock step must not expire a live producer nor keep a dead one);
+        # without one, Kafka's rule on the wall clock and the producer's last batch timestamp.
+        self.clock = clock
+        self._active_at: dict[int, float] = {}  # producer id -> monotonic seconds of its last append
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.strict_unknown_producer = strict_unknown_producer
         self.producers: dict[int, ProducerStateEntry] = {}
@@ -351,6 +359,8 @@ class ProducerStateManager:
 
     def update(self, info: ProducerAppendInfo) -> None:
         self.producers[info.producer_id] = info.entry
+        if self.clock is not None:
+            self._active_at[info.producer_id] = self.clock.monotonic()
         for txn in info.started_txns:
             self.ongoing_txns[txn.first_offset] = txn
 
@@ -393,10 +403,26 @@ class ProducerStateManager:
             now_ms - entry.last_timestamp >= self.producer_id_expiration_ms
 
     def remove_expired_producers(self, now_ms: int) -> list[int]:
-        expired = [pid for pid, e in self.producers.items() if self._is_expired(e, now_ms)]
+        expired = [pid for pid, e in self.producers.items() if self._is_idle(pid, e, now_ms)]
         for pid in expired:
             del self.producers[pid]
+            self._active_at.pop(pid, None)
         return expired
+
+    def _is_idle(self, producer_id: int, entry: ProducerStateEntry, now_ms: int) -> bool:
+        mark = self._active_at.get(producer_id)
+        if self.clock is None or mark is None:
+            return self._is_expired(entry, now_ms)
+        idle_ms = (self.clock.monotonic() - mark) * 1000.0
+        return entry.current_txn_first_offset is None and idle_ms >= self.producer_id_expiration_ms
+
+    def stamp_loaded_activity(self) -> None:
+        """After loading (snapshot + replay): each producer's activity mark from the wall-clock age of
+        its last timestamp, the only record of it, counted as "now" if that lies in the future."""
+        if self.clock is None:
+            return
+        wall, mono = self.clock.millis(), self.clock.monotonic()
+        self._active_at = {pid: mono - max(0, wall - e.last_timestamp) / 1000.0 for pid, e in self.producers.items()}
 
     # -- snapshots, loading and truncation -------------------------------------------------
     def take_snapshot(self, log_dir: Path | str | None = None, offset: int | None = None) -> Path | None:
@@ -424,6 +450,7 @@ class ProducerStateManager:
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self.producers.clear()
+        self._active_at.clear()
         self.ongoing_txns.clear()
         self.unreplicated_txns.clear()
         for at in self.snapshots:
@@ -436,6 +463,7 @@ class ProducerStateManager:
         """Reset, then load the newest readable snapshot at or below `max_offset` (newer ones are
         deleted: they describe data that is gone). Returns the offset to replay the log from."""
         self.producers.clear()
+        self._active_at.clear()
         self.ongoing_txns.clear()
         self.unreplicated_txns.clear()
         self.delete_snapshots_above(max_offset)

@@ -27,7 +27,7 @@ class ReplicaManager:
         self.metadata = node.cluster.metadata
         self.partitions: dict[TopicPartition, Partition] = {}
         self._data_waiters: list[asyncio.Future[None]] = []
-        self._last_expiration_check = node.clock.millis()
+        self._last_expiration_check = node.clock.monotonic()  # a wall-clock step must not pause the check
         self._last_flush_check = self._last_expiration_check
 
     # ---- lifecycle ---------------------------------------------------------------------------
@@ -108,9 +108,10 @@ class ReplicaManager:
     def _expire_producers(self, now_ms: int) -> None:
         """Forget idle producers every producer.id.expiration.check.interval.ms (Kafka's schedule)."""
         interval = self.node.config["producer.id.expiration.check.interval.ms"]
-        if now_ms - self._last_expiration_check < interval:
+        mono = self.node.clock.monotonic()
+        if (mono - self._last_expiration_check) * 1000 < interval:
             return
-        self._last_expiration_check = now_ms
+        self._last_expiration_check = mono
         for part in self.partitions.values():
             part.log.remove_expired_producers(now_ms)
 

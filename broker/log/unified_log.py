@@ -99,7 +99,7 @@ class UnifiedLog:
         listing = scan_dir(path)
         hint = listing.snapshots[-1] if listing.snapshots else None
         local_log = Log.open(path, config, clock, listing, next_offset_hint=hint)
-        psm = ProducerStateManager(path, config["producer.id.expiration.ms"], listing.snapshots)
+        psm = ProducerStateManager(path, config["producer.id.expiration.ms"], listing.snapshots, clock=clock)
         ulog = cls(Path(directory), config, clock, local_log, psm)
         if not local_log.was_clean and listing.segments:
             ulog._rebuild_after_unclean_shutdown()
@@ -132,6 +132,7 @@ class UnifiedLog:
                 self._complete_txn(completed, segment if rebuild else None)
         psm.update_map_end_offset(self.log.log_end_offset)
         psm.on_high_watermark_updated(self._high_watermark)
+        psm.stamp_loaded_activity()  # replay touched every producer: age them by their timestamps again
         self._psm_loaded = True
 
     def _ensure_loaded(self) -> ProducerStateManager:

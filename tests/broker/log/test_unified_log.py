@@ -332,7 +332,11 @@ def test_truncate_to_restores_producer_state(ulog: UnifiedLog) -> None:
 
 def test_remove_expired_producers(ulog: UnifiedLog, clock: ManualClock) -> None:
     ulog.append_as_leader(Producer(1).batch(), 0)
-    assert ulog.remove_expired_producers(TS + 86_400_000) == [1]
+    # Idleness is measured on the log's clock (monotonic), so time has to pass there.
+    clock.advance(86_400_000 - 1)
+    assert ulog.remove_expired_producers(clock.millis()) == []
+    clock.advance(1)
+    assert ulog.remove_expired_producers(clock.millis()) == [1]
 
 
 def test_offset_for_timestamp(ulog: UnifiedLog) -> None:
