@@ -64,7 +64,8 @@ class Run:
                 self.unhealthy += 1
                 self.findings.append(f"after {self.inputs} inputs the health connection failed")
             if self.inputs % (self.args.health_every * 50) == 0:
-                self.progress()
+                # libFuzzer ends the process with exit() after -runs, so atheris runs report as they go.
+                self.summary() if self.args.engine == "atheris" else self.progress()
 
     def progress(self) -> None:
         rate = self.inputs / max(1e-9, time.monotonic() - self.started)
@@ -124,8 +125,6 @@ def _atheris_engine(run: Run, args: argparse.Namespace) -> None:
         if len(run.findings) > before:
             run.summary()
             raise fz.Finding(run.findings[-1])
-        if run.inputs == args.inputs:
-            run.summary()  # libFuzzer ends the process after -runs inputs without running atexit
 
     argv = [sys.argv[0], f"-runs={args.inputs}", f"-seed={args.seed}", "-max_len=4096", "-rss_limit_mb=0",
             f"-artifact_prefix={args.artifacts}/", str(corpus)]
