@@ -43,10 +43,6 @@ class NothingToDo(KafkaTxnError):
     """The requested change already happened (e.g. the transaction is no longer open)."""
 
 
-class Refused(KafkaTxnError):
-    """A safety check refused the operation; the message says how to override if that is wise."""
-
-
 # Codes newer than kafka-python 3.0.12's table (name, Kafka's description).
 _NEWER = {128: ("INVALID_REGULAR_EXPRESSION", "The regular expression is not valid.")}
 
@@ -68,12 +64,6 @@ def error_description(code: int) -> str:
     if code in _NEWER:
         return _NEWER[code][1]
     return str(errors.for_code(code).description)
-
-
-def is_retriable(code: int) -> bool:
-    from kafka import errors
-
-    return bool(errors.for_code(code).retriable)
 
 
 # What an operator does about the errors these commands meet most (names as Kafka spells them).

@@ -22,7 +22,12 @@ byte-compatible with every Kafka 3.x/4.x broker.
 
 Meaning: every partition listed in that topic entry must have an open transaction of the marker's
 producer starting at TxnStartOffset. The admin client always sends one partition per topic entry
-when it sets the tag. Admin markers also carry CoordinatorEpoch -1, as KIP-664 specifies.
+when it sets the tag.
+
+KIP-664 also proposed CoordinatorEpoch -1 for admin markers. We send the producer's coordinator epoch
+from DescribeProducers instead (clamped to >= 0, as upstream's tool does): a broker that does not know
+the tag fences markers whose coordinator epoch is below the one it stored, so -1 would fail on every
+real Kafka cluster. `ADMIN_COORDINATOR_EPOCH` names the KIP's value for brokers that want to test it.
 
 A broker decoding with kafka-python's stock class finds the value in
 `topic.unknown_tags["_0"]` (8 bytes, big-endian signed); `WriteTxnMarkersRequest` below decodes it

@@ -23,6 +23,7 @@ from kafka_txn_tools.cli.common import (
     resolve_output,
     user_errors,
 )
+from kafka_txn_tools.models import ScanError
 
 if TYPE_CHECKING:
     from kafka_txn_tools.admin.client import AdminClient, DescribeResult
@@ -69,12 +70,12 @@ def describe_command(
         result = client.describe_transactions(ids)
     now = now_ms()
     descriptions = [result.descriptions[i] for i in sorted(result.descriptions)]
-    errors = [e.to_row() for e in result.errors] + [
-        {"error": "TRANSACTIONAL_ID_NOT_FOUND", "transactional_id": i,
-         "message": f"transactional id {i!r} is not known to its coordinator"} for i in sorted(result.not_found)]
-    report_errors([*result.errors])
-    for i in sorted(result.not_found):
-        typer.echo(f"error: transactional id {i!r} is not known to its coordinator", err=True)
+    not_found = [ScanError("TRANSACTIONAL_ID_NOT_FOUND", f"transactional id {i!r} is not known to its coordinator",
+                           transactional_id=i, api="DescribeTransactions", code=105) for i in sorted(result.not_found)]
+    errors = [e.to_row() for e in [*result.errors, *not_found]]
+    report_errors(result.errors)
+    for err in not_found:
+        typer.echo(f"error: {err.message}", err=True)
     Output(
         kind="transactions",
         rows=[d.to_row(now) for d in descriptions],

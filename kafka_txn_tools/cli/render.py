@@ -120,7 +120,7 @@ class Output:
     title: str | None = None
     empty_message: str | None = None
 
-    def render(self, fmt: OutputFormat, tty: bool = False) -> str:
+    def render(self, fmt: OutputFormat) -> str:
         if fmt is OutputFormat.json:
             return render_json(to_document(self.kind, self.rows, self.errors, self.extra))
         if fmt is OutputFormat.yaml:
@@ -136,11 +136,10 @@ class Output:
 
     def emit(self, fmt: OutputFormat, out: TextIO | None = None) -> None:
         out = out if out is not None else sys.stdout
-        tty = out.isatty()
-        if fmt is OutputFormat.table and tty and (self.rows or not self.empty_message):
+        if fmt is OutputFormat.table and out.isatty() and (self.rows or not self.empty_message):
             print_rich_table(self.rows, self.columns, self.title, out)
             return
-        out.write(self.render(fmt, tty))
+        out.write(self.render(fmt))
         out.flush()
 
 
