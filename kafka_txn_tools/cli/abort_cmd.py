@@ -183,7 +183,7 @@ def _check_args(
     return producer_id, producer_epoch, coordinator_epoch
 
 
-@app.command("abort")
+@app.command("abort", epilog=exit_codes.HELP_TEXT)
 def abort_command(
     topic: Annotated[str | None, typer.Option("--topic", metavar="TOPIC", help="topic of the transaction")] = None,
     partition: Annotated[int | None, typer.Option("--partition", metavar="N", help="partition number")] = None,

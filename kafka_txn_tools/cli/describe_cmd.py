@@ -43,7 +43,7 @@ def _exit_code(result: DescribeResult, asked: list[str]) -> int:
     return exit_codes.OK if result.descriptions or not asked else exit_codes.ERROR
 
 
-@app.command("describe")
+@app.command("describe", epilog=exit_codes.HELP_TEXT)
 def describe_command(
     transactional_id: Annotated[list[str] | None, typer.Option(
         "--transactional-id", "-t", metavar="ID", help="transactional id (repeatable; more ids may follow)")] = None,

@@ -41,7 +41,7 @@ def _rows(replicas: list[PartitionProducers], open_only: bool) -> list[dict[str,
     return rows
 
 
-@app.command("describe-producers")
+@app.command("describe-producers", epilog=exit_codes.HELP_TEXT)
 def describe_producers_command(
     topic: Annotated[str | None, typer.Option("--topic", metavar="TOPIC", help="topic (all its partitions "
                                               "unless --partition)")] = None,

@@ -34,7 +34,7 @@ class DumpFormat(StrEnum):
     jsonl = "jsonl"
 
 
-@app.command("dump")
+@app.command("dump", epilog=exit_codes.HELP_TEXT)
 def dump_command(
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="directory to write (must be empty or new)")],
     dump_all: Annotated[bool, typer.Option("--all", help="every replica and every coordinator (required)")] = False,

@@ -100,7 +100,7 @@ def _emit(report: ScanReport, fmt: FindHangingFormat, max_timeout_ms: int) -> No
     ).emit(OutputFormat(fmt.value))
 
 
-@app.command("find-hanging")
+@app.command("find-hanging", epilog=exit_codes.HELP_TEXT)
 def find_hanging_command(
     scan_all: Annotated[bool, typer.Option(
         "--all", help="every replica of every partition, internal topics included")] = False,

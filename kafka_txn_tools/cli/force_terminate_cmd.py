@@ -32,7 +32,7 @@ from kafka_txn_tools.cli.common import (
 )
 
 
-@app.command("force-terminate")
+@app.command("force-terminate", epilog=exit_codes.HELP_TEXT)
 def force_terminate_command(
     transactional_id: Annotated[str, typer.Option(
         "--transactional-id", "--transactionalId", "-t", metavar="ID", help="transactional id to fence")],

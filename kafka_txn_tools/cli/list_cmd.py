@@ -37,7 +37,7 @@ def _duration(duration_filter: int | None, min_duration: str | None) -> int | No
     return None  # upstream: a negative --duration-filter lists everything
 
 
-@app.command("list")
+@app.command("list", epilog=exit_codes.HELP_TEXT)
 def list_command(
     state: Annotated[list[str] | None, typer.Option(
         "--state", metavar="STATE", help="only these states, e.g. Ongoing (repeatable)")] = None,
