@@ -58,6 +58,7 @@ def describe_producers_command(
 ) -> None:
     """Show each producer a partition tracks: epoch, last sequence and timestamp, open transaction offset."""
     from kafka_txn_tools.admin.scan import Scope, plan_requests
+    from kafka_txn_tools.cli.progress import progress_bar
     from kafka_txn_tools.cli.render import Column, Output, none_as_dash
     from kafka_txn_tools.cli.upstream_format import PRODUCERS_HEADERS, producer_row
 
@@ -68,9 +69,12 @@ def describe_producers_command(
     fmt = resolve_output(output)
     # --all without --broker-id reads every replica; with it, that broker's replicas.
     scope = Scope(all=describe_all and broker_id is None, broker_id=broker_id, topic=topic, partition=partition)
-    with user_errors(), connect(Connection(bootstrap_server, command_config, profile, timeout)) as client:
+    with user_errors(), connect(Connection(bootstrap_server, command_config, profile, timeout)) as client, \
+            progress_bar("reading producer state") as (advance, set_total):
         by_broker, errors = plan_requests(client.metadata([topic] if topic else None), scope)
-        replicas, errs = client.describe_producers(by_broker, open_only=open_only)
+        if set_total is not None:
+            set_total(sum(map(len, by_broker.values())))
+        replicas, errs = client.describe_producers(by_broker, open_only=open_only, progress=advance)
     errors.extend(errs)
     report_errors(errors)
     rows = _rows(replicas, open_only)

@@ -46,7 +46,7 @@ def dump_command(
 ) -> None:
     """Dump producer state of every replica and every coordinator's transactions (input of `sweep`)."""
     from kafka_txn_tools.admin.dump import collect
-    from kafka_txn_tools.cli.find_hanging_cmd import progress_bar
+    from kafka_txn_tools.cli.progress import progress_bar
 
     if not dump_all:
         fail("dump needs --all (the whole cluster is the only scope so far)", exit_codes.USAGE)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -39,23 +37,6 @@ class FindHangingFormat(StrEnum):
     tsv = "tsv"
     kafka = "kafka"
     plan = "plan"
-
-
-@contextmanager
-def progress_bar(label: str) -> Iterator[tuple[Callable[[int], None] | None, Callable[[int], None] | None]]:
-    """(advance, set_total) callbacks drawing a bar on stderr when it is a terminal; (None, None) otherwise."""
-    import sys
-
-    if not sys.stderr.isatty():
-        yield None, None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(label, total=None)
-        yield (lambda n: bar.advance(task, n)), (lambda total: bar.update(task, total=total))
 
 
 def write_plan(report: ScanReport, max_timeout_ms: int) -> str:
@@ -127,6 +108,7 @@ def find_hanging_command(
     by their coordinator. Each result says why, and what it holds back (LSO vs high watermark)."""
     from kafka_txn_tools.admin.acl_probe import scan_warning
     from kafka_txn_tools.admin.scan import ScanOptions, Scope, find_hanging
+    from kafka_txn_tools.cli.progress import progress_bar
 
     max_timeout_ms = duration_ms(max_timeout, "--max-transaction-timeout")
     fmt = output or FindHangingFormat.table

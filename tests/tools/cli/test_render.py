@@ -81,3 +81,16 @@ def test_rich_table_on_a_terminal() -> None:
                      "hanging", out)
     text = out.getvalue()
     assert "TOPIC" in text and "orders" in text and "hanging" in text and "│" in text
+
+
+def test_progress_bar_is_silent_without_a_terminal(monkeypatch) -> None:
+    from kafka_txn_tools.cli.progress import progress_bar
+
+    monkeypatch.setattr("sys.stderr.isatty", lambda: False)
+    with progress_bar("scan") as (advance, set_total):
+        assert (advance, set_total) == (None, None)
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True)
+    with progress_bar("scan") as (advance, set_total):
+        assert advance is not None and set_total is not None
+        set_total(10)
+        advance(10)
