@@ -92,3 +92,24 @@ def test_kafka_transactions_abort_prints_nothing_like_upstream(cluster: Embedded
     fenced = kafka_transactions(bs, "forceTerminateTransaction", "--transactionalId", "app")
     assert (fenced.code, fenced.out) == (0, "")
     del producer
+
+
+def test_the_leader_enforces_txn_start_offset(cluster: EmbeddedCluster) -> None:
+    """KIP-664's tag on the wire: a marker naming the wrong start offset is refused, the right one accepted."""
+    from kafka_txn_tools.admin.client import AdminClient
+    from kafka_txn_tools.admin.config import ClientSettings
+    from kafka_txn_tools.models import TopicPartition
+
+    bs = cluster.bootstrap_servers
+    producer = open_transaction(bs, "app", "orders", [0])
+    tp = TopicPartition("orders", 0)
+    with AdminClient(ClientSettings(bootstrap_servers=bs)) as admin:
+        leader = admin.metadata(["orders"]).partition(tp).leader
+        replicas, _ = admin.describe_producers({leader: [tp]}, open_only=True)
+        p = replicas[0].producers[0]
+        args = (leader, tp, p.producer_id, p.producer_epoch, max(p.coordinator_epoch, 0))
+        assert admin.write_abort_marker(*args, p.current_txn_start_offset + 1) == "INVALID_TXN_STATE"
+        assert open_offsets(bs) == {0: p.current_txn_start_offset}
+        assert admin.write_abort_marker(*args, p.current_txn_start_offset) is None
+    assert open_offsets(bs) == {}
+    del producer
