@@ -74,9 +74,11 @@ class GeneratorConfig:
     def for_rows(cls, rows: int, **overrides: Any) -> GeneratorConfig:
         """A config whose producer-state table has about `rows` rows (all replicas)."""
         cfg = cls(**overrides)
-        per_partition = cfg.mean_producers * min(cfg.replication_factor, cfg.brokers)
-        total = max(1, int(rows / per_partition))
-        cfg.partitions_per_topic = max(1, total // cfg.topics)
+        replicas = min(cfg.replication_factor, cfg.brokers)
+        cfg.partitions_per_topic = max(1, int(rows / (cfg.mean_producers * replicas)) // cfg.topics)
+        # The heavy tail makes the realized mean differ from the nominal one: rescale once.
+        realized = int(Cluster(cfg).counts.sum()) * replicas
+        cfg.partitions_per_topic = max(1, round(cfg.partitions_per_topic * rows / max(realized, 1)))
         return cfg
 
 

@@ -26,6 +26,9 @@ otherwise `late`: the coordinator confirms a live transaction (reported only wit
 A coordinator row without partitions (describe failed) gives `coordinator-state-unknown`,
 verdict `unverified`: reported, never planned.
 
+All tables after the two reads of the producer table hold only partitions with late transactions:
+joins broadcast them (size estimates would otherwise come from the big table and pick shuffles).
+
 Replica divergence, for transactions open longer than the timeout: open on a follower but not on
 the leader, and open on the leader but missing on a follower that reported the partition.
 """
@@ -39,6 +42,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafka_txn_tools.dumps.plan import HANGING_REASONS
+from kafka_txn_tools.spark.normalize import normalize_transactions
 
 LATE_TRANSACTION_BUFFER_MS = 5 * 60 * 1000
 REASONS = HANGING_REASONS
@@ -78,18 +82,37 @@ def open_transactions(producers: DataFrame) -> DataFrame:
     )
 
 
-def replica_observations(producers: DataFrame, open_txns: DataFrame) -> DataFrame:
-    """Per replica of each partition with an open transaction: leader flag and freshest observation."""
-    keys = open_txns.select("topic", "partition").distinct()
+def late_partition_keys(open_txns: DataFrame, params: SweepParams) -> DataFrame:
+    """Partitions where some replica shows a transaction open longer than the timeout: the only ones
+    either rule can flag (the metric's threshold is higher still). Everything after works on these."""
+    age = F.lit(params.now_ms) - F.col("last_timestamp_ms")
+    return open_txns.where(age > params.max_transaction_timeout_ms).select("topic", "partition").distinct()
+
+
+def in_partitions(frame: DataFrame, keys: DataFrame, hint: list[tuple[str, int]] | None = None) -> DataFrame:
+    """Rows of `frame` in the partitions `keys`. With `hint` (the same keys, known to be few), cheap
+    integer and string tests run in the scan first, so the exact join only sees a sliver of a big table."""
+    if hint is not None:
+        topics = sorted({t for t, _ in hint})
+        indexes = sorted({p for _, p in hint})
+        frame = frame.where(F.col("partition").isin(indexes) & F.col("topic").isin(topics))
+    return frame.join(F.broadcast(keys), ["topic", "partition"], "left_semi")
+
+
+def replica_observations(rows: DataFrame) -> DataFrame:
+    """Per replica (topic, partition, broker): leader flag and freshest observation of the rows given."""
     obs = F.struct(
         F.col("capture_time_ms").alias("capture"),
         F.coalesce(F.col("snapshot_offset"), F.lit(MAX_LONG)).alias("offset"),
     )
-    return (
-        producers.join(F.broadcast(keys), ["topic", "partition"])
-        .groupBy("topic", "partition", "broker_id")
-        .agg(F.max("is_leader").alias("is_leader"), F.max(obs).alias("obs"))
+    return rows.groupBy("topic", "partition", "broker_id").agg(
+        F.max("is_leader").alias("is_leader"), F.max(obs).alias("obs")
     )
+
+
+def open_transaction_ages(open_txns: DataFrame, now_ms: int) -> DataFrame:
+    """Each open transaction once (across replicas and observations), aged by its latest write."""
+    return open_txns.groupBy(*TXN_KEY).agg((F.lit(now_ms) - F.max("last_timestamp_ms")).alias("age_ms"))
 
 
 def leaders(replicas: DataFrame) -> DataFrame:
@@ -121,7 +144,7 @@ def fresh_open(open_txns: DataFrame, replicas: DataFrame, now_ms: int) -> DataFr
         F.col("obs.capture").alias("_capture"),
         F.col("obs.offset").alias("_offset"),
     )
-    joined = open_txns.join(latest, ["topic", "partition", "broker_id"]).where(
+    joined = open_txns.join(F.broadcast(latest), ["topic", "partition", "broker_id"]).where(
         (F.col("capture_time_ms") == F.col("_capture"))
         & (F.coalesce(F.col("snapshot_offset"), F.lit(MAX_LONG)) == F.col("_offset"))
     )
@@ -137,7 +160,8 @@ def fresh_open(open_txns: DataFrame, replicas: DataFrame, now_ms: int) -> DataFr
 
 
 def leader_view(fresh: DataFrame, leader_table: DataFrame) -> DataFrame:
-    return fresh.join(leader_table, ["topic", "partition"]).where(F.col("broker_id") == F.col("leader_broker_id"))
+    on_leader = F.col("broker_id") == F.col("leader_broker_id")
+    return fresh.join(F.broadcast(leader_table), ["topic", "partition"]).where(on_leader)
 
 
 def late_partitions(on_leader: DataFrame, params: SweepParams) -> DataFrame:
@@ -172,12 +196,12 @@ def late_partition_counts(late: DataFrame) -> DataFrame:
 def divergence(fresh: DataFrame, leader_table: DataFrame, replicas: DataFrame, params: SweepParams) -> DataFrame:
     """Late transactions open on some replicas only: (txn key, kind, leader, broker_ids)."""
     timeout = params.max_transaction_timeout_ms
-    with_leader = fresh.join(leader_table, ["topic", "partition"])
+    with_leader = fresh.join(F.broadcast(leader_table), ["topic", "partition"])
     late_any = with_leader.where(F.col("age_ms") > timeout)
     on_leader = with_leader.where(F.col("broker_id") == F.col("leader_broker_id")).select(*TXN_KEY)
     follower_only = (
         late_any.where(F.col("broker_id") != F.col("leader_broker_id"))
-        .join(on_leader, TXN_KEY, "left_anti")
+        .join(F.broadcast(on_leader), TXN_KEY, "left_anti")
         .groupBy(*TXN_KEY, "leader_broker_id")
         .agg(F.array_sort(F.collect_set("broker_id")).alias("broker_ids"))
         .withColumn("kind", F.lit(FOLLOWER_ONLY))
@@ -186,9 +210,9 @@ def divergence(fresh: DataFrame, leader_table: DataFrame, replicas: DataFrame, p
     followers = replicas.select("topic", "partition", F.col("broker_id").alias("follower_id"))
     open_anywhere = fresh.select(*TXN_KEY, F.col("broker_id").alias("follower_id"))
     leader_only = (
-        leader_late.join(followers, ["topic", "partition"])
+        leader_late.join(F.broadcast(followers), ["topic", "partition"])
         .where(F.col("follower_id") != F.col("leader_broker_id"))
-        .join(open_anywhere, [*TXN_KEY, "follower_id"], "left_anti")
+        .join(F.broadcast(open_anywhere), [*TXN_KEY, "follower_id"], "left_anti")
         .groupBy(*TXN_KEY, "leader_broker_id")
         .agg(F.array_sort(F.collect_set("follower_id")).alias("broker_ids"))
         .withColumn("kind", F.lit(LEADER_ONLY))
@@ -245,7 +269,7 @@ def classify(candidates: DataFrame, coordinators: DataFrame) -> DataFrame:
         (F.col("reason") == UNKNOWN).desc(), (F.col("reason") == LATE).desc(), F.col("transactional_id").asc()
     )
     return (
-        candidates.join(coordinator_rows(coordinators), "producer_id", "left")
+        candidates.join(F.broadcast(coordinator_rows(coordinators)), "producer_id", "left")
         .withColumn("reason", reason_column())
         .withColumn("_rank", F.row_number().over(pick))
         .where(F.col("_rank") == 1)
@@ -264,8 +288,7 @@ def verdicts(
     params: SweepParams,
 ) -> DataFrame:
     """Every candidate (late by find-hanging's rule, leader view) with its verdict and context."""
-    on_leader = leader_view(fresh, leader_table)
-    candidates = on_leader.where(F.col("age_ms") > params.max_transaction_timeout_ms)
+    candidates = leader_view(fresh, leader_table).where(F.col("age_ms") > params.max_transaction_timeout_ms)
     open_on = fresh.groupBy(*TXN_KEY).agg(
         F.array_join(F.array_sort(F.collect_set("broker_id")).cast("array<string>"), ",").alias("open_on_brokers")
     )
@@ -282,9 +305,9 @@ def verdicts(
     )
     result = (
         classify(candidates, coordinators)
-        .join(open_on, TXN_KEY, "left")
-        .join(leader_flags, TXN_KEY, "left")
-        .join(metric, ["topic", "partition"], "left")
+        .join(F.broadcast(open_on), TXN_KEY, "left")
+        .join(F.broadcast(leader_flags), TXN_KEY, "left")
+        .join(F.broadcast(metric), ["topic", "partition"], "left")
         .withColumn(
             "metric_late",
             F.coalesce(F.col("_partition_late") & (F.col("oldest_producer_id") == F.col("producer_id")), F.lit(False)),
@@ -293,26 +316,66 @@ def verdicts(
     return result.select(*OUTPUT_COLUMNS)
 
 
+def relevant_transactions(transactions: DataFrame, candidates: DataFrame, hint_limit: int = 0) -> DataFrame:
+    """Coordinator rows of the transactional ids that ever named a candidate's producer id, newest
+    state per id (normalize_transactions). Cutting to those ids first keeps the per-id sort small:
+    a fleet has millions of ids, a sweep a handful of candidates. With hint_limit, ids and producer
+    ids (when at most that many) are fetched and tested in the scan instead of joined."""
+    pids = candidates.select("producer_id").distinct()
+    pid_list = _small_list(pids, "producer_id", hint_limit)
+    if pid_list is not None:
+        named = transactions.where(F.col("producer_id").isin(pid_list))
+    else:
+        named = transactions.join(F.broadcast(pids), "producer_id", "left_semi")
+    ids = named.select("transactional_id").distinct()
+    id_list = _small_list(ids, "transactional_id", hint_limit) if pid_list is not None else None
+    if id_list is not None:
+        return normalize_transactions(transactions.where(F.col("transactional_id").isin(id_list)))
+    return normalize_transactions(transactions.join(F.broadcast(ids), "transactional_id", "left_semi"))
+
+
+def _small_list(frame: DataFrame, column: str, limit: int) -> list[object] | None:
+    """The values of one column when there are at most `limit` of them (else None)."""
+    if limit <= 0:
+        return None
+    values = [r[column] for r in frame.limit(limit + 1).collect()]
+    return values if len(values) <= limit else None
+
+
 def analyze(
     producers: DataFrame,
     transactions: DataFrame,
     params: SweepParams,
     keep: Callable[[DataFrame], DataFrame] = lambda frame: frame,
+    hint_limit: int = 5_000,
 ) -> dict[str, DataFrame]:
-    """The whole classification over normalized tables: a pure function of its inputs and params.
+    """The whole classification: a function of the normalized producer table, the raw coordinator
+    rows (normalized here, for the ids that matter) and the params.
 
-    `keep` lets the job cache the small intermediate tables that several outputs reuse.
+    The big producer table is read twice: once for the open transactions (about 1% of rows), once
+    for the replicas of the few partitions with late ones. `keep` lets the job cache the small
+    intermediate tables several outputs reuse; the partitions with late transactions are fetched
+    (at most `hint_limit` of them) to pre-filter the second read; 0 turns that off.
     """
     open_txns = keep(open_transactions(producers))
-    replicas = keep(replica_observations(producers, open_txns))
+    keys = keep(late_partition_keys(open_txns, params))
+    hint = None
+    if hint_limit > 0:
+        found = [(r["topic"], int(r["partition"])) for r in keys.limit(hint_limit + 1).collect()]
+        hint = found if len(found) <= hint_limit else None
+    replicas = keep(replica_observations(in_partitions(producers, keys, hint)))
     leader_table = keep(leaders(replicas))
-    fresh = keep(fresh_open(open_txns, replicas, params.now_ms))
+    fresh = keep(fresh_open(in_partitions(open_txns, keys), replicas, params.now_ms))
     on_leader = keep(leader_view(fresh, leader_table))
     late = keep(late_partitions(on_leader, params))
     diverged = keep(divergence(fresh, leader_table, replicas, params))
-    verdict_table = keep(verdicts(fresh, leader_table, late, diverged, transactions, params))
+    candidates = on_leader.where(F.col("age_ms") > params.max_transaction_timeout_ms)
+    coordinators = keep(relevant_transactions(transactions, candidates, hint_limit))
+    verdict_table = keep(verdicts(fresh, leader_table, late, diverged, coordinators, params))
     return {
         "open": open_txns,
+        "open_ages": open_transaction_ages(open_txns, params.now_ms),
+        "late_keys": keys,
         "replicas": replicas,
         "leaders": leader_table,
         "fresh": fresh,

@@ -137,6 +137,8 @@ class Ingested:
     known_capture_ms: list[int]
     known_brokers: list[int]
     scan_for_capture: list[DataFrame]
+    # Producer row count from dump manifests, when every input is a dump that has one.
+    known_producer_rows: int | None = None
 
 
 def _empty(spark: SparkSession, kind: str) -> DataFrame:
@@ -202,17 +204,22 @@ def read_inputs(spark: SparkSession, paths: Sequence[str]) -> Ingested:
     known_capture: list[int] = []
     known_brokers: set[int] = set()
     scan: list[DataFrame] = []
+    manifest_rows: list[int | None] = []
     for spec in specs:
         if spec.kind != "dump":
+            manifest_rows.append(None)
             continue
         frames = [_read_dump(spark, spec, kind) for kind in dschema.KINDS]
         producers.append(frames[0])
         transactions.append(frames[1])
         errors.append(frames[2])
         if spec.max_capture_time_ms is not None:
+            manifest = dschema.Manifest.read(spec.path)
             known_capture.append(spec.max_capture_time_ms)
-            known_brokers.update(dschema.Manifest.read(spec.path).brokers)
+            known_brokers.update(manifest.brokers)
+            manifest_rows.append(manifest.counts.get(dschema.PRODUCERS))
         else:
+            manifest_rows.append(None)
             scan += [
                 frames[0].select("capture_time_ms", "broker_id"),
                 frames[1].select("capture_time_ms", frames[1]["coordinator_id"].alias("broker_id")),
@@ -234,4 +241,5 @@ def read_inputs(spark: SparkSession, paths: Sequence[str]) -> Ingested:
         known_capture_ms=known_capture,
         known_brokers=sorted(known_brokers),
         scan_for_capture=scan,
+        known_producer_rows=None if None in manifest_rows else sum(r or 0 for r in manifest_rows),
     )

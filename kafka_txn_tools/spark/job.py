@@ -75,7 +75,7 @@ def ship_package(spark: SparkSession) -> None:
     spark.sparkContext.addPyFile(str(target))
 
 
-def _age_histogram(on_leader: DataFrame) -> dict[str, int]:
+def _age_histogram(open_ages: DataFrame) -> dict[str, int]:
     from pyspark.sql import functions as F
 
     from kafka_txn_tools.spark.report import AGE_BUCKETS
@@ -87,7 +87,7 @@ def _age_histogram(on_leader: DataFrame) -> dict[str, int]:
         elif upper is not None:
             bucket = F.when(F.col("age_ms") < upper, F.lit(label)).otherwise(bucket)
     assert bucket is not None
-    rows = on_leader.groupBy(bucket.alias("bucket")).count().collect()
+    rows = open_ages.groupBy(bucket.alias("bucket")).count().collect()
     return {r["bucket"]: int(r["count"]) for r in rows}
 
 
@@ -140,7 +140,7 @@ def run_sweep(
     """Sweep `inputs` (dump dirs, log-dir trees, dump-log text files) and write the outputs to out_dir."""
     from kafka_txn_tools.spark import classify as C
     from kafka_txn_tools.spark.ingest import classify_input, read_inputs
-    from kafka_txn_tools.spark.normalize import normalize_producers, normalize_transactions
+    from kafka_txn_tools.spark.normalize import normalize_producers
 
     if max_transaction_timeout_ms <= 0:
         raise SweepError(f"max transaction timeout must be positive, got {max_transaction_timeout_ms} ms")
@@ -169,8 +169,7 @@ def run_sweep(
             raise SweepError("the inputs hold no rows, so there is no capture time to judge ages by: pass --as-of MS")
         params = C.SweepParams(now, max_transaction_timeout_ms, include_late)
         producers = normalize_producers(ingested.producers)
-        transactions = keep(normalize_transactions(ingested.transactions))
-        frames = C.analyze(producers, transactions, params, keep)
+        frames = C.analyze(producers, ingested.transactions, params, keep)
         frames["producers"] = producers
         return _write_outputs(Path(out_dir), ingested, params, as_of_ms is not None, brokers, frames)
     finally:
@@ -251,14 +250,16 @@ def _write_outputs(
     brokers |= {int(r["leader_broker_id"]) for r in per_broker}
     late_counts = {int(r["leader_broker_id"]): int(r["late_partitions"]) for r in per_broker}
     write_plan(_plan(rows, params.now_ms, params.max_transaction_timeout_ms), out / "abort-plan.yaml")
-    histogram = _age_histogram(frames["on_leader"])
+    histogram = _age_histogram(frames["open_ages"])
     summary = {
         "as_of_ms": params.now_ms,
         "as_of_given": as_of_given,
         "max_transaction_timeout_ms": params.max_transaction_timeout_ms,
         "include_late": params.include_late,
         "inputs": [spec.describe() for spec in ingested.inputs],
-        "producer_rows": frames["producers"].count(),
+        "producer_rows": ingested.known_producer_rows
+        if ingested.known_producer_rows is not None
+        else frames["producers"].count(),
         "open_transactions": sum(histogram.values()),
         "candidates": len(candidates),
         "hanging": sum(1 for r in candidates if r["verdict"] == "hanging"),
@@ -291,8 +292,10 @@ OUTPUT_FILES = (
 
 def _dump_errors(ingested: Ingested) -> list[dict[str, Any]]:
     """Partial failures the dumps recorded, counted per broker and error."""
-    if not any(spec.kind == "dump" for spec in ingested.inputs):
-        return []
+    from kafka_txn_tools.dumps.schema import ERRORS, dump_files
+
+    if not any(spec.kind == "dump" and dump_files(spec.path, ERRORS)[1] for spec in ingested.inputs):
+        return []  # nothing recorded: skip a Spark job over empty tables
     rows = ingested.errors.groupBy("broker_id", "api", "error_name").count().orderBy("broker_id", "api").collect()
     return [{**r.asDict(), "count": int(r["count"])} for r in rows]
 

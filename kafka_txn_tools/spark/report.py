@@ -130,7 +130,7 @@ def render_report(
     }),
 max transaction timeout {escape(str(threshold))} ms.</p>
 <div class="cards">{cards}</div>
-<h2>Open-transaction ages (leader replicas)</h2>
+<h2>Open-transaction ages (each transaction once, across replicas)</h2>
 {bar_chart("Open transactions by age", labels, ages, highlight=late_bucket)}
 <p class="muted">Red: older than the max transaction timeout.</p>
 <h2>Per broker</h2>

@@ -42,7 +42,7 @@ def frame(spark, kind: str, rows: list[dict[str, Any]]):
 
 def run(spark, producers, transactions=(), params=PARAMS) -> dict[str, list[dict[str, Any]]]:
     p = normalize_producers(frame(spark, schema.PRODUCERS, list(producers)))
-    t = normalize_transactions(frame(spark, schema.TRANSACTIONS, list(transactions)))
+    t = frame(spark, schema.TRANSACTIONS, list(transactions))
     cached = []
 
     def keep(f):
