@@ -234,6 +234,11 @@ class ClusterMetadata:
         if node_id not in p.isr:
             self._set(p, p.leader, [*p.isr, node_id], bump=False)
 
+    def leave_isr(self, p: PartitionState, node_id: int) -> None:
+        """A follower that cannot keep up (a storage error) stops counting for the high watermark."""
+        if node_id in p.isr and node_id != p.leader:
+            self._set(p, p.leader, [r for r in p.isr if r != node_id], bump=False)
+
 
 def hash_topic(name: str) -> int:
     """A stable (process-independent) small hash, unlike Python's salted str hash."""

@@ -8,9 +8,10 @@ event loop, an append and its replication happen in one step, so acks=all is sat
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
-from kafka.errors import NotEnoughReplicasError, NotLeaderForPartitionError
+from kafka.errors import KafkaStorageError, NotEnoughReplicasError, NotLeaderForPartitionError
 
 from kafka_txn_broker.coordinator_partition import GROUP_TOPIC
 from kafka_txn_broker.log.unified_log import UnifiedLog
@@ -18,6 +19,8 @@ from kafka_txn_broker.log.unified_log import UnifiedLog
 if TYPE_CHECKING:
     from kafka_txn_broker.metadata import PartitionState
     from kafka_txn_broker.replica_manager import ReplicaManager
+
+_log = logging.getLogger(__name__)
 
 # Replication copies at most this much per read from the leader's log.
 _CATCH_UP_CHUNK = 8 * 1024 * 1024
@@ -88,9 +91,18 @@ class Partition:
             follower = self.manager.peer_replica(replica, self.topic, self.index)
             if follower is None:
                 continue
-            if appended and follower.log.log_end_offset == appended_at:
-                follower.log.append_as_follower(appended, verified=True)
-            follower.catch_up_from(self.log)
+            try:
+                if appended and follower.log.log_end_offset == appended_at:
+                    follower.log.append_as_follower(appended, verified=True)
+                follower.catch_up_from(self.log)
+            except KafkaStorageError as exc:
+                # A follower's disk failed: it leaves the ISR and the partition carries on with the
+                # others (Kafka's follower takes its log dir offline the same way); it rejoins below
+                # once a later pass catches it up, or after its node restarts if its log went offline.
+                if replica in self.state.isr:
+                    _log.warning("%s-%s: replica on node %s leaves the ISR: %s", self.topic, self.index, replica, exc)
+                    self.manager.metadata.leave_isr(self.state, replica)
+                continue
             if replica not in self.state.isr and follower.log.log_end_offset >= self.log.log_end_offset:
                 self.manager.metadata.join_isr(self.state, replica)
         self.update_high_watermark()
