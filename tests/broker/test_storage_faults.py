@@ -244,3 +244,27 @@ def test_garbage_after_a_crash_is_cut_and_nothing_acknowledged_is_lost(tmp_path:
     finally:
         if broker.proc is not None and broker.proc.poll() is None:
             broker.terminate()
+
+
+def test_a_failing_follower_leaves_the_isr_and_the_partition_stays_available(tmp_path: Path,
+                                                                             faults: DiskFaults) -> None:
+    with EmbeddedCluster(nodes=3, data_dir=tmp_path) as cluster:
+        cluster.create_topic("replicated", 1, 3)
+        assert cluster.cluster is not None
+        state = cluster.cluster.metadata.partition("replicated", 0)
+        leader, follower = state.leader, next(r for r in state.replicas if r != state.leader)
+        assert _produce(cluster, {("replicated", 0): _batch(b"r1")})[("replicated", 0)] == (0, 0)
+
+        faults.fail(_dir(cluster, "replicated", 0, node=follower))
+        # acks=all still succeeds: the follower drops out of the ISR instead of failing the write.
+        assert _produce(cluster, {("replicated", 0): _batch(b"r2")})[("replicated", 0)] == (0, 1)
+        assert follower not in state.isr and leader in state.isr and len(state.isr) == 2
+        _log_bytes_match_batches(_dir(cluster, "replicated", 0, node=follower))
+
+        faults.clear()  # the next write catches the follower up and it rejoins
+        assert _produce(cluster, {("replicated", 0): _batch(b"r3")})[("replicated", 0)] == (0, 2)
+        assert sorted(state.isr) == sorted(state.replicas)
+        files = {(_dir(cluster, "replicated", 0, node=n) / "00000000000000000000.log").read_bytes()
+                 for n in state.replicas}
+        assert len(files) == 1  # every replica holds the same bytes
+        assert _fetch(cluster, "replicated", 0) == (0, [b"r1", b"r2", b"r3"])
