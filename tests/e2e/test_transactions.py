@@ -89,6 +89,9 @@ def _process(bootstrap: str, total: int, rng: random.Random) -> tuple[int, int]:
             producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
                                                  consumer.consumer_group_metadata(), 30)
             if rng.random() < 0.15:
+                # Flush first: librdkafka would otherwise purge unsent records on abort, and the test
+                # wants aborted data in the log that read_committed consumers must skip.
+                producer.flush(30)
                 producer.abort_transaction(30)
                 aborts += 1
                 _rewind(consumer)
