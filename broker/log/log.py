@@ -169,16 +169,29 @@ class Log:
                record_count: int) -> None:
         """Append batches that already carry their offsets (the first must be the log end offset)."""
         self.check_online()
+        active = self.active
+        position, first_offset = active.size, batches[0][1].base_offset
         try:
-            self.active.append(data, batches, self.clock.millis())
+            active.append(data, batches, self.clock.millis())
         except SegmentStateUnknown as exc:
             self.mark_offline(exc)
-            raise KafkaStorageError(f"cannot append to {self.active.log_path}: {exc}") from exc
+            raise KafkaStorageError(f"cannot append to {active.log_path}: {exc}") from exc
         except OSError as exc:  # rolled back by the segment: nothing was appended
-            raise KafkaStorageError(f"cannot append to {self.active.log_path}: {exc}") from exc
+            raise KafkaStorageError(f"cannot append to {active.log_path}: {exc}") from exc
         self._next_offset = batches[-1][1].next_offset
         self._unflushed_messages += record_count
-        self._maybe_flush()
+        try:
+            self._maybe_flush()
+        except KafkaStorageError:
+            # The writer is told KAFKA_STORAGE_ERROR, which clients read as "not persisted" (librdkafka
+            # may resend the batch under a new producer epoch): take the batch back out so a restart
+            # does not find it as well. The log stays offline either way.
+            try:
+                active.truncate_to(position, first_offset)
+                self._next_offset = first_offset
+            except OSError:
+                pass  # the disk refuses that too: recovery at the next start keeps what it finds
+            raise
 
     def _maybe_flush(self) -> None:
         if self._unflushed_messages >= self.config["log.flush.interval.messages"]:
