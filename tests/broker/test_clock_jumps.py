@@ -82,6 +82,14 @@ def _committed_values(cluster: EmbeddedCluster) -> list[bytes]:
     return out
 
 
+def _wait_state(cluster: EmbeddedCluster, txn_id: str, state: str) -> None:
+    """COMPLETE_* is written after commit_transaction returns (markers first): wait for it."""
+    deadline = time.monotonic() + 10
+    while _txn_state(cluster, txn_id) != state and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _txn_state(cluster, txn_id) == state
+
+
 def _reap(cluster: EmbeddedCluster, clock: ManualClock, elapsed_ms: int) -> None:
     """Let `elapsed_ms` of real time pass on the broker and run its periodic work."""
     clock.advance(elapsed_ms)
@@ -115,11 +123,7 @@ def test_wall_clock_jumping_back_does_not_keep_a_dead_transaction(cluster: Embed
     _reap(cluster, clock, 30_000)
     assert _txn_state(cluster, "back") == "Ongoing"  # not early either: 30 s < 60 s
     _reap(cluster, clock, 31_000)  # 61 s since it started: the reaper aborts it
-    deadline = time.monotonic() + 10
-    while _txn_state(cluster, "back") != "CompleteAbort" and time.monotonic() < deadline:
-        cluster.tick()
-        time.sleep(0.05)
-    assert _txn_state(cluster, "back") == "CompleteAbort"
+    _wait_state(cluster, "back", "CompleteAbort")
 
     # The LSO moved past the aborted data: a later committed transaction is readable, the aborted one not.
     q = _txn_producer(cluster, "after")
@@ -135,7 +139,7 @@ def test_transactional_id_expiration_follows_elapsed_time_not_the_wall_clock(clu
     p.begin_transaction()
     p.produce("t", value=b"one")
     p.commit_transaction(30)
-    assert _txn_state(cluster, "idle") == "CompleteCommit"
+    _wait_state(cluster, "idle", "CompleteCommit")
 
     # transactional.id.expiration.ms is 7 days; the wall clock leaps 8 days, one hour passes.
     clock.set_wall(clock.millis() + 8 * DAY)
@@ -144,6 +148,7 @@ def test_transactional_id_expiration_follows_elapsed_time_not_the_wall_clock(clu
     p.begin_transaction()  # the same producer goes on with its id
     p.produce("t", value=b"two")
     p.commit_transaction(30)
+    _wait_state(cluster, "idle", "CompleteCommit")
 
     # Back 8 days, then 7 days and an hour of real idleness: the id expires regardless.
     clock.set_wall(clock.millis() - 8 * DAY)
