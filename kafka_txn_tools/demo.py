@@ -1,70 +1,226 @@
-"""The README's main job: an embedded 3-node cluster exercised by real clients, narrated step by step."""
+"""The README's main job: an incident rehearsed end to end on an embedded 3-node cluster, narrated.
+
+Real clients make the traffic (confluent-kafka transactional producers and a read_committed consumer);
+the hanging transactions come from the broker's scenarios, which misbehave through the protocol the way
+production clients did. The operator's side is the real `kafka-txn` CLI, run as a subprocess exactly as
+a runbook would run it, so every command printed here can be copied.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 Say = Callable[[str], None]
 
-
-def _produce(bootstrap: str, topic: str, count: int) -> int:
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                         "linger.ms": 5})
-    delivered = 0
-
-    def on_delivery(err: object, _msg: object) -> None:
-        nonlocal delivered
-        if err is None:
-            delivered += 1
-
-    for i in range(count):
-        producer.produce(topic, key=str(i % 7).encode(), value=f"order-{i}".encode(), on_delivery=on_delivery)
-        producer.poll(0)
-    producer.flush(30)
-    return delivered
+TOPIC = "payments"
+QUIET = {"log_level": 3}
+# A hang looks like this only after transaction.max.timeout.ms (15 min); the scenarios backdate the
+# misbehaving writes by this much so the demo does not wait.
+BACKDATE_MS = 30 * 60 * 1000
 
 
-def _consume(bootstrap: str, topic: str, expected: int, timeout_s: float = 60.0) -> int:
-    from confluent_kafka import Consumer
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "demo-readers",
-                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
-    consumer.subscribe([topic])
-    seen = 0
-    deadline = time.monotonic() + timeout_s
-    try:
-        while seen < expected and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is not None and msg.error() is None:
-                seen += 1
-    finally:
-        consumer.close()
-    return seen
+# What the JVM prints on its own when Spark starts; not the sweep's output.
+_JVM_NOISE = ("WARNING: Using incubator modules", "Setting default log level", "To adjust logging level")
 
 
-def run(say: Say = print, data_dir: Path | None = None, records: int = 10_000) -> bool:
-    from confluent_kafka.admin import AdminClient, NewTopic
+@dataclass
+class Hang:
+    topic: str
+    partition: int
+    start_offset: int
+    transactional_id: str
+    scenario: str
 
+
+class Demo:
+    def __init__(self, say: Say, root: Path, bootstrap: str) -> None:
+        self.say = say
+        self.root = root
+        self.bootstrap = bootstrap
+
+    # ---- the operator's commands -------------------------------------------------------------
+    def kafka_txn(self, *args: str, show: bool = True) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "kafka_txn_tools", *args, "--bootstrap-server", self.bootstrap]
+        if args[0] == "sweep":
+            cmd = cmd[:-2]
+        self.say("   $ kafka-txn " + " ".join(args) + ("" if args[0] == "sweep" else " --bootstrap-server $BOOTSTRAP"))
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                             env={**os.environ, "COLUMNS": "160"})
+        if show:
+            for line in (out.stdout + out.stderr).rstrip().splitlines():
+                if not line.startswith(_JVM_NOISE):
+                    self.say("     " + line)
+        return out
+
+    # ---- client traffic ----------------------------------------------------------------------
+    def healthy_traffic(self) -> None:
+        from confluent_kafka import Producer
+
+        p = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": "payments-app", **QUIET})
+        p.init_transactions(30)
+        for n in range(6):
+            p.begin_transaction()
+            for i in range(20):
+                p.produce(TOPIC, key=b"acct-%d" % i, value=b"payment-%d-%d" % (n, i), partition=i % 3)
+            if n == 4:
+                p.abort_transaction(30)
+            else:
+                p.commit_transaction(30)
+        # A live transaction, open and within its timeout: it holds an LSO back legitimately.
+        self.live = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": "payments-batch-job",
+                              "transaction.timeout.ms": 600000, **QUIET})
+        self.live.init_transactions(30)
+        self.live.begin_transaction()
+        self.live.produce(TOPIC, value=b"batch-in-progress", partition=2)
+        self.live.flush(30)
+
+    def commit_after(self, topic: str, partition: int, count: int) -> None:
+        """More committed traffic behind the hang: exactly what read_committed consumers wait for."""
+        from confluent_kafka import Producer
+
+        p = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": f"writer-{topic}", **QUIET})
+        p.init_transactions(30)
+        p.begin_transaction()
+        for i in range(count):
+            p.produce(topic, value=b"after-hang-%d" % i, partition=partition)
+        p.commit_transaction(30)
+
+    def offsets(self, topic: str, partition: int) -> tuple[int, int]:
+        """(LSO, high watermark) as any client sees them: ListOffsets READ_COMMITTED vs READ_UNCOMMITTED."""
+        from confluent_kafka import IsolationLevel, TopicPartition
+        from confluent_kafka.admin import AdminClient, OffsetSpec
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, **QUIET})
+        tp = TopicPartition(topic, partition)
+        result = []
+        for level in (IsolationLevel.READ_COMMITTED, IsolationLevel.READ_UNCOMMITTED):
+            fut = admin.list_offsets({tp: OffsetSpec.latest()}, isolation_level=level)[tp]
+            result.append(fut.result(30).offset)
+        return result[0], result[1]
+
+    def read_committed(self, topic: str, partition: int, seconds: float) -> list[bytes]:
+        from confluent_kafka import Consumer, TopicPartition
+
+        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"ledger-{topic}",
+                      "isolation.level": "read_committed", "enable.auto.commit": False, **QUIET})
+        c.assign([TopicPartition(topic, partition, 0)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            for m in c.consume(100, 0.3):
+                value = m.value()
+                if m.error() is None and value is not None:
+                    got.append(value)
+        c.close()
+        return got
+
+    def hangs(self) -> list[Hang]:
+        from kafka_txn_broker.scenarios import ScenarioOptions, run_scenario
+
+        out = []
+        for name in ("late-write-after-abort", "unregistered-partition-commit"):
+            for result in run_scenario(name, self.bootstrap, ScenarioOptions(topic_prefix="demo",
+                                                                             backdate_ms=BACKDATE_MS)):
+                for h in result.hanging:
+                    out.append(Hang(h.topic, h.partition, h.start_offset, h.transactional_id, name))
+                    self.say(f"   - {name}: {_first_sentence(result.incident)}")
+        return out
+
+
+def _first_sentence(text: str) -> str:
+    head = " ".join(text.split()).split(". ")[0]
+    return head if head.endswith(".") else head + "."
+
+
+def _java_available() -> bool:
+    return shutil.which("java") is not None or bool(os.environ.get("JAVA_HOME"))
+
+
+def run(say: Say = print, data_dir: Path | None = None, records: int = 0) -> bool:
     from kafka_txn_broker import EmbeddedCluster
 
     root = data_dir or Path(tempfile.mkdtemp(prefix="kafka-txn-demo-"))
-    say(f"1. Starting a 3-node embedded Kafka cluster (data in {root})")
-    with EmbeddedCluster(nodes=3, data_dir=root) as cluster:
-        bootstrap = cluster.bootstrap_servers
-        say(f"   bootstrap.servers={bootstrap}")
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        admin.create_topics([NewTopic("orders", num_partitions=6, replication_factor=3)])["orders"].result(30)
-        del admin  # release its connections before the cluster stops
-        say("2. Created topic 'orders': 6 partitions, replication factor 3")
-        delivered = _produce(bootstrap, "orders", records)
-        say(f"3. An idempotent confluent-kafka producer (acks=all) delivered {delivered}/{records} records")
-        seen = _consume(bootstrap, "orders", delivered)
-        say(f"4. A consumer group read back {seen} records")
-        ok = delivered == records == seen
-        say("Done: every record was delivered and read exactly once." if ok else "Demo FAILED: counts differ.")
-        return ok
+    say(f"1. A 3-node embedded Kafka cluster (data in {root}), transaction.partition.verification.enable=false:")
+    say("   the pre-KIP-890 behaviour that let transactions hang in production.")
+    config = {"transaction.partition.verification.enable": False, "num.partitions": 3,
+              "default.replication.factor": 3}
+    with EmbeddedCluster(nodes=3, data_dir=root / "cluster", config=config) as cluster:
+        cluster.create_topic(TOPIC, 3, 3)
+        demo = Demo(say, root, cluster.bootstrap_servers)
+        say(f"   BOOTSTRAP={cluster.bootstrap_servers}")
+        return _incident(demo)
+
+
+def _incident(demo: Demo) -> bool:
+    say = demo.say
+    demo.healthy_traffic()
+    say(f"2. Healthy traffic from confluent-kafka on '{TOPIC}': 5 committed and 1 aborted transaction, and a")
+    say("   batch job's transaction that is open and live (within its timeout).")
+    say("3. The incident: two clients misbehave as production clients did (writes backdated 30 minutes):")
+    hangs = demo.hangs()
+    first = hangs[0]
+    demo.commit_after(first.topic, first.partition, 10)
+    lso, hw = demo.offsets(first.topic, first.partition)
+    seen = demo.read_committed(first.topic, first.partition, 3.0)
+    say(f"4. {first.topic}-{first.partition}: 10 records committed after the hang, but LSO={lso} < high "
+        f"watermark={hw};")
+    say(f"   a read_committed consumer got {len(seen)} of them: it is stalled.")
+    say("5. On call: find what holds the LSO back.")
+    found = demo.kafka_txn("find-hanging", "--all")
+    dump = demo.root / "dump"
+    say("   Before touching anything, capture the cluster's state for the post-mortem and the nightly sweep:")
+    demo.kafka_txn("dump", "--all", "--out", str(dump), "--format", "jsonl", show=False)
+    say(f"6. Abort the one stalling the ledger, by its start offset ({first.scenario}):")
+    aborted = demo.kafka_txn("abort", "--topic", first.topic, "--partition", str(first.partition),
+                             "--start-offset", str(first.start_offset), "--yes")
+    resumed = demo.read_committed(first.topic, first.partition, 3.0)
+    lso2, hw2 = demo.offsets(first.topic, first.partition)
+    say(f"7. LSO={lso2}, high watermark={hw2}: the consumer resumed and read {len(resumed)} committed records; "
+        "the aborted records stay invisible.")
+    swept = _sweep(demo, dump)
+    final = demo.kafka_txn("find-hanging", "--all", "--exit-code", "-o", "json", show=False)
+    remaining = json.loads(final.stdout or "{}").get("hanging", []) if final.stdout.strip().startswith("{") else []
+    live_ok = _live_untouched(demo)
+    ok = (found.returncode == 0 and aborted.returncode == 0 and len(seen) == 0 and len(resumed) == 10
+          and lso2 == hw2 and swept and final.returncode == 0 and live_ok)
+    say(f"9. find-hanging again: {len(remaining)} hanging; the batch job's live transaction was never touched: "
+        f"{'yes' if live_ok else 'NO'}.")
+    say("Done: the incident was found, explained and cleared." if ok else "Demo FAILED: see the steps above.")
+    return ok
+
+
+def _sweep(demo: Demo, dump: Path) -> bool:
+    say = demo.say
+    out = demo.root / "sweep"
+    if not _java_available():
+        say("8. (sweep skipped: java not found; `bash scripts/dev.sh demo` installs a JRE 17)")
+        return False
+    say("8. The nightly sweep: Spark over the dump captured during the incident, then its abort plan.")
+    res = demo.kafka_txn("sweep", str(dump), "--out", str(out))
+    if res.returncode != 0:
+        return False
+    summary: dict[str, Any] = json.loads((out / "summary.json").read_text())
+    say(f"   report: {out / 'report.html'}  summary: {json.dumps(summary.get('counts_by_reason', summary))[:160]}")
+    plan = demo.kafka_txn("abort", "--plan", str(out / "abort-plan.yaml"), "--yes")
+    # The first entry was aborted by hand in step 6: the plan re-validates it and reports it as done.
+    return plan.returncode in (0, 4)
+
+
+def _live_untouched(demo: Demo) -> bool:
+    """The live batch job can still commit: no tool aborted it."""
+    try:
+        demo.live.produce(TOPIC, value=b"batch-done", partition=2)
+        demo.live.commit_transaction(30)
+        return True
+    except Exception:
+        return False

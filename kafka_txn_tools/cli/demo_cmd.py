@@ -12,11 +12,11 @@ from kafka_txn_tools.cli.app import app
 
 @app.command("demo")
 def demo(
-    data_dir: Path | None = typer.Option(None, "--data-dir", help="keep the cluster's data here"),
-    records: int = typer.Option(10_000, "--records", min=1, help="records to produce"),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help="keep the cluster's data, dump and sweep here"),
 ) -> None:
-    """Run a 3-node embedded cluster with real clients and narrate each step."""
+    """Rehearse a hanging-transaction incident on a 3-node embedded cluster, each step narrated:
+    real clients, a stalled read_committed consumer, find-hanging, abort, dump, sweep."""
     from kafka_txn_tools.demo import run
 
-    if not run(typer.echo, data_dir, records):
+    if not run(typer.echo, data_dir):
         raise typer.Exit(exit_codes.ERROR)
