@@ -370,7 +370,7 @@ def analyze(
     late = keep(late_partitions(on_leader, params))
     diverged = keep(divergence(fresh, leader_table, replicas, params))
     candidates = on_leader.where(F.col("age_ms") > params.max_transaction_timeout_ms)
-    coordinators = keep(relevant_transactions(transactions, candidates, hint_limit))
+    coordinators = keep(relevant_transactions(transactions, candidates))
     verdict_table = keep(verdicts(fresh, leader_table, late, diverged, coordinators, params))
     return {
         "open": open_txns,

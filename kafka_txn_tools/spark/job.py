@@ -75,7 +75,7 @@ def ship_package(spark: SparkSession) -> None:
     spark.sparkContext.addPyFile(str(target))
 
 
-def _age_histogram(open_ages: DataFrame) -> dict[str, int]:
+def _age_histogram(open_ages: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     from kafka_txn_tools.spark.report import AGE_BUCKETS
@@ -87,8 +87,34 @@ def _age_histogram(open_ages: DataFrame) -> dict[str, int]:
         elif upper is not None:
             bucket = F.when(F.col("age_ms") < upper, F.lit(label)).otherwise(bucket)
     assert bucket is not None
-    rows = open_ages.groupBy(bucket.alias("bucket")).count().collect()
-    return {r["bucket"]: int(r["count"]) for r in rows}
+    return open_ages.groupBy(bucket.alias("bucket")).count()
+
+
+def _collect_results(frames: dict[str, DataFrame]) -> dict[str, list[dict[str, Any]]]:
+    """All small results in ONE Spark action: each becomes (kind, JSON row) and the union is
+    collected once, so the shared intermediate tables and broadcasts are computed once."""
+    from pyspark.sql import functions as F
+
+    from kafka_txn_tools.spark import classify as C
+
+    parts = {
+        "verdicts": frames["verdicts"],
+        "divergence": frames["divergence"],
+        "late": C.late_partition_counts(frames["late"]),
+        "ages": _age_histogram(frames["open_ages"]),
+    }
+    union = None
+    for kind, frame in parts.items():
+        tagged = frame.select(
+            F.lit(kind).alias("kind"),
+            F.to_json(F.struct(*frame.columns), {"ignoreNullFields": "false"}).alias("row"),
+        )
+        union = tagged if union is None else union.unionByName(tagged)
+    assert union is not None
+    out: dict[str, list[dict[str, Any]]] = {kind: [] for kind in parts}
+    for row in union.collect():
+        out[row["kind"]].append(json.loads(row["row"]))
+    return out
 
 
 def _write_csv(path: Path, rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:
@@ -234,23 +260,22 @@ def _write_outputs(
     from kafka_txn_tools.spark.report import render_report
 
     out.mkdir(parents=True, exist_ok=True)
-    # Candidates only (late by find-hanging's rule): small enough for the driver.
-    candidates = [
-        r.asDict() for r in frames["verdicts"].orderBy("topic", "partition", "start_offset", "producer_id").collect()
-    ]
+    results = _collect_results(frames)  # candidates only (late by find-hanging's rule): small
+    candidates = sorted(results["verdicts"], key=lambda r: (r["topic"], r["partition"], r["start_offset"],
+                                                            r["producer_id"]))
     keep = {"hanging", "unverified", *(["late"] if params.include_late else [])}
     rows = [r for r in candidates if r["verdict"] in keep]
     _write_late_transactions(out, rows)
     divergence_rows = [
-        {**r.asDict(), "broker_ids": ",".join(str(b) for b in r["broker_ids"])}
-        for r in frames["divergence"].orderBy(*C.TXN_KEY).collect()
+        {**r, "broker_ids": ",".join(str(b) for b in r["broker_ids"])}
+        for r in sorted(results["divergence"], key=lambda r: tuple(r[k] for k in C.TXN_KEY))
     ]
     _write_csv(out / "replica_divergence.csv", divergence_rows, [*C.TXN_KEY, "kind", "leader_broker_id", "broker_ids"])
-    per_broker = C.late_partition_counts(frames["late"]).collect()
+    per_broker = results["late"]
     brokers |= {int(r["leader_broker_id"]) for r in per_broker}
     late_counts = {int(r["leader_broker_id"]): int(r["late_partitions"]) for r in per_broker}
     write_plan(_plan(rows, params.now_ms, params.max_transaction_timeout_ms), out / "abort-plan.yaml")
-    histogram = _age_histogram(frames["open_ages"])
+    histogram = {r["bucket"]: int(r["count"]) for r in results["ages"]}
     summary = {
         "as_of_ms": params.now_ms,
         "as_of_given": as_of_given,
