@@ -46,16 +46,25 @@ class Run:
         self.outcomes: collections.Counter[str] = collections.Counter()
         self.findings: list[str] = []
         self.unhealthy = 0
+        # The last inputs with their durations, reported with a finding: a stall is often caused by the
+        # input before the one that timed out.
+        self.recent: collections.deque[str] = collections.deque(maxlen=5)
+        self.slow: list[str] = []  # inputs that took longer than --slow-s (reported, not findings)
 
     def record(self, frame: bytes, kind: str) -> None:
+        started = time.monotonic()
         try:
             out = self.probe.run(frame)
             self.outcomes[f"{kind}:{'response' if out.responses else 'waited' if out.waited else 'closed'}"] += 1
         except fz.Finding as exc:
-            self.findings.append(f"{kind}: {exc}")
+            self.findings.append(f"{kind}: {exc}; previous inputs: {list(self.recent)}")
             self.outcomes[f"{kind}:FINDING"] += 1
         except OSError as exc:  # could not even connect: the broker is down or out of sockets
             self.findings.append(f"{kind}: connection failed: {exc!r}")
+        took = time.monotonic() - started
+        self.recent.append(f"{kind} {took:.2f}s {frame[:40].hex()}")
+        if took > self.args.slow_s and len(self.slow) < 100:
+            self.slow.append(f"{kind} {took:.2f}s len {len(frame)} {frame[:60].hex()}")
         for line in self.errors.take():
             self.findings.append(f"{kind}: broker logged: {line.splitlines()[0]} input={frame[:64].hex()}")
         self.inputs += 1
@@ -86,6 +95,9 @@ class Run:
             print(f"  {kind:14s} " + ", ".join(f"{r} {n}" for r, n in sorted(by_kind[kind].items())))
         for f in self.findings[:50]:
             print("FINDING", f)
+        print(f"{len(self.slow)} inputs took longer than {self.args.slow_s}s (excluding protocol waits)")
+        for line in self.slow[:20]:
+            print("  SLOW", line)
         sys.stdout.flush()  # libFuzzer may end the process with _exit right after this
 
 
@@ -138,7 +150,9 @@ def main() -> int:
     parser.add_argument("--inputs", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--health-every", type=int, default=100)
-    parser.add_argument("--timeout", type=float, default=5.0, help="seconds an input may take to be answered")
+    # Generous: on a shared machine a starved broker can pause for seconds; a hang is "never".
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds an input may take to be answered")
+    parser.add_argument("--slow-s", type=float, default=2.0, help="report inputs slower than this")
     parser.add_argument("--artifacts", default=".", help="where atheris writes crash inputs")
     parser.add_argument("--data-dir", default=None)
     args = parser.parse_args()

@@ -367,15 +367,16 @@ def _recv_exact(s: socket.socket, n: int, deadline: float) -> bytes | None:
 
 
 def decodes_as_request(frame: bytes) -> tuple[ApiSpec, Any] | None:
-    """Decode a framed request as the broker would; None if the broker cannot."""
+    """Decode the first request of a byte stream as the broker would (its size prefix may claim fewer
+    bytes than follow: the rest is the next frame); None if the broker cannot."""
     if len(frame) < 12:
         return None
     size, key, version, _cid = HEADER.unpack_from(frame)
     spec = APIS.get(key)
-    if spec is None or size != len(frame) - 4 or not spec.min_version <= version <= spec.max_version:
+    if spec is None or not 8 <= size <= len(frame) - 4 or not spec.min_version <= version <= spec.max_version:
         return None
     try:
-        return spec, spec.request.decode(frame, version=version, header=True, framed=True)
+        return spec, spec.request.decode(frame[:4 + size], version=version, header=True, framed=True)
     except Exception:
         return None
 
