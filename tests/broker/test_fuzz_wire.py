@@ -155,26 +155,6 @@ def test_metadata_v12_without_name_or_id_is_unknown_topic_id(cluster: EmbeddedCl
     assert [t.error_code for t in resp.topics] == [100]  # UNKNOWN_TOPIC_ID
 
 
-def test_zz_logs_written_under_fuzzing_reopen_intact(cluster: EmbeddedCluster) -> None:
-    # Runs last in this module: whatever the fuzzed Produce/WriteTxnMarkers requests appended, the
-    # logs reopen after a clean restart with every batch intact and offsets contiguous.
-    from kafka_txn_broker.log.record_batch import batch_crc_ok
-
-    cluster.restart()
-    assert cluster.cluster is not None
-    checked = 0
-    for node in cluster.cluster.nodes.values():
-        for part in node.replica_manager.partitions.values():
-            expected = part.log.log_start_offset
-            for _segment, header, raw in part.log.log.iter_batches(expected):
-                assert header.base_offset == expected
-                assert batch_crc_ok(raw, 0, header)
-                expected = header.next_offset
-                checked += 1
-            assert expected == part.log.log_end_offset
-    assert checked > 0
-
-
 def test_create_topics_refuses_excessive_partition_counts(cluster: EmbeddedCluster) -> None:
     # Found by the atheris run: num_partitions=16776961 (validate_only) had the node build 16M partition
     # assignments, stalling every connection. Kafka's bound: 10000 new partitions per request.
@@ -193,3 +173,24 @@ def test_create_topics_refuses_excessive_partition_counts(cluster: EmbeddedClust
     assert create(2**31 - 1, -5) == [44, 44]
     assert create(10000) == [0]
     assert create(3, -1) == [0, 0]
+
+
+def test_zz_logs_written_under_fuzzing_reopen_intact(cluster: EmbeddedCluster, probe: fz.WireProbe) -> None:
+    # Last in this module (file order): whatever the fuzzed Produce/WriteTxnMarkers requests appended,
+    # the logs reopen after a clean restart with every batch intact and offsets contiguous.
+    from kafka_txn_broker.log.record_batch import batch_crc_ok
+
+    cluster.restart()
+    probe.close()  # the restart closed its long-lived connection; a later healthy() opens a new one
+    assert cluster.cluster is not None
+    checked = 0
+    for node in cluster.cluster.nodes.values():
+        for part in node.replica_manager.partitions.values():
+            expected = part.log.log_start_offset
+            for _segment, header, raw in part.log.log.iter_batches(expected):
+                assert header.base_offset == expected
+                assert batch_crc_ok(raw, 0, header)
+                expected = header.next_offset
+                checked += 1
+            assert expected == part.log.log_end_offset
+    assert checked > 0
