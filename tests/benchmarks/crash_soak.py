@@ -47,7 +47,7 @@ def main() -> int:
     print(f"crash soak: {config} in {data_dir}", flush=True)
     started = time.monotonic()
     try:
-        _reports, summary = run_soak(config, data_dir)
+        _reports, summary = run_soak(config, data_dir, on_round=lambda r: print(r, flush=True))
     except SoakFailure as exc:
         print(f"FAILED after {time.monotonic() - started:.0f} s: {exc}", flush=True)
         return 1

@@ -29,6 +29,7 @@ import random
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -209,8 +210,10 @@ class Worker(threading.Thread):
 
 
 class CrashSoak:
-    def __init__(self, config: SoakConfig, data_dir: Path) -> None:
+    def __init__(self, config: SoakConfig, data_dir: Path,
+                 on_round: Callable[[RoundReport], None] | None = None) -> None:
         self.config = config
+        self.on_round = on_round
         self.data_dir = data_dir
         self.rng = random.Random(config.seed)
         self.ledger = Ledger()
@@ -246,6 +249,8 @@ class CrashSoak:
                 time.sleep(self.config.run_after_restart)
                 self._pause()
                 self.reports.append(self.verify(kill, ran))
+                if self.on_round is not None:
+                    self.on_round(self.reports[-1])
         finally:
             self.stopped.set()
             self.running.set()
@@ -390,7 +395,8 @@ def summarize(reports: list[RoundReport], workers: list[Worker]) -> str:
     return "\n".join(lines)
 
 
-def run_soak(config: SoakConfig, data_dir: Path) -> tuple[list[RoundReport], str]:
-    soak = CrashSoak(config, data_dir)
+def run_soak(config: SoakConfig, data_dir: Path,
+             on_round: Callable[[RoundReport], None] | None = None) -> tuple[list[RoundReport], str]:
+    soak = CrashSoak(config, data_dir, on_round)
     reports = soak.run()
     return reports, summarize(reports, soak.workers)
