@@ -316,30 +316,13 @@ def verdicts(
     return result.select(*OUTPUT_COLUMNS)
 
 
-def relevant_transactions(transactions: DataFrame, candidates: DataFrame, hint_limit: int = 0) -> DataFrame:
+def relevant_transactions(transactions: DataFrame, candidates: DataFrame) -> DataFrame:
     """Coordinator rows of the transactional ids that ever named a candidate's producer id, newest
     state per id (normalize_transactions). Cutting to those ids first keeps the per-id sort small:
-    a fleet has millions of ids, a sweep a handful of candidates. With hint_limit, ids and producer
-    ids (when at most that many) are fetched and tested in the scan instead of joined."""
+    a fleet has millions of ids, a sweep a handful of candidates."""
     pids = candidates.select("producer_id").distinct()
-    pid_list = _small_list(pids, "producer_id", hint_limit)
-    if pid_list is not None:
-        named = transactions.where(F.col("producer_id").isin(pid_list))
-    else:
-        named = transactions.join(F.broadcast(pids), "producer_id", "left_semi")
-    ids = named.select("transactional_id").distinct()
-    id_list = _small_list(ids, "transactional_id", hint_limit) if pid_list is not None else None
-    if id_list is not None:
-        return normalize_transactions(transactions.where(F.col("transactional_id").isin(id_list)))
+    ids = transactions.join(F.broadcast(pids), "producer_id", "left_semi").select("transactional_id").distinct()
     return normalize_transactions(transactions.join(F.broadcast(ids), "transactional_id", "left_semi"))
-
-
-def _small_list(frame: DataFrame, column: str, limit: int) -> list[object] | None:
-    """The values of one column when there are at most `limit` of them (else None)."""
-    if limit <= 0:
-        return None
-    values = [r[column] for r in frame.limit(limit + 1).collect()]
-    return values if len(values) <= limit else None
 
 
 def analyze(
