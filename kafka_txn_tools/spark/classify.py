@@ -26,8 +26,10 @@ otherwise `late`: the coordinator confirms a live transaction (reported only wit
 A coordinator row without partitions (describe failed) gives `coordinator-state-unknown`,
 verdict `unverified`: reported, never planned.
 
-All tables after the two reads of the producer table hold only partitions with late transactions:
-joins broadcast them (size estimates would otherwise come from the big table and pick shuffles).
+All tables after the two reads of the producer table hold only partitions with late transactions.
+Only joins against the big tables are broadcast on purpose; between the small ones, local runs
+use plain one-partition shuffles (a broadcast costs a Spark job each) and clusters let adaptive
+execution choose.
 
 Replica divergence, for transactions open longer than the timeout: open on a follower but not on
 the leader, and open on the leader but missing on a follower that reported the partition.
@@ -144,7 +146,7 @@ def fresh_open(open_txns: DataFrame, replicas: DataFrame, now_ms: int) -> DataFr
         F.col("obs.capture").alias("_capture"),
         F.col("obs.offset").alias("_offset"),
     )
-    joined = open_txns.join(F.broadcast(latest), ["topic", "partition", "broker_id"]).where(
+    joined = open_txns.join(latest, ["topic", "partition", "broker_id"]).where(
         (F.col("capture_time_ms") == F.col("_capture"))
         & (F.coalesce(F.col("snapshot_offset"), F.lit(MAX_LONG)) == F.col("_offset"))
     )
@@ -161,7 +163,7 @@ def fresh_open(open_txns: DataFrame, replicas: DataFrame, now_ms: int) -> DataFr
 
 def leader_view(fresh: DataFrame, leader_table: DataFrame) -> DataFrame:
     on_leader = F.col("broker_id") == F.col("leader_broker_id")
-    return fresh.join(F.broadcast(leader_table), ["topic", "partition"]).where(on_leader)
+    return fresh.join(leader_table, ["topic", "partition"]).where(on_leader)
 
 
 def late_partitions(on_leader: DataFrame, params: SweepParams) -> DataFrame:
@@ -196,12 +198,12 @@ def late_partition_counts(late: DataFrame) -> DataFrame:
 def divergence(fresh: DataFrame, leader_table: DataFrame, replicas: DataFrame, params: SweepParams) -> DataFrame:
     """Late transactions open on some replicas only: (txn key, kind, leader, broker_ids)."""
     timeout = params.max_transaction_timeout_ms
-    with_leader = fresh.join(F.broadcast(leader_table), ["topic", "partition"])
+    with_leader = fresh.join(leader_table, ["topic", "partition"])
     late_any = with_leader.where(F.col("age_ms") > timeout)
     on_leader = with_leader.where(F.col("broker_id") == F.col("leader_broker_id")).select(*TXN_KEY)
     follower_only = (
         late_any.where(F.col("broker_id") != F.col("leader_broker_id"))
-        .join(F.broadcast(on_leader), TXN_KEY, "left_anti")
+        .join(on_leader, TXN_KEY, "left_anti")
         .groupBy(*TXN_KEY, "leader_broker_id")
         .agg(F.array_sort(F.collect_set("broker_id")).alias("broker_ids"))
         .withColumn("kind", F.lit(FOLLOWER_ONLY))
@@ -210,9 +212,9 @@ def divergence(fresh: DataFrame, leader_table: DataFrame, replicas: DataFrame, p
     followers = replicas.select("topic", "partition", F.col("broker_id").alias("follower_id"))
     open_anywhere = fresh.select(*TXN_KEY, F.col("broker_id").alias("follower_id"))
     leader_only = (
-        leader_late.join(F.broadcast(followers), ["topic", "partition"])
+        leader_late.join(followers, ["topic", "partition"])
         .where(F.col("follower_id") != F.col("leader_broker_id"))
-        .join(F.broadcast(open_anywhere), [*TXN_KEY, "follower_id"], "left_anti")
+        .join(open_anywhere, [*TXN_KEY, "follower_id"], "left_anti")
         .groupBy(*TXN_KEY, "leader_broker_id")
         .agg(F.array_sort(F.collect_set("follower_id")).alias("broker_ids"))
         .withColumn("kind", F.lit(LEADER_ONLY))
@@ -269,7 +271,7 @@ def classify(candidates: DataFrame, coordinators: DataFrame) -> DataFrame:
         (F.col("reason") == UNKNOWN).desc(), (F.col("reason") == LATE).desc(), F.col("transactional_id").asc()
     )
     return (
-        candidates.join(F.broadcast(coordinator_rows(coordinators)), "producer_id", "left")
+        candidates.join(coordinator_rows(coordinators), "producer_id", "left")
         .withColumn("reason", reason_column())
         .withColumn("_rank", F.row_number().over(pick))
         .where(F.col("_rank") == 1)
@@ -305,9 +307,9 @@ def verdicts(
     )
     result = (
         classify(candidates, coordinators)
-        .join(F.broadcast(open_on), TXN_KEY, "left")
-        .join(F.broadcast(leader_flags), TXN_KEY, "left")
-        .join(F.broadcast(metric), ["topic", "partition"], "left")
+        .join(open_on, TXN_KEY, "left")
+        .join(leader_flags, TXN_KEY, "left")
+        .join(metric, ["topic", "partition"], "left")
         .withColumn(
             "metric_late",
             F.coalesce(F.col("_partition_late") & (F.col("oldest_producer_id") == F.col("producer_id")), F.lit(False)),

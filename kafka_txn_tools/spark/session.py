@@ -80,6 +80,9 @@ def get_session(
         # Adaptive execution pays off on big shuffles; locally the shuffled tables are tiny and its
         # re-planning costs more than it saves.
         .config("spark.sql.adaptive.enabled", "false" if local else "true")
+        # Locally, joins of the small tables shuffle within one partition rather than broadcast:
+        # each broadcast is a Spark job of its own. (Joins against big tables carry explicit hints.)
+        .config("spark.sql.autoBroadcastJoinThreshold", "-1" if local else str(10 * 1024 * 1024))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{quiet_log_config()}")
         # Executors run this interpreter, which has kafka_txn_tools and its dependencies.
@@ -94,7 +97,7 @@ def get_session(
     if shuffle_partitions is None and not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
         # The tables that get shuffled are the small, filtered ones (open transactions): a couple of
         # partitions per core suffice; Spark's default of 200 would mostly schedule empty tasks.
-        shuffle_partitions = max(2, min(200, spark.sparkContext.defaultParallelism * 2)) if not local else 2
+        shuffle_partitions = max(2, min(200, spark.sparkContext.defaultParallelism * 2)) if not local else 1
     if shuffle_partitions is not None:
         spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions))
     return spark
