@@ -153,6 +153,7 @@ class Log:
         try:
             active.on_become_inactive()
             active.flush()  # a rolled segment is durable: recovery only ever looks at the last one
+            active.release_indexes()
         except OSError as exc:
             self.mark_offline(exc)
             raise KafkaStorageError(f"cannot roll {active.log_path}: {exc}") from exc
