@@ -8,7 +8,9 @@ classes, the versions every Kafka 2.x-4.x serves): InitProducerId once, then tra
 (AddPartitionsToTxn, one transactional Produce of --records records, EndTxn commit), for --minutes.
 Reported: committed transactions and rate, EndTxn latency p50/p99/max (per minute and overall), and the
 broker's resident memory sampled every --sample-s seconds, with the growth over the second half of
-the run (memory is flat when that stays within --max-growth; exit code 1 otherwise).
+the run (memory is flat when that stays within --max-growth; exit code 1 otherwise). Segments are
+small (--segment-mb) so they roll during the run: an active segment's in-memory index grows with the
+data written to it until it rolls.
 """
 
 from __future__ import annotations
@@ -183,7 +185,8 @@ def pct(values: list[float], q: float) -> float:
 
 async def run(args: argparse.Namespace) -> int:
     data_dir = Path(args.data_dir or tempfile.mkdtemp(prefix="load-soak-"))
-    broker = BrokerProcess(data_dir, 1, free_port_block(1), sets=["transaction.state.log.num.partitions=10"])
+    broker = BrokerProcess(data_dir, 1, free_port_block(1), sets=[
+        "transaction.state.log.num.partitions=10", f"log.segment.bytes={args.segment_mb * 1024 * 1024}"])
     bootstrap = broker.start()
     assert broker.proc is not None
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
@@ -247,6 +250,9 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=12)
     parser.add_argument("--records", type=int, default=5, help="records per transaction")
     parser.add_argument("--sample-s", type=float, default=10.0)
+    # The in-memory index of an active segment grows with the data written to it (about 6% of it) until
+    # the segment rolls; small segments make the plateau visible within minutes.
+    parser.add_argument("--segment-mb", type=int, default=8, help="log.segment.bytes in MiB")
     parser.add_argument("--max-growth", type=float, default=0.10, help="allowed RSS growth over the second half")
     parser.add_argument("--data-dir", default=None)
     return asyncio.run(run(parser.parse_args()))
