@@ -229,6 +229,8 @@ def _check_uncompressed_records(buf: Buffer, pos: int, header: BatchHeader) -> N
             q += 1
         else:
             _, q = decode_varint(buf, q)
+        if q >= p_end:  # the timestamp delta ran to the record's end: no room for the offset delta
+            raise CorruptRecordError(f"record of length {length} ends inside its header")
         z = buf[q]
         delta = (z >> 1) ^ -(z & 1) if z < 0x80 else decode_varint(buf, q)[0]
         if delta != expected_delta:

@@ -4,7 +4,7 @@ import contextlib
 import struct
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from kafka.errors import (
     CorruptRecordError,
@@ -183,6 +183,7 @@ def test_varint_round_trip() -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(st.binary(min_size=1, max_size=120), st.integers(0, 200))
+@example(b"\x0c\x00\x80\x80\x80\x80\x00", 0)  # the timestamp delta runs to the record's end (IndexError)
 def test_garbage_records_with_valid_crc_raise_kafka_errors_only(garbage, count) -> None:
     """A CRC-valid batch whose records section is nonsense must be refused with a Kafka error."""
     body = struct.pack(">hiqqqhii", 0, max(count, 1) - 1, TS, TS, -1, -1, -1, max(count, 1)) + garbage
