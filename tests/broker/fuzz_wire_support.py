@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_txn_broker.apis.registry import APIS, ApiSpec, load_all
-from kafka_txn_broker.log.record_batch import build_batch
+from kafka_txn_broker.log.record_batch import build_batch, crc32c
 
 FUZZ_TOPIC = "fuzz"
 FUZZ_GROUP = "fuzz-group"
@@ -127,7 +127,21 @@ def _string_value(name: str, rng: random.Random) -> str:
     return rng.choice(["x", "", "fuzz", "\u00e9\u6f22"])
 
 
+def _crc_valid_garbage(rng: random.Random) -> bytes:
+    """A batch whose header and CRC are right but whose records section is noise: byte flips elsewhere
+    in the frame break the CRC, so only this reaches the record walk behind it."""
+    count = rng.choice([0, 1, 2, 5, 200, 2**31 - 1])
+    garbage = bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 80)))
+    attributes = rng.choice([0, 0, 0x10, 0x20, 1, 4])  # plain, transactional, control, gzip, zstd
+    pid, seq = rng.choice([(-1, -1), (1000, 0)])
+    body = struct.pack(">hiqqqhii", attributes, max(count, 1) - 1, 1_700_000_000_000, 1_700_000_000_000, pid, 0,
+                       seq, count) + garbage
+    return struct.pack(">qiibI", 0, len(body) + 9, 0, 2, crc32c(body)) + body
+
+
 def _records(rng: random.Random) -> bytes:
+    if rng.random() < 0.15:
+        return _crc_valid_garbage(rng)
     n = rng.randint(1, 3)
     recs = [(b"k%d" % i if rng.random() < 0.5 else None, b"v" * rng.randint(0, 40)) for i in range(n)]
     kind = rng.random()
