@@ -17,3 +17,4 @@ def test_kill9_under_transactional_load_loses_and_duplicates_nothing(tmp_path: P
     last = reports[-1]  # the ledger is cumulative: the last check covers every transaction
     assert last.committed > 50 and last.aborted > 5, summary  # the load really ran
     assert last.records_read > 0
+    assert last.aborted_in_log > 0, summary  # aborted data is in the log: the read_committed check bites
