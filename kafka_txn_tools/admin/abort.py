@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from kafka_txn_tools.admin import hanging
 from kafka_txn_tools.admin.api import ClusterApi
-from kafka_txn_tools.admin.errors import BrokerError, NothingToDo, UsageError
+from kafka_txn_tools.admin.errors import BrokerError, ConnectionFailed, NothingToDo, UsageError
 from kafka_txn_tools.models import (
     AbortSpec,
     ClusterInfo,
@@ -169,11 +169,54 @@ def execute(
     spec = check.spec
     if spec is None:
         raise UsageError(f"nothing to abort on {check.partition}")
-    error = client.write_abort_marker(check.leader, spec.partition, spec.producer_id, spec.producer_epoch,
-                                      spec.coordinator_epoch, spec.start_offset)
+    error = _write_marker(client, check, spec)
+    if error in _LEADER_MOVED:
+        # Leadership moved between validation and the marker (a broker restarted, a reassignment):
+        # find the new leader, check the same transaction is still open there, and write it once more.
+        _follow_leader(client, check, sleep)
+        error = _write_marker(client, check, spec)
     if error is not None:
         _raise_marker_error(client, check, error)
     return _after(client, check, sleep, settle_s)
+
+
+# Marker errors (or an unreachable leader) that mean "ask the partition's new leader".
+_LEADER_MOVED = {"NOT_LEADER_FOR_PARTITION", "NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE",
+                 "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "BROKER_UNREACHABLE"}
+
+
+def _write_marker(client: AbortClient, check: AbortCheck, spec: AbortSpec) -> str | None:
+    try:
+        return client.write_abort_marker(check.leader, spec.partition, spec.producer_id, spec.producer_epoch,
+                                         spec.coordinator_epoch, spec.start_offset)
+    except ConnectionFailed:
+        return "BROKER_UNREACHABLE"
+
+
+def _follow_leader(client: AbortClient, check: AbortCheck, sleep: Callable[[float], None],
+                   wait_s: float = 15.0) -> None:
+    old = check.leader
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            _cluster, leader = _leader(client, check.partition)
+        except BrokerError:
+            leader = -1  # no leader elected yet
+        if leader not in (-1, old) or time.monotonic() >= deadline:
+            break
+        sleep(0.2)
+    if leader in (-1, old):
+        raise BrokerError(f"the leader of {check.partition} (broker {old}) stopped answering and no new leader "
+                          f"was elected within {wait_s:.0f} s; nothing was written", "LEADER_NOT_AVAILABLE",
+                          "retry the same abort command once the partition has a leader")
+    check.leader = leader
+    if not _still_open(client, check):
+        spec = check.spec
+        assert spec is not None
+        raise NothingToDo(f"leadership of {check.partition} moved to broker {leader}, where the transaction at "
+                          f"offset {spec.start_offset} is no longer open: it was completed")
+    check.notes.append(f"leadership of {check.partition} moved from broker {old} to {leader} during the abort; "
+                       "re-validated on the new leader")
 
 
 def _raise_marker_error(client: AbortClient, check: AbortCheck, error: str) -> None:
