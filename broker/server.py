@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 API_VERSIONS_KEY = 18
+FAILED_AUTHENTICATION_DELAY_S = 0.1
 UNSUPPORTED_VERSION = 35
 
 
@@ -101,7 +102,11 @@ class Connection:
                     self.writer.write(response)
                     await self.writer.drain()
                 if self.session.close_after_response:
-                    return  # a failed or illegal SASL step: Kafka closes after answering it
+                    # A failed or illegal SASL step: Kafka answers, then closes after
+                    # connection.failed.authentication.delay.ms (100 ms), which also lets the client
+                    # read the answer before it sees the connection go.
+                    await asyncio.sleep(FAILED_AUTHENTICATION_DELAY_S)
+                    return
         except ProtocolViolation as exc:
             log.info("closing connection from %s: %s", self.peer, exc)
         except (ConnectionError, asyncio.IncompleteReadError):

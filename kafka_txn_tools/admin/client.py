@@ -384,19 +384,44 @@ class AdminClient:
         return level, offsets
 
 
+class _AuthFailureCatcher(logging.Handler):
+    """Keeps the SASL refusal kafka-python logs while it retries a bootstrap: it raises only a timeout
+    in the end, and an operator needs to hear "wrong password", not "could not connect"."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.refusal: BaseException | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        args = record.args if isinstance(record.args, tuple) else ()
+        for arg in args:
+            if isinstance(arg, kerrors.SaslAuthenticationFailedError):
+                self.refusal = arg
+
+
+def _auth_refused(servers: str, mechanism: str, exc: BaseException) -> ConnectionFailed:
+    return ConnectionFailed(f"the cluster at {servers} refused SASL/{mechanism} authentication ({exc})",
+                            "check the username and password in sasl.jaas.config")
+
+
 def _connect(settings: ClientSettings, timeout_ms: int, client_id: str) -> Any:
     servers = settings.bootstrap_servers or ""
     kwargs = dict(settings.kwargs)
     protect([kwargs.get("sasl_plain_password"), kwargs.get("ssl_password")])  # kafka-python logs them
     kwargs.setdefault("client_id", client_id)
     kwargs.setdefault("request_timeout_ms", timeout_ms)
+    mech = kwargs.get("sasl_mechanism", "SASL")
+    catcher = _AuthFailureCatcher()
+    net_log = logging.getLogger("kafka.net.manager")
+    net_log.addHandler(catcher)
     try:
         return KafkaAdminClient(bootstrap_servers=servers.split(","), bootstrap_timeout_ms=timeout_ms, **kwargs)
     except kerrors.SaslAuthenticationFailedError as exc:
-        mech = kwargs.get("sasl_mechanism", "SASL")
-        raise ConnectionFailed(f"the cluster at {servers} refused SASL/{mech} authentication ({exc})",
-                               "check the username and password in sasl.jaas.config") from None
+        raise _auth_refused(servers, mech, exc) from None
     except kerrors.KafkaTimeoutError:
+        # kafka-python keeps retrying a refused login until the bootstrap timeout; say why it failed.
+        if catcher.refusal is not None:
+            raise _auth_refused(servers, mech, catcher.refusal) from None
         raise ConnectionFailed(
             f"could not connect to the cluster at {servers} within {timeout_ms / 1000:g}s",
             "check --bootstrap-server, that the brokers are up, and security.protocol / TLS settings",
@@ -405,3 +430,5 @@ def _connect(settings: ClientSettings, timeout_ms: int, client_id: str) -> Any:
         raise UsageError(f"invalid client configuration: {exc}") from None
     except kerrors.KafkaError as exc:
         raise ConnectionFailed(f"could not connect to the cluster at {servers}: {exc}") from None
+    finally:
+        net_log.removeHandler(catcher)

@@ -166,6 +166,8 @@ def test_cli_keeps_secrets_out_of_output_and_logs(secure: EmbeddedCluster, tmp_p
     wrong = "Wrong-Secret-7f3"
     bad = cli("list", "-b", bs, "--command-config", str(properties(tmp_path, "alice", wrong)), "--timeout", "2s")
     assert bad.code == exit_codes.ERROR and bad.err.startswith("error: ")
+    assert "refused SASL/SCRAM-SHA-512 authentication" in bad.err, bad.err  # says why, not just "no connection"
+    assert "sasl.jaas.config" in bad.err
     good = cli("describe-producers", "-b", bs, "--command-config",
                str(properties(tmp_path, "alice", USERS["alice"])), "--topic", "orders", "-o", "json")
     assert good.code == 0, good.err
