@@ -453,8 +453,13 @@ class UnifiedLog:
             return self._ensure_loaded().has_late_transaction(now_ms, self.config["transaction.max.timeout.ms"])
 
     def remove_expired_producers(self, now_ms: int) -> list[int]:
+        """Expire idle producers of a loaded producer state. An unloaded one (idle since a clean start) is
+        left alone: the periodic check must not read every snapshot of every replica, and nothing looks
+        at those producers until the state is loaded, after which the next check expires them."""
         with self._lock:
-            return self._ensure_loaded().remove_expired_producers(now_ms)
+            if not self._psm_loaded:
+                return []
+            return self._psm.remove_expired_producers(now_ms)
 
     def close(self) -> None:
         """Flush, snapshot producer state at the log end, leave the clean-shutdown marker (an offline

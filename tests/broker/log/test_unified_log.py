@@ -463,3 +463,18 @@ def test_state_always_matches_a_rebuild_from_the_log(tmp_path_factory, ops) -> N
     rebuilt.high_watermark = rebuilt.log_end_offset
     assert _state(rebuilt) == _state(ulog)
     assert ulog.last_stable_offset == rebuilt.last_stable_offset
+
+
+def test_expiration_check_does_not_load_an_idle_producer_state(part_dir: Path, config: BrokerConfig,
+                                                               clock: ManualClock) -> None:
+    log = UnifiedLog.open(part_dir, config, clock)
+    log.append_as_leader(Producer(77).batch(), 0)
+    log.close()
+    snapshot = next(part_dir.glob("*.snapshot"))
+    reopened = UnifiedLog.open(part_dir, config, clock)  # clean shutdown: producer state loads lazily
+    clock.advance(config["producer.id.expiration.ms"] + 1)
+    snapshot.write_bytes(b"unreadable")  # a check that read the snapshot would fail here
+    assert reopened.remove_expired_producers(clock.millis()) == []
+    snapshot.unlink()  # now let the state load (from the log) and expire on the next check
+    assert [p.producer_id for p in reopened.producer_state.active_producers()] == [77]
+    assert reopened.remove_expired_producers(clock.millis()) == [77]
