@@ -50,10 +50,10 @@ class Demo:
 
     # ---- the operator's commands -------------------------------------------------------------
     def kafka_txn(self, *args: str, show: bool = True) -> subprocess.CompletedProcess[str]:
-        cmd = [sys.executable, "-m", "kafka_txn_tools", *args, "--bootstrap-server", self.bootstrap]
-        if args[0] == "sweep":
-            cmd = cmd[:-2]
-        self.say("   $ kafka-txn " + " ".join(args) + ("" if args[0] == "sweep" else " --bootstrap-server $BOOTSTRAP"))
+        # Every command but `sweep` (which reads files) talks to the cluster.
+        remote = ["--bootstrap-server", self.bootstrap] if args[0] != "sweep" else []
+        cmd = [sys.executable, "-m", "kafka_txn_tools", *args, *remote]
+        self.say("   $ kafka-txn " + " ".join(args) + (" --bootstrap-server $BOOTSTRAP" if remote else ""))
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
                              env={**os.environ, "COLUMNS": "160"})
         if show:
@@ -146,7 +146,7 @@ def _java_available() -> bool:
     return shutil.which("java") is not None or bool(os.environ.get("JAVA_HOME"))
 
 
-def run(say: Say = print, data_dir: Path | None = None, records: int = 0) -> bool:
+def run(say: Say = print, data_dir: Path | None = None) -> bool:
     from kafka_txn_broker import EmbeddedCluster
 
     root = data_dir or Path(tempfile.mkdtemp(prefix="kafka-txn-demo-"))
