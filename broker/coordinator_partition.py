@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 GROUP_TOPIC = "__consumer_offsets"
 TXN_TOPIC = "__transaction_state"
 
 
+@lru_cache(maxsize=65536)  # every coordinator request hashes its id again; ids repeat
 def java_string_hash(text: str) -> int:
     """Java's String.hashCode over UTF-16 code units, as a signed 32-bit int."""
     h = 0

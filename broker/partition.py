@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from kafka.errors import KafkaStorageError, NotEnoughReplicasError, NotLeaderForPartitionError
 
 from kafka_txn_broker.coordinator_partition import GROUP_TOPIC
+from kafka_txn_broker.log.record_batch import BatchHeader
 from kafka_txn_broker.log.unified_log import UnifiedLog
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ class Partition:
                 f"min.insync.replicas needs {self.manager.min_insync_replicas(self.topic)}")
         info = self.log.append_as_leader(records, self.state.leader_epoch, origin=origin)
         if not info.duplicate:
-            self.replicate(info.records, info.first_offset)
+            self.replicate(info.records, info.first_offset, info.batches)
         return info
 
     def append_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
@@ -74,27 +75,38 @@ class Partition:
                                            self.state.leader_epoch, transaction_version=transaction_version,
                                            txn_start_offset=txn_start_offset)
         offset = info.first_offset
-        self.replicate(info.records, offset)
+        self.replicate(info.records, offset, info.batches)
         if self.topic == GROUP_TOPIC:
             # Transactional offset commits become visible (or are dropped) with the marker.
             self.manager.node.group_coordinator.on_transaction_marker(self.index, producer_id, commit)
         return int(offset)
 
-    def replicate(self, appended: bytes | bytearray | memoryview = b"", appended_at: int = -1) -> None:
+    def _live_followers(self) -> list[tuple[int, Partition]]:
+        """(node id, replica) of every follower whose node is up; looked up once per append."""
+        me = self.manager.node_id
+        found = []
+        for replica in self.state.replicas:
+            if replica != me:
+                follower = self.manager.peer_replica(replica, self.topic, self.index)
+                if follower is not None:
+                    found.append((replica, follower))
+        return found
+
+    def replicate(self, appended: bytes | bytearray | memoryview = b"", appended_at: int = -1,
+                  batches: list[tuple[int, BatchHeader]] | None = None) -> None:
         """Bring every live follower up to the leader's log end, then advance the high watermark.
 
-        `appended` (the batches just written at offset `appended_at`) is handed to followers that
-        were in sync before the append, sparing a read back from the leader's segment files."""
-        for replica in self.state.replicas:
-            if replica == self.node_id:
-                continue
-            follower = self.manager.peer_replica(replica, self.topic, self.index)
-            if follower is None:
-                continue
+        `appended` (the batches just written at offset `appended_at`, whose positions and headers are
+        `batches`) is handed to followers that were in sync before the append, sparing a read back
+        from the leader's segment files and a second parse of the headers."""
+        followers = self._live_followers()
+        leader_end = self.log.log_end_offset
+        for replica, follower in followers:
             try:
                 if appended and follower.log.log_end_offset == appended_at:
-                    follower.log.append_as_follower(appended, verified=True)
-                follower.catch_up_from(self.log)
+                    follower.log.append_as_follower(appended, verified=True, batches=batches)
+                if follower.log.log_end_offset != leader_end:
+                    follower.catch_up_from(self.log)
             except KafkaStorageError as exc:
                 # A follower's disk failed: it leaves the ISR and the partition carries on with the
                 # others (Kafka's follower takes its log dir offline the same way); it rejoins below
@@ -103,27 +115,25 @@ class Partition:
                     _log.warning("%s-%s: replica on node %s leaves the ISR: %s", self.topic, self.index, replica, exc)
                     self.manager.metadata.leave_isr(self.state, replica)
                 continue
-            if replica not in self.state.isr and follower.log.log_end_offset >= self.log.log_end_offset:
+            if replica not in self.state.isr and follower.log.log_end_offset >= leader_end:
                 self.manager.metadata.join_isr(self.state, replica)
-        self.update_high_watermark()
+        self.update_high_watermark(followers)
 
-    def update_high_watermark(self) -> None:
-        ends = [self.log.log_end_offset]
-        for replica in self.state.isr:
-            if replica == self.node_id:
-                continue
-            follower = self.manager.peer_replica(replica, self.topic, self.index)
-            if follower is not None:
-                ends.append(follower.log.log_end_offset)
-        hw = max(min(ends), self.log.log_start_offset)
+    def update_high_watermark(self, followers: list[tuple[int, Partition]] | None = None) -> None:
+        if followers is None:
+            followers = self._live_followers()
+        isr = self.state.isr
+        hw = self.log.log_end_offset
+        for replica, follower in followers:
+            if replica in isr:
+                hw = min(hw, follower.log.log_end_offset)
+        hw = max(hw, self.log.log_start_offset)
         changed = hw != self.log.high_watermark
         self.log.high_watermark = hw
-        for replica in self.state.replicas:
-            follower = self.manager.peer_replica(replica, self.topic, self.index)
-            if follower is not None and follower is not self:
-                # Followers learn the high watermark from fetch responses in Kafka; same effect. A
-                # follower that becomes leader then starts from a correct high watermark.
-                follower.log.high_watermark = min(hw, follower.log.log_end_offset)
+        for _replica, follower in followers:
+            # Followers learn the high watermark from fetch responses in Kafka; same effect. A
+            # follower that becomes leader then starts from a correct high watermark.
+            follower.log.high_watermark = min(hw, follower.log.log_end_offset)
         if changed:
             self.manager.notify_data()
 

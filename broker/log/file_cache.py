@@ -29,28 +29,38 @@ class FileCache:
     @contextmanager
     def fd(self, path: str, *, create: bool = False) -> Iterator[int]:
         """Borrow a read-write descriptor for `path` (FileNotFoundError unless `create`)."""
+        fd = self.borrow(path, create=create)
+        try:
+            yield fd
+        finally:
+            self.give_back(fd)
+
+    # borrow/give_back are the context manager's halves: the hot I/O helpers below call them
+    # directly with try/finally, which saves a generator per read or write.
+    def borrow(self, path: str, *, create: bool = False) -> int:
         with self._lock:
             fd = self._fds.get(path)
             if fd is None:
                 fd = os.open(path, _FLAGS | (os.O_CREAT if create else 0), 0o644)
                 self._fds[path] = fd
-            else:
-                self._fds.move_to_end(path)
-            self._pins[fd] = self._pins.get(fd, 0) + 1
-            self._evict_locked()
-        try:
-            yield fd
-        finally:
-            with self._lock:
-                left = self._pins[fd] - 1
-                if left:
-                    self._pins[fd] = left
-                else:
-                    del self._pins[fd]
-                    if fd in self._orphans:
-                        self._orphans.discard(fd)
-                        os.close(fd)
+                self._pins[fd] = 1
                 self._evict_locked()
+                return fd
+            self._fds.move_to_end(path)
+            self._pins[fd] = self._pins.get(fd, 0) + 1
+            return fd
+
+    def give_back(self, fd: int) -> None:
+        with self._lock:
+            left = self._pins[fd] - 1
+            if left:
+                self._pins[fd] = left
+                return
+            del self._pins[fd]
+            if fd in self._orphans:
+                self._orphans.discard(fd)
+                os.close(fd)
+            self._evict_locked()
 
     def _evict_locked(self) -> None:
         if len(self._fds) <= self.capacity:
@@ -86,8 +96,11 @@ FILE_CACHE = FileCache()
 
 
 def read_at(path: str, size: int, position: int) -> bytes:
-    with FILE_CACHE.fd(path) as fd:
+    fd = FILE_CACHE.borrow(path)
+    try:
         return os.pread(fd, size, position)
+    finally:
+        FILE_CACHE.give_back(fd)
 
 
 def read_all(path: str) -> bytes:
@@ -97,12 +110,18 @@ def read_all(path: str) -> bytes:
 
 
 def write_at(path: str, data: bytes | bytearray | memoryview, position: int) -> None:
-    with FILE_CACHE.fd(path, create=True) as fd:
-        view = memoryview(data)
-        while view:
-            n = os.pwrite(fd, view, position)
-            view = view[n:]
+    fd = FILE_CACHE.borrow(path, create=True)
+    try:
+        n = os.pwrite(fd, data, position)
+        if n < len(data):  # a short write (rare: a signal, a full disk about to fail): write the rest
+            view = memoryview(data)[n:]
             position += n
+            while view:
+                n = os.pwrite(fd, view, position)
+                view = view[n:]
+                position += n
+    finally:
+        FILE_CACHE.give_back(fd)
 
 
 def truncate(path: str, size: int) -> None:

@@ -27,13 +27,14 @@ def segment_name(base_offset: int, suffix: str) -> str:
 
 
 class LogSegment:
-    __slots__ = ("dir", "base_offset", "size", "index_interval", "first_append_ms", "dirty",
+    __slots__ = ("dir", "base_offset", "log_path", "size", "index_interval", "first_append_ms", "dirty",
                  "_bytes_since_index", "_max_timestamp", "_offset_of_max_timestamp",
                  "_offset_index", "_time_index", "_txn_index")
 
     def __init__(self, directory: str, base_offset: int, size: int, index_interval: int) -> None:
         self.dir = directory
         self.base_offset = base_offset
+        self.log_path = self._path(".log")  # built once: every append and read names this file
         self.size = size
         self.index_interval = index_interval
         self.first_append_ms: int | None = None
@@ -57,10 +58,6 @@ class LogSegment:
     # -- paths -----------------------------------------------------------------------------
     def _path(self, suffix: str) -> str:
         return os.path.join(self.dir, segment_name(self.base_offset, suffix))
-
-    @property
-    def log_path(self) -> str:
-        return self._path(".log")
 
     @property
     def index_path(self) -> str:

@@ -66,6 +66,8 @@ class AppendInfo:
     # The batches exactly as written (offsets assigned): in-process followers append these bytes
     # instead of reading them back from the leader's segment. Empty for a duplicate.
     records: bytes | bytearray | memoryview = b""
+    # (position in `records`, header) of each batch written, so followers need not parse them again.
+    batches: list[tuple[int, BatchHeader]] | None = None
 
 
 @dataclass(slots=True)
@@ -260,7 +262,7 @@ class UnifiedLog:
                 self._complete_txn(txn, self.log.active)
         self._psm.update_map_end_offset(self.log.log_end_offset)
         max_ts = max(h.max_timestamp for _, h in batches)
-        return AppendInfo(first, last, -1, self.log_start_offset, False, count, max_ts, buf)
+        return AppendInfo(first, last, -1, self.log_start_offset, False, count, max_ts, buf, batches)
 
     @contextmanager
     def _offline_on_os_error(self) -> Iterator[None]:
@@ -310,17 +312,22 @@ class UnifiedLog:
                                         base_offset=offset, partition_leader_epoch=leader_epoch)
             return self._write(batch, [(0, BatchHeader.parse(batch))], {producer_id: info}, [done] if done else [])
 
-    def append_as_follower(self, records: Records, *, verified: bool = False) -> None:
+    def append_as_follower(self, records: Records, *, verified: bool = False,
+                           batches: list[tuple[int, BatchHeader]] | None = None) -> None:
         """Append batches copied from the leader (offsets already assigned), without validation of
         producer state; markers update the txn index exactly as on the leader.
 
         `verified`: the bytes come straight from this process's leader append, which validated them,
-        so the follower skips re-checking CRCs (it still checks the offsets line up)."""
+        so the follower skips re-checking CRCs (it still checks the offsets line up); `batches` are
+        that append's parsed headers, when the caller has them."""
         if len(records) == 0:
             return
         with self._lock:
             psm = self._ensure_loaded()
-            batches = list(iter_batches(records)) if verified else _check_replicated(records)
+            if not verified:
+                batches = _check_replicated(records)
+            elif batches is None:
+                batches = list(iter_batches(records))
             first = batches[0][1].base_offset
             if first != self.log.log_end_offset:
                 raise UnexpectedAppendOffsetError(
