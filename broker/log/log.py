@@ -173,7 +173,7 @@ class Log:
         active = self.active
         position, first_offset = active.size, batches[0][1].base_offset
         try:
-            active.append(data, batches, self.clock.millis())
+            active.append(data, batches, self.clock)
         except SegmentStateUnknown as exc:
             self.mark_offline(exc)
             raise KafkaStorageError(f"cannot append to {active.log_path}: {exc}") from exc
@@ -197,7 +197,7 @@ class Log:
     def _maybe_flush(self) -> None:
         if self._unflushed_messages >= self.config["log.flush.interval.messages"]:
             self.flush()
-        else:
+        elif self.config["log.flush.interval.ms"] < 2**62:  # the default (never) needs no clock read
             self.flush_if_due()
 
     def flush_if_due(self) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
+from kafka_txn_broker.clock import Clock
 from kafka_txn_broker.log import file_cache
 from kafka_txn_broker.log.offset_index import OffsetIndex
 from kafka_txn_broker.log.record_batch import HEADER_SIZE, MIN_BATCH_LENGTH, BatchHeader, batch_crc_ok
@@ -127,7 +128,7 @@ class LogSegment:
 
     # -- writing ---------------------------------------------------------------------------
     def append(self, data: bytes | bytearray | memoryview, batches: list[tuple[int, BatchHeader]],
-               now_ms: int) -> None:
+               clock: Clock) -> None:
         """Append whole batches; `batches` holds (position within data, header) of each.
 
         A failed write (ENOSPC, EIO...) is rolled back: the `.log` is cut back to its old size and the
@@ -146,8 +147,8 @@ class LogSegment:
         except OSError as exc:
             self._roll_back(start, batches[0][1].base_offset, saved, exc)
             raise
-        if self.first_append_ms is None:
-            self.first_append_ms = now_ms
+        if self.first_append_ms is None:  # read the clock once per segment, not per append
+            self.first_append_ms = clock.millis()
         self.size += len(data)
 
     def _roll_back(self, size: int, first_offset: int, saved: tuple[int, int, int], cause: OSError) -> None:

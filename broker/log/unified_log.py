@@ -15,8 +15,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -251,8 +249,8 @@ class UnifiedLog:
     def _write(self, buf: Records, batches: list[tuple[int, BatchHeader]],
                infos: dict[int, ProducerAppendInfo], completed: list[CompletedTxn]) -> AppendInfo:
         first, last = batches[0][1].base_offset, batches[-1][1].last_offset
-        count = sum(h.record_count for _, h in batches)
-        with self._offline_on_os_error():
+        count = _record_count(batches)
+        try:
             self._maybe_roll(len(buf), last)
             self.log.append(buf, batches, count)
             self._note_epochs(batches)
@@ -260,19 +258,18 @@ class UnifiedLog:
                 self._psm.update(info)
             for txn in completed:
                 self._complete_txn(txn, self.log.active)
+        except OSError as exc:
+            raise self._offline(exc) from exc
         self._psm.update_map_end_offset(self.log.log_end_offset)
         max_ts = max(h.max_timestamp for _, h in batches)
         return AppendInfo(first, last, -1, self.log_start_offset, False, count, max_ts, buf, batches)
 
-    @contextmanager
-    def _offline_on_os_error(self) -> Iterator[None]:
+    def _offline(self, exc: OSError) -> KafkaStorageError:
         """An OSError the Log did not handle itself (a snapshot at roll, a .txnindex entry after the
-        batch was written) leaves memory and disk apart: take the log offline (see log.py)."""
-        try:
-            yield
-        except OSError as exc:
-            self.log.mark_offline(exc)
-            raise KafkaStorageError(f"storage error in {self.dir}: {exc}") from exc
+        batch was written) leaves memory and disk apart: take the log offline (see log.py). Appends
+        catch it inline (try/except, not a context manager: they run tens of thousands of times a second)."""
+        self.log.mark_offline(exc)
+        return KafkaStorageError(f"storage error in {self.dir}: {exc}")
 
     def _maybe_roll(self, size: int, last_offset: int) -> None:
         if self.log.maybe_roll(size, last_offset) is not None:
@@ -334,17 +331,23 @@ class UnifiedLog:
                     f"follower append at offset {first} but the log end offset of {self.dir} is "
                     f"{self.log.log_end_offset}")
             self._check_set_size(len(records))
-            with self._offline_on_os_error():
+            try:
                 self._maybe_roll(len(records), batches[-1][1].last_offset)
-                self.log.append(records, batches, sum(h.record_count for _, h in batches))
+                self.log.append(records, batches, _record_count(batches))
                 self._note_epochs(batches)
-                view = memoryview(records)
-                for pos, header in batches:
-                    if header.has_producer_id:
-                        done = psm.apply_replicated(header, _marker_of(header, view[pos:pos + header.size]))
-                        if done is not None:
-                            self._complete_txn(done, self.log.active)
+                self._replay_producers(records, batches, psm)
+            except OSError as exc:
+                raise self._offline(exc) from exc
             psm.update_map_end_offset(self.log.log_end_offset)
+
+    def _replay_producers(self, records: Records, batches: list[tuple[int, BatchHeader]],
+                          psm: ProducerStateManager) -> None:
+        view = memoryview(records)
+        for pos, header in batches:
+            if header.producer_id >= 0:
+                done = psm.apply_replicated(header, _marker_of(header, view[pos:pos + header.size]))
+                if done is not None:
+                    self._complete_txn(done, self.log.active)
 
     # -- leader epochs ---------------------------------------------------------------------
     def _note_epochs(self, batches: list[tuple[int, BatchHeader]]) -> None:
@@ -488,6 +491,12 @@ class UnifiedLog:
 
     def __repr__(self) -> str:
         return f"UnifiedLog({self.dir}, start={self.log_start_offset}, end={self.log_end_offset})"
+
+
+def _record_count(batches: list[tuple[int, BatchHeader]]) -> int:
+    if len(batches) == 1:  # the usual case: one batch per produce request, marker or follower copy
+        return batches[0][1].record_count
+    return sum(h.record_count for _, h in batches)
 
 
 def _marker_of(header: BatchHeader, raw: Records) -> tuple[bool, int] | None:

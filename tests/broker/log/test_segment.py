@@ -5,6 +5,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.log.record_batch import BatchHeader, build_batch
 from kafka_txn_broker.log.segment import LogSegment
 
@@ -16,7 +17,7 @@ def _fill(seg: LogSegment, sizes: list[int]) -> list[bytes]:
     offset = seg.base_offset
     for i, size in enumerate(sizes):
         raw = build_batch([(b"k", bytes([i % 251]) * size)] * 2, timestamp_ms=TS + i, base_offset=offset)
-        seg.append(raw, [(0, BatchHeader.parse(raw))], TS)
+        seg.append(raw, [(0, BatchHeader.parse(raw))], ManualClock(TS))
         written.append(raw)
         offset += 2
     return written
@@ -64,7 +65,7 @@ def test_recover_rejects_offsets_going_backwards(tmp_path: Path) -> None:
     seg = LogSegment.create(str(tmp_path), 0, 4096)
     _fill(seg, [10, 10])
     raw = build_batch([(b"k", b"v")], timestamp_ms=TS, base_offset=1)  # overlaps the previous batch
-    seg.append(raw, [(0, BatchHeader.parse(raw))], TS)
+    seg.append(raw, [(0, BatchHeader.parse(raw))], ManualClock(TS))
     assert seg.recover() == (len(raw), 4)
 
 
