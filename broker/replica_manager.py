@@ -8,6 +8,8 @@ import shutil
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from kafka.errors import KafkaStorageError
+
 from kafka_txn_broker.log.unified_log import UnifiedLog
 from kafka_txn_broker.metadata import PartitionState
 from kafka_txn_broker.partition import Partition
@@ -86,10 +88,12 @@ class ReplicaManager:
         return [p for p in self.partitions.values() if p.is_leader]
 
     def on_leadership_change(self, changed: list[PartitionState]) -> None:
-        """A new leader catches its followers up and recomputes the high watermark at once."""
+        """A new leader records where its epoch starts, catches its followers up and recomputes the high
+        watermark at once."""
         for state in changed:
             part = self.partitions.get((state.topic, state.partition))
             if part is not None and part.is_leader:
+                _record_epoch_start(part, state.leader_epoch)
                 part.replicate()
 
     def tick(self, now_ms: int) -> None:
@@ -133,3 +137,15 @@ class ReplicaManager:
         finally:
             if fut in self._data_waiters:
                 self._data_waiters.remove(fut)
+
+
+def _record_epoch_start(part: Partition, leader_epoch: int) -> None:
+    """As Kafka's makeLeader: OffsetForLeaderEpoch must place the new epoch (and end the previous one) at
+    this log end even before the new leader appends anything."""
+    try:
+        part.log.assign_epoch_start(leader_epoch)
+    except (OSError, KafkaStorageError):
+        # Building the epoch cache reads the segments; a failing disk must not stop the other partitions
+        # and nodes from hearing about the leadership change. OffsetForLeaderEpoch answers this
+        # partition with KAFKA_STORAGE_ERROR or records the epoch on first use.
+        log.warning("%s-%s: could not record leader epoch %s", part.topic, part.index, leader_epoch, exc_info=True)

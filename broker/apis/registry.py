@@ -53,6 +53,7 @@ def load_all() -> dict[int, ApiSpec]:
         groups,
         list_offsets,
         metadata,
+        offset_for_leader_epoch,
         produce,
         producer_id,
         sasl,

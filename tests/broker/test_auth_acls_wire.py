@@ -46,6 +46,8 @@ from kafka.protocol.consumer import (
     ListOffsetsResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
 )
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse, MetadataRequest, MetadataResponse
 from kafka.protocol.producer import (
@@ -71,6 +73,7 @@ from tests.broker.security_support import (
     sasl_plain_socket,
 )
 
+UNKNOWN_TOPIC_OR_PARTITION = 3
 TOPIC_AUTH, GROUP_AUTH, CLUSTER_AUTH, TXN_AUTH = 29, 30, 31, 53
 OPERATION_NOT_ATTEMPTED = 55
 
@@ -214,6 +217,24 @@ def test_produce_fetch_list_offsets_need_their_operations(env: Env) -> None:
         for t in ("orders", "hidden")])
     codes = {t.name: t.partitions[0].error_code for t in env.as_user("alice", offsets, ListOffsetsResponse).topics}
     assert codes == {"orders": 0, "hidden": TOPIC_AUTH}
+
+
+def test_offset_for_leader_epoch_needs_describe_on_the_topic_or_cluster_action(env: Env) -> None:
+    T = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+    req = OffsetForLeaderEpochRequest[4](replica_id=-1, topics=[T(topic=t, partitions=[T.OffsetForLeaderPartition(
+        partition=0, current_leader_epoch=-1, leader_epoch=0)]) for t in ("orders", "hidden", "missing")])
+
+    def codes(user: str) -> dict[str, int]:
+        resp = env.as_user(user, req, OffsetForLeaderEpochResponse)
+        return {t.topic: t.partitions[0].error_code for t in resp.topics}
+
+    # READ implies DESCRIBE; a topic without it is refused before it is looked up (no probing for names).
+    assert codes("alice") == {"orders": 0, "hidden": TOPIC_AUTH, "missing": TOPIC_AUTH}
+    assert codes("bob") == {"orders": TOPIC_AUTH, "hidden": TOPIC_AUTH, "missing": TOPIC_AUTH}
+    acl = env.grant(ResourceType.CLUSTER, "kafka-cluster", ACLOperation.CLUSTER_ACTION, principal="User:bob")
+    assert codes("bob") == {"orders": 0, "hidden": 0, "missing": UNKNOWN_TOPIC_OR_PARTITION}  # what brokers hold
+    env.revoke(acl)
+    assert codes("bob")["orders"] == TOPIC_AUTH
 
 
 def test_create_and_delete_topics(env: Env) -> None:
