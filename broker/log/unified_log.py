@@ -75,7 +75,8 @@ class FetchDataInfo:
 
 
 class UnifiedLog:
-    __slots__ = ("dir", "config", "clock", "log", "_psm", "_psm_loaded", "_high_watermark", "_lock", "_epochs")
+    __slots__ = ("dir", "config", "clock", "log", "_psm", "_psm_loaded", "_high_watermark", "_lock", "_epochs",
+                 "_pending_epochs")
 
     def __init__(self, directory: Path, config: BrokerConfig, clock: Clock, local_log: Log,
                  psm: ProducerStateManager) -> None:
@@ -88,6 +89,8 @@ class UnifiedLog:
         self._high_watermark = local_log.log_start_offset
         self._lock = threading.RLock()
         self._epochs: LeaderEpochCache | None = None  # built on first use
+        # Epoch starts recorded before the cache was built: (epoch, start offset), in order.
+        self._pending_epochs: list[tuple[int, int]] | None = None
 
     # -- opening ---------------------------------------------------------------------------
     @classmethod
@@ -358,17 +361,28 @@ class UnifiedLog:
     def _epoch_cache(self) -> LeaderEpochCache:
         if self._epochs is None:
             cache = LeaderEpochCache()
+            pending = list(self._pending_epochs or ())
             for segment in self.log.segments:
                 for _pos, header in segment.iter_headers(0):
+                    # Replay the recorded epoch starts where they happened: before the batches after them.
+                    while pending and pending[0][1] <= header.base_offset:
+                        cache.assign(*pending.pop(0))
                     cache.assign(header.partition_leader_epoch, header.base_offset)
-            self._epochs = cache
+            for epoch, start in pending:
+                cache.assign(epoch, start)
+            self._epochs, self._pending_epochs = cache, None
         return self._epochs
 
     def assign_epoch_start(self, leader_epoch: int) -> None:
         """On becoming leader: the new epoch starts at the current log end (Kafka does the same), so
-        OffsetForLeaderEpoch knows it before the first append."""
+        OffsetForLeaderEpoch knows it before the first append. Building the cache reads every batch
+        header of the log, and a node restart moves the leadership of thousands of idle partitions:
+        until the cache is first needed, the start is only noted."""
         with self._lock:
-            self._epoch_cache().assign(leader_epoch, self.log.log_end_offset)
+            if self._epochs is not None:
+                self._epochs.assign(leader_epoch, self.log.log_end_offset)
+            else:
+                self._pending_epochs = [*(self._pending_epochs or ()), (leader_epoch, self.log.log_end_offset)]
 
     @property
     def latest_epoch(self) -> int:
@@ -441,6 +455,9 @@ class UnifiedLog:
             self._psm.on_high_watermark_updated(self._high_watermark)
             if self._epochs is not None:
                 self._epochs.truncate_from_end(self.log.log_end_offset)
+            elif self._pending_epochs:
+                end = self.log.log_end_offset
+                self._pending_epochs = [(e, start) for e, start in self._pending_epochs if start < end] or None
 
     def take_snapshot(self) -> Path | None:
         with self._lock:

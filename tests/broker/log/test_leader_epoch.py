@@ -43,3 +43,27 @@ def test_unified_log_epochs_survive_reopen_and_truncation(tmp_path: Path) -> Non
     again.truncate_to(6)
     assert again.latest_epoch == 2 and again.end_offset_for_epoch(9) == (-1, -1)
     assert again.end_offset_for_epoch(2) == (2, 6)
+
+
+def _epoch_history(ulog: UnifiedLog, events: list[tuple[str, int]], clock: ManualClock) -> list[tuple[int, int]]:
+    for kind, epoch in events:
+        if kind == "lead":
+            ulog.assign_epoch_start(epoch)
+        elif kind == "append":
+            ulog.append_as_leader(build_batch([(None, b"v")] * 3, timestamp_ms=clock.millis()), epoch)
+        else:
+            ulog.truncate_to(epoch)
+    return [ulog.end_offset_for_epoch(e) for e in range(8)]
+
+
+def test_epoch_starts_noted_before_the_cache_exists_replay_in_order(tmp_path: Path) -> None:
+    # A new leader notes its epoch start without reading the log; whenever the cache is built later,
+    # it must hold exactly what building it first would have held.
+    clock, config = ManualClock(), BrokerConfig()
+    events = [("append", 0), ("lead", 1), ("lead", 2), ("append", 2), ("append", 2), ("lead", 4),
+              ("truncate", 6), ("lead", 5), ("append", 5), ("lead", 6)]
+    eager = UnifiedLog.open(tmp_path / "eager-0", config, clock)
+    assert eager.latest_epoch == -1  # builds the (empty) cache first
+    lazy = UnifiedLog.open(tmp_path / "lazy-0", config, clock)
+    assert _epoch_history(lazy, events, clock) == _epoch_history(eager, events, clock)
+    assert lazy.end_offset_for_epoch(2) == (2, 6) and lazy.end_offset_for_epoch(6) == (6, 9)
