@@ -234,6 +234,20 @@ class ClusterMetadata:
         if node_id not in p.isr:
             self._set(p, p.leader, [*p.isr, node_id], bump=False)
 
+    def leader_log_failed(self, p: PartitionState, node_id: int) -> bool:
+        """The leader's log went offline (Kafka: its log dir failed): an in-sync replica on a live node
+        takes over (leader epoch bump) and the failed one leaves the ISR. With no such replica the
+        partition keeps its leader and serves KAFKA_STORAGE_ERROR (no unclean election). True if moved."""
+        if p.leader != node_id:
+            return False
+        isr = [r for r in p.isr if r != node_id]
+        alive = [r for r in isr if r in self.live_nodes]
+        if not alive:
+            return False
+        self._set(p, alive[0], isr, bump=True)
+        self._notify([p])
+        return True
+
     def leave_isr(self, p: PartitionState, node_id: int) -> None:
         """A follower that cannot keep up (a storage error) stops counting for the high watermark."""
         if node_id in p.isr and node_id != p.leader:

@@ -63,7 +63,11 @@ class Partition:
             raise NotEnoughReplicasError(
                 f"{self.topic}-{self.index} has {len(self.state.isr)} in-sync replicas, "
                 f"min.insync.replicas needs {self.manager.min_insync_replicas(self.topic)}")
-        info = self.log.append_as_leader(records, self.state.leader_epoch, origin=origin)
+        try:
+            info = self.log.append_as_leader(records, self.state.leader_epoch, origin=origin)
+        except KafkaStorageError:
+            self._fail_over_if_offline()
+            raise
         if not info.duplicate:
             self.replicate(info.records, info.first_offset, info.batches)
         return info
@@ -71,15 +75,27 @@ class Partition:
     def append_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
                       *, transaction_version: int = 1, txn_start_offset: int | None = None) -> int:
         self.check_leader()
-        info = self.log.append_marker_info(producer_id, producer_epoch, commit, coordinator_epoch,
-                                           self.state.leader_epoch, transaction_version=transaction_version,
-                                           txn_start_offset=txn_start_offset)
+        try:
+            info = self.log.append_marker_info(producer_id, producer_epoch, commit, coordinator_epoch,
+                                               self.state.leader_epoch, transaction_version=transaction_version,
+                                               txn_start_offset=txn_start_offset)
+        except KafkaStorageError:
+            self._fail_over_if_offline()
+            raise
         offset = info.first_offset
         self.replicate(info.records, offset, info.batches)
         if self.topic == GROUP_TOPIC:
             # Transactional offset commits become visible (or are dropped) with the marker.
             self.manager.node.group_coordinator.on_transaction_marker(self.index, producer_id, commit)
         return int(offset)
+
+    def _fail_over_if_offline(self) -> None:
+        """After a failed write: if the log went offline, hand leadership to an in-sync replica, as
+        Kafka's controller does when a leader's log dir fails. This write still fails with
+        KAFKA_STORAGE_ERROR; the client refreshes its metadata and retries on the new leader."""
+        if self.log.offline and self.manager.metadata.leader_log_failed(self.state, self.node_id):
+            _log.warning("%s-%s: log on node %s is offline; leadership moves to node %s",
+                         self.topic, self.index, self.node_id, self.state.leader)
 
     def _live_followers(self) -> list[tuple[int, Partition]]:
         """(node id, replica) of every follower whose node is up; looked up once per append."""
@@ -103,6 +119,8 @@ class Partition:
         leader_end = self.log.log_end_offset
         for replica, follower in followers:
             try:
+                if follower.log.offline:  # its log waits for a node restart: it must not count as in sync
+                    raise KafkaStorageError(f"log of {self.topic}-{self.index} on node {replica} is offline")
                 if appended and follower.log.log_end_offset == appended_at:
                     follower.log.append_as_follower(appended, verified=True, batches=batches)
                 if follower.log.log_end_offset != leader_end:

@@ -181,6 +181,11 @@ class UnifiedLog:
             return self._high_watermark if first is None else min(first, self._high_watermark)
 
     @property
+    def offline(self) -> bool:
+        """A storage error left this log unusable until the node restarts (see log.py)."""
+        return self.log.offline is not None
+
+    @property
     def size_in_bytes(self) -> int:
         return sum(s.size for s in self.log.segments)
 

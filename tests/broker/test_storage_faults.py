@@ -268,3 +268,44 @@ def test_a_failing_follower_leaves_the_isr_and_the_partition_stays_available(tmp
                  for n in state.replicas}
         assert len(files) == 1  # every replica holds the same bytes
         assert _fetch(cluster, "replicated", 0) == (0, [b"r1", b"r2", b"r3"])
+
+
+def _values(cluster: EmbeddedCluster) -> list[bytes]:
+    """Every value of moving-0 in offset order, checking the offsets are contiguous (no gap, no repeat)."""
+    rows = consume_all(cluster.bootstrap_servers, "moving", 1, idle_s=1.0)[0]
+    assert [offset for offset, _key, _value in rows] == list(range(len(rows)))
+    return [value for _offset, _key, value in rows]
+
+
+def test_an_offline_leader_log_hands_leadership_to_an_in_sync_replica(tmp_path: Path, faults: DiskFaults) -> None:
+    # Kafka's log dir failure: the controller elects another ISR member, clients follow the new
+    # leader, and nothing acknowledged is lost or duplicated; the failed replica returns after a restart.
+    with EmbeddedCluster(nodes=3, data_dir=tmp_path) as cluster:
+        cluster.create_topic("moving", 1, 3)
+        assert cluster.cluster is not None
+        state = cluster.cluster.metadata.partition("moving", 0)
+        old_leader, old_epoch = state.leader, state.leader_epoch
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "enable.idempotence": True,
+                             "linger.ms": 0, "retry.backoff.ms": 20, **QUIET})
+        failed: list[Any] = []
+
+        def send(values: range) -> None:
+            for i in values:
+                producer.produce("moving", value=b"%d" % i, on_delivery=lambda e, m: e and failed.append(e))
+            assert producer.flush(30) == 0
+
+        send(range(50))
+        faults.fail(_dir(cluster, "moving", 0, node=old_leader), ops=("write_at", "truncate"), err=errno.EIO)
+        send(range(50, 150))
+        assert not failed and faults.hits >= 1
+        assert state.leader != old_leader and state.leader_epoch > old_epoch and old_leader not in state.isr
+        assert _values(cluster) == [b"%d" % i for i in range(150)]
+
+        faults.clear()
+        cluster.restart()  # the failed replica recovers its log, catches up and leads again
+        state = cluster.cluster.metadata.partition("moving", 0)
+        assert state.leader == old_leader and sorted(state.isr) == sorted(state.replicas)
+        send(range(150, 160))
+        assert _values(cluster) == [b"%d" % i for i in range(160)]
+        for node in state.replicas:
+            _log_bytes_match_batches(_dir(cluster, "moving", 0, node=node))
