@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from kafka_txn_broker.log.record_batch import build_batch, build_control_batch
 from kafka_txn_tools.dumps import dump_log_render as render
-from kafka_txn_tools.dumps import record_batch as rb
 from kafka_txn_tools.dumps import snapshot as snap
 from kafka_txn_tools.dumps import transaction_log as txlog
 from kafka_txn_tools.dumps.plan import HANGING_REASONS
@@ -615,12 +615,12 @@ def _write_partition_dir(
     for inj in cluster.markers(g):
         final = injected_entry(cluster, inj, broker)
         assert final is not None
-        segment += rb.encode_control_batch(
-            offset, final.timestamp, inj.producer_id, inj.producer_epoch, True, final.coordinator_epoch
+        segment += build_control_batch(
+            inj.producer_id, inj.producer_epoch, True, final.coordinator_epoch, final.timestamp, base_offset=offset
         )
         offset += 1
     if broker == cluster.leader(g):
-        segment += rb.encode_batch(offset, [(cluster.cfg.capture_time_ms - 1_000, None, b"plain")])
+        segment += build_batch([(None, b"plain")], timestamp_ms=cluster.cfg.capture_time_ms - 1_000, base_offset=offset)
     (pdir / f"{start:020d}.log").write_bytes(bytes(segment))
 
 

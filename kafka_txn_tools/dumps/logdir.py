@@ -18,11 +18,15 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafka_txn_tools.dumps import record_batch as rb
 from kafka_txn_tools.dumps import snapshot as snap
 from kafka_txn_tools.dumps import transaction_log as txlog
 from kafka_txn_tools.dumps.schema import Row
+
+if TYPE_CHECKING:
+    from kafka_txn_broker.log.record_batch import BatchHeader
 
 _NODE_COMPONENT = re.compile(r"^(?:node|broker)-(\d+)$")
 _ID_LINE = re.compile(r"^\s*(node\.id|broker\.id)\s*[=:]\s*(-?\d+)\s*$")
@@ -120,7 +124,7 @@ class _Replay:
             for e in entries
         }
 
-    def apply(self, header: rb.BatchHeader, body: bytes | None) -> None:
+    def apply(self, header: BatchHeader, body: bytes | None) -> None:
         if header.producer_id < 0:
             return  # not an idempotent or transactional producer
         entry = self.state.setdefault(header.producer_id, [header.producer_epoch, -1, -1, -1, -1])
@@ -135,10 +139,10 @@ class _Replay:
             entry[4] = header.base_offset
 
     @staticmethod
-    def _marker(entry: list[int], header: rb.BatchHeader, body: bytes | None) -> None:
+    def _marker(entry: list[int], header: BatchHeader, body: bytes | None) -> None:
         if body is None:
             return
-        records = rb.decode_records(header, memoryview(body))
+        records = rb.decode_records(body)
         if not records or records[0].key is None or len(records[0].key) < 4:
             return
         control_type = struct.unpack(">hh", records[0].key[:4])[1]

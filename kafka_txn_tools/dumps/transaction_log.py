@@ -188,7 +188,7 @@ def iter_log_records(path: str | os.PathLike[str], verify_crc: bool = True) -> I
     for header, batch in rb.iter_segment(path, verify_crc):
         if header.is_control:
             continue
-        for record in rb.decode_records(header, batch, str(path)):
+        for record in rb.decode_records(batch, str(path)):
             if record.key is None:
                 continue
             try:
@@ -259,10 +259,14 @@ def partition_for(transactional_id: str, num_partitions: int = 50) -> int:
 
 def segment_from_records(records: Iterable[TxnLogRecord], version: int = 0) -> bytes:
     """A segment with one single-record batch per record (how the coordinator writes them)."""
+    # Imported here for the same reason as in record_batch: decoding values must not need kafka-python.
+    from kafka_txn_broker.log.record_batch import build_batch
+
     out = bytearray()
     for rec in records:
         value = None if rec.meta is None else encode_value(rec.meta, version)
-        out += rb.encode_batch(rec.offset, [(rec.timestamp, encode_key(rec.transactional_id), value)])
+        out += build_batch([(encode_key(rec.transactional_id), value)], timestamp_ms=rec.timestamp,
+                           base_offset=rec.offset)
     return bytes(out)
 
 

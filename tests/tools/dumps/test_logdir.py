@@ -6,8 +6,8 @@ import os
 
 import pytest
 
+from kafka_txn_broker.log.record_batch import build_batch, build_control_batch
 from kafka_txn_tools.dumps import logdir
-from kafka_txn_tools.dumps import record_batch as rb
 from kafka_txn_tools.dumps import snapshot as snap
 from kafka_txn_tools.dumps import transaction_log as txlog
 
@@ -77,11 +77,12 @@ def test_snapshot_alone_and_capture_time_from_mtime(tmp_path):
 def test_segments_after_the_snapshot_are_replayed(tmp_path):
     stale = [snap.SnapshotEntry(1, 0, 4, 95, 4, T0, 2, 90), snap.SnapshotEntry(2, 1, 0, 96, 0, T0, -1, -1)]
     segment = (
-        rb.encode_control_batch(100, T0 + 60_000, 1, 0, commit=True, coordinator_epoch=3)  # closes pid 1
-        + rb.encode_batch(101, [(T0 + 70_000, None, b"x")] * 2, producer_id=2, producer_epoch=1, base_sequence=1,
-                          attributes=rb.TRANSACTIONAL)  # opens a transaction for pid 2
-        + rb.encode_batch(103, [(T0 + 80_000, None, b"y")], producer_id=3, producer_epoch=0, base_sequence=0)
-        + rb.encode_batch(104, [(T0 + 90_000, None, b"z")])  # not idempotent: no producer state
+        build_control_batch(1, 0, True, 3, T0 + 60_000, base_offset=100)  # closes pid 1
+        + build_batch([(None, b"x")] * 2, timestamp_ms=T0 + 70_000, base_offset=101, producer_id=2, producer_epoch=1,
+                      base_sequence=1, transactional=True)  # opens a transaction for pid 2
+        + build_batch([(None, b"y")], timestamp_ms=T0 + 80_000, base_offset=103, producer_id=3, producer_epoch=0,
+                      base_sequence=0)
+        + build_batch([(None, b"z")], timestamp_ms=T0 + 90_000, base_offset=104)  # not idempotent: no producer state
     )
     partition(tmp_path / "node-1", "orders-0", stale, offset=100, segment=segment)
     rows = by_pid(logdir.producer_rows(logdir.list_partition_dirs(tmp_path)[0]))
@@ -99,8 +100,8 @@ def test_without_a_snapshot_the_whole_log_is_replayed(tmp_path):
     pdir = tmp_path / "node-2" / "t-0"
     pdir.mkdir(parents=True)
     (pdir / "00000000000000000000.log").write_bytes(
-        rb.encode_batch(0, [(T0, None, b"a")], producer_id=8, producer_epoch=0, base_sequence=0,
-                        attributes=rb.TRANSACTIONAL))
+        build_batch([(None, b"a")], timestamp_ms=T0, producer_id=8, producer_epoch=0, base_sequence=0,
+                    transactional=True))
     [row] = logdir.producer_rows(logdir.list_partition_dirs(tmp_path)[0])
     assert (row["producer_id"], row["current_txn_start_offset"], row["source"], row["snapshot_offset"]) == (
         8, 0, "log", 1)

@@ -1,4 +1,7 @@
-"""Record batch v2: varints, batches (plain, gzip, markers), segment walking."""
+"""Segment walking over the broker's record batch format: strict errors, torn tails, markers, codecs.
+
+The format itself (varints, building, decoding) is tested with the broker: tests/broker/log/test_record_batch.py.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kafka_txn_broker.log.record_batch import build_batch, build_control_batch
 from kafka_txn_tools.dumps import record_batch as rb
+from tests.tools.dumps.batches import gzip_batch
 
-
-@given(st.integers(-(2**63), 2**63 - 1))
-def test_varint_roundtrip(value):
-    encoded = rb.write_varint(value)
-    assert rb.read_varint(encoded, 0) == (value, len(encoded))
+T0 = 1_700_000_000_000
 
 
 @given(st.integers(0, 2**31 - 1))
@@ -23,52 +24,48 @@ def test_uvarint_roundtrip(value):
     assert rb.read_uvarint(encoded, 0) == (value, len(encoded))
 
 
-def test_known_varints():
-    assert rb.write_varint(0) == b"\x00"
-    assert rb.write_varint(-1) == b"\x01"
-    assert rb.write_varint(1) == b"\x02"
-    assert rb.write_varint(300) == b"\xd8\x04"
-
-
 @pytest.mark.parametrize("gzip", [False, True])
 def test_batch_roundtrip(gzip):
-    records = [(1_700_000_000_000, b"k1", b"v1"), (1_700_000_000_250, None, b"v2"), (1_700_000_000_100, b"k3", None)]
-    data = rb.encode_batch(40, records, producer_id=7, producer_epoch=2, base_sequence=11,
-                           attributes=rb.TRANSACTIONAL, compress_gzip=gzip)
+    records = [(T0, b"k1", b"v1" * 40), (T0 + 250, None, b"v2" * 40), (T0 + 100, b"k3", None)]
+    if gzip:
+        data = gzip_batch(records, base_offset=40, producer_id=7, producer_epoch=2, base_sequence=11,
+                          transactional=True)
+    else:
+        data = build_batch([(k, v, None, ts) for ts, k, v in records], timestamp_ms=T0, base_offset=40,
+                           producer_id=7, producer_epoch=2, base_sequence=11, transactional=True)
     [(header, batch)] = list(rb.iter_batches(data))
     assert (header.base_offset, header.last_offset, header.record_count) == (40, 42, 3)
     assert (header.producer_id, header.producer_epoch, header.base_sequence) == (7, 2, 11)
-    assert header.max_timestamp == 1_700_000_000_250
+    assert header.max_timestamp == T0 + 250
     assert header.is_transactional and not header.is_control
     assert header.compression == (1 if gzip else 0)
-    decoded = rb.decode_records(header, batch)
+    decoded = rb.decode_records(batch)
     assert [(r.offset, r.timestamp, r.key, r.value) for r in decoded] == [
-        (40, 1_700_000_000_000, b"k1", b"v1"),
-        (41, 1_700_000_000_250, None, b"v2"),
-        (42, 1_700_000_000_100, b"k3", None),
+        (40, T0, b"k1", b"v1" * 40),
+        (41, T0 + 250, None, b"v2" * 40),
+        (42, T0 + 100, b"k3", None),
     ]
 
 
-def test_control_batch_is_78_bytes_with_marker_fields():
-    data = rb.encode_control_batch(120, 1_700_000_009_000, 2000, 3, commit=False, coordinator_epoch=7)
-    assert len(data) == 78
+def test_control_batch_marker_fields():
+    data = build_control_batch(2000, 3, False, 7, T0 + 9_000, base_offset=120)
     [(header, batch)] = list(rb.iter_batches(data))
     assert header.attributes == 0x30 and header.base_sequence == -1
-    [record] = rb.decode_records(header, batch)
+    [record] = rb.decode_records(batch)
     assert struct.unpack(">hh", record.key) == (0, 0)  # version 0, ABORT
     assert struct.unpack(">hi", record.value) == (0, 7)
 
 
 def test_crc_mismatch_names_the_offset():
-    data = bytearray(rb.encode_batch(5, [(1, b"k", b"v")]))
+    data = bytearray(build_batch([(b"k", b"v")], timestamp_ms=1, base_offset=5))
     data[-1] ^= 0xFF
     with pytest.raises(rb.SegmentError, match="offset 5"):
         list(rb.iter_batches(bytes(data), "seg.log"))
 
 
 def test_torn_tail_and_preallocated_zeros_end_the_walk(tmp_path):
-    good = rb.encode_batch(0, [(1, None, b"a")]) + rb.encode_batch(1, [(2, None, b"b")])
-    torn = good + rb.encode_batch(2, [(3, None, b"c")])[:30]
+    good = build_batch([(None, b"a")], timestamp_ms=1) + build_batch([(None, b"b")], timestamp_ms=2, base_offset=1)
+    torn = good + build_batch([(None, b"c")], timestamp_ms=3, base_offset=2)[:30]
     assert [h.base_offset for h, _ in rb.iter_batches(torn)] == [0, 1]
     assert [h.base_offset for h, _ in rb.iter_batches(good + bytes(200))] == [0, 1]
     seg = tmp_path / "00000000000000000000.log"
@@ -77,18 +74,47 @@ def test_torn_tail_and_preallocated_zeros_end_the_walk(tmp_path):
 
 
 def test_old_magic_is_refused():
-    data = bytearray(rb.encode_batch(0, [(1, None, b"a")]))
+    data = bytearray(build_batch([(None, b"a")], timestamp_ms=1))
     data[16] = 1
     with pytest.raises(rb.SegmentError, match="magic 1"):
         list(rb.iter_batches(bytes(data), verify_crc=False))
 
 
+@pytest.mark.parametrize(("codec", "message"), [
+    (2, r"seg\.log: a snappy-compressed batch needs the python-snappy package: pip install python-snappy"),
+    (5, r"seg\.log: unknown compression codec 5"),
+])
+def test_undecodable_codecs_say_what_to_install(codec, message):
+    data = bytearray(build_batch([(None, b"a")], timestamp_ms=1))
+    data[22] = (data[22] & ~0x07) | codec  # the low byte of the attributes (outside what is read here: the CRC)
+    with pytest.raises(rb.SegmentError, match=message):
+        rb.decode_records(bytes(data), "seg.log")
+
+
+def test_corrupt_records_are_segment_errors():
+    data = bytearray(build_batch([(b"key", b"value")], timestamp_ms=1))
+    data[61] = 0x7E  # the record's length varint now claims far more than the batch holds
+    with pytest.raises(rb.SegmentError, match="seg.log"):
+        rb.decode_records(bytes(data), "seg.log")
+
+
+def test_a_batch_shorter_than_its_header_is_a_segment_error():
+    data = bytearray(build_batch([(None, b"a")], timestamp_ms=1, base_offset=9))
+    data[8:12] = (25).to_bytes(4, "big")  # batch length 25: 37 bytes in all, less than a 61-byte header
+    with pytest.raises(rb.SegmentError, match="offset 9"):
+        list(rb.iter_batches(bytes(data), "seg.log"))  # the CRC cannot match
+    [(_header, batch)] = list(rb.iter_batches(bytes(data), "seg.log", verify_crc=False))
+    with pytest.raises(rb.SegmentError, match="seg.log: batch shorter than its header"):
+        rb.decode_records(batch, "seg.log")
+
+
 def test_scan_segment_skips_earlier_batches_and_reads_only_marker_bodies(tmp_path):
     seg = tmp_path / "00000000000000000010.log"
     seg.write_bytes(
-        rb.encode_batch(10, [(1, None, b"x")] * 3, producer_id=4, producer_epoch=0, base_sequence=0)
-        + rb.encode_batch(13, [(2, None, b"y")], producer_id=4, producer_epoch=0, base_sequence=3)
-        + rb.encode_control_batch(14, 3, 4, 0, commit=True, coordinator_epoch=1)
+        build_batch([(None, b"x")] * 3, timestamp_ms=1, base_offset=10, producer_id=4, producer_epoch=0,
+                    base_sequence=0)
+        + build_batch([(None, b"y")], timestamp_ms=2, base_offset=13, producer_id=4, producer_epoch=0, base_sequence=3)
+        + build_control_batch(4, 0, True, 1, 3, base_offset=14)
     )
     scanned = list(rb.scan_segment(seg, min_last_offset=13))
     assert [(h.base_offset, body is None) for h, body in scanned] == [(13, True), (14, False)]

@@ -8,9 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_txn_tools.dumps import record_batch as rb
+from kafka_txn_broker.log.record_batch import build_batch
 from kafka_txn_tools.dumps import transaction_log as txlog
 from kafka_txn_tools.dumps.schema import TXN_STATES
+from tests.tools.dumps.batches import gzip_batch
 
 # An Ongoing record written by a transaction-version-1 coordinator (flexible value v1):
 # pid 0, epoch 0, timeout 60000, Ongoing, [txtest-0], last update = start = 0x019e7b4b367a.
@@ -121,8 +122,8 @@ def test_segment_roundtrip_with_both_value_versions(tmp_path):
 def test_gzip_batches_of_the_transaction_log(tmp_path):
     pdir = tmp_path / "__transaction_state-1"
     pdir.mkdir()
-    value = txlog.encode_value(meta("g", pid=4), 1)
-    batch = rb.encode_batch(0, [(5, txlog.encode_key("g"), value)], compress_gzip=True)
+    value = txlog.encode_value(meta("g", pid=4, parts=[("orders", i) for i in range(40)]), 1)  # compressible
+    batch = gzip_batch([(5, txlog.encode_key("g"), value)])
     (pdir / "00000000000000000000.log").write_bytes(batch)
     assert txlog.read_transaction_log(pdir)["g"].producer_id == 4
 
@@ -130,7 +131,7 @@ def test_gzip_batches_of_the_transaction_log(tmp_path):
 def test_bad_record_names_file_and_offset(tmp_path):
     pdir = tmp_path / "__transaction_state-1"
     pdir.mkdir()
-    batch = rb.encode_batch(6, [(5, txlog.encode_key("g"), b"\x00\x01\x00")])
+    batch = build_batch([(txlog.encode_key("g"), b"\x00\x01\x00")], timestamp_ms=5, base_offset=6)
     (pdir / "00000000000000000006.log").write_bytes(batch)
     with pytest.raises(txlog.TransactionLogError, match=r"00000000000000000006\.log: record at offset 6"):
         txlog.read_transaction_log(pdir)
