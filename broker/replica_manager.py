@@ -8,8 +8,6 @@ import shutil
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from kafka.errors import KafkaStorageError
-
 from kafka_txn_broker.log.unified_log import UnifiedLog
 from kafka_txn_broker.metadata import PartitionState
 from kafka_txn_broker.partition import Partition
@@ -93,7 +91,9 @@ class ReplicaManager:
         for state in changed:
             part = self.partitions.get((state.topic, state.partition))
             if part is not None and part.is_leader:
-                _record_epoch_start(part, state.leader_epoch)
+                # As Kafka's makeLeader: OffsetForLeaderEpoch must place the new epoch (and end the
+                # previous one) at this log end even before the new leader appends anything.
+                part.log.assign_epoch_start(state.leader_epoch)
                 part.replicate()
 
     def tick(self, now_ms: int) -> None:
@@ -137,15 +137,3 @@ class ReplicaManager:
         finally:
             if fut in self._data_waiters:
                 self._data_waiters.remove(fut)
-
-
-def _record_epoch_start(part: Partition, leader_epoch: int) -> None:
-    """As Kafka's makeLeader: OffsetForLeaderEpoch must place the new epoch (and end the previous one) at
-    this log end even before the new leader appends anything."""
-    try:
-        part.log.assign_epoch_start(leader_epoch)
-    except (OSError, KafkaStorageError):
-        # Building the epoch cache reads the segments; a failing disk must not stop the other partitions
-        # and nodes from hearing about the leadership change. OffsetForLeaderEpoch answers this
-        # partition with KAFKA_STORAGE_ERROR or records the epoch on first use.
-        log.warning("%s-%s: could not record leader epoch %s", part.topic, part.index, leader_epoch, exc_info=True)

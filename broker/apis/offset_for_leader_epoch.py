@@ -46,10 +46,9 @@ def check_current_leader_epoch(requested: int, current: int) -> None:
 
 
 def _ensure_current_epoch_known(part: Partition) -> None:
-    """A leader that kept its epoch across a restart (no election, so no assign_epoch_start) and has not
-    written in it yet has a cache that stops at an older epoch. As in Kafka, where every leader records
-    its epoch at becoming leader, that epoch starts at the log end; recording it lazily here spares a
-    scan of every leader log at startup."""
+    """A leader that kept its epoch across a restart was not elected in this process, so nothing recorded
+    its epoch; until it writes in it, its epoch cache stops at an older one. As in Kafka, where every
+    leader records its epoch on becoming leader, that epoch starts at the log end."""
     epoch = part.state.leader_epoch
     if part.log.latest_epoch < epoch:
         part.log.assign_epoch_start(epoch)
