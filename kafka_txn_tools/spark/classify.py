@@ -1,4 +1,10 @@
-"""Late and hanging transactions as pure DataFrame transforms.
+"""Late and hanging transactions as pure functions over plain rows: no Spark, no I/O.
+
+The Spark side (gather.py) scans the big tables and hands over only the partitions where some
+replica shows a transaction open longer than the timeout - the only ones either rule can flag:
+their replicas (`Replica`), their open transactions (`OpenRow`) and the coordinator state of the
+producer ids involved (`Coordinator`). These sets are small by construction, so everything below
+runs on the driver, in plain Python, and is tested with plain data.
 
 Two lateness rules, both evaluated at `now` (the input's capture time or --as-of, never the clock):
 
@@ -10,7 +16,8 @@ Two lateness rules, both evaluated at `now` (the input's capture time or --as-of
 
 Verdicts come from the partition leader's view (where an abort goes). The leader is the replica
 flagged is_leader; when no input says (log dirs, dump-log text) it is inferred: the replica whose
-state reaches the highest offset, then the freshest capture, then the lowest broker id.
+state reaches the highest offset, then the freshest capture, then the lowest broker id. Only each
+replica's freshest observation counts (an old snapshot may show a transaction since completed).
 
 Reasons, checked in this order against the coordinator state of the candidate's producer id, the
 same rules as the CLI's find-hanging (kafka_txn_tools/admin/hanging.py), so both give one verdict:
@@ -26,25 +33,20 @@ otherwise `late`: the coordinator confirms a live transaction (reported only wit
 A coordinator row without partitions (describe failed) gives `coordinator-state-unknown`,
 verdict `unverified`: reported, never planned.
 
-All tables after the two reads of the producer table hold only partitions with late transactions.
-Only joins against the big tables are broadcast on purpose; between the small ones, local runs
-use plain one-partition shuffles (a broadcast costs a Spark job each) and clusters let adaptive
-execution choose.
-
 Replica divergence, for transactions open longer than the timeout: open on a follower but not on
 the leader, and open on the leader but missing on a follower that reported the partition.
+
+Missing values follow SQL, as the earlier DataFrame version of these rules did: a comparison with
+an unknown value decides nothing (e.g. an unknown coordinator epoch is no epoch mismatch).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-
-from pyspark.sql import Column, DataFrame, Window
-from pyspark.sql import functions as F
+from typing import Any
 
 from kafka_txn_tools.dumps.plan import HANGING_REASONS
-from kafka_txn_tools.spark.normalize import normalize_transactions
 
 LATE_TRANSACTION_BUFFER_MS = 5 * 60 * 1000
 REASONS = HANGING_REASONS
@@ -55,8 +57,12 @@ UNKNOWN = "coordinator-state-unknown"
 ONGOING_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
 FOLLOWER_ONLY = "open-on-follower-not-leader"
 LEADER_ONLY = "open-on-leader-not-follower"
-MAX_LONG = (1 << 63) - 1
+MAX_LONG = (1 << 63) - 1  # the offset of a live observation: newer than any snapshot
 TXN_KEY = ["topic", "partition", "producer_id", "start_offset"]
+
+PartitionKey = tuple[str, int]
+ReplicaKey = tuple[str, int, int]  # topic, partition, broker id
+TxnKey = tuple[str, int, int, int]  # topic, partition, producer id, start offset
 
 
 @dataclass(frozen=True)
@@ -66,317 +72,366 @@ class SweepParams:
     include_late: bool = False
 
 
-def open_transactions(producers: DataFrame) -> DataFrame:
-    """Rows with an open transaction: the small subset everything else works on."""
-    return producers.where(F.col("current_txn_start_offset") >= 0).select(
-        "broker_id",
-        "topic",
-        "partition",
-        "is_leader",
-        "producer_id",
-        "producer_epoch",
-        "coordinator_epoch",
-        F.col("current_txn_start_offset").alias("start_offset"),
-        "last_timestamp_ms",
-        "snapshot_offset",
-        "capture_time_ms",
-        "source",
-    )
+@dataclass(frozen=True, slots=True)
+class OpenRow:
+    """One replica's observation of an open transaction (normalized producer row)."""
+
+    topic: str
+    partition: int
+    broker_id: int
+    is_leader: bool | None
+    producer_id: int
+    producer_epoch: int | None
+    coordinator_epoch: int
+    start_offset: int
+    last_timestamp_ms: int
+    snapshot_offset: int | None
+    capture_time_ms: int | None
+    source: str
+
+    @property
+    def key(self) -> TxnKey:
+        return (self.topic, self.partition, self.producer_id, self.start_offset)
+
+    @property
+    def partition_key(self) -> PartitionKey:
+        return (self.topic, self.partition)
+
+    @property
+    def replica_key(self) -> ReplicaKey:
+        return (self.topic, self.partition, self.broker_id)
+
+    def age_ms(self, now_ms: int) -> int:
+        return now_ms - self.last_timestamp_ms
 
 
-def late_partition_keys(open_txns: DataFrame, params: SweepParams) -> DataFrame:
-    """Partitions where some replica shows a transaction open longer than the timeout: the only ones
-    either rule can flag (the metric's threshold is higher still). Everything after works on these."""
-    age = F.lit(params.now_ms) - F.col("last_timestamp_ms")
-    return open_txns.where(age > params.max_transaction_timeout_ms).select("topic", "partition").distinct()
+@dataclass(frozen=True, slots=True)
+class Replica:
+    """One replica of a partition, over all its rows (open transaction or not): the leader flag any
+    row set, and its freshest observation - the latest capture, then the highest snapshot offset."""
+
+    topic: str
+    partition: int
+    broker_id: int
+    is_leader: bool | None
+    capture: int | None
+    offset: int  # MAX_LONG for a live observation (no snapshot offset)
 
 
-def in_partitions(frame: DataFrame, keys: DataFrame, hint: list[tuple[str, int]] | None = None) -> DataFrame:
-    """Rows of `frame` in the partitions `keys`. With `hint` (the same keys, known to be few), cheap
-    integer and string tests run in the scan first, so the exact join only sees a sliver of a big table."""
-    if hint is not None:
-        topics = sorted({t for t, _ in hint})
-        indexes = sorted({p for _, p in hint})
-        frame = frame.where(F.col("partition").isin(indexes) & F.col("topic").isin(topics))
-    return frame.join(F.broadcast(keys), ["topic", "partition"], "left_semi")
+@dataclass(frozen=True, slots=True)
+class Coordinator:
+    """The newest coordinator state of one transactional id."""
+
+    producer_id: int
+    transactional_id: str
+    coordinator_id: int | None
+    state: str | None
+    producer_epoch: int | None
+    # (topic, partition) in the transaction; None when DescribeTransactions gave none (failed).
+    partitions: tuple[tuple[str | None, int | None], ...] | None
 
 
-def replica_observations(rows: DataFrame) -> DataFrame:
-    """Per replica (topic, partition, broker): leader flag and freshest observation of the rows given."""
-    obs = F.struct(
-        F.col("capture_time_ms").alias("capture"),
-        F.coalesce(F.col("snapshot_offset"), F.lit(MAX_LONG)).alias("offset"),
-    )
-    return rows.groupBy("topic", "partition", "broker_id").agg(
-        F.max("is_leader").alias("is_leader"), F.max(obs).alias("obs")
-    )
+@dataclass(frozen=True, slots=True)
+class Leader:
+    topic: str
+    partition: int
+    leader_broker_id: int
+    leader_inferred: bool
 
 
-def open_transaction_ages(open_txns: DataFrame, now_ms: int) -> DataFrame:
-    """Each open transaction once (across replicas and observations), aged by its latest write."""
-    return open_txns.groupBy(*TXN_KEY).agg((F.lit(now_ms) - F.max("last_timestamp_ms")).alias("age_ms"))
+@dataclass(frozen=True, slots=True)
+class LatePartition:
+    """A partition whose leader shows open transactions: the oldest one, and whether the metric counts it."""
+
+    topic: str
+    partition: int
+    leader_broker_id: int
+    leader_inferred: bool
+    oldest_producer_id: int
+    metric_late: bool
 
 
-def leaders(replicas: DataFrame) -> DataFrame:
-    """(topic, partition) -> leader_broker_id, leader_inferred."""
-
-    flag_rank = F.when(F.col("is_leader"), 0).when(F.col("is_leader").isNull(), 1).otherwise(2)
-    window = Window.partitionBy("topic", "partition").orderBy(
-        flag_rank, F.col("obs.offset").desc(), F.col("obs.capture").desc(), F.col("broker_id").asc()
-    )
-    return (
-        replicas.withColumn("_rank", F.row_number().over(window))
-        .where(F.col("_rank") == 1)
-        .select(
-            "topic",
-            "partition",
-            F.col("broker_id").alias("leader_broker_id"),
-            (~F.coalesce(F.col("is_leader"), F.lit(False))).alias("leader_inferred"),
-        )
-    )
+@dataclass(frozen=True, slots=True)
+class Divergence:
+    topic: str
+    partition: int
+    producer_id: int
+    start_offset: int
+    kind: str
+    leader_broker_id: int
+    broker_ids: tuple[int, ...]  # the followers it is open on, or missing from
 
 
-def fresh_open(open_txns: DataFrame, replicas: DataFrame, now_ms: int) -> DataFrame:
-    """Open transactions from each replica's freshest observation only, one per producer, with age."""
-
-    latest = replicas.select(
-        "topic",
-        "partition",
-        "broker_id",
-        F.col("obs.capture").alias("_capture"),
-        F.col("obs.offset").alias("_offset"),
-    )
-    joined = open_txns.join(latest, ["topic", "partition", "broker_id"]).where(
-        (F.col("capture_time_ms") == F.col("_capture"))
-        & (F.coalesce(F.col("snapshot_offset"), F.lit(MAX_LONG)) == F.col("_offset"))
-    )
-    window = Window.partitionBy("topic", "partition", "broker_id", "producer_id").orderBy(
-        F.col("start_offset").asc(), F.col("source").asc()
-    )
-    return (
-        joined.withColumn("_rank", F.row_number().over(window))
-        .where(F.col("_rank") == 1)
-        .drop("_rank", "_capture", "_offset")
-        .withColumn("age_ms", F.lit(now_ms) - F.col("last_timestamp_ms"))
-    )
-
-
-def leader_view(fresh: DataFrame, leader_table: DataFrame) -> DataFrame:
-    on_leader = F.col("broker_id") == F.col("leader_broker_id")
-    return fresh.join(leader_table, ["topic", "partition"]).where(on_leader)
-
-
-def late_partitions(on_leader: DataFrame, params: SweepParams) -> DataFrame:
-    """Per partition (leader view): the oldest open transaction and whether the metric counts it late."""
-
-    window = Window.partitionBy("topic", "partition").orderBy(F.col("start_offset").asc(), F.col("producer_id"))
-    threshold = params.max_transaction_timeout_ms + LATE_TRANSACTION_BUFFER_MS
-    return (
-        on_leader.withColumn("_rank", F.row_number().over(window))
-        .where(F.col("_rank") == 1)
-        .select(
-            "topic",
-            "partition",
-            "leader_broker_id",
-            "leader_inferred",
-            F.col("producer_id").alias("oldest_producer_id"),
-            ((F.col("last_timestamp_ms") > 0) & (F.col("age_ms") > F.lit(threshold))).alias("metric_late"),
-        )
-    )
-
-
-def late_partition_counts(late: DataFrame) -> DataFrame:
+@dataclass(frozen=True, slots=True)
+class BrokerCounts:
     """Per leader broker: PartitionsWithLateTransactionsCount, partitions with open transactions, and
     how many of those had their leader inferred (brokers leading no open transaction are absent)."""
-    return late.groupBy("leader_broker_id").agg(
-        F.sum(F.col("metric_late").cast("int")).alias("late_partitions"),
-        F.count(F.lit(1)).alias("open_partitions"),
-        F.sum(F.col("leader_inferred").cast("int")).alias("inferred_leaders"),
-    )
+
+    leader_broker_id: int
+    late_partitions: int
+    open_partitions: int
+    inferred_leaders: int
 
 
-def divergence(fresh: DataFrame, leader_table: DataFrame, replicas: DataFrame, params: SweepParams) -> DataFrame:
-    """Late transactions open on some replicas only: (txn key, kind, leader, broker_ids)."""
-    timeout = params.max_transaction_timeout_ms
-    with_leader = fresh.join(leader_table, ["topic", "partition"])
-    late_any = with_leader.where(F.col("age_ms") > timeout)
-    on_leader = with_leader.where(F.col("broker_id") == F.col("leader_broker_id")).select(*TXN_KEY)
-    follower_only = (
-        late_any.where(F.col("broker_id") != F.col("leader_broker_id"))
-        .join(on_leader, TXN_KEY, "left_anti")
-        .groupBy(*TXN_KEY, "leader_broker_id")
-        .agg(F.array_sort(F.collect_set("broker_id")).alias("broker_ids"))
-        .withColumn("kind", F.lit(FOLLOWER_ONLY))
-    )
-    leader_late = late_any.where(F.col("broker_id") == F.col("leader_broker_id")).select(*TXN_KEY, "leader_broker_id")
-    followers = replicas.select("topic", "partition", F.col("broker_id").alias("follower_id"))
-    open_anywhere = fresh.select(*TXN_KEY, F.col("broker_id").alias("follower_id"))
-    leader_only = (
-        leader_late.join(followers, ["topic", "partition"])
-        .where(F.col("follower_id") != F.col("leader_broker_id"))
-        .join(open_anywhere, [*TXN_KEY, "follower_id"], "left_anti")
-        .groupBy(*TXN_KEY, "leader_broker_id")
-        .agg(F.array_sort(F.collect_set("follower_id")).alias("broker_ids"))
-        .withColumn("kind", F.lit(LEADER_ONLY))
-    )
-    return follower_only.unionByName(leader_only)
+@dataclass
+class Analysis:
+    leaders: dict[PartitionKey, Leader]
+    late: list[LatePartition]
+    divergence: list[Divergence]
+    verdicts: list[dict[str, Any]]  # every candidate, OUTPUT_COLUMNS, in report order
 
 
-def coordinator_rows(transactions: DataFrame) -> DataFrame:
-    """Coordinator columns keyed by producer id (one row per transactional id)."""
-    return transactions.select(
-        "producer_id",
-        "transactional_id",
-        "coordinator_id",
-        F.col("state").alias("coordinator_state"),
-        F.col("producer_epoch").alias("coordinator_producer_epoch"),
-        F.col("partitions").alias("_txn_partitions"),
-    )
+def _offset(snapshot_offset: int | None) -> int:
+    return MAX_LONG if snapshot_offset is None else snapshot_offset
 
 
-def reason_column() -> Column:
+def _leader_rank(replica: Replica) -> tuple[int, int, bool, int, int]:
+    """Sort key, best first: flagged leader, unflagged, flagged follower; then the highest offset,
+    the latest capture (unknown last), the lowest broker id."""
+    flag = 0 if replica.is_leader is True else 1 if replica.is_leader is None else 2
+    capture = replica.capture
+    return (flag, -replica.offset, capture is None, -(capture or 0), replica.broker_id)
+
+
+def leaders(replicas: Iterable[Replica]) -> dict[PartitionKey, Leader]:
+    """(topic, partition) -> its leader, flagged or inferred."""
+    best: dict[PartitionKey, Replica] = {}
+    for replica in replicas:
+        key = (replica.topic, replica.partition)
+        if key not in best or _leader_rank(replica) < _leader_rank(best[key]):
+            best[key] = replica
+    return {key: Leader(key[0], key[1], r.broker_id, r.is_leader is not True) for key, r in best.items()}
+
+
+def fresh_open(open_rows: Iterable[OpenRow], replicas: Iterable[Replica]) -> list[OpenRow]:
+    """Open transactions from each replica's freshest observation only, one per producer and replica
+    (the lowest start offset, then source name)."""
+    latest = {(r.topic, r.partition, r.broker_id): (r.capture, r.offset) for r in replicas}
+    chosen: dict[tuple[str, int, int, int], OpenRow] = {}
+    for row in open_rows:
+        if row.capture_time_ms is None or latest.get(row.replica_key) != (
+            row.capture_time_ms,
+            _offset(row.snapshot_offset),
+        ):
+            continue
+        slot = (*row.replica_key, row.producer_id)
+        held = chosen.get(slot)
+        if held is None or (row.start_offset, row.source) < (held.start_offset, held.source):
+            chosen[slot] = row
+    return list(chosen.values())
+
+
+def on_leader(fresh: Iterable[OpenRow], leader_table: dict[PartitionKey, Leader]) -> list[OpenRow]:
+    """The leader's view: fresh rows observed on their partition's leader."""
+    out = []
+    for row in fresh:
+        leader = leader_table.get(row.partition_key)
+        if leader is not None and leader.leader_broker_id == row.broker_id:
+            out.append(row)
+    return out
+
+
+def late_partitions(
+    leader_rows: Iterable[OpenRow], leader_table: dict[PartitionKey, Leader], params: SweepParams
+) -> list[LatePartition]:
+    """Per partition (leader view): the oldest open transaction and whether the metric counts it late."""
+    oldest: dict[PartitionKey, OpenRow] = {}
+    for row in leader_rows:
+        held = oldest.get(row.partition_key)
+        if held is None or (row.start_offset, row.producer_id) < (held.start_offset, held.producer_id):
+            oldest[row.partition_key] = row
+    threshold = params.max_transaction_timeout_ms + LATE_TRANSACTION_BUFFER_MS
+    out = []
+    for key, row in sorted(oldest.items()):
+        leader = leader_table[key]
+        late = row.last_timestamp_ms > 0 and row.age_ms(params.now_ms) > threshold
+        out.append(
+            LatePartition(key[0], key[1], leader.leader_broker_id, leader.leader_inferred, row.producer_id, late)
+        )
+    return out
+
+
+def late_partition_counts(late: Iterable[LatePartition]) -> list[BrokerCounts]:
+    counts: dict[int, list[int]] = {}
+    for row in late:
+        total = counts.setdefault(row.leader_broker_id, [0, 0, 0])
+        total[0] += row.metric_late
+        total[1] += 1
+        total[2] += row.leader_inferred
+    return [BrokerCounts(broker, *total) for broker, total in sorted(counts.items())]
+
+
+def divergence(
+    fresh: Sequence[OpenRow], leader_table: dict[PartitionKey, Leader], replicas: Iterable[Replica], params: SweepParams
+) -> list[Divergence]:
+    """Late transactions open on some replicas only."""
+    leader_of = {key: leader.leader_broker_id for key, leader in leader_table.items()}
+    known = [row for row in fresh if row.partition_key in leader_of]
+    late_any = [row for row in known if row.age_ms(params.now_ms) > params.max_transaction_timeout_ms]
+    open_on = {(row.key, row.broker_id) for row in known}
+    on_leader_keys = {row.key for row in known if row.broker_id == leader_of[row.partition_key]}
+    followers: dict[PartitionKey, set[int]] = {}
+    for replica in replicas:
+        followers.setdefault((replica.topic, replica.partition), set()).add(replica.broker_id)
+    found: dict[tuple[TxnKey, str], set[int]] = {}
+    for row in late_any:
+        leader = leader_of[row.partition_key]
+        if row.broker_id != leader and row.key not in on_leader_keys:
+            found.setdefault((row.key, FOLLOWER_ONLY), set()).add(row.broker_id)
+        elif row.broker_id == leader:
+            missing = {
+                b for b in followers.get(row.partition_key, set()) if b != leader and (row.key, b) not in open_on
+            }
+            if missing:
+                found.setdefault((row.key, LEADER_ONLY), set()).update(missing)
+    return [
+        Divergence(*key, kind, leader_of[(key[0], key[1])], tuple(sorted(brokers)))
+        for (key, kind), brokers in sorted(found.items())
+    ]
+
+
+def _equal(a: Any, b: Any) -> bool | None:
+    return None if a is None or b is None else a == b
+
+
+def _in_transaction(parts: Iterable[tuple[str | None, int | None]], topic: str, partition: int) -> bool | None:
+    """Whether (topic, partition) is among the transaction's partitions; None when no entry matches
+    but some entry has an unknown field (SQL's exists())."""
+    unknown = False
+    for part_topic, part_index in parts:
+        same_topic, same_index = _equal(part_topic, topic), _equal(part_index, partition)
+        if same_topic and same_index:
+            return True
+        if same_topic is not False and same_index is not False:
+            unknown = True
+    return None if unknown else False
+
+
+def reason(candidate: OpenRow, coordinator: Coordinator | None) -> str:
     """The CLI's reason for a candidate against one coordinator row (see module docstring)."""
-    state = F.col("coordinator_state")
-    in_txn = F.exists(
-        "_txn_partitions", lambda p: (p["topic"] == F.col("topic")) & (p["partition"] == F.col("partition"))
-    )
-    return (
-        F.when(F.col("transactional_id").isNull(), F.lit(NO_ID))
-        .when(state == "Dead", F.lit(NOT_FOUND))
-        .when(F.col("_txn_partitions").isNull() | state.isNull(), F.lit(UNKNOWN))
-        .when(F.col("coordinator_producer_epoch") < F.col("producer_epoch"), F.lit(EPOCH_MISMATCH))
-        .when(~state.isin(*ONGOING_STATES), F.lit(NOT_ONGOING))
-        .when(~in_txn, F.lit(NOT_IN_TXN))
-        .otherwise(F.lit(LATE))
-    )
+    if coordinator is None:
+        return NO_ID
+    state = coordinator.state
+    if state == "Dead":
+        return NOT_FOUND
+    if coordinator.partitions is None or state is None:
+        return UNKNOWN
+    if _epoch_older(coordinator.producer_epoch, candidate.producer_epoch):
+        return EPOCH_MISMATCH
+    if state not in ONGOING_STATES:
+        return NOT_ONGOING
+    if _in_transaction(coordinator.partitions, candidate.topic, candidate.partition) is False:
+        return NOT_IN_TXN
+    return LATE
 
 
-def verdict_column() -> Column:
-    reason = F.col("reason")
-    return (
-        F.when(reason.isin(*REASONS), F.lit("hanging"))
-        .when(reason == LATE, F.lit("late"))
-        .otherwise(F.lit("unverified"))
-    )
+def _epoch_older(coordinator_epoch: int | None, partition_epoch: int | None) -> bool:
+    return coordinator_epoch is not None and partition_epoch is not None and coordinator_epoch < partition_epoch
 
 
-def classify(candidates: DataFrame, coordinators: DataFrame) -> DataFrame:
-    """Candidates (leader view, late by find-hanging's rule) with reason and verdict.
+def verdict_of(reason_name: str) -> str:
+    if reason_name in REASONS:
+        return "hanging"
+    return "late" if reason_name == LATE else "unverified"
 
-    A producer id mapped by several transactional ids (a coordinator moving) is judged as the CLI
-    does: unknown if any id's state is unknown, else live if any id says so, else by the first id.
-    """
-    key = ["topic", "partition", "producer_id", "start_offset"]
-    pick = Window.partitionBy(*key).orderBy(
-        (F.col("reason") == UNKNOWN).desc(), (F.col("reason") == LATE).desc(), F.col("transactional_id").asc()
-    )
-    return (
-        candidates.join(coordinator_rows(coordinators), "producer_id", "left")
-        .withColumn("reason", reason_column())
-        .withColumn("_rank", F.row_number().over(pick))
-        .where(F.col("_rank") == 1)
-        .withColumn("verdict", verdict_column())
-        .withColumn("duration_min", F.floor(F.col("age_ms") / 60_000).cast("long"))
-        .drop("_txn_partitions", "_rank")
-    )
+
+def judge(candidate: OpenRow, coordinators: Sequence[Coordinator]) -> tuple[Coordinator | None, str]:
+    """The coordinator row that decides and its reason. A producer id mapped by several transactional
+    ids (a coordinator moving) is judged as the CLI does: unknown if any id's state is unknown, else
+    live if any id says so, else by the first id."""
+    if not coordinators:
+        return None, NO_ID
+    judged = [(reason(candidate, c), c) for c in coordinators]
+    why, coordinator = min(judged, key=lambda rc: (rc[0] != UNKNOWN, rc[0] != LATE, rc[1].transactional_id))
+    return coordinator, why
+
+
+def _joined(values: Iterable[int]) -> str:
+    return ",".join(str(v) for v in sorted(values))
 
 
 def verdicts(
-    fresh: DataFrame,
-    leader_table: DataFrame,
-    late: DataFrame,
-    diverged: DataFrame,
-    coordinators: DataFrame,
+    fresh: Sequence[OpenRow],
+    leader_table: dict[PartitionKey, Leader],
+    late: Iterable[LatePartition],
+    diverged: Iterable[Divergence],
+    coordinators: Iterable[Coordinator],
     params: SweepParams,
-) -> DataFrame:
+) -> list[dict[str, Any]]:
     """Every candidate (late by find-hanging's rule, leader view) with its verdict and context."""
-    candidates = leader_view(fresh, leader_table).where(F.col("age_ms") > params.max_transaction_timeout_ms)
-    open_on = fresh.groupBy(*TXN_KEY).agg(
-        F.array_join(F.array_sort(F.collect_set("broker_id")).cast("array<string>"), ",").alias("open_on_brokers")
-    )
-    leader_flags = diverged.where(F.col("kind") == LEADER_ONLY).select(
-        *TXN_KEY,
-        F.col("kind").alias("divergence"),
-        F.array_join(F.col("broker_ids").cast("array<string>"), ",").alias("missing_on_brokers"),
-    )
-    metric = late.select(
-        "topic",
-        "partition",
-        (F.col("metric_late") & F.col("oldest_producer_id").isNotNull()).alias("_partition_late"),
-        "oldest_producer_id",
-    )
-    result = (
-        classify(candidates, coordinators)
-        .join(open_on, TXN_KEY, "left")
-        .join(leader_flags, TXN_KEY, "left")
-        .join(metric, ["topic", "partition"], "left")
-        .withColumn(
-            "metric_late",
-            F.coalesce(F.col("_partition_late") & (F.col("oldest_producer_id") == F.col("producer_id")), F.lit(False)),
+    by_producer: dict[int, list[Coordinator]] = {}
+    for coordinator in coordinators:
+        by_producer.setdefault(coordinator.producer_id, []).append(coordinator)
+    open_on: dict[TxnKey, set[int]] = {}
+    for row in fresh:
+        open_on.setdefault(row.key, set()).add(row.broker_id)
+    missing = {(d.topic, d.partition, d.producer_id, d.start_offset): d for d in diverged if d.kind == LEADER_ONLY}
+    oldest = {(p.topic, p.partition): p for p in late}
+    out = []
+    for row in on_leader(fresh, leader_table):
+        age = row.age_ms(params.now_ms)
+        if age <= params.max_transaction_timeout_ms:
+            continue
+        decisive, why = judge(row, by_producer.get(row.producer_id, []))
+        leader, flagged, gap = leader_table[row.partition_key], oldest.get(row.partition_key), missing.get(row.key)
+        out.append(
+            {
+                "topic": row.topic,
+                "partition": row.partition,
+                "producer_id": row.producer_id,
+                "producer_epoch": row.producer_epoch,
+                "coordinator_epoch": row.coordinator_epoch,
+                "start_offset": row.start_offset,
+                "last_timestamp_ms": row.last_timestamp_ms,
+                "age_ms": age,
+                "duration_min": age // 60_000,
+                "verdict": verdict_of(why),
+                "reason": why,
+                "transactional_id": decisive.transactional_id if decisive else None,
+                "coordinator_id": decisive.coordinator_id if decisive else None,
+                "coordinator_state": decisive.state if decisive else None,
+                "coordinator_producer_epoch": decisive.producer_epoch if decisive else None,
+                "leader_broker_id": leader.leader_broker_id,
+                "leader_inferred": leader.leader_inferred,
+                "open_on_brokers": _joined(open_on[row.key]),
+                "metric_late": bool(flagged and flagged.metric_late and flagged.oldest_producer_id == row.producer_id),
+                "divergence": gap.kind if gap else None,
+                "missing_on_brokers": _joined(gap.broker_ids) if gap else None,
+                "snapshot_offset": row.snapshot_offset,
+                "source": row.source,
+            }
         )
-    )
-    return result.select(*OUTPUT_COLUMNS)
+    return sorted(out, key=report_order)
 
 
-def relevant_transactions(transactions: DataFrame, candidates: DataFrame) -> DataFrame:
-    """Coordinator rows of the transactional ids that ever named a candidate's producer id, newest
-    state per id (normalize_transactions). Cutting to those ids first keeps the per-id sort small:
-    a fleet has millions of ids, a sweep a handful of candidates."""
-    pids = candidates.select("producer_id").distinct()
-    ids = transactions.join(F.broadcast(pids), "producer_id", "left_semi").select("transactional_id").distinct()
-    return normalize_transactions(transactions.join(F.broadcast(ids), "transactional_id", "left_semi"))
+def report_order(row: dict[str, Any]) -> tuple[Any, ...]:
+    return (row["topic"], row["partition"], row["start_offset"], row["producer_id"])
 
 
 def analyze(
-    producers: DataFrame,
-    transactions: DataFrame,
+    open_rows: Iterable[OpenRow],
+    replicas: Iterable[Replica],
+    coordinators: Iterable[Coordinator],
     params: SweepParams,
-    keep: Callable[[DataFrame], DataFrame] = lambda frame: frame,
-    hint_limit: int = 5_000,
-) -> dict[str, DataFrame]:
-    """The whole classification: a function of the normalized producer table, the raw coordinator
-    rows (normalized here, for the ids that matter) and the params.
-
-    The big producer table is read twice: once for the open transactions (about 1% of rows), once
-    for the replicas of the few partitions with late ones. `keep` lets the job cache the small
-    intermediate tables several outputs reuse; the partitions with late transactions are fetched
-    (at most `hint_limit` of them) to pre-filter the second read; 0 turns that off.
-    """
-    open_txns = keep(open_transactions(producers))
-    keys = keep(late_partition_keys(open_txns, params))
-    hint = None
-    if hint_limit > 0:
-        found = [(r["topic"], int(r["partition"])) for r in keys.limit(hint_limit + 1).collect()]
-        hint = found if len(found) <= hint_limit else None
-    replicas = keep(replica_observations(in_partitions(producers, keys, hint)))
-    leader_table = keep(leaders(replicas))
-    fresh = keep(fresh_open(in_partitions(open_txns, keys), replicas, params.now_ms))
-    on_leader = keep(leader_view(fresh, leader_table))
-    late = keep(late_partitions(on_leader, params))
-    diverged = keep(divergence(fresh, leader_table, replicas, params))
-    candidates = on_leader.where(F.col("age_ms") > params.max_transaction_timeout_ms)
-    coordinators = keep(relevant_transactions(transactions, candidates))
-    verdict_table = keep(verdicts(fresh, leader_table, late, diverged, coordinators, params))
-    return {
-        "open": open_txns,
-        "open_ages": open_transaction_ages(open_txns, params.now_ms),
-        "late_keys": keys,
-        "replicas": replicas,
-        "leaders": leader_table,
-        "fresh": fresh,
-        "on_leader": on_leader,
-        "late": late,
-        "divergence": diverged,
-        "verdicts": verdict_table,
-    }
+) -> Analysis:
+    """The whole classification of the partitions the Spark side gathered."""
+    replica_list = list(replicas)
+    leader_table = leaders(replica_list)
+    fresh = fresh_open(open_rows, replica_list)
+    late = late_partitions(on_leader(fresh, leader_table), leader_table, params)
+    diverged = divergence(fresh, leader_table, replica_list, params)
+    return Analysis(
+        leaders=leader_table,
+        late=late,
+        divergence=diverged,
+        verdicts=verdicts(fresh, leader_table, late, diverged, coordinators, params),
+    )
 
 
-def reported(verdict_table: DataFrame, include_late: bool) -> DataFrame:
+def reported(verdict_rows: Iterable[dict[str, Any]], include_late: bool) -> list[dict[str, Any]]:
     """What the sweep reports: hanging and unverified always, late-but-live only on request."""
-    keep = F.col("verdict").isin("hanging", "unverified")
-    if include_late:
-        keep = keep | (F.col("verdict") == "late")
-    return verdict_table.where(keep).orderBy("topic", "partition", "start_offset", "producer_id")
+    keep = {"hanging", "unverified", *(["late"] if include_late else [])}
+    return sorted((r for r in verdict_rows if r["verdict"] in keep), key=report_order)
 
 
 OUTPUT_COLUMNS = [

@@ -5,8 +5,10 @@
     spark-submit .../kafka_txn_tools/spark/job.py INPUT... --out DIR      (master from spark-submit)
 
 Outputs in DIR: late_transactions/ (Parquet), late_transactions.csv, replica_divergence.csv,
-summary.json, abort-plan.yaml, report.html. Only the small results (reported transactions,
-per-broker counts, histograms) reach the driver; the producer table is only scanned by executors.
+summary.json, abort-plan.yaml, report.html. The producer table is only scanned by executors; the
+driver gets the small sets gather.py reduces it to (the partitions with late transactions, their
+replicas and open transactions, the coordinator rows that concern them) and judges them in
+classify.py.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import sys
 import tempfile
 import zipfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,8 +30,10 @@ from kafka_txn_tools.durations import parse_duration_ms
 from kafka_txn_tools.spark.session import get_session, require_java
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
+    from kafka_txn_tools.spark.classify import Analysis, SweepParams
+    from kafka_txn_tools.spark.gather import Gathered
     from kafka_txn_tools.spark.ingest import Ingested
 
 
@@ -73,48 +77,6 @@ def ship_package(spark: SparkSession) -> None:
         for path in root.rglob("*.py"):
             zf.write(path, Path("kafka_txn_tools") / path.relative_to(root))
     spark.sparkContext.addPyFile(str(target))
-
-
-def _age_histogram(open_ages: DataFrame) -> DataFrame:
-    from pyspark.sql import functions as F
-
-    from kafka_txn_tools.spark.report import AGE_BUCKETS
-
-    bucket = None
-    for label, upper in reversed(AGE_BUCKETS):
-        if bucket is None:
-            bucket = F.lit(label)
-        elif upper is not None:
-            bucket = F.when(F.col("age_ms") < upper, F.lit(label)).otherwise(bucket)
-    assert bucket is not None
-    return open_ages.groupBy(bucket.alias("bucket")).count()
-
-
-def _collect_results(frames: dict[str, DataFrame]) -> dict[str, list[dict[str, Any]]]:
-    """All small results in ONE Spark action: each becomes (kind, JSON row) and the union is
-    collected once, so the shared intermediate tables and broadcasts are computed once."""
-    from pyspark.sql import functions as F
-
-    from kafka_txn_tools.spark import classify as C
-
-    parts = {
-        "verdicts": frames["verdicts"],
-        "divergence": frames["divergence"],
-        "late": C.late_partition_counts(frames["late"]),
-        "ages": _age_histogram(frames["open_ages"]),
-    }
-    union = None
-    for kind, frame in parts.items():
-        tagged = frame.select(
-            F.lit(kind).alias("kind"),
-            F.to_json(F.struct(*frame.columns), {"ignoreNullFields": "false"}).alias("row"),
-        )
-        union = tagged if union is None else union.unionByName(tagged)
-    assert union is not None
-    out: dict[str, list[dict[str, Any]]] = {kind: [] for kind in parts}
-    for row in union.collect():
-        out[row["kind"]].append(json.loads(row["row"]))
-    return out
 
 
 def _write_csv(path: Path, rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:
@@ -165,8 +127,8 @@ def run_sweep(
 ) -> SweepResult:
     """Sweep `inputs` (dump dirs, log-dir trees, dump-log text files) and write the outputs to out_dir."""
     from kafka_txn_tools.spark import classify as C
+    from kafka_txn_tools.spark.gather import gather
     from kafka_txn_tools.spark.ingest import classify_input, read_inputs
-    from kafka_txn_tools.spark.normalize import normalize_producers
 
     if max_transaction_timeout_ms <= 0:
         raise SweepError(f"max transaction timeout must be positive, got {max_transaction_timeout_ms} ms")
@@ -181,12 +143,6 @@ def run_sweep(
     session = active if active is not None else get_session(master)
     if own and not str(session.sparkContext.master).startswith("local"):
         ship_package(session)
-    cached: list[DataFrame] = []
-
-    def keep(frame: DataFrame) -> DataFrame:
-        cached.append(frame.cache())
-        return frame
-
     try:
         ingested = read_inputs(session, inputs)
         capture, brokers = _capture_and_brokers(ingested)
@@ -194,13 +150,11 @@ def run_sweep(
         if now is None:
             raise SweepError("the inputs hold no rows, so there is no capture time to judge ages by: pass --as-of MS")
         params = C.SweepParams(now, max_transaction_timeout_ms, include_late)
-        producers = normalize_producers(ingested.producers)
-        frames = C.analyze(producers, ingested.transactions, params, keep)
-        frames["producers"] = producers
-        return _write_outputs(Path(out_dir), ingested, params, as_of_ms is not None, brokers, frames)
+        # Spark reduces the inputs to the few partitions that matter; the verdicts are plain Python.
+        gathered = gather(ingested.producers, ingested.transactions, params)
+        analysis = C.analyze(gathered.open_rows, gathered.replicas, gathered.coordinators, params)
+        return _write_outputs(Path(out_dir), ingested, params, as_of_ms is not None, brokers, gathered, analysis)
     finally:
-        for frame in cached:
-            frame.unpersist()
         if own:
             session.stop()
 
@@ -251,31 +205,28 @@ def _write_late_transactions(out: Path, rows: list[dict[str, Any]]) -> None:
 def _write_outputs(
     out: Path,
     ingested: Ingested,
-    params: Any,
+    params: SweepParams,
     as_of_given: bool,
     brokers: set[int],
-    frames: dict[str, DataFrame],
+    gathered: Gathered,
+    analysis: Analysis,
 ) -> SweepResult:
     from kafka_txn_tools.spark import classify as C
     from kafka_txn_tools.spark.report import render_report
 
     out.mkdir(parents=True, exist_ok=True)
-    results = _collect_results(frames)  # candidates only (late by find-hanging's rule): small
-    candidates = sorted(results["verdicts"], key=lambda r: (r["topic"], r["partition"], r["start_offset"],
-                                                            r["producer_id"]))
-    keep = {"hanging", "unverified", *(["late"] if params.include_late else [])}
-    rows = [r for r in candidates if r["verdict"] in keep]
+    candidates = analysis.verdicts  # late by find-hanging's rule, in report order
+    rows = C.reported(candidates, params.include_late)
     _write_late_transactions(out, rows)
     divergence_rows = [
-        {**r, "broker_ids": ",".join(str(b) for b in r["broker_ids"])}
-        for r in sorted(results["divergence"], key=lambda r: tuple(r[k] for k in C.TXN_KEY))
+        {**asdict(d), "broker_ids": ",".join(str(b) for b in d.broker_ids)} for d in analysis.divergence
     ]
     _write_csv(out / "replica_divergence.csv", divergence_rows, [*C.TXN_KEY, "kind", "leader_broker_id", "broker_ids"])
-    per_broker = results["late"]
-    brokers |= {int(r["leader_broker_id"]) for r in per_broker}
-    late_counts = {int(r["leader_broker_id"]): int(r["late_partitions"]) for r in per_broker}
+    per_broker = C.late_partition_counts(analysis.late)
+    brokers |= {c.leader_broker_id for c in per_broker}
+    late_counts = {c.leader_broker_id: c.late_partitions for c in per_broker}
     write_plan(_plan(rows, params.now_ms, params.max_transaction_timeout_ms), out / "abort-plan.yaml")
-    histogram = {r["bucket"]: int(r["count"]) for r in results["ages"]}
+    histogram = gathered.age_histogram
     summary = {
         "as_of_ms": params.now_ms,
         "as_of_given": as_of_given,
@@ -284,7 +235,7 @@ def _write_outputs(
         "inputs": [spec.describe() for spec in ingested.inputs],
         "producer_rows": ingested.known_producer_rows
         if ingested.known_producer_rows is not None
-        else frames["producers"].count(),
+        else ingested.producers.count(),
         "open_transactions": sum(histogram.values()),
         "candidates": len(candidates),
         "hanging": sum(1 for r in candidates if r["verdict"] == "hanging"),
@@ -294,7 +245,7 @@ def _write_outputs(
         "counts_by_reason": _count_by(candidates, "reason"),
         "late_partitions_by_broker": {str(b): late_counts.get(b, 0) for b in sorted(brokers)},
         "hanging_by_leader_broker": _count_by([r for r in rows if r["verdict"] == "hanging"], "leader_broker_id"),
-        "leader_inferred_partitions": sum(int(r["inferred_leaders"]) for r in per_broker),
+        "leader_inferred_partitions": sum(c.inferred_leaders for c in per_broker),
         "divergences": len(divergence_rows),
         "divergence_by_kind": _count_by(divergence_rows, "kind"),
         "dump_errors": _dump_errors(ingested),

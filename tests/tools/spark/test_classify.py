@@ -1,13 +1,15 @@
-"""Classification as pure transforms on small DataFrames built from plain rows."""
+"""Classification on small inputs built from plain rows: through Spark's gather step, then the pure rules."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 import pytest
 
 from kafka_txn_tools.dumps import schema
 from kafka_txn_tools.spark import classify as C
+from kafka_txn_tools.spark.gather import gather
 from kafka_txn_tools.spark.ingest import row_tuple, spark_schema
 from kafka_txn_tools.spark.normalize import normalize_producers, normalize_transactions
 
@@ -41,25 +43,18 @@ def frame(spark, kind: str, rows: list[dict[str, Any]]):
 
 
 def run(spark, producers, transactions=(), params=PARAMS) -> dict[str, list[dict[str, Any]]]:
-    p = normalize_producers(frame(spark, schema.PRODUCERS, list(producers)))
+    """The sweep's two halves: Spark gathers the partitions with late transactions, classify judges them."""
+    p = frame(spark, schema.PRODUCERS, list(producers))
     t = frame(spark, schema.TRANSACTIONS, list(transactions))
-    cached = []
-
-    def keep(f):
-        cached.append(f.cache())
-        return f
-
-    frames = C.analyze(p, t, params, keep)
-    out = {
-        "verdicts": [r.asDict() for r in frames["verdicts"].orderBy("topic", "partition", "producer_id").collect()],
-        "late": [r.asDict() for r in frames["late"].orderBy("topic", "partition").collect()],
-        "divergence": [r.asDict() for r in frames["divergence"].orderBy("producer_id").collect()],
-        "leaders": [r.asDict() for r in frames["leaders"].orderBy("topic", "partition").collect()],
-        "reported": [r.asDict() for r in C.reported(frames["verdicts"], include_late=False).collect()],
+    gathered = gather(p, t, params)
+    analysis = C.analyze(gathered.open_rows, gathered.replicas, gathered.coordinators, params)
+    return {
+        "verdicts": sorted(analysis.verdicts, key=lambda r: (r["topic"], r["partition"], r["producer_id"])),
+        "late": [asdict(r) for r in analysis.late],
+        "divergence": sorted((asdict(d) for d in analysis.divergence), key=lambda d: d["producer_id"]),
+        "leaders": [asdict(r) for _, r in sorted(analysis.leaders.items())],
+        "reported": C.reported(analysis.verdicts, include_late=False),
     }
-    for f in cached:
-        f.unpersist()
-    return out
 
 
 CASES = [
