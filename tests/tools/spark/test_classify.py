@@ -9,7 +9,7 @@ import pytest
 
 from kafka_txn_tools.dumps import schema
 from kafka_txn_tools.spark import classify as C
-from kafka_txn_tools.spark.gather import gather
+from kafka_txn_tools.spark.gather import LITERAL_LIMIT, gather
 from kafka_txn_tools.spark.ingest import row_tuple, spark_schema
 from kafka_txn_tools.spark.normalize import normalize_producers, normalize_transactions
 
@@ -42,11 +42,11 @@ def frame(spark, kind: str, rows: list[dict[str, Any]]):
     return spark.createDataFrame([row_tuple(kind, r) for r in full], spark_schema(kind))
 
 
-def run(spark, producers, transactions=(), params=PARAMS) -> dict[str, list[dict[str, Any]]]:
+def run(spark, producers, transactions=(), params=PARAMS, limit=LITERAL_LIMIT) -> dict[str, list[dict[str, Any]]]:
     """The sweep's two halves: Spark gathers the partitions with late transactions, classify judges them."""
     p = frame(spark, schema.PRODUCERS, list(producers))
     t = frame(spark, schema.TRANSACTIONS, list(transactions))
-    gathered = gather(p, t, params)
+    gathered = gather(p, t, params, limit)
     analysis = C.analyze(gathered.open_rows, gathered.replicas, gathered.coordinators, params)
     return {
         "verdicts": sorted(analysis.verdicts, key=lambda r: (r["topic"], r["partition"], r["producer_id"])),
@@ -194,6 +194,12 @@ def test_reported_filters_late_unless_asked(result):
     late = {v["producer_id"] for v in result["verdicts"] if v["verdict"] == "late"}
     assert late == {1000 + i for i, c in enumerate(CASES) if c[2] == "late"}
     assert {v["producer_id"] for v in result["reported"]} == {v["producer_id"] for v in result["verdicts"]} - late
+
+
+def test_many_partitions_and_ids_are_looked_up_by_join_with_the_same_result(spark, result):
+    """Past `limit` values the lookups are broadcast semi-joins instead of IN filters."""
+    producers, txns = _scenarios()
+    assert run(spark, producers, txns, limit=1) == result
 
 
 def test_tombstones_from_logs_remove_the_id_but_dump_dead_rows_stay(spark):
