@@ -6,6 +6,8 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,17 +39,22 @@ def require_java() -> str:
 
 
 _QUIET_LOG4J2 = """\
-rootLogger.level = error
+# The root level stays at Spark's default (WARN): a different one makes Spark print a "Setting
+# default log level" banner at start. The console prints errors only.
+rootLogger.level = warn
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
 appender.console.name = console
 appender.console.target = SYSTEM_ERR
+appender.console.filter.threshold.type = ThresholdFilter
+appender.console.filter.threshold.level = error
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
-# Spark prints "Setting default log level" unless the REPL logger's level equals the root's.
-logger.repl.name = org.apache.spark.repl.Main
-logger.repl.level = error
 """
+
+# The JVM's own start-up notice (Spark's launcher always adds the incubating vector module, and no
+# option silences the JVM about it). Only lines starting with these are dropped from its stderr.
+_JVM_NOTICES = (b"WARNING: Using incubator modules: jdk.incubator.vector",)
 
 
 def quiet_log_config() -> str:
@@ -63,35 +70,83 @@ def is_local(master: str | None) -> bool:
     return master is not None and master.startswith("local")
 
 
+def relay_stderr(read_fd: int, notices: tuple[bytes, ...] = _JVM_NOTICES) -> None:
+    """Copy the JVM's stderr to ours, line by line, without its start-up notices."""
+    with os.fdopen(read_fd, "rb") as stream:
+        for line in stream:
+            if not line.startswith(notices):
+                os.write(2, line)
+
+
+def launch_jvm(options: Mapping[str, str]) -> None:
+    """Start Spark's JVM (as SparkSession would, with the same settings) with its stderr relayed by
+    relay_stderr. A no-op when it already runs, or when spark-submit started it."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    read_fd, write_fd = os.pipe()
+    # Read before the JVM starts writing: a full pipe would stall its start-up.
+    relay = threading.Thread(target=relay_stderr, args=(read_fd,), name="spark-jvm-stderr", daemon=True)
+    relay.start()
+    try:
+        gateway = launch_gateway(SparkConf().setAll(list(options.items())), popen_kwargs={"stderr": write_fd})
+    except Exception:
+        os.close(write_fd)
+        relay.join(timeout=2.0)  # the JVM's reason for failing comes before Python's traceback
+        raise
+    os.close(write_fd)  # the JVM holds its own copy: EOF reaches the relay when the JVM exits
+    SparkContext._gateway = gateway
+    SparkContext._jvm = gateway.jvm
+
+
+def session_options(
+    master: str | None, app_name: str, conf: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Every setting the session starts with; `conf` (e.g. spark.driver.maxResultSize) overrides."""
+    local = is_local(master)
+    options = {
+        "spark.app.name": app_name,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        # Adaptive execution pays off on big shuffles; locally the shuffled tables are tiny and its
+        # re-planning costs more than it saves.
+        "spark.sql.adaptive.enabled": "false" if local else "true",
+        # Locally, joins of the small tables shuffle within one partition rather than broadcast:
+        # each broadcast is a Spark job of its own. (Joins against big tables carry explicit hints.)
+        "spark.sql.autoBroadcastJoinThreshold": "-1" if local else str(10 * 1024 * 1024),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{quiet_log_config()}",
+        # Executors run this interpreter, which has kafka_txn_tools and its dependencies.
+        "spark.pyspark.python": os.environ.get("PYSPARK_PYTHON", sys.executable),
+    }
+    if master is not None:
+        options["spark.master"] = master
+    if local:
+        options["spark.driver.memory"] = os.environ.get("KAFKA_TXN_SPARK_DRIVER_MEMORY", "2g")
+    return {**options, **(conf or {})}
+
+
 def get_session(
-    master: str | None = "local[2]", app_name: str = "kafka-txn-sweep", shuffle_partitions: int | None = None
+    master: str | None = "local[2]",
+    app_name: str = "kafka-txn-sweep",
+    shuffle_partitions: int | None = None,
+    conf: Mapping[str, str] | None = None,
 ) -> SparkSession:
     """A SparkSession (reused if one is active). master=None keeps what spark-submit set."""
     require_java()
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.appName(app_name)
-    if master is not None:
-        builder = builder.master(master)
     local = is_local(master)
-    builder = (
-        builder.config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        # Adaptive execution pays off on big shuffles; locally the shuffled tables are tiny and its
-        # re-planning costs more than it saves.
-        .config("spark.sql.adaptive.enabled", "false" if local else "true")
-        # Locally, joins of the small tables shuffle within one partition rather than broadcast:
-        # each broadcast is a Spark job of its own. (Joins against big tables carry explicit hints.)
-        .config("spark.sql.autoBroadcastJoinThreshold", "-1" if local else str(10 * 1024 * 1024))
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{quiet_log_config()}")
-        # Executors run this interpreter, which has kafka_txn_tools and its dependencies.
-        .config("spark.pyspark.python", os.environ.get("PYSPARK_PYTHON", sys.executable))
-    )
     if local:
         # Local runs bind to loopback: no "hostname resolves to a loopback address" warnings.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        builder = builder.config("spark.driver.memory", os.environ.get("KAFKA_TXN_SPARK_DRIVER_MEMORY", "2g"))
+    options = session_options(master, app_name, conf)
+    launch_jvm(options)
+    builder = SparkSession.builder
+    for key, value in options.items():
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if shuffle_partitions is None and not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):

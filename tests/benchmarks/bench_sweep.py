@@ -79,19 +79,22 @@ def spark_cold(path: Path, out: Path) -> tuple[float, dict[str, Any]]:
 def spark_warm(spark: Any, path: Path, out: Path) -> tuple[float, dict[str, Any]]:
     from kafka_txn_tools.spark.job import run_sweep
 
+    group = f"sweep-{out.name}"
+    spark.sparkContext.setJobGroup(group, "warm sweep")
     started = time.perf_counter()
     result = run_sweep([str(path)], out, spark=spark)
-    return time.perf_counter() - started, result.summary
+    elapsed = time.perf_counter() - started
+    tracker = spark.sparkContext.statusTracker()
+    jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(group)]
+    stages = sum(len(j.stageIds) for j in jobs if j is not None)
+    return elapsed, {**result.summary, "spark_jobs": len(jobs), "spark_stages": stages}
 
 
 def start_session() -> Any:
-    from pyspark.sql import SparkSession
-
     from kafka_txn_tools.spark.session import get_session
 
     # A collect of the producer table (hundreds of MB) would exceed this and fail the run.
-    SparkSession.builder.config("spark.driver.maxResultSize", "32m")
-    return get_session("local[2]", app_name="bench-sweep")
+    return get_session("local[2]", app_name="bench-sweep", conf={"spark.driver.maxResultSize": "32m"})
 
 
 def measure(rows_list: list[int], runs: int, base: Path) -> dict[int, dict[str, Any]]:
@@ -112,7 +115,7 @@ def measure(rows_list: list[int], runs: int, base: Path) -> dict[int, dict[str, 
                     seconds, summary = spark_warm(spark, path, Path(tmp) / f"warm-{rows}-{i}")
                     warm.append(seconds)
                 results[rows].update(
-                    warm=statistics.median(warm), full=statistics.median(full),
+                    warm=statistics.median(warm), warm_runs=warm, full=statistics.median(full),
                     filtered=statistics.median(filtered), summary=summary,
                     producer_rows=summary["producer_rows"],
                 )
@@ -124,6 +127,10 @@ def measure(rows_list: list[int], runs: int, base: Path) -> dict[int, dict[str, 
 def report(results: dict[int, dict[str, Any]]) -> list[str]:
     """Print the table; return the targets missed."""
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    for r in results.values():
+        summary = r["summary"]
+        print(f"{r['producer_rows']:,} rows: a warm sweep ran {summary['spark_jobs']} Spark jobs, "
+              f"{summary['spark_stages']} stages; warm runs {', '.join(f'{w:.2f}' for w in r['warm_runs'])} s")
     print(f"{'rows':>11} {'cold s':>7} {'warm s':>7} {'warm rows/s':>12} {'pyarrow s':>9} {'pa rows/s':>11} "
           f"{'pa filt s':>9} {'warm/pa':>8} {'cold/pa':>8}")
     for r in results.values():
