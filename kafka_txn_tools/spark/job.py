@@ -70,13 +70,24 @@ def _capture_and_brokers(ingested: Ingested) -> tuple[int | None, set[int]]:
 
 
 def ship_package(spark: SparkSession) -> None:
-    """Send kafka_txn_tools to a cluster's executors (they may not have it installed)."""
-    root = Path(__file__).resolve().parents[1]
-    target = Path(tempfile.mkdtemp(prefix="kafka-txn-pkg-")) / "kafka_txn_tools.zip"
+    """Send this project's code to a cluster's executors (they may not have it installed): the
+    log-dir readers run there and decode segments with the broker's record-batch code. Its
+    dependencies (crc32c, kafka-python) must be installed on the executors."""
+    spark.sparkContext.addPyFile(str(package_zip(Path(tempfile.mkdtemp(prefix="kafka-txn-pkg-")))))
+
+
+def package_zip(directory: Path) -> Path:
+    """kafka_txn_tools and kafka_txn_broker (wherever each is installed from) in one zip."""
+    import kafka_txn_broker
+    import kafka_txn_tools
+
+    target = directory / "kafka_txn_tools.zip"
     with zipfile.ZipFile(target, "w") as zf:
-        for path in root.rglob("*.py"):
-            zf.write(path, Path("kafka_txn_tools") / path.relative_to(root))
-    spark.sparkContext.addPyFile(str(target))
+        for package in (kafka_txn_tools, kafka_txn_broker):
+            root = Path(package.__file__).resolve().parent
+            for path in root.rglob("*.py"):
+                zf.write(path, Path(package.__name__) / path.relative_to(root))
+    return target
 
 
 def _write_csv(path: Path, rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:

@@ -89,3 +89,19 @@ def test_mixed_inputs_of_the_same_cluster(spark, generated, tmp_path):
     result = run_sweep(generated["dump"][0] + generated["logdir"][0], tmp_path, include_late=True, spark=spark)
     assert keys(result.rows) == keys(generated["dump"][1]["expected"])
     assert [i["kind"] for i in result.summary["inputs"]] == ["dump", "logdir"]
+
+
+def test_the_shipped_package_reads_log_dirs_without_an_install(tmp_path: Path) -> None:
+    # Executors of a real cluster import the project from the zip ship_package sends: both packages
+    # must come from it (the log-dir reader decodes segments with the broker's record-batch code).
+    import subprocess
+    import sys
+
+    from kafka_txn_tools.spark.job import package_zip
+
+    archive = package_zip(tmp_path)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
+            "import kafka_txn_tools.dumps.logdir, kafka_txn_broker.log.record_batch as rb; "
+            "print(kafka_txn_tools.dumps.logdir.__file__); print(rb.__file__)")
+    out = subprocess.run([sys.executable, "-c", code, str(archive)], capture_output=True, text=True, check=True)
+    assert all(line.startswith(str(archive)) for line in out.stdout.splitlines()), out.stdout
