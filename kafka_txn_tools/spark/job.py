@@ -84,7 +84,7 @@ def package_zip(directory: Path) -> Path:
     target = directory / "kafka_txn_tools.zip"
     with zipfile.ZipFile(target, "w") as zf:
         for package in (kafka_txn_tools, kafka_txn_broker):
-            root = Path(package.__file__).resolve().parent
+            root = Path(str(package.__file__)).resolve().parent
             for path in root.rglob("*.py"):
                 zf.write(path, Path(package.__name__) / path.relative_to(root))
     return target
