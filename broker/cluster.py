@@ -187,7 +187,10 @@ class EmbeddedCluster:
         asyncio.set_event_loop(loop)
         ready.set()
         loop.run_forever()
-        loop.close()
+        try:
+            _finish_leftover_tasks(loop)
+        finally:
+            loop.close()
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: float = 60.0) -> T:
         """Run a coroutine on the cluster's loop and wait for its result."""
@@ -271,3 +274,15 @@ class EmbeddedCluster:
     def tick(self) -> None:
         assert self.cluster is not None
         self.call_soon(self.cluster.tick)
+
+
+def _finish_leftover_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what is still running when the loop stops (e.g. a TLS connection whose handshake ended
+    while the node was stopping) and let it unwind now: left for the garbage collector, it would try to
+    schedule its socket's shutdown on the closed loop."""
+    tasks = asyncio.all_tasks(loop)
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+    loop.run_until_complete(loop.shutdown_asyncgens())
