@@ -18,7 +18,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from confluent_kafka import Producer
 
 Say = Callable[[str], None]
 
@@ -47,6 +50,7 @@ class Demo:
         self.say = say
         self.root = root
         self.bootstrap = bootstrap
+        self.live: Producer | None = None  # the batch job's transaction, open and live throughout
 
     # ---- the operator's commands -------------------------------------------------------------
     def kafka_txn(self, *args: str, show: bool = True) -> subprocess.CompletedProcess[str]:
@@ -61,6 +65,11 @@ class Demo:
                 if not line.startswith(_JVM_NOISE):
                     self.say("     " + line)
         return out
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.close()
+            self.live = None
 
     # ---- client traffic ----------------------------------------------------------------------
     def healthy_traffic(self) -> None:
@@ -158,7 +167,10 @@ def run(say: Say = print, data_dir: Path | None = None) -> bool:
         cluster.create_topic(TOPIC, 3, 3)
         demo = Demo(say, root, cluster.bootstrap_servers)
         say(f"   BOOTSTRAP={cluster.bootstrap_servers}")
-        return _incident(demo)
+        try:
+            return _incident(demo)
+        finally:
+            demo.close()  # before the cluster stops: a live client would log every refused reconnect
 
 
 def _incident(demo: Demo) -> bool:
@@ -218,6 +230,8 @@ def _sweep(demo: Demo, dump: Path) -> bool:
 
 def _live_untouched(demo: Demo) -> bool:
     """The live batch job can still commit: no tool aborted it."""
+    if demo.live is None:
+        return False
     try:
         demo.live.produce(TOPIC, value=b"batch-done", partition=2)
         demo.live.commit_transaction(30)
