@@ -36,6 +36,16 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("log.index.interval.bytes", int, 4096, "bytes between offset index entries"),
     ConfigKey("log.flush.interval.messages", int, 2**63 - 1, "fsync after this many messages"),
     ConfigKey("log.flush.interval.ms", int, 2**63 - 1, "fsync when unflushed data is this old"),
+    # ---- log compaction (broker/log/cleaner.py, cleaner_manager.py); topics override with the names
+    # in parentheses: min.cleanable.dirty.ratio, delete.retention.ms, min.compaction.lag.ms ----
+    ConfigKey("log.cleaner.enable", bool, True, "compact the logs of topics with cleanup.policy=compact"),
+    ConfigKey("log.cleaner.backoff.ms", int, 15000, "how often the cleaner looks for a log to compact"),
+    ConfigKey("log.cleaner.min.cleanable.ratio", float, 0.5,
+              "compact a log once this share of its cleanable bytes is dirty (min.cleanable.dirty.ratio)"),
+    ConfigKey("log.cleaner.delete.retention.ms", int, 86400000,
+              "keep tombstones this long after their segment was first cleaned (delete.retention.ms)"),
+    ConfigKey("log.cleaner.min.compaction.lag.ms", int, 0,
+              "never compact records younger than this (min.compaction.lag.ms)"),
     ConfigKey("message.max.bytes", int, 1048588, "largest record batch accepted"),
     ConfigKey("socket.request.max.bytes", int, 104857600, "largest request frame accepted"),
     ConfigKey("producer.id.expiration.ms", int, 86400000, "forget idle producers after this"),
@@ -44,11 +54,13 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("replica.lag.time.max.ms", int, 30000, "drop a follower from the ISR after this lag"),
     ConfigKey("offsets.topic.num.partitions", int, 50, "partitions of __consumer_offsets"),
     ConfigKey("offsets.topic.replication.factor", int, 3, "replication factor of __consumer_offsets (capped)"),
+    ConfigKey("offsets.topic.segment.bytes", int, 104857600, "segment size of __consumer_offsets"),
     ConfigKey("group.initial.rebalance.delay.ms", int, 0, "wait before the first rebalance of a new group"),
     ConfigKey("group.min.session.timeout.ms", int, 6000, "smallest session timeout a member may ask for"),
     ConfigKey("group.max.session.timeout.ms", int, 1800000, "largest session timeout a member may ask for"),
     ConfigKey("transaction.state.log.num.partitions", int, 50, "partitions of __transaction_state"),
     ConfigKey("transaction.state.log.replication.factor", int, 3, "replication factor of __transaction_state"),
+    ConfigKey("transaction.state.log.segment.bytes", int, 104857600, "segment size of __transaction_state"),
     ConfigKey("transaction.max.timeout.ms", int, 900000, "largest transaction.timeout.ms a producer may ask for"),
     ConfigKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", int, 10000, "timeout reaper period"),
     ConfigKey("transactional.id.expiration.ms", int, 604800000, "expire idle transactional ids after this"),
@@ -104,6 +116,8 @@ def _coerce(key: ConfigKey, value: Any) -> Any:
         if text in _BOOL_FALSE:
             return False
         raise ConfigError(f"{key.name}={value!r} is not a boolean: use true or false")
+    if key.type is float:
+        return _coerce_float(key, value)
     if key.type is int:
         if isinstance(value, bool):
             raise ConfigError(f"{key.name}={value!r} is not an integer")
@@ -118,6 +132,15 @@ def _coerce(key: ConfigKey, value: Any) -> Any:
             raise ConfigError(f"{key.name}={text!r} is not one of {', '.join(key.choices)}")
         return chosen[0]
     return text
+
+
+def _coerce_float(key: ConfigKey, value: Any) -> float:
+    if isinstance(value, bool):
+        raise ConfigError(f"{key.name}={value!r} is not a number")
+    try:
+        return float(str(value).strip())
+    except ValueError:
+        raise ConfigError(f"{key.name}={value!r} is not a number, e.g. 0.5") from None
 
 
 def _coerce_list(key: ConfigKey, value: Any) -> tuple[Any, ...]:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from kafka_txn_broker.coordinator_partition import GROUP_TOPIC, TXN_TOPIC
+from kafka_txn_broker.log.cleaner_manager import LogCleanerManager
 from kafka_txn_broker.log.unified_log import UnifiedLog
 from kafka_txn_broker.metadata import PartitionState
 from kafka_txn_broker.partition import Partition
@@ -29,6 +31,7 @@ class ReplicaManager:
         self._data_waiters: list[asyncio.Future[None]] = []
         self._last_expiration_check = node.clock.monotonic()  # a wall-clock step must not pause the check
         self._last_flush_check = self._last_expiration_check
+        self.cleaner = LogCleanerManager(node.config)
 
     # ---- lifecycle ---------------------------------------------------------------------------
     def open_replicas(self) -> None:
@@ -42,7 +45,8 @@ class ReplicaManager:
         part = self.partitions.get(key)
         if part is None:
             path = self.node.log_dir / f"{state.topic}-{state.partition}"
-            log_ = UnifiedLog.open(path, self.node.config, self.node.clock)
+            log_ = UnifiedLog.open(path, self.node.config, self.node.clock,
+                                   segment_bytes=self.segment_bytes(state.topic))
             part = Partition(self, state, log_)
             self.partitions[key] = part
         return part
@@ -65,6 +69,7 @@ class ReplicaManager:
         for key in [k for k in self.partitions if k[0] == name]:
             part = self.partitions.pop(key)
             part.log.delete()
+            self.cleaner.forget(key)
         for leftover in self.node.log_dir.glob(f"{name}-*"):
             if leftover.is_dir() and leftover.name.rsplit("-", 1)[0] == name:
                 shutil.rmtree(leftover, ignore_errors=True)
@@ -81,6 +86,21 @@ class ReplicaManager:
         t = self.metadata.topics.get(topic)
         value = t.configs.get("min.insync.replicas") if t else None
         return int(value) if value is not None else int(self.node.config["min.insync.replicas"])
+
+    def segment_bytes(self, topic: str) -> int | None:
+        """The topic's segment.bytes; Kafka's own settings for the internal topics; None: log.segment.bytes."""
+        t = self.metadata.topics.get(topic)
+        value = t.configs.get("segment.bytes") if t else None
+        if value is not None:
+            try:
+                return int(value)
+            except ValueError:
+                log.warning("ignoring segment.bytes=%r of topic %s (not an integer)", value, topic)
+        if topic == TXN_TOPIC:
+            return int(self.node.config["transaction.state.log.segment.bytes"])
+        if topic == GROUP_TOPIC:
+            return int(self.node.config["offsets.topic.segment.bytes"])
+        return None
 
     def leader_partitions(self) -> list[Partition]:
         return [p for p in self.partitions.values() if p.is_leader]
@@ -99,6 +119,17 @@ class ReplicaManager:
     def tick(self, now_ms: int) -> None:
         self._flush_due_logs(now_ms)
         self._expire_producers(now_ms)
+        self._clean_logs(now_ms)
+
+    def _clean_logs(self, now_ms: int) -> None:
+        """Log compaction of this node's replicas of compacted topics (log/cleaner_manager.py): one log
+        per tick at most, and nothing at all until a compacted log has a rolled segment."""
+        if self.partitions:
+            self.cleaner.tick(now_ms, self.partitions, self.topic_configs)
+
+    def topic_configs(self, topic: str) -> Mapping[str, str]:
+        t = self.metadata.topics.get(topic)
+        return t.configs if t is not None else {}
 
     def _flush_due_logs(self, now_ms: int) -> None:
         """log.flush.interval.ms for logs that got no append since their data became due."""
@@ -137,3 +168,4 @@ class ReplicaManager:
         finally:
             if fut in self._data_waiters:
                 self._data_waiters.remove(fut)
+

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import CorruptRecordError, InvalidRequiredAcksError
+from kafka.errors import CorruptRecordError, InvalidRecordError, InvalidRequiredAcksError
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.errors import TRANSACTIONAL_ID_AUTHORIZATION_FAILED, error_code, error_message
 from kafka_txn_broker.apis.partitions import authorized_topic, writable_leader
 from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.log.record_batch import HEADER_SIZE, iter_batches
+from kafka_txn_broker.log.record_batch import HEADER_SIZE, UnsupportedCompressionError, iter_batches, iter_records
 
 R = ProduceResponse
 TR = R.TopicProduceResponse
@@ -24,6 +24,8 @@ def _append_one(ctx: RequestContext, req: Any, topic_data: Any, pdata: Any) -> A
         part = writable_leader(ctx, topic, pdata.index)
         if pdata.records is None:
             raise CorruptRecordError("produce request without records")
+        if "compact" in topic.configs.get("cleanup.policy", ""):  # cheap: every produce request passes here
+            _check_keys(pdata.records, topic.name, pdata.index)
         before = ctx.node.txn_coordinator.verify_produce(ctx, req, topic.name, pdata.index, pdata.records)
         if before is not None:
             raise before
@@ -34,6 +36,22 @@ def _append_one(ctx: RequestContext, req: Any, topic_data: Any, pdata: Any) -> A
     except Exception as exc:  # every per-partition failure becomes that partition's error code
         return PR(index=pdata.index, error_code=error_code(exc), base_offset=-1, log_append_time_ms=-1,
                   log_start_offset=-1, record_errors=[], error_message=error_message(exc))
+
+
+def _check_keys(records: bytes, topic: str, partition: int) -> None:
+    """Kafka refuses records without a key on a compacted topic (compaction keeps the latest value per
+    key, so a keyless record has no meaning there). A batch whose codec we cannot decode is let through:
+    the cleaner keeps keyless records anyway."""
+    for pos, header in iter_batches(records):
+        if header.is_control:
+            continue
+        try:
+            keys = [r.key for r in iter_records(memoryview(records)[pos:pos + header.size])]
+        except (UnsupportedCompressionError, CorruptRecordError, ValueError):
+            continue  # framing and CRC errors are reported by the append's own validation
+        if any(k is None for k in keys):
+            raise InvalidRecordError(f"compacted topic {topic} (partition {partition}) cannot accept a record "
+                                     "without a key: give every record a key, or use cleanup.policy=delete")
 
 
 def _has_transactional_batch(req: Any) -> bool:

@@ -26,7 +26,7 @@ from kafka.errors import CorruptRecordError, KafkaStorageError, OffsetOutOfRange
 
 from kafka_txn_broker.clock import Clock
 from kafka_txn_broker.config import BrokerConfig
-from kafka_txn_broker.log import file_cache
+from kafka_txn_broker.log import cleaner, file_cache
 from kafka_txn_broker.log.record_batch import INT32_MAX, BatchHeader, iter_records
 from kafka_txn_broker.log.segment import LogSegment, SegmentStateUnknown
 
@@ -41,6 +41,7 @@ class DirListing:
     segments: dict[int, int] = field(default_factory=dict)  # base offset -> .log size
     snapshots: list[int] = field(default_factory=list)
     clean_shutdown: bool = False
+    cleaning_leftovers: bool = False  # `.cleaned` / `.swap` files of an interrupted cleaner run
 
 
 def scan_dir(directory: str) -> DirListing:
@@ -55,18 +56,22 @@ def scan_dir(directory: str) -> DirListing:
                 listing.segments[int(stem)] = entry.stat().st_size
             elif suffix == "snapshot" and stem.isdigit():  # "x.snapshot.deleted" has another suffix
                 listing.snapshots.append(int(stem))
+            elif name.endswith((cleaner.CLEANED_SUFFIX, cleaner.SWAP_SUFFIX)):
+                listing.cleaning_leftovers = True
     listing.snapshots.sort()
     return listing
 
 
 class Log:
     __slots__ = ("dir", "config", "clock", "segments", "_next_offset", "_unflushed_messages",
-                 "_last_flush_ms", "recovered_bytes", "was_clean", "offline")
+                 "_last_flush_ms", "recovered_bytes", "was_clean", "offline", "segment_bytes")
 
     def __init__(self, directory: str, config: BrokerConfig, clock: Clock, segments: list[LogSegment],
-                 next_offset: int | None, was_clean: bool) -> None:
+                 next_offset: int | None, was_clean: bool, segment_bytes: int | None = None) -> None:
         self.dir = directory
         self.config = config
+        # The topic's segment.bytes (or the internal topics' own setting); log.segment.bytes otherwise.
+        self.segment_bytes: int = segment_bytes if segment_bytes is not None else config["log.segment.bytes"]
         self.clock = clock
         self.segments = segments
         self._next_offset = next_offset  # None: not known yet (read lazily from the last segment)
@@ -79,8 +84,10 @@ class Log:
     # -- opening ---------------------------------------------------------------------------
     @classmethod
     def open(cls, directory: Path | str, config: BrokerConfig, clock: Clock,
-             listing: DirListing | None = None, next_offset_hint: int | None = None) -> Log:
-        """Create or load the log in `directory`; recover the last segment after an unclean stop.
+             listing: DirListing | None = None, next_offset_hint: int | None = None,
+             segment_bytes: int | None = None) -> Log:
+        """Create or load the log in `directory`; recover the last segment after an unclean stop, and
+        finish (or roll back) a segment swap the log cleaner was making when the process stopped.
 
         `next_offset_hint` (the log end offset, known from the snapshot written at clean close) saves
         reading the last segment; it is ignored unless the previous shutdown was clean."""
@@ -89,6 +96,9 @@ class Log:
             os.makedirs(path, exist_ok=True)
             if listing is None:
                 listing = scan_dir(path)
+            if listing.cleaning_leftovers:
+                cleaner.recover_interrupted_swaps(path)
+                listing = scan_dir(path)
             interval = config["log.index.interval.bytes"]
             segments = [LogSegment(path, base, size, interval)
                         for base, size in sorted(listing.segments.items())]
@@ -96,7 +106,7 @@ class Log:
                 os.remove(os.path.join(path, CLEAN_SHUTDOWN_FILE))
             if not segments:
                 segments = [LogSegment.create(path, 0, interval)]
-            log = cls(path, config, clock, segments, None, listing.clean_shutdown)
+            log = cls(path, config, clock, segments, None, listing.clean_shutdown, segment_bytes)
             active = segments[-1]
             if active.size == 0:
                 log._next_offset = active.base_offset
@@ -136,7 +146,7 @@ class Log:
         if active.size == 0:
             return None
         now = self.clock.millis()
-        too_big = active.size + size > self.config["log.segment.bytes"]
+        too_big = active.size + size > self.segment_bytes
         started = active.first_append_ms
         too_old = started is not None and now - started >= self.config["log.roll.ms"]
         overflow = last_offset - active.base_offset > INT32_MAX  # relative index offsets are int32

@@ -459,3 +459,49 @@ def _first_key_value(batch: Buffer, header: BatchHeader) -> tuple[bytes | None, 
     key, p = _read_bytes(body, p)
     value, _p = _read_bytes(body, p)
     return key, value
+
+
+# ---------------------------------------------------------------------------------------------
+# Filtering records (the log cleaner)
+# ---------------------------------------------------------------------------------------------
+
+
+class RecordSpan(NamedTuple):
+    """One record of an uncompressed batch: where its bytes (length prefix included) lie in the batch."""
+
+    offset: int
+    key: bytes | None
+    is_tombstone: bool  # null value
+    start: int
+    end: int
+
+
+def iter_record_spans(batch: Buffer) -> Iterator[RecordSpan]:
+    """The records of an uncompressed batch with their byte ranges, so a filtered batch can reuse them
+    as they are (their offset and timestamp deltas stay valid when the batch keeps its base fields)."""
+    header = BatchHeader.parse(batch)
+    if header.compression:
+        raise ValueError("iter_record_spans needs an uncompressed batch")
+    pos, end_of_batch = HEADER_SIZE, min(len(batch), header.size)
+    for _ in range(header.record_count):
+        start = pos
+        length, pos = decode_varint(batch, pos)
+        end = pos + length
+        if end > end_of_batch:
+            raise CorruptRecordError("record runs past the end of its batch")
+        _ts_delta, p = decode_varint(batch, pos + 1)
+        offset_delta, p = decode_varint(batch, p)
+        key, p = _read_bytes(batch, p)
+        value_length, _p = decode_varint(batch, p)
+        yield RecordSpan(header.base_offset + offset_delta, key, value_length < 0, start, end)
+        pos = end
+
+
+def rebuild_batch(header: BatchHeader, records: bytes, record_count: int) -> bytes:
+    """A batch holding `records` (encoded records of `header`'s batch) with every other header field
+    kept: the base offset and last offset delta stay, so the batch still spans the same offsets."""
+    return _assemble(records, attributes=header.attributes, last_offset_delta=header.last_offset_delta,
+                     base_timestamp=header.base_timestamp, max_timestamp=header.max_timestamp,
+                     producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+                     base_sequence=header.base_sequence, record_count=record_count,
+                     base_offset=header.base_offset, partition_leader_epoch=header.partition_leader_epoch)

@@ -28,13 +28,16 @@ def segment_name(base_offset: int, suffix: str) -> str:
 
 
 class LogSegment:
-    __slots__ = ("dir", "base_offset", "log_path", "size", "index_interval", "first_append_ms", "dirty",
+    __slots__ = ("dir", "base_offset", "suffix", "log_path", "size", "index_interval", "first_append_ms", "dirty",
                  "_bytes_since_index", "_max_timestamp", "_offset_of_max_timestamp",
                  "_offset_index", "_time_index", "_txn_index")
 
-    def __init__(self, directory: str, base_offset: int, size: int, index_interval: int) -> None:
+    def __init__(self, directory: str, base_offset: int, size: int, index_interval: int, suffix: str = "") -> None:
         self.dir = directory
         self.base_offset = base_offset
+        # Appended to every file name: the log cleaner writes a replacement segment as `<base>.log.cleaned`
+        # etc. (see log/cleaner.py), so the files being built never look like a live segment.
+        self.suffix = suffix
         self.log_path = self._path(".log")  # built once: every append and read names this file
         self.size = size
         self.index_interval = index_interval
@@ -48,8 +51,8 @@ class LogSegment:
         self._txn_index: TransactionIndex | None = None
 
     @classmethod
-    def create(cls, directory: str, base_offset: int, index_interval: int) -> LogSegment:
-        seg = cls(directory, base_offset, 0, index_interval)
+    def create(cls, directory: str, base_offset: int, index_interval: int, suffix: str = "") -> LogSegment:
+        seg = cls(directory, base_offset, 0, index_interval, suffix)
         seg.dirty = True
         os.close(os.open(seg.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
         for stale in (seg.index_path, seg.time_index_path, seg.txn_index_path):
@@ -58,7 +61,7 @@ class LogSegment:
 
     # -- paths -----------------------------------------------------------------------------
     def _path(self, suffix: str) -> str:
-        return os.path.join(self.dir, segment_name(self.base_offset, suffix))
+        return os.path.join(self.dir, segment_name(self.base_offset, suffix) + self.suffix)
 
     @property
     def index_path(self) -> str:
@@ -206,8 +209,13 @@ class LogSegment:
             file_cache.FILE_CACHE.close(path)
         self._offset_index = self._time_index = self._txn_index = None
 
+    @property
+    def paths(self) -> tuple[str, str, str, str]:
+        """The `.log` and its three index files."""
+        return self.log_path, self.index_path, self.time_index_path, self.txn_index_path
+
     def delete(self) -> None:
-        for path in (self.log_path, self.index_path, self.time_index_path, self.txn_index_path):
+        for path in self.paths:
             file_cache.remove(path)
         self._offset_index = self._time_index = self._txn_index = None
 

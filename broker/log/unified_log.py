@@ -22,6 +22,7 @@ from kafka.errors import CorruptRecordError, KafkaError, KafkaStorageError, Reco
 
 from kafka_txn_broker.clock import Clock
 from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.log import cleaner
 from kafka_txn_broker.log.leader_epoch import LeaderEpochCache
 from kafka_txn_broker.log.log import Log, scan_dir
 from kafka_txn_broker.log.record_batch import (
@@ -95,13 +96,14 @@ class UnifiedLog:
     # -- opening ---------------------------------------------------------------------------
     @classmethod
     def open(cls, directory: Path, config: BrokerConfig, clock: Clock, *,
-             high_watermark: int | None = None) -> UnifiedLog:
-        """Create the partition directory or load it, recovering after an unclean shutdown."""
+             high_watermark: int | None = None, segment_bytes: int | None = None) -> UnifiedLog:
+        """Create the partition directory or load it, recovering after an unclean shutdown.
+        `segment_bytes`: the topic's segment size (None: log.segment.bytes)."""
         path = os.fspath(directory)
         os.makedirs(path, exist_ok=True)
         listing = scan_dir(path)
         hint = listing.snapshots[-1] if listing.snapshots else None
-        local_log = Log.open(path, config, clock, listing, next_offset_hint=hint)
+        local_log = Log.open(path, config, clock, listing, next_offset_hint=hint, segment_bytes=segment_bytes)
         psm = ProducerStateManager(path, config["producer.id.expiration.ms"], listing.snapshots, clock=clock)
         ulog = cls(Path(directory), config, clock, local_log, psm)
         if not local_log.was_clean and listing.segments:
@@ -209,10 +211,10 @@ class UnifiedLog:
             return self._write(buf, assigned, infos, completed)
 
     def _check_set_size(self, size: int) -> None:
-        if size > self.config["log.segment.bytes"]:
+        if size > self.log.segment_bytes:
             raise RecordListTooLargeError(
-                f"append of {size} bytes exceeds the segment size {self.config['log.segment.bytes']} "
-                f"(log.segment.bytes) of {self.dir}")
+                f"append of {size} bytes exceeds the segment size {self.log.segment_bytes} "
+                f"(segment.bytes) of {self.dir}")
 
     def _find_duplicate(self, batches: list[tuple[int, BatchHeader]]) -> AppendInfo | None:
         for _pos, header in batches:
@@ -318,13 +320,15 @@ class UnifiedLog:
             return self._write(batch, [(0, BatchHeader.parse(batch))], {producer_id: info}, [done] if done else [])
 
     def append_as_follower(self, records: Records, *, verified: bool = False,
-                           batches: list[tuple[int, BatchHeader]] | None = None) -> None:
+                           batches: list[tuple[int, BatchHeader]] | None = None, allow_gap: bool = False) -> None:
         """Append batches copied from the leader (offsets already assigned), without validation of
         producer state; markers update the txn index exactly as on the leader.
 
         `verified`: the bytes come straight from this process's leader append, which validated them,
         so the follower skips re-checking CRCs (it still checks the offsets line up); `batches` are
-        that append's parsed headers, when the caller has them."""
+        that append's parsed headers, when the caller has them. `allow_gap`: the records were read
+        from the leader's log at this log's end, where compaction may have removed batches, so they may
+        start past it (a Kafka follower accepts that too); they must never start before it."""
         if len(records) == 0:
             return
         with self._lock:
@@ -334,7 +338,7 @@ class UnifiedLog:
             elif batches is None:
                 batches = list(iter_batches(records))
             first = batches[0][1].base_offset
-            if first != self.log.log_end_offset:
+            if first < self.log.log_end_offset or (first > self.log.log_end_offset and not allow_gap):
                 raise UnexpectedAppendOffsetError(
                     f"follower append at offset {first} but the log end offset of {self.dir} is "
                     f"{self.log.log_end_offset}")
@@ -463,6 +467,41 @@ class UnifiedLog:
             elif self._pending_epochs:
                 end = self.log.log_end_offset
                 self._pending_epochs = [(e, start) for e, start in self._pending_epochs if start < end] or None
+
+    # -- compaction (log/cleaner.py does the work; log/cleaner_manager.py decides when) -------
+    def first_uncleanable_offset(self, min_compaction_lag_ms: int, now_ms: int) -> int:
+        """Kafka's LogCleanerManager.cleanableOffsets: nothing at or above the active segment, the high
+        watermark, the first unstable offset (an open or hanging transaction pins it), or the first
+        segment holding a record younger than min.compaction.lag.ms is ever cleaned."""
+        with self._lock:
+            first = min(self.log.active.base_offset, self._high_watermark)
+            unstable = self._ensure_loaded().first_unstable_offset()
+            if unstable is not None:
+                first = min(first, unstable)
+            if min_compaction_lag_ms > 0:
+                for segment in self.log.segments[:-1]:
+                    if segment.base_offset >= first:
+                        break
+                    if segment.max_timestamp_hint() > now_ms - min_compaction_lag_ms:
+                        return segment.base_offset
+            return first
+
+    def compact(self, first_uncleanable: int, tombstone_horizon: int) -> cleaner.CleanStats | None:
+        """Clean the segments wholly below `first_uncleanable`; None if there are none."""
+        with self._lock:
+            self.log.check_online()
+            count = cleaner.cleanable_segment_count(self.log, first_uncleanable)
+            if count == 0:
+                return None
+            # The leader-epoch cache is rebuilt from batch headers: build it while every batch is still
+            # there, so an epoch whose batches compaction removes stays known until the next restart.
+            self._epoch_cache()
+            try:
+                return cleaner.clean_log(self.log, count, tombstone_horizon)
+            except cleaner.SwapIncomplete as exc:
+                raise self._offline(exc) from exc
+            except OSError as exc:  # before the commit: the old segments are intact and still in use
+                raise KafkaStorageError(f"cannot compact {self.dir}: {exc}") from exc
 
     def take_snapshot(self) -> Path | None:
         with self._lock:
