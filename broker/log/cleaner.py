@@ -3,10 +3,13 @@
 Which logs are due, and how far each may be cleaned, is cleaner_manager.py's business; this module
 cleans the first `count` segments of one log it is handed (all below the first uncleanable offset).
 
-What is kept: for every key, the record with the highest offset in the cleaned range (an offset map
-built over that range); tombstones (null value) until their delete horizon; records are never
-re-offset, so removed records leave gaps and a batch that lost some records keeps its base offset and
-last offset delta (it still spans the same offsets).
+What is kept: for every key, the record with the highest offset in the cleaned range; tombstones (null
+value) until their delete horizon. As in Kafka the offset map is built over the dirty part only (from
+the cleaner checkpoint on): the part below it was cleaned before and holds one record per key already.
+A wrong checkpoint can only leave some superseded records in place, never drop a live one: a record is
+dropped only for a later record of the same key that the map saw. Records are never re-offset, so
+removed records leave gaps, and a batch that lost some records keeps its base offset and last offset
+delta (it still spans the same offsets).
 
 SCOPE LIMIT (conservative on purpose): only the records of batches WITHOUT a producer id (neither
 idempotent nor transactional) are candidates for removal. Batches with a producer id, and control
@@ -182,13 +185,14 @@ def filter_batch(raw: memoryview, header: BatchHeader, offsets: OffsetMap, tombs
 
 
 # -- cleaning one log ----------------------------------------------------------------------------
-def clean_log(log_: Log, count: int, tombstone_horizon: int) -> CleanStats:
+def clean_log(log_: Log, count: int, tombstone_horizon: int, first_dirty: int = -1) -> CleanStats:
     """Compact the first `count` segments of `log_` (the caller holds the log's lock and checked they
-    lie below the first uncleanable offset). Tombstones below `tombstone_horizon` are removed."""
+    lie below the first uncleanable offset). Tombstones below `tombstone_horizon` are removed; the
+    offset map covers the segments holding offsets from `first_dirty` on (-1: all of them)."""
     segments = log_.segments  # replaced group by group, in place
     upto = segments[count].base_offset
     stats = CleanStats(count, 0, sum(s.size for s in segments[:count]), 0, 0, None)
-    offsets = build_offset_map(segments[:count])
+    offsets = build_offset_map([s for i, s in enumerate(segments[:count]) if segments[i + 1].base_offset > first_dirty])
     for group in group_segments(segments, count, log_.segment_bytes):
         at = segments.index(group[0])
         end = segments[at + len(group)].base_offset

@@ -6,13 +6,15 @@ topics with cleanup.policy=compact and cleans the dirtiest one whose dirty ratio
 cleaner checkpoint / bytes below the first uncleanable offset) reaches min.cleanable.dirty.ratio, or
 whose kept tombstones reached delete.retention.ms. One log per tick bounds the time the loop is held;
 after a cleaning it looks again at the next tick, and backs off only when nothing was due (as Kafka's
-cleaner thread does). A log with no rolled segment is skipped before any file is read, so idle
-partitions cost one attribute lookup per check.
+cleaner thread does). A pass is not split across ticks: it reads the log's cleanable part and writes
+what stays at roughly 20 MB/s on a 2-core machine, so a log with 100 MB below its first uncleanable
+offset holds the loop for about 5 s (Kafka runs its cleaner on threads of its own). A log with no
+rolled segment is skipped before any file is read, so idle partitions cost one attribute lookup per check.
 
 Cleaner checkpoints (the first dirty offset of each log) live in memory only. After a restart every
 compacted log counts as wholly dirty, so it is cleaned once more: a conservative recomputation that
-costs one extra pass but never skips dirty data (the offset map always covers the whole cleanable
-range, so a stale checkpoint only affects when a log is cleaned, never what is kept). Likewise the
+costs one extra pass but never skips dirty data (the offset map then covers the whole cleanable range;
+a checkpoint past the log end, after a truncation, is dropped the same way). Likewise the
 times of past passes, which date tombstones, are in memory: after a restart tombstones get their full
 delete.retention.ms again (kept longer, never removed early).
 """
@@ -162,6 +164,8 @@ class LogCleanerManager:
         if count == 0:
             return None
         state = self.states.get(key) or LogCleaningState()
+        if state.checkpoint > ulog.log_end_offset:  # truncated below it: what follows is all new
+            state.checkpoint = -1
         segments = ulog.log.segments[:count]
         total = sum(s.size for s in segments)
         dirty = sum(s.size for s in segments if s.base_offset >= state.checkpoint)
@@ -177,7 +181,8 @@ class LogCleanerManager:
         ulog = candidate.log
         count = cleaner.cleanable_segment_count(ulog.log, candidate.first_uncleanable)
         upto = ulog.log.segments[count].base_offset
-        stats = ulog.compact(candidate.first_uncleanable, state.tombstone_horizon(now_ms, retention))
+        stats = ulog.compact(candidate.first_uncleanable, state.tombstone_horizon(now_ms, retention),
+                             state.checkpoint)
         if stats is None:
             return
         state.record_pass(upto, now_ms, retention, stats.first_kept_tombstone)

@@ -486,8 +486,10 @@ class UnifiedLog:
                         return segment.base_offset
             return first
 
-    def compact(self, first_uncleanable: int, tombstone_horizon: int) -> cleaner.CleanStats | None:
-        """Clean the segments wholly below `first_uncleanable`; None if there are none."""
+    def compact(self, first_uncleanable: int, tombstone_horizon: int, first_dirty: int = -1
+                ) -> cleaner.CleanStats | None:
+        """Clean the segments wholly below `first_uncleanable` (the offset map covers `first_dirty` on);
+        None if there are none."""
         with self._lock:
             self.log.check_online()
             count = cleaner.cleanable_segment_count(self.log, first_uncleanable)
@@ -497,7 +499,7 @@ class UnifiedLog:
             # there, so an epoch whose batches compaction removes stays known until the next restart.
             self._epoch_cache()
             try:
-                return cleaner.clean_log(self.log, count, tombstone_horizon)
+                return cleaner.clean_log(self.log, count, tombstone_horizon, first_dirty)
             except cleaner.SwapIncomplete as exc:
                 raise self._offline(exc) from exc
             except OSError as exc:  # before the commit: the old segments are intact and still in use
