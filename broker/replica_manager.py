@@ -31,7 +31,7 @@ class ReplicaManager:
         self._data_waiters: list[asyncio.Future[None]] = []
         self._last_expiration_check = node.clock.monotonic()  # a wall-clock step must not pause the check
         self._last_flush_check = self._last_expiration_check
-        self.cleaner = LogCleanerManager(node.config)
+        self.cleaner = LogCleanerManager(node.config, node.log_dir)
 
     # ---- lifecycle ---------------------------------------------------------------------------
     def open_replicas(self) -> None:

@@ -11,19 +11,23 @@ what stays at roughly 20 MB/s on a 2-core machine, so a log with 100 MB below it
 offset holds the loop for about 5 s (Kafka runs its cleaner on threads of its own). A log with no
 rolled segment is skipped before any file is read, so idle partitions cost one attribute lookup per check.
 
-Cleaner checkpoints (the first dirty offset of each log) live in memory only. After a restart every
-compacted log counts as wholly dirty, so it is cleaned once more: a conservative recomputation that
-costs one extra pass but never skips dirty data (the offset map then covers the whole cleanable range;
-a checkpoint past the log end, after a truncation, is dropped the same way). Likewise the
-times of past passes, which date tombstones, are in memory: after a restart tombstones get their full
-delete.retention.ms again (kept longer, never removed early).
+Cleaner checkpoints (the first dirty offset of each log) are kept in memory and written after every
+pass to `cleaner-offset-checkpoint` in the node's log dir (Kafka's file and format), so a restart does
+not clean every compacted log again. The file is written only once a pass's swaps are durable, so it
+may lag the logs (after a crash) but never lead them; a lagging or missing checkpoint only means more
+dirty data for the next pass (the offset map then covers more), and one past the log end (after a
+truncation) is dropped. A checkpoint never decides what is kept: a record goes only for a later record
+of its key that the map saw. The times of past passes, which date tombstones, live in memory only:
+after a restart tombstones get their full delete.retention.ms again (kept longer, never removed early).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from kafka_txn_broker.config import BrokerConfig
@@ -107,10 +111,44 @@ class _Candidate:
     ratio: float
 
 
+CHECKPOINT_FILE = "cleaner-offset-checkpoint"
+
+
+def read_checkpoints(path: Path) -> dict[TopicPartition, int]:
+    """Kafka's offset checkpoint format: version 0, a count, then `topic partition offset` lines. An
+    unreadable file counts as empty (every log is then dirty: safe, see the module docstring)."""
+    try:
+        lines = path.read_text().splitlines()
+        if not lines or lines[0].strip() != "0":
+            return {}
+        found: dict[TopicPartition, int] = {}
+        for line in lines[2:2 + int(lines[1])]:
+            topic, partition, offset = line.rsplit(" ", 2)
+            found[(topic, int(partition))] = int(offset)
+        return found
+    except (OSError, ValueError, IndexError) as exc:
+        if not isinstance(exc, FileNotFoundError):
+            log.warning("ignoring the unreadable cleaner checkpoint file %s: %s", path, exc)
+        return {}
+
+
+def write_checkpoints(path: Path, offsets: Mapping[TopicPartition, int]) -> None:
+    """Replace the file atomically (write, fsync, rename), so a crash leaves the old or the new one."""
+    lines = ["0", str(len(offsets)), *(f"{t} {p} {o}" for (t, p), o in sorted(offsets.items()))]
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as f:
+        f.write("\n".join(lines) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
 class LogCleanerManager:
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, log_dir: Path | None = None) -> None:
         self.config = config
         self.states: dict[TopicPartition, LogCleaningState] = {}
+        self._checkpoint_path = log_dir / CHECKPOINT_FILE if log_dir is not None else None
+        self._checkpoints_loaded = log_dir is None
         self._last_check_ms: int | None = None
         self._busy = False  # the last check cleaned a log: look again at the next tick
 
@@ -123,6 +161,8 @@ class LogCleanerManager:
         if not self._busy and last is not None and 0 <= now_ms - last < self.config["log.cleaner.backoff.ms"]:
             return False
         self._last_check_ms = now_ms
+        if not self._checkpoints_loaded:  # at the first check, not at node construction: no I/O before start
+            self._load_checkpoints()
         candidate = self._dirtiest(now_ms, partitions, topic_configs)
         self._busy = candidate is not None
         if candidate is None:
@@ -136,7 +176,23 @@ class LogCleanerManager:
         return True
 
     def forget(self, key: TopicPartition) -> None:
-        self.states.pop(key, None)
+        if self.states.pop(key, None) is not None:
+            self._save_checkpoints()
+
+    def _load_checkpoints(self) -> None:
+        self._checkpoints_loaded = True
+        if self._checkpoint_path is not None:
+            for key, offset in read_checkpoints(self._checkpoint_path).items():
+                self.states.setdefault(key, LogCleaningState(checkpoint=offset))
+
+    def _save_checkpoints(self) -> None:
+        if self._checkpoint_path is None:
+            return
+        offsets = {key: state.checkpoint for key, state in self.states.items() if state.checkpoint >= 0}
+        try:
+            write_checkpoints(self._checkpoint_path, offsets)
+        except OSError as exc:  # the logs are fine; the next start just finds more dirty data
+            log.warning("cannot write %s: %s", self._checkpoint_path, exc)
 
     def _dirtiest(self, now_ms: int, partitions: Mapping[TopicPartition, Partition],
                   topic_configs: Callable[[str], Mapping[str, str]]) -> _Candidate | None:
@@ -186,6 +242,7 @@ class LogCleanerManager:
         if stats is None:
             return
         state.record_pass(upto, now_ms, retention, stats.first_kept_tombstone)
+        self._save_checkpoints()
         log.info("compacted %s-%s below offset %d: %d segments -> %d, %d bytes -> %d, %d records removed",
                  *candidate.key, upto, stats.segments_before, stats.segments_after, stats.bytes_before,
                  stats.bytes_after, stats.records_removed)

@@ -10,7 +10,12 @@ import pytest
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.config import BrokerConfig
-from kafka_txn_broker.log.cleaner_manager import LogCleanerManager, topic_cleaning
+from kafka_txn_broker.log.cleaner_manager import (
+    CHECKPOINT_FILE,
+    LogCleanerManager,
+    read_checkpoints,
+    topic_cleaning,
+)
 from kafka_txn_broker.log.record_batch import build_batch, iter_records
 from kafka_txn_broker.log.unified_log import UnifiedLog
 
@@ -86,4 +91,27 @@ def test_a_compacted_log_without_rolled_segments_is_never_read(tmp_path: Path,
     assert not manager.tick(clock.millis(), _partitions(ulog), {"t": COMPACT}.__getitem__)
     disabled = LogCleanerManager(BrokerConfig({"log.cleaner.enable": False}))
     assert not disabled.tick(clock.millis(), _partitions(ulog), {"t": COMPACT}.__getitem__)
+    ulog.close()
+
+
+def test_checkpoints_survive_a_restart_so_a_clean_log_is_not_cleaned_again(tmp_path: Path) -> None:
+    clock = ManualClock()
+    ulog = UnifiedLog.open(tmp_path / "t-0", CONFIG, clock)
+    _fill(ulog, clock, 100)
+    configs = {"t": COMPACT}.__getitem__
+    first = LogCleanerManager(CONFIG, tmp_path)
+    assert first.tick(clock.millis(), _partitions(ulog), configs)
+    upto = first.states[("t", 0)].checkpoint
+    assert read_checkpoints(tmp_path / CHECKPOINT_FILE) == {("t", 0): upto}
+    assert (tmp_path / CHECKPOINT_FILE).read_text() == f"0\n1\nt 0 {upto}\n"  # Kafka's format
+
+    restarted = LogCleanerManager(CONFIG, tmp_path)
+    assert not restarted.tick(clock.millis(), _partitions(ulog), configs)  # nothing dirty since
+    _fill(ulog, clock, 100)
+    clock.advance(15_000)
+    assert restarted.tick(clock.millis(), _partitions(ulog), configs)
+    restarted.forget(("t", 0))
+    assert read_checkpoints(tmp_path / CHECKPOINT_FILE) == {}
+    (tmp_path / CHECKPOINT_FILE).write_text("garbage")
+    assert read_checkpoints(tmp_path / CHECKPOINT_FILE) == {}  # unreadable: every log counts as dirty
     ulog.close()
