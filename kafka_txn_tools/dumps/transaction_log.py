@@ -242,19 +242,11 @@ def to_row(meta: TxnMetadata, coordinator_id: int, capture_time_ms: int, source:
     }
 
 
-def java_string_hash(text: str) -> int:
-    """Java String.hashCode over UTF-16 code units, int32 overflow."""
-    h = 0
-    raw = text.encode("utf-16-be")
-    for i in range(0, len(raw), 2):
-        h = (31 * h + ((raw[i] << 8) | raw[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
 def partition_for(transactional_id: str, num_partitions: int = 50) -> int:
-    h = java_string_hash(transactional_id)
-    # Kafka's Utils.abs maps Integer.MIN_VALUE to 0 rather than overflowing.
-    return (0 if h == -(1 << 31) else abs(h)) % num_partitions
+    """The `__transaction_state` partition of an id (50 partitions by default, as in Kafka)."""
+    from kafka_txn_broker.coordinator_partition import partition_for as broker_partition_for
+
+    return broker_partition_for(transactional_id, num_partitions)
 
 
 def segment_from_records(records: Iterable[TxnLogRecord], version: int = 0) -> bytes:

@@ -82,10 +82,8 @@ def test_partition_for(tid, partition):
     assert txlog.partition_for(tid) == partition
 
 
-def test_java_hash_overflow_and_min_value():
-    assert txlog.java_string_hash("") == 0
-    assert txlog.java_string_hash("polygenelubricants") == -(2**31)  # Integer.MIN_VALUE: Utils.abs -> 0
-    assert txlog.partition_for("polygenelubricants") == 0
+def test_min_value_hash_maps_to_partition_zero():
+    assert txlog.partition_for("polygenelubricants") == 0  # hashCode is Integer.MIN_VALUE: Utils.abs -> 0
 
 
 def rec(offset, ts, tid, m):
