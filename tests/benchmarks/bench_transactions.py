@@ -9,15 +9,18 @@ before the clock starts, so the ratio compares steady-state throughput only. The
 each side is printed too: their quotient is the ratio a broker-bound run (many producers) would reach.
 The broker runs as a child process (`kafka-txn broker start`) so the client does not share its GIL.
 
-    python -m tests.benchmarks.bench_transactions [--scale 1.0]
+    python -m tests.benchmarks.bench_transactions [--scale 1.0] [--producers 1]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from confluent_kafka import Producer
@@ -41,17 +44,58 @@ def _produce(p: Producer, topic: str, i: int, errors: list[object]) -> None:
             p.poll(0.01)
 
 
-def idempotent_rate(bootstrap: str, topic: str, records: int) -> float:
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 5,
-                  "log_level": 3})
+def _run_producers(count: int, setup: Callable[[int], Producer], work: Callable[[int, Producer], None]) -> float:
+    """Seconds from the moment all `count` producers are ready (connected, producer id held) until the
+    last one is done. Each runs in its own thread: librdkafka releases the GIL while it waits."""
+    ready = threading.Barrier(count)
+    spans: list[tuple[float, float]] = []
+    failures: list[BaseException] = []
+
+    def one(index: int) -> None:
+        try:
+            p = setup(index)
+            ready.wait()
+            began = time.perf_counter()
+            work(index, p)
+            spans.append((began, time.perf_counter()))
+        except BaseException as exc:  # reported below: a silent thread would skew the rate
+            failures.append(exc)
+            ready.abort()
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failures:
+        raise failures[0]
+    return max(e for _, e in spans) - min(b for b, _ in spans)
+
+
+def _shares(records: int, count: int) -> list[range]:
+    """The record numbers each producer sends: the same records in total, whatever the count."""
+    return [range(i, records, count) for i in range(count)]
+
+
+def idempotent_rate(bootstrap: str, topic: str, records: int, producers: int = 1) -> float:
     errors: list[object] = []
-    _produce(p, topic, 0, errors)  # connect and get a producer id first, as init_transactions does
-    p.flush(30)
-    start = time.perf_counter()
-    for i in range(records):
-        _produce(p, topic, i, errors)
-    assert p.flush(300) == 0 and not errors, errors[:3]
-    return records / (time.perf_counter() - start)
+    shares = _shares(records, producers)
+
+    def setup(_index: int) -> Producer:
+        p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 5,
+                      "log_level": 3})
+        _produce(p, topic, 0, errors)  # connect and get a producer id first, as init_transactions does
+        p.flush(30)
+        return p
+
+    def work(index: int, p: Producer) -> None:
+        for i in shares[index]:
+            _produce(p, topic, i, errors)
+        assert p.flush(300) == 0
+
+    elapsed = _run_producers(producers, setup, work)
+    assert not errors, errors[:3]
+    return records / elapsed
 
 
 def cpu_seconds(pid: int) -> float:
@@ -63,17 +107,26 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def transactional_rate(bootstrap: str, topic: str, records: int, per_txn: int, txn_id: str) -> float:
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, "linger.ms": 5, "log_level": 3})
-    p.init_transactions(30)
+def transactional_rate(bootstrap: str, topic: str, records: int, per_txn: int, txn_id: str,
+                       producers: int = 1) -> float:
     errors: list[object] = []
-    start = time.perf_counter()
-    for first in range(0, records, per_txn):
-        p.begin_transaction()
-        for i in range(first, min(first + per_txn, records)):
-            _produce(p, topic, i, errors)
-        p.commit_transaction(60)
-    elapsed = time.perf_counter() - start
+    shares = _shares(records, producers)
+
+    def setup(index: int) -> Producer:
+        p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{txn_id}-{index}", "linger.ms": 5,
+                      "log_level": 3})
+        p.init_transactions(30)
+        return p
+
+    def work(index: int, p: Producer) -> None:
+        mine = shares[index]
+        for first in range(0, len(mine), per_txn):
+            p.begin_transaction()
+            for i in mine[first:first + per_txn]:
+                _produce(p, topic, i, errors)
+            p.commit_transaction(60)
+
+    elapsed = _run_producers(producers, setup, work)
     assert not errors, errors[:3]
     return records / elapsed
 
@@ -81,6 +134,8 @@ def transactional_rate(bootstrap: str, topic: str, records: int, per_txn: int, t
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--scale", type=float, default=1.0, help="multiply the record counts")
+    ap.add_argument("--producers", type=int, default=1,
+                    help="producers per side, each in its own thread (many make the broker the limit)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         broker = BrokerProcess(Path(tmp), 3, free_port_block(3))
@@ -101,12 +156,15 @@ def main() -> None:
             for per_txn, records in RUNS.items():
                 n = max(int(records * args.scale), per_txn)
                 cpu_start = cpu_seconds(pid)
-                idem = idempotent_rate(bootstrap, f"bench-{per_txn}", n)
+                # The idempotent side takes only ~0.1 s per run: the median of three steadies it.
+                idem = statistics.median(idempotent_rate(bootstrap, f"bench-{per_txn}", n, args.producers)
+                                         for _ in range(3))
                 cpu_mid = cpu_seconds(pid)
-                txn = transactional_rate(bootstrap, f"bench-{per_txn}", n, per_txn, f"bench-txn-{per_txn}")
+                txn = transactional_rate(bootstrap, f"bench-{per_txn}", n, per_txn, f"bench-txn-{per_txn}",
+                                         args.producers)
                 cpu_end = cpu_seconds(pid)
                 txns = -(-n // per_txn)
-                idem_us, txn_us = (cpu_mid - cpu_start) * 1e6 / n, (cpu_end - cpu_mid) * 1e6 / n
+                idem_us, txn_us = (cpu_mid - cpu_start) * 1e6 / (3 * n), (cpu_end - cpu_mid) * 1e6 / n
                 cpu_ratio = idem_us / txn_us if txn_us else float("nan")
                 print(f"{per_txn:>11} {n:>8} {idem:>17,.0f} {txn:>20,.0f} {txn / idem:>6.2f} "
                       f"{n / txn / txns * 1000:>7.2f} {txn_us * n / txns / 1000:>18.2f} "

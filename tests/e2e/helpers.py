@@ -93,8 +93,9 @@ def consume_all(bootstrap: str, topic: str, partitions: int, *, read_committed: 
         while time.monotonic() - last < idle_s and time.monotonic() < deadline:
             msgs = c.consume(10000, 0.5)
             for m in msgs:
-                if m.error() is None:
-                    out[m.partition()].append((m.offset(), m.key(), m.value()))
+                partition = m.partition()
+                if m.error() is None and partition is not None:
+                    out[partition].append((m.offset(), m.key(), m.value()))
                     last = time.monotonic()
     finally:
         c.close()
