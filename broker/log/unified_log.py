@@ -22,7 +22,7 @@ from kafka.errors import CorruptRecordError, KafkaError, KafkaStorageError, Reco
 
 from kafka_txn_broker.clock import Clock
 from kafka_txn_broker.config import BrokerConfig
-from kafka_txn_broker.log import cleaner
+from kafka_txn_broker.log import cleaner, leader_epoch_checkpoint
 from kafka_txn_broker.log.leader_epoch import LeaderEpochCache
 from kafka_txn_broker.log.log import Log, scan_dir
 from kafka_txn_broker.log.record_batch import (
@@ -77,7 +77,7 @@ class FetchDataInfo:
 
 class UnifiedLog:
     __slots__ = ("dir", "config", "clock", "log", "_psm", "_psm_loaded", "_high_watermark", "_lock", "_epochs",
-                 "_pending_epochs")
+                 "_pending_epochs", "_epochs_written")
 
     def __init__(self, directory: Path, config: BrokerConfig, clock: Clock, local_log: Log,
                  psm: ProducerStateManager) -> None:
@@ -92,6 +92,7 @@ class UnifiedLog:
         self._epochs: LeaderEpochCache | None = None  # built on first use
         # Epoch starts recorded before the cache was built: (epoch, start offset), in order.
         self._pending_epochs: list[tuple[int, int]] | None = None
+        self._epochs_written: list[tuple[int, int]] | None = None  # as the checkpoint file holds them
 
     # -- opening ---------------------------------------------------------------------------
     @classmethod
@@ -364,8 +365,11 @@ class UnifiedLog:
     # -- leader epochs ---------------------------------------------------------------------
     def _note_epochs(self, batches: list[tuple[int, BatchHeader]]) -> None:
         if self._epochs is not None:
+            latest = self._epochs.latest_epoch
             for _pos, header in batches:
                 self._epochs.assign(header.partition_leader_epoch, header.base_offset)
+            if self._epochs.latest_epoch != latest:
+                self._save_epochs()
 
     def _epoch_cache(self) -> LeaderEpochCache:
         if self._epochs is None:
@@ -379,8 +383,26 @@ class UnifiedLog:
                     cache.assign(header.partition_leader_epoch, header.base_offset)
             for epoch, start in pending:
                 cache.assign(epoch, start)
-            self._epochs, self._pending_epochs = cache, None
+            saved = leader_epoch_checkpoint.read(self.dir)
+            self._epochs, self._pending_epochs = _with_checkpoint(cache, saved, self.log.log_end_offset), None
+            self._epochs_written = saved or None
         return self._epochs
+
+    def _save_epochs(self) -> None:
+        """Keep `leader-epoch-checkpoint` equal to the cache: it is what remembers an epoch whose batches
+        compaction removed. Only a built cache is saved, and it changes once per leadership change."""
+        assert self._epochs is not None
+        entries = list(self._epochs.entries)
+        if entries == self._epochs_written:
+            return
+        try:
+            leader_epoch_checkpoint.write(self.dir, entries)
+        except OSError as exc:
+            # Only compaction's corner case depends on the file: the append or leadership change that
+            # got here must not fail for it. The next change tries again.
+            log.warning("%s: cannot write %s: %s", self.dir, leader_epoch_checkpoint.FILE_NAME, exc)
+            return
+        self._epochs_written = entries
 
     def assign_epoch_start(self, leader_epoch: int) -> None:
         """On becoming leader: the new epoch starts at the current log end (Kafka does the same), so
@@ -390,6 +412,7 @@ class UnifiedLog:
         with self._lock:
             if self._epochs is not None:
                 self._epochs.assign(leader_epoch, self.log.log_end_offset)
+                self._save_epochs()
             else:
                 self._pending_epochs = [*(self._pending_epochs or ()), (leader_epoch, self.log.log_end_offset)]
 
@@ -464,6 +487,7 @@ class UnifiedLog:
             self._psm.on_high_watermark_updated(self._high_watermark)
             if self._epochs is not None:
                 self._epochs.truncate_from_end(self.log.log_end_offset)
+                self._save_epochs()
             elif self._pending_epochs:
                 end = self.log.log_end_offset
                 self._pending_epochs = [(e, start) for e, start in self._pending_epochs if start < end] or None
@@ -496,8 +520,9 @@ class UnifiedLog:
             if count == 0:
                 return None
             # The leader-epoch cache is rebuilt from batch headers: build it while every batch is still
-            # there, so an epoch whose batches compaction removes stays known until the next restart.
+            # there and save it, so an epoch whose batches compaction removes stays known, restarts included.
             self._epoch_cache()
+            self._save_epochs()
             try:
                 return cleaner.clean_log(self.log, count, tombstone_horizon, first_dirty)
             except cleaner.SwapIncomplete as exc:
@@ -554,6 +579,22 @@ class UnifiedLog:
 
     def __repr__(self) -> str:
         return f"UnifiedLog({self.dir}, start={self.log_start_offset}, end={self.log_end_offset})"
+
+
+def _with_checkpoint(cache: LeaderEpochCache, saved: list[tuple[int, int]], log_end_offset: int) -> LeaderEpochCache:
+    """The cache built from the log, completed by the checkpoint: for each epoch the earliest start either
+    knows (compaction may have removed an epoch's first batches, or all of them), replayed in epoch
+    order, then cut at the log end (the file may predate a truncation)."""
+    if not saved:
+        return cache
+    starts: dict[int, int] = {}
+    for epoch, start in [*saved, *cache.entries]:
+        starts[epoch] = min(start, starts.get(epoch, start))
+    merged = LeaderEpochCache()
+    for epoch in sorted(starts):
+        merged.assign(epoch, starts[epoch])
+    merged.truncate_from_end(log_end_offset + 1)
+    return merged
 
 
 def _record_count(batches: list[tuple[int, BatchHeader]]) -> int:
