@@ -118,9 +118,10 @@ class Partition:
         followers = self._live_followers()
         leader_end = self.log.log_end_offset
         for replica, follower in followers:
+            if follower.log.offline:  # its log waits for a node restart: it must not count as in sync
+                self._leave_isr(replica, "its log is offline")
+                continue
             try:
-                if follower.log.offline:  # its log waits for a node restart: it must not count as in sync
-                    raise KafkaStorageError(f"log of {self.topic}-{self.index} on node {replica} is offline")
                 if appended and follower.log.log_end_offset == appended_at:
                     follower.log.append_as_follower(appended, verified=True, batches=batches)
                 if follower.log.log_end_offset != leader_end:
@@ -129,13 +130,16 @@ class Partition:
                 # A follower's disk failed: it leaves the ISR and the partition carries on with the
                 # others (Kafka's follower takes its log dir offline the same way); it rejoins below
                 # once a later pass catches it up, or after its node restarts if its log went offline.
-                if replica in self.state.isr:
-                    _log.warning("%s-%s: replica on node %s leaves the ISR: %s", self.topic, self.index, replica, exc)
-                    self.manager.metadata.leave_isr(self.state, replica)
+                self._leave_isr(replica, str(exc))
                 continue
             if replica not in self.state.isr and follower.log.log_end_offset >= leader_end:
                 self.manager.metadata.join_isr(self.state, replica)
         self.update_high_watermark(followers)
+
+    def _leave_isr(self, replica: int, why: str) -> None:
+        if replica in self.state.isr:
+            _log.warning("%s-%s: replica on node %s leaves the ISR: %s", self.topic, self.index, replica, why)
+            self.manager.metadata.leave_isr(self.state, replica)
 
     def update_high_watermark(self, followers: list[tuple[int, Partition]] | None = None) -> None:
         if followers is None:

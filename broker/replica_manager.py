@@ -30,7 +30,7 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, Partition] = {}
         self._data_waiters: list[asyncio.Future[None]] = []
         self._last_expiration_check = node.clock.monotonic()  # a wall-clock step must not pause the check
-        self._last_flush_check = self._last_expiration_check
+        self._last_flush_check = node.clock.millis()  # compared with tick's now_ms
         self.cleaner = LogCleanerManager(node.config, node.log_dir)
 
     # ---- lifecycle ---------------------------------------------------------------------------
@@ -168,4 +168,3 @@ class ReplicaManager:
         finally:
             if fut in self._data_waiters:
                 self._data_waiters.remove(fut)
-

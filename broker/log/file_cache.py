@@ -112,14 +112,11 @@ def read_all(path: str) -> bytes:
 def write_at(path: str, data: bytes | bytearray | memoryview, position: int) -> None:
     fd = FILE_CACHE.borrow(path, create=True)
     try:
-        n = os.pwrite(fd, data, position)
-        if n < len(data):  # a short write (rare: a signal, a full disk about to fail): write the rest
-            view = memoryview(data)[n:]
+        view = memoryview(data)
+        while view:  # pwrite may write less than asked (a signal, a disk about to be full)
+            n = os.pwrite(fd, view, position)
+            view = view[n:]
             position += n
-            while view:
-                n = os.pwrite(fd, view, position)
-                view = view[n:]
-                position += n
     finally:
         FILE_CACHE.give_back(fd)
 

@@ -220,14 +220,7 @@ def _check_uncompressed_records(buf: Buffer, pos: int, header: BatchHeader) -> N
     for expected_delta in range(header.record_count):
         if p >= end:
             raise CorruptRecordError(f"record batch holds fewer than its {header.record_count} records")
-        b0 = buf[p]
-        if b0 < 0x80:
-            length, body = (b0 >> 1) ^ -(b0 & 1), p + 1
-        elif p + 1 < end and buf[p + 1] < 0x80:  # two bytes: records of 64 B to 8 KB, the usual size
-            z = (b0 & 0x7F) | (buf[p + 1] << 7)
-            length, body = (z >> 1) ^ -(z & 1), p + 2
-        else:
-            length, body = decode_varint(buf, p)
+        length, body = decode_varint(buf, p)
         p_end = body + length
         if length < _MIN_RECORD_BODY or p_end > end:
             raise CorruptRecordError(f"record length {length} does not fit its batch")
@@ -431,34 +424,16 @@ def parse_control_record(batch: Buffer) -> tuple[bool, int]:
     header = BatchHeader.parse(batch)
     if not header.is_control:
         raise InvalidRecordError("not a control batch")
-    key, value = _first_key_value(batch, header)
-    if key is None or len(key) < 4:
+    record = next(iter_records(batch), None)
+    if record is None or record.key is None or len(record.key) < 4:
         raise CorruptRecordError("control batch without a valid control record key")
-    _version, kind = _CONTROL_KEY.unpack_from(key)
+    _version, kind = _CONTROL_KEY.unpack_from(record.key)
     if kind not in (0, 1):
         raise CorruptRecordError(f"control record type {kind} is not a transaction marker")
-    if value is None or len(value) < 6:
+    if record.value is None or len(record.value) < 6:
         raise CorruptRecordError("transaction marker without a coordinator epoch")
-    _vversion, coordinator_epoch = _CONTROL_VALUE.unpack_from(value)
+    _vversion, coordinator_epoch = _CONTROL_VALUE.unpack_from(record.value)
     return kind == 1, coordinator_epoch
-
-
-def _first_key_value(batch: Buffer, header: BatchHeader) -> tuple[bytes | None, bytes | None]:
-    """Key and value of a batch's first record. Every follower parses each marker it copies, so an
-    uncompressed batch (all markers are) is read in place rather than through iter_records."""
-    if header.compression or header.record_count < 1:
-        record = next(iter_records(batch), None)
-        return (None, None) if record is None else (record.key, record.value)
-    end = min(len(batch), header.size)
-    length, pos = decode_varint(batch, HEADER_SIZE)
-    if pos + length > end:
-        raise CorruptRecordError("record runs past the end of its batch")
-    body = memoryview(batch)[pos:pos + length]
-    _ts_delta, p = decode_varint(body, 1)
-    _offset_delta, p = decode_varint(body, p)
-    key, p = _read_bytes(body, p)
-    value, _p = _read_bytes(body, p)
-    return key, value
 
 
 # ---------------------------------------------------------------------------------------------

@@ -260,7 +260,7 @@ class UnifiedLog:
     def _write(self, buf: Records, batches: list[tuple[int, BatchHeader]],
                infos: dict[int, ProducerAppendInfo], completed: list[CompletedTxn]) -> AppendInfo:
         first, last = batches[0][1].base_offset, batches[-1][1].last_offset
-        count = _record_count(batches)
+        count = sum(h.record_count for _, h in batches)
         try:
             self._maybe_roll(len(buf), last)
             self.log.append(buf, batches, count)
@@ -346,7 +346,7 @@ class UnifiedLog:
             self._check_set_size(len(records))
             try:
                 self._maybe_roll(len(records), batches[-1][1].last_offset)
-                self.log.append(records, batches, _record_count(batches))
+                self.log.append(records, batches, sum(h.record_count for _, h in batches))
                 self._note_epochs(batches)
                 self._replay_producers(records, batches, psm)
             except OSError as exc:
@@ -595,12 +595,6 @@ def _with_checkpoint(cache: LeaderEpochCache, saved: list[tuple[int, int]], log_
         merged.assign(epoch, starts[epoch])
     merged.truncate_from_end(log_end_offset + 1)
     return merged
-
-
-def _record_count(batches: list[tuple[int, BatchHeader]]) -> int:
-    if len(batches) == 1:  # the usual case: one batch per produce request, marker or follower copy
-        return batches[0][1].record_count
-    return sum(h.record_count for _, h in batches)
 
 
 def _marker_of(header: BatchHeader, raw: Records) -> tuple[bool, int] | None:
