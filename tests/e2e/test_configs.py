@@ -70,8 +70,8 @@ def test_topic_configs_with_librdkafka(cluster: EmbeddedCluster) -> None:
 
     _alter(admin, ResourceType.TOPIC, "t", ("min.compaction.lag.ms", SET, "60000"), validate_only=True)
     assert _describe(admin, ResourceType.TOPIC, "t")["min.compaction.lag.ms"].value == "0"
-    _alter(admin, ResourceType.TOPIC, "t", ("min.compaction.lag.ms", SET, "60000"), ("cleanup.policy", APPEND, "delete"),
-           ("retention.ms", SET, "3600000"))
+    _alter(admin, ResourceType.TOPIC, "t", ("min.compaction.lag.ms", SET, "60000"),
+           ("cleanup.policy", APPEND, "delete"), ("retention.ms", SET, "3600000"))
     _alter(admin, ResourceType.TOPIC, "t", ("retention.ms", DELETE, None))
     configs = _describe(admin, ResourceType.TOPIC, "t")
     assert (configs["min.compaction.lag.ms"].value, configs["cleanup.policy"].value, configs["retention.ms"].value) == (

@@ -35,7 +35,10 @@ def describe(resources: list[tuple[int, str, list[str] | None]], synonyms: bool 
                         for t, n, keys in resources], include_synonyms=synonyms, include_documentation=docs)
 
 
-def incremental(resources: list[tuple[int, str, list[tuple[str, int, str | None]]]], validate_only: bool = False) -> Any:
+Ops = list[tuple[str, int, str | None]]
+
+
+def incremental(resources: list[tuple[int, str, Ops]], validate_only: bool = False) -> Any:
     R = IncrementalAlterConfigsRequest[1]
     A = R.AlterConfigsResource
     return R(resources=[A(resource_type=t, resource_name=n, configs=[
