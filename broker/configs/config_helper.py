@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka.errors import InvalidConfigurationError
+
 from kafka_txn_broker.config import KEYS
 from kafka_txn_broker.configs import dynamic_broker_config, group_config, log_config
 from kafka_txn_broker.configs.config_def import (
@@ -87,6 +89,6 @@ def _normalised(definition: ConfigDefinition, text: str) -> str | None:
     """The stored string as Kafka describes it once parsed ("compact, delete" -> "compact,delete")."""
     try:
         parsed: Any = parse_value(definition.name, text, definition.type)
-    except Exception:  # only the unvalidated fixture path stores an unparseable value: show it as stored
+    except InvalidConfigurationError:  # only the unvalidated fixture path stores such a value: show it as is
         return text
     return to_string(parsed)

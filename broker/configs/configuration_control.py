@@ -102,7 +102,7 @@ class ConfigurationControl:
         if not validate_only and new != self.current(resource_type, name):
             self.metadata.alter_configs(resource_type, name, new)
 
-    def validate(self, resource_type: int, name: str, new: Mapping[str, str | None]) -> None:
+    def validate(self, resource_type: int, name: str, new: Mapping[str, str]) -> None:
         if resource_type == ResourceType.TOPIC:
             if not name:
                 raise InvalidRequestError("Default topic resources are not allowed.")
@@ -112,10 +112,7 @@ class ConfigurationControl:
                 raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
         elif resource_type == ResourceType.BROKER:
             check_broker_name(name, self.node_id)
-            nulls = [k for k, v in new.items() if v is None]
-            if nulls:
-                raise InvalidRequestError(f"Null value not supported for : {', '.join(nulls)}")
-            dynamic_broker_config.validate({k: v for k, v in new.items() if v is not None}, per_broker=bool(name))
+            dynamic_broker_config.validate(new, per_broker=bool(name))
         elif resource_type == ResourceType.GROUP:
             if not name:
                 raise InvalidRequestError("Default group resources are not allowed.")

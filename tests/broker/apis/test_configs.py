@@ -11,6 +11,8 @@ import pytest
 from kafka.protocol.admin import (
     AlterConfigsRequest,
     AlterConfigsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
     IncrementalAlterConfigsRequest,
@@ -188,3 +190,23 @@ def test_alter_configs_needs_alter_configs(secured: EmbeddedCluster) -> None:
     assert metadata.resource_configs(GROUP, "g-1") == {"share.delivery.count.limit": "3"}
     assert _as(secured, "alice", legacy([(TOPIC, "orders", {"retention.ms": "5"})]), AlterConfigsResponse) == [
         TOPIC_AUTH]
+
+
+def test_create_topics_validates_and_returns_the_topics_configs(cluster: EmbeddedCluster) -> None:
+    R = CreateTopicsRequest[7]
+    T = R.CreatableTopic
+
+    def create(name: str, configs: dict[str, str | None]) -> Any:
+        topic = T(name=name, num_partitions=1, replication_factor=1, assignments=[],
+                  configs=[T.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()])
+        (result,) = roundtrip(_address(cluster, 0), R(topics=[topic], timeout_ms=5000, validate_only=False),
+                              CreateTopicsResponse).topics
+        return result
+
+    refused = create("n1", {"retention.ms": None})
+    assert (refused.error_code, refused.error_message) == (
+        40, "Null value not supported for topic configs: retention.ms")
+    assert "n1" not in cluster.cluster.metadata.topics  # type: ignore[union-attr]
+    created = {c.name: (c.value, c.config_source, c.read_only) for c in create("n2", {"retention.ms": "1000"}).configs}
+    assert created["retention.ms"] == ("1000", ConfigSource.DYNAMIC_TOPIC_CONFIG, False)
+    assert created["segment.bytes"] == ("1073741824", ConfigSource.DEFAULT_CONFIG, False)
