@@ -21,6 +21,7 @@ from kafka_txn_broker.auth import ClusterSecurity
 from kafka_txn_broker.clock import SYSTEM_CLOCK, Clock
 from kafka_txn_broker.config import BrokerConfig
 from kafka_txn_broker.configs.group_config_manager import GroupConfigManager
+from kafka_txn_broker.coordinator_partition import TXN_TOPIC
 from kafka_txn_broker.metadata import ClusterMetadata, PartitionState, TopicState
 from kafka_txn_broker.node import BrokerNode
 
@@ -165,8 +166,10 @@ class Cluster:
     def ensure_internal_topic(self, name: str, partitions: int, replication_factor: int) -> TopicState:
         topic = self.metadata.topics.get(name)
         if topic is None:
-            topic = self.create_topic(name, partitions, replication_factor, {"cleanup.policy": "compact"},
-                                      cap_replication=True)
+            # Kafka's own topic configs for them, so DescribeConfigs shows their segment size.
+            segment_key = "transaction.state.log.segment.bytes" if name == TXN_TOPIC else "offsets.topic.segment.bytes"
+            configs = {"cleanup.policy": "compact", "segment.bytes": str(self.config[segment_key])}
+            topic = self.create_topic(name, partitions, replication_factor, configs, cap_replication=True)
         return topic
 
 

@@ -210,3 +210,13 @@ def test_create_topics_validates_and_returns_the_topics_configs(cluster: Embedde
     created = {c.name: (c.value, c.config_source, c.read_only) for c in create("n2", {"retention.ms": "1000"}).configs}
     assert created["retention.ms"] == ("1000", ConfigSource.DYNAMIC_TOPIC_CONFIG, False)
     assert created["segment.bytes"] == ("1073741824", ConfigSource.DEFAULT_CONFIG, False)
+
+
+def test_internal_topics_describe_kafkas_settings_for_them(cluster: EmbeddedCluster) -> None:
+    cluster.call_soon(cluster.cluster.ensure_internal_topic, "__transaction_state", 1, 2)  # type: ignore[union-attr]
+    (result,) = roundtrip(_address(cluster, 0), describe([(TOPIC, "__transaction_state", ["segment.bytes",
+                                                                                          "cleanup.policy"])]),
+                          DescribeConfigsResponse).results
+    assert sorted((c.name, c.value, c.config_source) for c in result.configs) == [
+        ("cleanup.policy", "compact", ConfigSource.DYNAMIC_TOPIC_CONFIG),
+        ("segment.bytes", "104857600", ConfigSource.DYNAMIC_TOPIC_CONFIG)]  # transaction.state.log.segment.bytes
