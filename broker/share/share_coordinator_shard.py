@@ -1,0 +1,212 @@
+"""One `__share_group_state` partition as the share coordinator sees it (Kafka's ShareCoordinatorShard):
+the durable state of every share-partition whose key hashes to it, rebuilt by replaying the log.
+
+A write is checked against the stored epochs (a lower state epoch: FENCED_STATE_EPOCH, after the
+group's offsets were reset; a lower leader epoch: FENCED_LEADER_EPOCH, a share-partition leader that
+lost its leadership), appended to the log (acks=all), and applied only once the append succeeded.
+It is a ShareUpdate holding the batches the write changed, or, every
+`share.coordinator.snapshot.update.records.per.snapshot` updates, a ShareSnapshot of the whole state,
+so replay never has to go further back than the last snapshot of each key.
+
+Collaborators come through the constructor: the log writer, the clock, the snapshot interval.
+Threading: the broker's event loop owns it; appends are synchronous.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from kafka.errors import FencedLeaderEpochError, FencedStateEpochError, InvalidRequestError
+
+from kafka_txn_broker.log.record_batch import build_batch, iter_batches, iter_records
+from kafka_txn_broker.share.coordinator_records import (
+    SHARE_SNAPSHOT,
+    SHARE_UPDATE,
+    RecordFormatError,
+    ShareSnapshotValue,
+    ShareUpdateValue,
+    StateBatch,
+    decode_key,
+    decode_snapshot_value,
+    decode_update_value,
+    encode_key,
+    encode_snapshot_value,
+    encode_update_value,
+)
+from kafka_txn_broker.share.state_batch_combiner import combine
+
+if TYPE_CHECKING:
+    from kafka_txn_broker.clock import Clock
+
+log = logging.getLogger(__name__)
+
+StateKey = tuple[str, uuid.UUID, int]  # (group id, topic id, partition)
+NO_EPOCH = -1
+
+
+class LogWriter(Protocol):
+    def append(self, batch: bytes) -> int:
+        """Append one batch (acks=all) and return its first offset, or raise."""
+        ...
+
+
+@dataclass(slots=True)
+class ShareGroupOffset:
+    """The state of one share-partition (Kafka's ShareGroupOffset)."""
+
+    snapshot_epoch: int
+    state_epoch: int
+    leader_epoch: int
+    start_offset: int
+    batches: list[StateBatch] = field(default_factory=list)
+    create_timestamp: int = -1
+    write_timestamp: int = -1
+    updates_since_snapshot: int = 0
+    snapshot_offset: int = -1  # log offset of the key's last snapshot (what pruning could keep)
+
+    def delivery_complete_count(self) -> int:
+        """ACKNOWLEDGED and ARCHIVED records at or above the start offset (KIP-1226)."""
+        return sum(b.last_offset - b.first_offset + 1 for b in self.batches if b.delivery_state in (2, 4))
+
+
+class ShareCoordinatorShard:
+    def __init__(self, partition: int, writer: LogWriter, clock: Clock, updates_per_snapshot: int = 500) -> None:
+        self.partition = partition
+        self.writer = writer
+        self.clock = clock
+        self.updates_per_snapshot = updates_per_snapshot
+        self.states: dict[StateKey, ShareGroupOffset] = {}
+        self.loaded = False
+
+    # ---- reads ---------------------------------------------------------------------------------------
+    def read_state(self, key: StateKey, leader_epoch: int) -> ShareGroupOffset | None:
+        """The state (None: never initialized). A share-partition leader reading with a newer leader
+        epoch records it first, so writes from its predecessor are fenced from now on."""
+        state = self.states.get(key)
+        if state is None:
+            return None
+        if leader_epoch != NO_EPOCH:
+            if leader_epoch < state.leader_epoch:
+                raise FencedLeaderEpochError(
+                    f"leader epoch {leader_epoch} of {_name(key)} is older than {state.leader_epoch}")
+            if leader_epoch > state.leader_epoch:
+                self._write(key, state.state_epoch, leader_epoch, -1, [])
+        return self.states[key]
+
+    def keys_of_group(self, group_id: str) -> list[StateKey]:
+        return [k for k in self.states if k[0] == group_id]
+
+    # ---- writes --------------------------------------------------------------------------------------
+    def write_state(self, key: StateKey, state_epoch: int, leader_epoch: int, start_offset: int,
+                    batches: list[StateBatch]) -> None:
+        if key[2] < 0 or not key[0]:
+            raise InvalidRequestError(f"invalid share-partition key {_name(key)}")
+        state = self.states.get(key)
+        if state is not None:
+            if state_epoch < state.state_epoch:
+                raise FencedStateEpochError(
+                    f"state epoch {state_epoch} of {_name(key)} is older than {state.state_epoch}")
+            if leader_epoch != NO_EPOCH and leader_epoch < state.leader_epoch:
+                raise FencedLeaderEpochError(
+                    f"leader epoch {leader_epoch} of {_name(key)} is older than {state.leader_epoch}")
+        self._write(key, state_epoch, leader_epoch, start_offset, batches)
+
+    def initialize_state(self, key: StateKey, state_epoch: int, start_offset: int) -> None:
+        """A fresh state (InitializeShareGroupState; AlterShareGroupOffsets bumps the state epoch)."""
+        self._append_snapshot(key, ShareGroupOffset(0, state_epoch, NO_EPOCH, start_offset, [],
+                                                    self.now(), self.now()))
+
+    def delete_state(self, key: StateKey) -> None:
+        """Tombstones for both record keys (DeleteShareGroupState)."""
+        if key not in self.states:
+            return
+        records = [(encode_key(t, *key), None) for t in (SHARE_SNAPSHOT, SHARE_UPDATE)]
+        self.writer.append(build_batch(records, timestamp_ms=self.now()))
+        self.states.pop(key, None)
+
+    def _write(self, key: StateKey, state_epoch: int, leader_epoch: int, start_offset: int,
+               batches: list[StateBatch]) -> None:
+        state = self.states.get(key)
+        if state is None or state.updates_since_snapshot >= self.updates_per_snapshot \
+                or state_epoch > state.state_epoch:  # an update has no state epoch: a new one needs a snapshot
+            base = state or ShareGroupOffset(-1, state_epoch, leader_epoch, start_offset, [], self.now())
+            start = start_offset if start_offset >= 0 else base.start_offset
+            merged = ShareGroupOffset(base.snapshot_epoch + 1, state_epoch,
+                                      leader_epoch if leader_epoch != NO_EPOCH else base.leader_epoch, start,
+                                      combine(base.batches, batches, start), base.create_timestamp, self.now())
+            self._append_snapshot(key, merged)
+            return
+        value = ShareUpdateValue(state.snapshot_epoch, leader_epoch if leader_epoch != NO_EPOCH else state.leader_epoch,
+                                 start_offset, list(batches))
+        self.writer.append(build_batch([(encode_key(SHARE_UPDATE, *key), encode_update_value(value))],
+                                       timestamp_ms=self.now()))
+        self._apply_update(key, value)
+
+    def _append_snapshot(self, key: StateKey, s: ShareGroupOffset) -> None:
+        value = ShareSnapshotValue(s.snapshot_epoch, s.state_epoch, s.leader_epoch, s.start_offset,
+                                   s.create_timestamp, s.write_timestamp, s.batches, s.delivery_complete_count())
+        offset = self.writer.append(build_batch([(encode_key(SHARE_SNAPSHOT, *key), encode_snapshot_value(value))],
+                                                timestamp_ms=self.now()))
+        self._apply_snapshot(key, value, offset)
+
+    # ---- applying records ----------------------------------------------------------------------------
+    def _apply_snapshot(self, key: StateKey, v: ShareSnapshotValue, offset: int) -> None:
+        self.states[key] = ShareGroupOffset(v.snapshot_epoch, v.state_epoch, v.leader_epoch, v.start_offset,
+                                            list(v.state_batches), v.create_timestamp, v.write_timestamp, 0, offset)
+
+    def _apply_update(self, key: StateKey, v: ShareUpdateValue) -> None:
+        state = self.states.get(key)
+        if state is None or v.snapshot_epoch != state.snapshot_epoch:
+            # An update of an older snapshot (or of a deleted state): the snapshot after it has it all.
+            return
+        if v.start_offset >= 0:
+            state.start_offset = v.start_offset
+        state.batches = combine(state.batches, v.state_batches, state.start_offset)
+        state.leader_epoch = max(state.leader_epoch, v.leader_epoch)
+        state.write_timestamp = self.now()
+        state.updates_since_snapshot += 1
+
+    def redundant_offset(self) -> int:
+        """Records below this offset are superseded by later snapshots (Kafka's
+        ShareCoordinatorOffsetsManager.lastRedundantOffset): what a pruning DeleteRecords could drop."""
+        offsets = [s.snapshot_offset for s in self.states.values() if s.snapshot_offset >= 0]
+        return min(offsets) if offsets else 0
+
+    # ---- loading -------------------------------------------------------------------------------------
+    def replay(self, chunk: bytes, from_offset: int) -> int:
+        """Apply the whole batches of a log chunk at or after from_offset; return the next offset."""
+        next_offset = from_offset
+        for pos, header in iter_batches(chunk):
+            if header.last_offset >= from_offset and not header.is_control:
+                for rec in iter_records(chunk[pos:pos + header.size]):
+                    self._replay_record(rec.key, rec.value, rec.offset)
+            next_offset = max(next_offset, header.next_offset)
+        return next_offset
+
+    def _replay_record(self, key: bytes | None, value: bytes | None, offset: int) -> None:
+        if key is None:
+            return
+        try:
+            k = decode_key(key)
+            state_key = (k.group_id, k.topic_id, k.partition)
+            if value is None:
+                self.states.pop(state_key, None)
+            elif k.record_type == SHARE_SNAPSHOT:
+                self._apply_snapshot(state_key, decode_snapshot_value(value), offset)
+            else:
+                self._apply_update(state_key, decode_update_value(value))
+        except (RecordFormatError, UnicodeDecodeError, ValueError) as exc:
+            log.warning("skipping unreadable __share_group_state-%s record at %s: %s", self.partition, offset, exc)
+
+    def finish_load(self) -> None:
+        self.loaded = True
+
+    def now(self) -> int:
+        return self.clock.millis()
+
+
+def _name(key: StateKey) -> str:
+    return f"{key[0]}:{key[1]}:{key[2]}"
