@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from kafka.errors import FencedLeaderEpochError, FencedStateEpochError, InvalidRequestError
 
-from kafka_txn_broker.log.record_batch import build_batch, iter_batches, iter_records
-from kafka_txn_broker.share.coordinator_records import (
+from kafka_txn_broker.formats.share_coordinator_records import (
     SHARE_SNAPSHOT,
     SHARE_UPDATE,
     RecordFormatError,
@@ -36,6 +35,7 @@ from kafka_txn_broker.share.coordinator_records import (
     encode_snapshot_value,
     encode_update_value,
 )
+from kafka_txn_broker.log.record_batch import build_batch, iter_batches, iter_records
 from kafka_txn_broker.share.state_batch_combiner import combine
 
 if TYPE_CHECKING:

@@ -37,7 +37,7 @@ from kafka.errors import (
     InvalidRequestError,
 )
 
-from kafka_txn_broker.share.coordinator_records import StateBatch
+from kafka_txn_broker.formats.share_coordinator_records import StateBatch
 from kafka_txn_broker.share.record_state import Event, RecordState, acknowledge_event, transition
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kafka_txn_broker.share.coordinator_records import StateBatch
+from kafka_txn_broker.formats.share_coordinator_records import StateBatch
 
 
 def combine(current: Iterable[StateBatch], newer: Iterable[StateBatch], start_offset: int) -> list[StateBatch]:

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from kafka.errors import CoordinatorNotAvailableError
 
-from kafka_txn_broker.share.coordinator_records import StateBatch
+from kafka_txn_broker.formats.share_coordinator_records import StateBatch
 from kafka_txn_broker.share.share_partition import PersistedState, SharePartitionKey
 
 KEY = SharePartitionKey("g", uuid.UUID(int=7), 0)

@@ -10,7 +10,7 @@ import pytest
 from kafka.errors import CoordinatorNotAvailableError, InvalidRecordStateError, InvalidRequestError
 
 from kafka_txn_broker.clock import ManualClock
-from kafka_txn_broker.share.coordinator_records import StateBatch
+from kafka_txn_broker.formats.share_coordinator_records import StateBatch
 from kafka_txn_broker.share.record_state import AcknowledgeType as A
 from kafka_txn_broker.share.record_state import RecordState as S
 from kafka_txn_broker.share.share_partition import AckBatch, AcquiredRange, SharePartition

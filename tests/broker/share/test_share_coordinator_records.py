@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from kafka_txn_broker.share.coordinator_records import (
+from kafka_txn_broker.formats.share_coordinator_records import (
     RecordFormatError,
     ShareSnapshotValue,
     ShareUpdateValue,
