@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from kafka.errors import CoordinatorLoadInProgressError, NotCoordinatorError
 
 from kafka_txn_broker.coordinator_partition import GROUP_TOPIC, partition_for
+from kafka_txn_broker.group.share_membership import ShareGroupContext
 from kafka_txn_broker.group_shard import GroupShard
 
 if TYPE_CHECKING:
@@ -98,14 +99,23 @@ class GroupCoordinator:
     def tick(self, now_ms: int) -> None:
         for shard in self.loaded_shards():
             shard.membership.tick(now_ms)
+            if shard.share_membership is not None:
+                shard.share_membership.tick()
 
     def shutdown(self) -> None:
         for partition in list(self.shards):
             self._unload(partition)
 
+    def _share_context(self) -> ShareGroupContext:
+        from kafka_txn_broker.share.cluster_adapters import MetadataTopics, ShareMemberReleaser
+
+        cluster = self.node.cluster
+        return ShareGroupContext(MetadataTopics(cluster.metadata), cluster.group_configs, ShareMemberReleaser(cluster))
+
     # ---- loading -----------------------------------------------------------------------------
     def _begin_load(self, partition: int) -> None:
-        shard = GroupShard(partition, self.node.config, self.node.clock, PartitionWriter(self.node, partition))
+        shard = GroupShard(partition, self.node.config, self.node.clock, PartitionWriter(self.node, partition),
+                           self._share_context())
         self.shards[partition] = shard
         try:
             loop = asyncio.get_running_loop()

@@ -41,6 +41,22 @@ class BrokerNode:
         from kafka_txn_broker.txn.coordinator import TransactionCoordinator
 
         self.txn_coordinator = TransactionCoordinator(self)
+        self._start_share_groups(cluster)
+
+    def _start_share_groups(self, cluster: Cluster) -> None:
+        """The share coordinator (this node's `__share_group_state` partitions) and the share-partition
+        manager (share sessions, ShareFetch, ShareAcknowledge for the partitions it leads)."""
+        from kafka_txn_broker.share.cluster_adapters import ClusterShareNodes, MetadataTopics
+        from kafka_txn_broker.share.persister import ShareStatePersister
+        from kafka_txn_broker.share.share_coordinator import ShareCoordinator, ShareCoordinatorRouter
+        from kafka_txn_broker.share.share_partition_manager import SharePartitionManager
+
+        self.share_coordinator = ShareCoordinator(self.node_id, self.replica_manager, cluster.metadata, self.clock,
+                                                  self.config["share.coordinator.snapshot.update.records.per.snapshot"])
+        self.share_persister = ShareStatePersister(ShareCoordinatorRouter(ClusterShareNodes(cluster)))
+        self.share_partition_manager = SharePartitionManager(
+            self.node_id, self.replica_manager, MetadataTopics(cluster.metadata), self.share_persister,
+            cluster.group_configs, self.clock, self.config["group.share.max.share.sessions"])
 
     def _write_meta_properties(self) -> None:
         # The same file a KRaft broker keeps in each log dir; the sweep reads node.id from it.
@@ -62,6 +78,7 @@ class BrokerNode:
         await self.listener.stop()
         self.group_coordinator.shutdown()
         self.txn_coordinator.shutdown()
+        self.share_coordinator.shutdown()
         self.replica_manager.shutdown()
 
     @property
@@ -77,6 +94,8 @@ class BrokerNode:
         self.replica_manager.on_leadership_change(changed)
         self.group_coordinator.on_leadership_change(changed)
         self.txn_coordinator.on_leadership_change(changed)
+        self.share_coordinator.on_leadership_change(changed)
+        self.share_partition_manager.on_leadership_change(changed)
         self.replica_manager.notify_data()
 
     def on_config_change(self, resource_type: int, name: str) -> None:
@@ -89,3 +108,4 @@ class BrokerNode:
         self.replica_manager.tick(now)
         self.group_coordinator.tick(now)
         self.txn_coordinator.tick(now)
+        self.share_partition_manager.tick()

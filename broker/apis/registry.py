@@ -58,6 +58,8 @@ def load_all() -> dict[int, ApiSpec]:
         produce,
         producer_id,
         sasl,
+        share_fetch,
+        share_group,
         topics,
         txn,
     )

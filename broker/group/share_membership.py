@@ -73,19 +73,28 @@ class ShareMembershipListener(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class ShareGroupContext:
+    """What a share group coordinator needs from the node: the topics, the group configs, and who to
+    tell when a member is gone (the share-partition leaders, which release its records)."""
+
+    topics: TopicsView
+    configs: ShareGroupConfigs
+    listener: ShareMembershipListener | None = None
+
+
 class ShareMembership:
-    def __init__(self, groups: MutableMapping[str, ShareGroup], topics: TopicsView, configs: ShareGroupConfigs,
-                 clock: Clock, *, max_size: int, store_epoch: Callable[[ShareGroup], None],
-                 other_group_exists: Callable[[str], bool], listener: ShareMembershipListener | None = None,
+    def __init__(self, groups: MutableMapping[str, ShareGroup], context: ShareGroupContext, clock: Clock, *,
+                 max_size: int, store_epoch: Callable[[ShareGroup], None], other_group_exists: Callable[[str], bool],
                  assignor: PartitionAssignor | None = None) -> None:
         self.groups = groups
-        self.topics = topics
-        self.configs = configs
+        self.topics = context.topics
+        self.configs = context.configs
+        self.listener = context.listener
         self.clock = clock
         self.max_size = max_size
         self.store_epoch = store_epoch
         self.other_group_exists = other_group_exists
-        self.listener = listener
         self.assignor: PartitionAssignor = assignor or SimpleAssignor()
         self.timers = SessionTimers()
 

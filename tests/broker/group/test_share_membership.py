@@ -13,7 +13,7 @@ from kafka.errors import NotEnoughReplicasError
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.group.modern.assignor import TopicMetadata
 from kafka_txn_broker.group.share_group import ShareGroup
-from kafka_txn_broker.group.share_membership import ShareHeartbeat, ShareMembership
+from kafka_txn_broker.group.share_membership import ShareGroupContext, ShareHeartbeat, ShareMembership
 
 T = uuid.UUID(int=11)
 ONE = uuid.UUID(int=12)
@@ -48,9 +48,9 @@ class Env:
         self.removed: list[tuple[str, str]] = []
         self.classic = {"classic-g"}
         self.fail: Exception | None = None
-        self.m = ShareMembership(self.groups, self.topics, Configs(), self.clock, max_size=max_size,
-                                 store_epoch=self._store, other_group_exists=self.classic.__contains__,
-                                 listener=self)
+        self.m = ShareMembership(self.groups, ShareGroupContext(self.topics, Configs(), self), self.clock,
+                                 max_size=max_size, store_epoch=self._store,
+                                 other_group_exists=self.classic.__contains__)
 
     def _store(self, group: ShareGroup) -> None:
         if self.fail is not None:

@@ -1,0 +1,128 @@
+"""The share coordinator of one node (Kafka's ShareCoordinatorService): the `__share_group_state`
+partitions it leads, each replayed into a ShareCoordinatorShard on first use after it became leader.
+
+The state of share-partition (group, topic id, partition) lives in partition
+partitionFor("group:topicId:partition") (Java hashCode, topic id as Kafka prints it) of
+`__share_group_state`: 50 partitions, replication factor 3, cleanup.policy=delete as Kafka creates it
+(KIP-932: a ShareUpdate only holds what one write changed, so compaction, which keeps one record per
+key, would lose acknowledgements; Kafka drops records older than each key's last snapshot instead).
+
+`ShareCoordinatorRouter` finds the node leading a key's partition and calls its coordinator in process;
+Kafka's brokers send ReadShareGroupState / WriteShareGroupState (API 84, 85) to it instead.
+Event-loop owned; loading is synchronous.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Protocol
+
+from kafka.errors import CoordinatorNotAvailableError, NotCoordinatorError
+
+from kafka_txn_broker.coordinator_partition import partition_for
+from kafka_txn_broker.share.share_coordinator_shard import ShareCoordinatorShard
+
+if TYPE_CHECKING:
+    from kafka_txn_broker.clock import Clock
+    from kafka_txn_broker.metadata import ClusterMetadata, PartitionState
+
+log = logging.getLogger(__name__)
+
+SHARE_STATE_TOPIC = "__share_group_state"
+LOAD_CHUNK_BYTES = 1024 * 1024
+
+
+class Replicas(Protocol):
+    def get(self, topic: str, partition: int) -> Any: ...
+
+
+class _PartitionWriter:
+    """Appends to this node's leader replica of one `__share_group_state` partition (acks=all)."""
+
+    def __init__(self, replicas: Replicas, partition: int) -> None:
+        self.replicas = replicas
+        self.partition = partition
+
+    def append(self, batch: bytes) -> int:
+        part = self.replicas.get(SHARE_STATE_TOPIC, self.partition)
+        if part is None:
+            raise NotCoordinatorError(f"no replica of {SHARE_STATE_TOPIC}-{self.partition} here")
+        return int(part.append_as_leader(batch, -1, origin="coordinator").first_offset)
+
+
+class ShareCoordinator:
+    def __init__(self, node_id: int, replicas: Replicas, metadata: ClusterMetadata, clock: Clock,
+                 updates_per_snapshot: int) -> None:
+        self.node_id = node_id
+        self.replicas = replicas
+        self.metadata = metadata
+        self.clock = clock
+        self.updates_per_snapshot = updates_per_snapshot
+        self.shards: dict[int, ShareCoordinatorShard] = {}
+
+    def shard(self, partition: int) -> ShareCoordinatorShard:
+        """The loaded shard of a partition this node leads, else NOT_COORDINATOR."""
+        topic = self.metadata.topics.get(SHARE_STATE_TOPIC)
+        if topic is None or not 0 <= partition < len(topic.partitions):
+            raise CoordinatorNotAvailableError(f"{SHARE_STATE_TOPIC}-{partition} does not exist")
+        if topic.partitions[partition].leader != self.node_id:
+            raise NotCoordinatorError(f"node {self.node_id} does not lead {SHARE_STATE_TOPIC}-{partition}")
+        shard = self.shards.get(partition)
+        if shard is None:
+            shard = self.shards[partition] = self._load(partition)
+        return shard
+
+    def loaded_shards(self) -> list[ShareCoordinatorShard]:
+        return list(self.shards.values())
+
+    def _load(self, partition: int) -> ShareCoordinatorShard:
+        shard = ShareCoordinatorShard(partition, _PartitionWriter(self.replicas, partition), self.clock,
+                                      self.updates_per_snapshot)
+        part = self.replicas.get(SHARE_STATE_TOPIC, partition)
+        position = part.log.log_start_offset if part is not None else 0
+        while part is not None and position < part.log.log_end_offset:
+            chunk = bytes(part.log.read_for_replication(position, LOAD_CHUNK_BYTES))
+            after = shard.replay(chunk, position) if chunk else position
+            if after <= position:
+                raise RuntimeError(f"no progress replaying {SHARE_STATE_TOPIC}-{partition} at offset {position}")
+            position = after
+        shard.finish_load()
+        log.info("node %s loaded %s-%s: %d share-partitions", self.node_id, SHARE_STATE_TOPIC, partition,
+                 len(shard.states))
+        return shard
+
+    def on_leadership_change(self, changed: list[PartitionState]) -> None:
+        for state in changed:
+            if state.topic == SHARE_STATE_TOPIC and state.leader != self.node_id:
+                self.shards.pop(state.partition, None)
+
+    def shutdown(self) -> None:
+        self.shards.clear()
+
+
+class Nodes(Protocol):
+    def live_share_coordinator(self, node_id: int) -> ShareCoordinator | None: ...
+
+    def ensure_share_state_topic(self) -> int:
+        """Create `__share_group_state` if needed; its partition count."""
+        ...
+
+    def leader_of(self, topic: str, partition: int) -> int: ...
+
+
+class ShareCoordinatorRouter:
+    """Finds the shard holding a share-partition's state (Kafka's persister finds the coordinator with
+    FindCoordinator key type 2, SHARE, and sends it the state RPCs)."""
+
+    def __init__(self, nodes: Nodes) -> None:
+        self.nodes = nodes
+
+    def partition_of(self, coordinator_key: str) -> int:
+        return partition_for(coordinator_key, self.nodes.ensure_share_state_topic())
+
+    def shard_for(self, coordinator_key: str) -> ShareCoordinatorShard:
+        partition = self.partition_of(coordinator_key)
+        coordinator = self.nodes.live_share_coordinator(self.nodes.leader_of(SHARE_STATE_TOPIC, partition))
+        if coordinator is None:
+            raise CoordinatorNotAvailableError(f"{SHARE_STATE_TOPIC}-{partition} has no live leader")
+        return coordinator.shard(partition)
