@@ -107,10 +107,11 @@ class GroupCoordinator:
             self._unload(partition)
 
     def _share_context(self) -> ShareGroupContext:
-        from kafka_txn_broker.share.cluster_adapters import MetadataTopics, ShareMemberReleaser
+        from kafka_txn_broker.share.cluster_adapters import MetadataTopics, SharePartitionLeaders
 
         cluster = self.node.cluster
-        return ShareGroupContext(MetadataTopics(cluster.metadata), cluster.group_configs, ShareMemberReleaser(cluster))
+        return ShareGroupContext(MetadataTopics(cluster.metadata), cluster.group_configs,
+                                 SharePartitionLeaders(cluster))
 
     # ---- loading -----------------------------------------------------------------------------
     def _begin_load(self, partition: int) -> None:

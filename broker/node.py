@@ -46,17 +46,28 @@ class BrokerNode:
     def _start_share_groups(self, cluster: Cluster) -> None:
         """The share coordinator (this node's `__share_group_state` partitions) and the share-partition
         manager (share sessions, ShareFetch, ShareAcknowledge for the partitions it leads)."""
-        from kafka_txn_broker.share.cluster_adapters import ClusterShareNodes, MetadataTopics
+        from kafka_txn_broker.share.cluster_adapters import (
+            ClusterShareNodes,
+            MetadataTopics,
+            PartitionEnds,
+            SharePartitionLeaders,
+        )
         from kafka_txn_broker.share.persister import ShareStatePersister
         from kafka_txn_broker.share.share_coordinator import ShareCoordinator, ShareCoordinatorRouter
+        from kafka_txn_broker.share.share_group_offsets import ShareGroupOffsets
         from kafka_txn_broker.share.share_partition_manager import SharePartitionManager
 
         self.share_coordinator = ShareCoordinator(self.node_id, self.replica_manager, cluster.metadata, self.clock,
                                                   self.config["share.coordinator.snapshot.update.records.per.snapshot"])
-        self.share_persister = ShareStatePersister(ShareCoordinatorRouter(ClusterShareNodes(cluster)))
+        router = ShareCoordinatorRouter(ClusterShareNodes(cluster))
+        self.share_persister = ShareStatePersister(router)
+        topics = MetadataTopics(cluster.metadata)
         self.share_partition_manager = SharePartitionManager(
-            self.node_id, self.replica_manager, MetadataTopics(cluster.metadata), self.share_persister,
-            cluster.group_configs, self.clock, self.config["group.share.max.share.sessions"])
+            self.node_id, self.replica_manager, topics, self.share_persister, cluster.group_configs, self.clock,
+            self.config["group.share.max.share.sessions"])
+        self.share_group_offsets = ShareGroupOffsets(
+            self.share_persister, router, topics, PartitionEnds(cluster), SharePartitionLeaders(cluster),
+            lambda group_id: cluster.group_configs.share_isolation_level(group_id) == "read_committed")
 
     def _write_meta_properties(self) -> None:
         # The same file a KRaft broker keeps in each log dir; the sweep reads node.id from it.

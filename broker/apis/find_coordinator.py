@@ -1,4 +1,5 @@
-"""FindCoordinator for groups (key type 0) and transactional ids (key type 1), single and batched (v4+)."""
+"""FindCoordinator for groups (key type 0), transactional ids (key type 1) and share-partitions (key type 2,
+"group:topicId:partition": the share coordinator), single and batched (v4+)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.errors import error_code, error_message
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.coordinator_partition import GROUP_TOPIC, TXN_TOPIC, partition_for
+from kafka_txn_broker.share.cluster_adapters import ClusterShareNodes
+from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC
 
 R = FindCoordinatorResponse
-GROUP, TRANSACTION = 0, 1
+GROUP, TRANSACTION, SHARE = 0, 1, 2
 
 
 def coordinator_node(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str, int]:
@@ -28,6 +31,11 @@ def coordinator_node(ctx: RequestContext, key: str, key_type: int) -> tuple[int,
     elif key_type == TRANSACTION:
         topic = ctx.node.cluster.ensure_internal_topic(TXN_TOPIC, cfg["transaction.state.log.num.partitions"],
                                                        cfg["transaction.state.log.replication.factor"])
+    elif key_type == SHARE:
+        # Kafka: CLUSTER_ACTION on the cluster (brokers ask this, to reach the share coordinator).
+        ctx.require("CLUSTER_ACTION", "CLUSTER")
+        ClusterShareNodes(ctx.node.cluster).ensure_share_state_topic()
+        topic = ctx.node.cluster.metadata.topics[SHARE_STATE_TOPIC]
     else:
         raise InvalidRequestError(f"unknown coordinator key type {key_type}")
     if not key:

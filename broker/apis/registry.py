@@ -60,6 +60,7 @@ def load_all() -> dict[int, ApiSpec]:
         sasl,
         share_fetch,
         share_group,
+        share_group_offsets,
         topics,
         txn,
     )

@@ -17,6 +17,8 @@ from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC, ShareCoo
 if TYPE_CHECKING:
     from kafka_txn_broker.cluster import Cluster
     from kafka_txn_broker.metadata import ClusterMetadata
+    from kafka_txn_broker.share.share_partition import SharePartitionKey
+    from kafka_txn_broker.share.share_partition_manager import SharePartitionManager
 
 
 class MetadataTopics:
@@ -67,13 +69,35 @@ class ClusterShareNodes:
         return node.share_coordinator if node is not None else None
 
 
-class ShareMemberReleaser:
-    """Tells every share-partition leader that a member left its share group (or timed out)."""
+class PartitionEnds:
+    """A partition's end as its leader sees it: the high watermark, or the last stable offset."""
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
 
+    def end_offset(self, topic: str, partition: int, read_committed: bool) -> int | None:
+        leader = MetadataTopics(self.cluster.metadata).leader_of(topic, partition)[0]
+        node = self.cluster.live_node(leader)
+        part = node.replica_manager.get(topic, partition) if node is not None else None
+        if part is None:
+            return None
+        return int(part.log.last_stable_offset if read_committed else part.log.high_watermark)
+
+
+class SharePartitionLeaders:
+    """Tells every share-partition leader about a share group's changes: a member left (or timed out),
+    or the persisted state of some share-partitions was reset or deleted by an admin."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+
+    def _managers(self) -> list[SharePartitionManager]:
+        return [n.share_partition_manager for n in list(self.cluster.nodes.values()) if n.online]
+
     def on_member_removed(self, group_id: str, member_id: str) -> None:
-        for node in list(self.cluster.nodes.values()):
-            if node.online:
-                node.share_partition_manager.on_member_removed(group_id, member_id)
+        for manager in self._managers():
+            manager.on_member_removed(group_id, member_id)
+
+    def on_state_reset(self, group_id: str, keys: list[SharePartitionKey]) -> None:
+        for manager in self._managers():
+            manager.forget(keys)

@@ -121,8 +121,18 @@ class ShareCoordinatorRouter:
         return partition_for(coordinator_key, self.nodes.ensure_share_state_topic())
 
     def shard_for(self, coordinator_key: str) -> ShareCoordinatorShard:
-        partition = self.partition_of(coordinator_key)
+        return self._shard(self.partition_of(coordinator_key))
+
+    def _shard(self, partition: int) -> ShareCoordinatorShard:
         coordinator = self.nodes.live_share_coordinator(self.nodes.leader_of(SHARE_STATE_TOPIC, partition))
         if coordinator is None:
             raise CoordinatorNotAvailableError(f"{SHARE_STATE_TOPIC}-{partition} has no live leader")
         return coordinator.shard(partition)
+
+    def keys_of_group(self, group_id: str) -> list[tuple[str, Any, int]]:
+        """Every share-partition of the group with a persisted state, from all `__share_group_state`
+        partitions (Kafka keeps the initialized partitions of a share group in __consumer_offsets)."""
+        keys: list[tuple[str, Any, int]] = []
+        for partition in range(self.nodes.ensure_share_state_topic()):
+            keys.extend(self._shard(partition).keys_of_group(group_id))
+        return keys

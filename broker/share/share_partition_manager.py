@@ -387,6 +387,11 @@ class SharePartitionManager:
             if name is None or (name, key.partition) in moved:
                 del self.partitions[key]
 
+    def forget(self, keys: Iterable[SharePartitionKey]) -> None:
+        """Their persisted state was reset or deleted: load it again on next use."""
+        for key in keys:
+            self.partitions.pop(key, None)
+
     # ---- views (admin) -------------------------------------------------------------------------------
     def share_partitions_of(self, group_id: str) -> list[SharePartition]:
         return [sp for key, sp in self.partitions.items() if key.group_id == group_id]
