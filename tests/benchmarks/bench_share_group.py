@@ -12,7 +12,7 @@ one broker at a time, in turn, so once a broker has handed out all its records e
 fetch.wait.max.ms (the broker long-polls, as Kafka's does); the classic consumer fetches from every leader
 at once and never waits that way. `--wait-ms 500` (librdkafka's default) shows that cost.
 
-    python -m tests.benchmarks.bench_share_group [--records 200000] [--size 100] [--rounds 3] [--members 1] [--wait-ms 100]
+    python -m tests.benchmarks.bench_share_group [--records 200000] [--size 100] [--rounds 3] [--wait-ms 100]
 """
 
 from __future__ import annotations
