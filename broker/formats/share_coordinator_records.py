@@ -15,6 +15,7 @@ applied on top of the snapshot with the same SnapshotEpoch. Pure: no I/O.
 
 from __future__ import annotations
 
+import base64
 import struct
 import uuid
 from dataclasses import dataclass, field
@@ -71,6 +72,14 @@ class ShareUpdateValue:
 
 
 # ---- keys -------------------------------------------------------------------------------------------
+def coordinator_key(group_id: str, topic_id: uuid.UUID, partition: int) -> str:
+    """Kafka's SharePartitionKey.asCoordinatorKey(), whose partitionFor picks the `__share_group_state`
+    partition: "group:topicId:partition", the topic id as Kafka's Uuid.toString() prints it (URL-safe
+    base64 of the 16 bytes, without padding)."""
+    topic = base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+    return f"{group_id}:{topic}:{partition}"
+
+
 def encode_key(record_type: int, group_id: str, topic_id: uuid.UUID, partition: int) -> bytes:
     group = group_id.encode()
     return struct.pack(">hh", record_type, len(group)) + group + topic_id.bytes + struct.pack(">i", partition)

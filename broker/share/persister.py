@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Protocol
 
 from kafka_txn_broker.formats.share_coordinator_records import StateBatch
-from kafka_txn_broker.share.share_coordinator_shard import ShareCoordinatorShard, ShareGroupOffset
+from kafka_txn_broker.formats.share_state import ShareGroupOffset
+from kafka_txn_broker.share.share_coordinator_shard import ShareCoordinatorShard
 from kafka_txn_broker.share.share_partition import UNINITIALIZED, PersistedState, SharePartitionKey
 
 

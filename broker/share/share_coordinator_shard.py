@@ -15,8 +15,6 @@ Threading: the broker's event loop owns it; appends are synchronous.
 from __future__ import annotations
 
 import logging
-import uuid
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from kafka.errors import FencedLeaderEpochError, FencedStateEpochError, InvalidRequestError
@@ -28,22 +26,18 @@ from kafka_txn_broker.formats.share_coordinator_records import (
     ShareSnapshotValue,
     ShareUpdateValue,
     StateBatch,
-    decode_key,
-    decode_snapshot_value,
-    decode_update_value,
     encode_key,
     encode_snapshot_value,
     encode_update_value,
 )
+from kafka_txn_broker.formats.share_state import ShareGroupOffset, StateKey, apply_record, combine
 from kafka_txn_broker.log.record_batch import build_batch, iter_batches, iter_records
-from kafka_txn_broker.share.state_batch_combiner import combine
 
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock
 
 log = logging.getLogger(__name__)
 
-StateKey = tuple[str, uuid.UUID, int]  # (group id, topic id, partition)
 NO_EPOCH = -1
 
 
@@ -51,25 +45,6 @@ class LogWriter(Protocol):
     def append(self, batch: bytes) -> int:
         """Append one batch (acks=all) and return its first offset, or raise."""
         ...
-
-
-@dataclass(slots=True)
-class ShareGroupOffset:
-    """The state of one share-partition (Kafka's ShareGroupOffset)."""
-
-    snapshot_epoch: int
-    state_epoch: int
-    leader_epoch: int
-    start_offset: int
-    batches: list[StateBatch] = field(default_factory=list)
-    create_timestamp: int = -1
-    write_timestamp: int = -1
-    updates_since_snapshot: int = 0
-    snapshot_offset: int = -1  # log offset of the key's last snapshot (what pruning could keep)
-
-    def delivery_complete_count(self) -> int:
-        """ACKNOWLEDGED and ARCHIVED records at or above the start offset (KIP-1226)."""
-        return sum(b.last_offset - b.first_offset + 1 for b in self.batches if b.delivery_state in (2, 4))
 
 
 class ShareCoordinatorShard:
@@ -154,20 +129,12 @@ class ShareCoordinatorShard:
 
     # ---- applying records ----------------------------------------------------------------------------
     def _apply_snapshot(self, key: StateKey, v: ShareSnapshotValue, offset: int) -> None:
-        self.states[key] = ShareGroupOffset(v.snapshot_epoch, v.state_epoch, v.leader_epoch, v.start_offset,
-                                            list(v.state_batches), v.create_timestamp, v.write_timestamp, 0, offset)
+        self.states[key] = ShareGroupOffset.of_snapshot(v, offset)
 
     def _apply_update(self, key: StateKey, v: ShareUpdateValue) -> None:
         state = self.states.get(key)
-        if state is None or v.snapshot_epoch != state.snapshot_epoch:
-            # An update of an older snapshot (or of a deleted state): the snapshot after it has it all.
-            return
-        if v.start_offset >= 0:
-            state.start_offset = v.start_offset
-        state.batches = combine(state.batches, v.state_batches, state.start_offset)
-        state.leader_epoch = max(state.leader_epoch, v.leader_epoch)
-        state.write_timestamp = self.now()
-        state.updates_since_snapshot += 1
+        if state is not None:
+            state.apply_update(v, self.now())
 
     def redundant_offset(self) -> int:
         """Records below this offset are superseded by later snapshots (Kafka's
@@ -190,14 +157,7 @@ class ShareCoordinatorShard:
         if key is None:
             return
         try:
-            k = decode_key(key)
-            state_key = (k.group_id, k.topic_id, k.partition)
-            if value is None:
-                self.states.pop(state_key, None)
-            elif k.record_type == SHARE_SNAPSHOT:
-                self._apply_snapshot(state_key, decode_snapshot_value(value), offset)
-            else:
-                self._apply_update(state_key, decode_update_value(value))
+            apply_record(self.states, key, value, offset)
         except (RecordFormatError, UnicodeDecodeError, ValueError) as exc:
             log.warning("skipping unreadable __share_group_state-%s record at %s: %s", self.partition, offset, exc)
 

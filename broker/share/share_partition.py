@@ -37,7 +37,7 @@ from kafka.errors import (
     InvalidRequestError,
 )
 
-from kafka_txn_broker.formats.share_coordinator_records import StateBatch
+from kafka_txn_broker.formats.share_coordinator_records import StateBatch, coordinator_key
 from kafka_txn_broker.share.record_state import Event, RecordState, acknowledge_event, transition
 
 if TYPE_CHECKING:
@@ -53,15 +53,8 @@ class SharePartitionKey(NamedTuple):
     partition: int
 
     def coordinator_key(self) -> str:
-        """Kafka's SharePartitionKey.asCoordinatorKey(): the partitionFor key of `__share_group_state`."""
-        return f"{self.group_id}:{kafka_uuid(self.topic_id)}:{self.partition}"
-
-
-def kafka_uuid(value: uuid.UUID) -> str:
-    """Kafka's Uuid.toString(): URL-safe base64 of the 16 bytes, without padding."""
-    import base64
-
-    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+        """The partitionFor key of `__share_group_state`: "group:topicId:partition"."""
+        return coordinator_key(self.group_id, self.topic_id, self.partition)
 
 
 class LogBatch(Protocol):

@@ -37,6 +37,7 @@ def _register() -> None:
         find_hanging_cmd,  # noqa: F401
         force_terminate_cmd,  # noqa: F401
         list_cmd,  # noqa: F401
+        share_group_cmd,  # noqa: F401
         sweep_cmd,  # noqa: F401
     )
 

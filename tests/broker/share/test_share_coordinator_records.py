@@ -18,7 +18,7 @@ from kafka_txn_broker.formats.share_coordinator_records import (
     encode_snapshot_value,
     encode_update_value,
 )
-from kafka_txn_broker.share.state_batch_combiner import combine
+from kafka_txn_broker.formats.share_state import combine
 
 TOPIC = uuid.UUID("00112233-4455-6677-8899-aabbccddeeff")
 
