@@ -25,7 +25,12 @@ from kafka_txn_broker.formats.messages import (
     ShareFetchResponse,
 )
 from kafka_txn_broker.share.share_partition import AckBatch
-from kafka_txn_broker.share.share_partition_manager import PartitionResult, ShareFetchCall, ShareFetchResult
+from kafka_txn_broker.share.share_partition_manager import (
+    RECORD_LIMIT_MODE,
+    PartitionResult,
+    ShareFetchCall,
+    ShareFetchResult,
+)
 
 TopicIdPartition = tuple[uuid.UUID, int]
 NOT_LEADER = int(NotLeaderForPartitionError.errno)
@@ -102,8 +107,10 @@ async def share_fetch(ctx: RequestContext, req: Any) -> Any:
     allowed = _readable(ctx, (t.topic_id for t in req.topics))
     fetch, acks, refused = _parse(req.topics, allowed)
     forget = [(t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions]
+    record_limit = ctx.api_version >= 2 and req.share_acquire_mode == RECORD_LIMIT_MODE
     call = ShareFetchCall(group_id, req.member_id or "", req.share_session_epoch, req.max_wait_ms, req.max_bytes,
-                          req.max_records if req.max_records > 0 else 500, fetch, acks, forget, ctx.session)
+                          req.max_records if req.max_records > 0 else 500, fetch, acks, forget, ctx.session,
+                          record_limit)
     result = await ctx.node.share_partition_manager.fetch(call)
     for tp in refused:
         result.partitions[tp] = PartitionResult(error=TOPIC_AUTHORIZATION_FAILED,

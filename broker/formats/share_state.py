@@ -44,12 +44,11 @@ class ShareGroupOffset:
     create_timestamp: int = -1
     write_timestamp: int = -1
     updates_since_snapshot: int = 0
-    snapshot_offset: int = -1  # log offset of the key's last snapshot (what pruning could keep)
 
     @classmethod
-    def of_snapshot(cls, v: ShareSnapshotValue, offset: int = -1) -> ShareGroupOffset:
+    def of_snapshot(cls, v: ShareSnapshotValue) -> ShareGroupOffset:
         return cls(v.snapshot_epoch, v.state_epoch, v.leader_epoch, v.start_offset, list(v.state_batches),
-                   v.create_timestamp, v.write_timestamp, 0, offset)
+                   v.create_timestamp, v.write_timestamp)
 
     def apply_update(self, v: ShareUpdateValue, write_timestamp: int = -1) -> bool:
         """Apply an update of this snapshot; False (nothing changes) for an older snapshot's update."""
@@ -69,14 +68,14 @@ class ShareGroupOffset:
                                                                                                     ARCHIVED))
 
 
-def apply_record(states: dict[StateKey, ShareGroupOffset], key: bytes, value: bytes | None, offset: int = -1) -> None:
+def apply_record(states: dict[StateKey, ShareGroupOffset], key: bytes, value: bytes | None) -> None:
     """Apply one `__share_group_state` record to `states` (RecordFormatError if unreadable)."""
     k = decode_key(key)
     state_key = (k.group_id, k.topic_id, k.partition)
     if value is None:
         states.pop(state_key, None)
     elif k.record_type == SHARE_SNAPSHOT:
-        states[state_key] = ShareGroupOffset.of_snapshot(decode_snapshot_value(value), offset)
+        states[state_key] = ShareGroupOffset.of_snapshot(decode_snapshot_value(value))
     else:
         state = states.get(state_key)
         if state is not None:

@@ -123,24 +123,18 @@ class ShareCoordinatorShard:
     def _append_snapshot(self, key: StateKey, s: ShareGroupOffset) -> None:
         value = ShareSnapshotValue(s.snapshot_epoch, s.state_epoch, s.leader_epoch, s.start_offset,
                                    s.create_timestamp, s.write_timestamp, s.batches, s.delivery_complete_count())
-        offset = self.writer.append(build_batch([(encode_key(SHARE_SNAPSHOT, *key), encode_snapshot_value(value))],
-                                                timestamp_ms=self.now()))
-        self._apply_snapshot(key, value, offset)
+        self.writer.append(build_batch([(encode_key(SHARE_SNAPSHOT, *key), encode_snapshot_value(value))],
+                                       timestamp_ms=self.now()))
+        self._apply_snapshot(key, value)
 
     # ---- applying records ----------------------------------------------------------------------------
-    def _apply_snapshot(self, key: StateKey, v: ShareSnapshotValue, offset: int) -> None:
-        self.states[key] = ShareGroupOffset.of_snapshot(v, offset)
+    def _apply_snapshot(self, key: StateKey, v: ShareSnapshotValue) -> None:
+        self.states[key] = ShareGroupOffset.of_snapshot(v)
 
     def _apply_update(self, key: StateKey, v: ShareUpdateValue) -> None:
         state = self.states.get(key)
         if state is not None:
             state.apply_update(v, self.now())
-
-    def redundant_offset(self) -> int:
-        """Records below this offset are superseded by later snapshots (Kafka's
-        ShareCoordinatorOffsetsManager.lastRedundantOffset): what a pruning DeleteRecords could drop."""
-        offsets = [s.snapshot_offset for s in self.states.values() if s.snapshot_offset >= 0]
-        return min(offsets) if offsets else 0
 
     # ---- loading -------------------------------------------------------------------------------------
     def replay(self, chunk: bytes, from_offset: int) -> int:
@@ -157,7 +151,7 @@ class ShareCoordinatorShard:
         if key is None:
             return
         try:
-            apply_record(self.states, key, value, offset)
+            apply_record(self.states, key, value)
         except (RecordFormatError, UnicodeDecodeError, ValueError) as exc:
             log.warning("skipping unreadable __share_group_state-%s record at %s: %s", self.partition, offset, exc)
 

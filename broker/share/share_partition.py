@@ -217,11 +217,13 @@ class SharePartition:
 
     # ---- acquire -----------------------------------------------------------------------------------
     def acquire(self, member_id: str, batches: Sequence[LogBatch], max_records: int, *,
-                fetch_offset: int, read_committed: bool = False,
-                aborted: Sequence[tuple[int, int]] = ()) -> list[AcquiredRange]:
+                fetch_offset: int, read_committed: bool = False, aborted: Sequence[tuple[int, int]] = (),
+                record_limit: bool = False) -> list[AcquiredRange]:
         """Acquire the records of `batches` (read from `fetch_offset`) that are AVAILABLE or new, whole
-        batches at a time, until `max_records` is reached (a soft limit, as in Kafka). `aborted` holds the
-        (producer id, first offset) of aborted transactions in the read, for read_committed."""
+        batches at a time, until `max_records` is reached (a soft limit, as in Kafka's batch-optimized
+        mode; with `record_limit`, ShareFetch v2's record-limit mode, a hard one that may split a batch).
+        `aborted` holds the (producer id, first offset) of aborted transactions in the read, for
+        read_committed."""
         self._check_usable()
         if not batches or max_records <= 0:
             return []
@@ -234,6 +236,8 @@ class SharePartition:
             if count >= max_records:
                 break
             first, last = max(batch.base_offset, self.start_offset), batch.last_offset
+            if record_limit and not hidden:
+                last = min(last, self._last_within(first, last, max_records - count))
             if last < first:
                 continue
             if first >= self._end and not self._room_for_new():
@@ -244,6 +248,21 @@ class SharePartition:
             count += self._apply_available(first, last, event, member_id, now + lock_ms, acquired)
         self._advance_start()
         return _merge_acquired(acquired)
+
+    def _last_within(self, first: int, last: int, budget: int) -> int:
+        """The last offset of first..last that keeps the acquired records within `budget` (offsets not
+        AVAILABLE, and offsets beyond the in-flight records, which are new, count as they come)."""
+        taken = 0
+        for r in self._ranges[max(self._index(first), 0):] if first < self._end else ():
+            if r.first > last:
+                break
+            lo, hi = max(r.first, first), min(r.last, last)
+            if r.state is RecordState.AVAILABLE:
+                if taken + hi - lo + 1 >= budget:
+                    return lo + budget - taken - 1
+                taken += hi - lo + 1
+        new_from = max(first, self._end)
+        return min(last, new_from + budget - taken - 1) if last >= new_from else last
 
     def _room_for_new(self) -> bool:
         return self._end - self.start_offset < self.limits.max_in_flight_records()

@@ -56,6 +56,8 @@ log = logging.getLogger(__name__)
 TopicIdPartition = tuple[uuid.UUID, int]
 NONE = 0
 UNKNOWN_SERVER_ERROR = -1
+RENEW = 4
+RECORD_LIMIT_MODE = 1
 
 
 class LeaderReplicas(Protocol):
@@ -86,6 +88,8 @@ class GroupShareConfigs(Protocol):
     def share_auto_offset_reset(self, group_id: str) -> ShareAutoOffsetReset: ...
 
     def share_isolation_level(self, group_id: str) -> str: ...
+
+    def share_renew_acknowledge_enable(self, group_id: str) -> bool: ...
 
 
 class _GroupLimits:
@@ -133,6 +137,7 @@ class ShareFetchCall:
     acks: dict[TopicIdPartition, list[AckBatch]]       # acknowledgements, per partition
     forget: list[TopicIdPartition]
     connection: object | None = None
+    record_limit: bool = False  # ShareFetch v2 ShareAcquireMode 1: MaxRecords is a hard limit
 
 
 @dataclass(slots=True)
@@ -215,7 +220,7 @@ class SharePartitionManager:
             res = result.partitions.setdefault(tp, PartitionResult())
             if res.acquired or res.error:
                 continue
-            self._fetch_partition(call.group_id, call.member_id, tp, budget_records, budget_bytes, res)
+            self._fetch_partition(call, tp, budget_records, budget_bytes, res)
             got = sum(r.last_offset - r.first_offset + 1 for r in res.acquired)
             acquired += got
             budget_records -= got
@@ -224,19 +229,19 @@ class SharePartitionManager:
             del result.partitions[tp]  # nothing to say about it in this answer
         return acquired
 
-    def _fetch_partition(self, group_id: str, member_id: str, tp: TopicIdPartition, max_records: int,
-                         max_bytes: int, out: PartitionResult) -> None:
+    def _fetch_partition(self, call: ShareFetchCall, tp: TopicIdPartition, max_records: int, max_bytes: int,
+                         out: PartitionResult) -> None:
         try:
             part = self._leader(tp, out)
-            sp = self._share_partition(group_id, tp, part)
-            self._acquire(sp, part, member_id, max_records, max_bytes, out)
+            sp = self._share_partition(call.group_id, tp, part)
+            self._acquire(sp, part, call, max_records, max_bytes, out)
         except BrokerResponseError as exc:
             out.error, out.message = int(exc.errno), _message(exc)
         except Exception as exc:  # a bug must not fail the other partitions
-            log.exception("share fetch of %s for group %s failed", tp, group_id)
+            log.exception("share fetch of %s for group %s failed", tp, call.group_id)
             out.error, out.message = UNKNOWN_SERVER_ERROR, repr(exc)
 
-    def _acquire(self, sp: SharePartition, part: Any, member_id: str, max_records: int, max_bytes: int,
+    def _acquire(self, sp: SharePartition, part: Any, call: ShareFetchCall, max_records: int, max_bytes: int,
                  out: PartitionResult) -> None:
         sp.expire_locks()
         if not sp.can_acquire():
@@ -252,8 +257,8 @@ class SharePartitionManager:
         records = bytes(data.records)
         batches = list(iter_batches(records))
         aborted = [(a.producer_id, a.first_offset) for a in (data.aborted_transactions or [])]
-        acquired = sp.acquire(member_id, [h for _pos, h in batches], max_records, fetch_offset=offset,
-                              read_committed=committed, aborted=aborted)
+        acquired = sp.acquire(call.member_id, [h for _pos, h in batches], max_records, fetch_offset=offset,
+                              read_committed=committed, aborted=aborted, record_limit=call.record_limit)
         if acquired:
             out.acquired = acquired
             out.records = _covering(records, batches, acquired[0].first_offset, acquired[-1].last_offset)
@@ -328,6 +333,10 @@ class SharePartitionManager:
             part = self.replicas.get(name, tp[1])
             if part is None or not part.is_leader:
                 raise NotLeaderForPartitionError(f"node {self.node_id} does not lead {name}-{tp[1]}")
+            if any(t == RENEW for b in batches for t in b.ack_types) \
+                    and not self.configs.share_renew_acknowledge_enable(group_id):
+                raise InvalidRequestError(f"RENEW acknowledgements are off for group {group_id} "
+                                          f"(share.renew.acknowledge.enable=false)")
             sp = self.partitions.get(SharePartitionKey(group_id, tp[0], tp[1]))
             if sp is None:
                 raise InvalidRecordStateError(f"member {member_id} holds no records of {name}-{tp[1]}")

@@ -134,3 +134,22 @@ def test_a_broker_that_does_not_lead_names_the_leader(cluster: EmbeddedCluster) 
         assert [(e.node_id, f"{e.host}:{e.port}") for e in r.node_endpoints] == [(leader, address(cluster, leader))]
     finally:
         s.close()
+
+
+def test_v2_record_limit_mode_and_renew(cluster: EmbeddedCluster) -> None:
+    leader, topic_id = leader_and_topic_id(cluster)
+    s = Session(address(cluster, leader), topic_id)
+    try:
+        R = ShareFetchRequest
+        T = R.FetchTopic
+        first = s._call(R[2](group_id=GROUP, member_id=MEMBER, share_session_epoch=0, max_wait_ms=200, min_bytes=1,
+                             max_bytes=1 << 20, max_records=2, batch_size=2, share_acquire_mode=1,
+                             topics=[T(topic_id=topic_id, partitions=[T.FetchPartition(
+                                 partition_index=0, acknowledgement_batches=[])])], forgotten_topics_data=[]),
+                        ShareFetchResponse)
+        assert acquired(first) == [(0, 1, 1)]  # record-limit mode: exactly MaxRecords, though one batch holds 5
+        assert partition(s.acknowledge(1, [(0, 1, 4)])).error_code == 0  # RENEW keeps them, with a new lock
+        set_group_configs(cluster.bootstrap_servers, GROUP, share_renew_acknowledge_enable="false")
+        assert partition(s.acknowledge(2, [(0, 1, 4)])).error_code == 42
+    finally:
+        s.close()

@@ -223,3 +223,13 @@ def test_the_log_start_moving_archives_what_is_below_it():
     assert sp.start_offset == 5
     sp.archive_below(50)
     assert (sp.start_offset, sp.next_fetch_offset()) == (50, 50)
+
+
+def test_record_limit_mode_splits_batches_at_the_limit():
+    sp, _, _ = make()
+    assert sp.acquire("m1", batches((0, 4), (5, 9)), 7, fetch_offset=0, record_limit=True) == [AcquiredRange(0, 6, 1)]
+    assert sp.next_fetch_offset() == 7 and sp.end_offset == 6
+    sp.acknowledge("m1", [ack(2, 3, A.RELEASE)])
+    # Released 2-3 first, then the rest of the batch: 3 records in all.
+    got = sp.acquire("m2", batches((0, 4), (5, 9)), 3, fetch_offset=2, record_limit=True)
+    assert got == [AcquiredRange(2, 3, 2), AcquiredRange(7, 7, 1)]
