@@ -221,7 +221,7 @@ def _replay_partition(client: AdminClient, leader: int, index: int, states: dict
                 for rec in iter_records(data[pos:pos + header.size]):
                     if rec.key is not None:
                         try:
-                            apply_record(states, rec.key, rec.value, rec.offset)
+                            apply_record(states, rec.key, rec.value)
                         except (RecordFormatError, UnicodeDecodeError, ValueError):
                             continue  # a record this reader does not know: the coordinator skips it too
             offset = header.next_offset
