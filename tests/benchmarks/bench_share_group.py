@@ -4,15 +4,15 @@ Both sides read every record of one topic (6 partitions, RF 3, 3 nodes) from the
 the classic side a `Consumer` in a fresh group (auto.offset.reset=earliest), the share side a
 `ShareConsumer` in a fresh share group (share.auto.offset.reset=earliest, implicit acknowledgement: each
 poll accepts the previous one's records, and the acknowledgements are written to __share_group_state
-before they are answered). Rounds alternate classic/share; each side's median records/s is reported,
-and the ratio share/classic. Target: >= 0.5.
+before they are answered). Rounds alternate classic/share; each side's median records/s is reported, and
+the median of the per-round ratios share/classic (each round's two runs are back to back). Target: >= 0.5.
 
 Both consumers get the same fetch.wait.max.ms (100 ms by default). librdkafka's share consumer fetches from
 one broker at a time, in turn, so once a broker has handed out all its records each fetch from it waits
 fetch.wait.max.ms (the broker long-polls, as Kafka's does); the classic consumer fetches from every leader
 at once and never waits that way. `--wait-ms 500` (librdkafka's default) shows that cost.
 
-    python -m tests.benchmarks.bench_share_group [--records 200000] [--size 100] [--rounds 3] [--wait-ms 100]
+    python -m tests.benchmarks.bench_share_group [--records 200000] [--size 100] [--rounds 5] [--wait-ms 100]
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=200_000)
     ap.add_argument("--size", type=int, default=100)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--members", type=int, default=1, help="share consumers in the share group")
     ap.add_argument("--wait-ms", type=int, default=100,
                     help="fetch.wait.max.ms of both consumers (librdkafka's default, 500, makes every share fetch "
@@ -99,9 +99,11 @@ def main() -> None:
             print(f"round {i + 1}: classic {classic_rates[-1]:,.0f} rec/s, share {share_rates[-1]:,.0f} rec/s",
                   flush=True)
         c, s = statistics.median(classic_rates), statistics.median(share_rates)
+        # Each round's pair ran back to back: the median of the per-round ratios resists the machine's noise.
+        paired = statistics.median(sh / cl for sh, cl in zip(share_rates, classic_rates, strict=True))
         print(f"{args.records} records of {args.size} B, {args.members} share member(s), fetch.wait.max.ms "
-              f"{args.wait_ms}: classic {c:,.0f} rec/s, "
-              f"share {s:,.0f} rec/s, ratio {s / c:.2f} (target >= 0.50)")
+              f"{args.wait_ms}: classic {c:,.0f} rec/s, share {s:,.0f} rec/s (medians); median per-round ratio "
+              f"{paired:.2f} (target >= 0.50)")
 
 
 if __name__ == "__main__":
