@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_txn_tools.admin.capabilities import require
 from kafka_txn_tools.admin.errors import error_code
 from kafka_txn_tools.admin.scan import ScanClient, Scope, plan_requests
 from kafka_txn_tools.models import ClusterInfo, PartitionProducers, ScanError, TransactionListing
@@ -65,6 +66,7 @@ def collect(
     client: ScanClient, now_ms: Callable[[], int], progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
 ) -> DumpRows:
+    require(client, "dump", "DescribeProducers", "ListTransactions", "DescribeTransactions")
     cluster = client.metadata(None)
     out = DumpRows(brokers=cluster.broker_ids())
     by_broker, plan_errors = plan_requests(cluster, Scope(all=True))

@@ -54,6 +54,8 @@ class FakeCluster:
     describe_calls: int = 0
     markers: list[tuple[int, TopicPartition, int, int, int, int | None]] = field(default_factory=list)
     marker_error: str | None = None
+    unsupported: set[str] = field(default_factory=set)  # admin APIs the "brokers" do not offer
+    fenced: list[str] = field(default_factory=list)
 
     # -- state helpers ----------------------------------------------------------------------
     def open_txn(self, tp: TopicPartition, state: ProducerState, replicas: Iterable[int] | None = None) -> None:
@@ -72,6 +74,16 @@ class FakeCluster:
                                                for s in states]
 
     # -- ClusterApi -------------------------------------------------------------------------
+    def supports(self, api: str) -> bool:
+        return api not in self.unsupported
+
+    def fence_transactional_id(self, transactional_id: str) -> tuple[int, int]:
+        self.fenced.append(transactional_id)
+        d = self.transactions[transactional_id]
+        self.transactions[transactional_id] = replace(d, state="CompleteAbort", producer_epoch=d.producer_epoch + 1,
+                                                      start_time_ms=-1, partitions=frozenset())
+        return d.producer_id, d.producer_epoch + 1
+
     def metadata(self, topics: Sequence[str] | None = None) -> ClusterInfo:
         parts = [p for p in self.partitions if topics is None or p.partition.topic in topics]
         missing = tuple((t, "UNKNOWN_TOPIC_OR_PARTITION") for t in topics or ()

@@ -1,4 +1,4 @@
-"""Output formats (cli/render.py) and upstream's value spellings (cli/upstream_format.py)."""
+"""Output formats (cli/render.py) and upstream's value spellings (cli/upstream/format.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import json
 
 import yaml
 
-from kafka_txn_tools.cli.common import OutputFormat
+from kafka_txn_tools.cli.options import OutputFormat
 from kafka_txn_tools.cli.render import Column, Output, human_duration, upstream_table
-from kafka_txn_tools.cli.upstream_format import describe_row, hanging_row, producer_row
+from kafka_txn_tools.cli.upstream.format import describe_row, hanging_row, producer_row
 from kafka_txn_tools.models import (
     HangingReason,
     HangingTransaction,
@@ -69,18 +69,6 @@ def test_upstream_spellings() -> None:
 
 def test_human_duration() -> None:
     assert [human_duration(ms) for ms in (None, 999, 61_000, 3_600_000 * 25)] == ["", "0s", "1m 1s", "1d 1h"]
-
-
-def test_rich_table_on_a_terminal() -> None:
-    import io
-
-    from kafka_txn_tools.cli.render import print_rich_table
-
-    out = io.StringIO()
-    print_rich_table([{"topic": "orders", "partition": 3}], [Column("topic", "TOPIC"), Column("partition", "PART")],
-                     "hanging", out)
-    text = out.getvalue()
-    assert "TOPIC" in text and "orders" in text and "hanging" in text and "│" in text
 
 
 def test_progress_bar_is_silent_without_a_terminal(monkeypatch) -> None:
