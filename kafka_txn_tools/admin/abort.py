@@ -154,7 +154,7 @@ def _unverified_producer(client: AbortClient, target: AbortTarget, leader: int,
                      target.start_offset)
     check = AbortCheck(target, leader, before, spec)
     check.unverifiable.append(
-        f"the cluster does not support DescribeProducers (Kafka before 2.8), so producer {target.producer_id} "
+        f"the cluster does not support DescribeProducers (Apache Kafka 2.8+), so producer {target.producer_id} "
         f"epoch {target.producer_epoch} cannot be checked against the producer state of {target.partition}")
     if missing(client, COORDINATOR_VIEW):
         check.unverifiable.append(_no_coordinator_view(client))
@@ -163,7 +163,7 @@ def _unverified_producer(client: AbortClient, target: AbortTarget, leader: int,
 
 def _no_coordinator_view(client: AbortClient) -> str:
     apis = " and ".join(missing(client, COORDINATOR_VIEW))
-    return (f"the coordinator's view cannot be read: the cluster does not support {apis} (Kafka before 3.0), so "
+    return (f"the coordinator's view cannot be read: the cluster does not support {apis} (Apache Kafka 3.0+), so "
             "it cannot be checked that no coordinator still holds this transaction as live")
 
 

@@ -45,10 +45,8 @@ def missing(client: SupportsApis, apis: Iterable[str]) -> list[str]:
 def missing_api_error(api: str, command: str, fix: str | None = None) -> MissingApi:
     info = APIS[api]
     return MissingApi(
-        api,
-        f"the cluster does not support {api}, which `{command}` needs ({api} arrived in {info.since}; "
-        "older brokers and Kafka-compatible brokers without the KIP-664 admin APIs lack it)",
-        fix)
+        api, f"the cluster does not support {api} (since {info.since}), which `kafka-txn {command}` needs: its "
+             "brokers are older, or Kafka-compatible brokers without it", fix)
 
 
 def require(client: SupportsApis, command: str, *apis: str) -> None:

@@ -61,7 +61,7 @@ def check_fence(client: ClusterApi, transactional_id: str, now_ms: int, force: b
             raise missing_api_error("DescribeTransactions", "force-terminate",
                                     "pass --force to fence without checking the transaction first")
         return FenceCheck(transactional_id, None, unverifiable=(
-            "the cluster does not support DescribeTransactions (Kafka before 3.0): the transaction's state cannot "
+            "the cluster does not support DescribeTransactions (Apache Kafka 3.0+): the transaction's state cannot "
             "be checked before fencing"))
     described = client.describe_transactions([transactional_id])
     d = described.descriptions.get(transactional_id)

@@ -65,3 +65,19 @@ def leader_of(bootstrap: str, topic: str, partition: int) -> int:
         info = admin.metadata([topic]).partition(TopicPartition(topic, partition))
     assert info is not None
     return info.leader
+
+
+def log_offsets(bootstrap: str, topic: str, partition: int) -> tuple[int, int]:
+    """(log end offset, last stable offset) of a partition, as librdkafka reads them (ListOffsets latest with
+    READ_UNCOMMITTED and READ_COMMITTED). On a replication-factor-1 topic the first is the leader's log end
+    offset, so a marker written by mistake shows at once: "nothing was written" means both are unchanged."""
+    from confluent_kafka import IsolationLevel
+    from confluent_kafka import TopicPartition as CTopicPartition
+    from confluent_kafka.admin import AdminClient as CAdminClient
+    from confluent_kafka.admin import OffsetSpec
+
+    admin = CAdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    tp = CTopicPartition(topic, partition)
+    end, stable = (admin.list_offsets({tp: OffsetSpec.latest()}, isolation_level=level, request_timeout=20)[tp]
+                   .result(30).offset for level in (IsolationLevel.READ_UNCOMMITTED, IsolationLevel.READ_COMMITTED))
+    return end, stable

@@ -126,6 +126,8 @@ def _show_checks(items: Sequence[AbortItem], dry_run: bool) -> None:
             warn(note)
         if dry_run or item.pending:
             typer.echo(f"{check.marker_text()}; coordinator view: {check.coordinator_view}", err=True)
+            for why in check.unverifiable:
+                warn(f"not validated: {why}")
 
 
 def _confirm(client: AdminClient, items: Sequence[AbortItem], yes: bool, force: bool) -> bool:

@@ -269,13 +269,22 @@ def cmd_force_terminate(ns: argparse.Namespace, out: IO[str], err: IO[str]) -> N
     try:
         with _connect(ns, what) as admin:
             cluster = admin.cluster_name
-            with failing_as(what):
+            override = f"kafka-txn force-terminate --transactional-id {txn_id} --force"
+            try:
                 check = check_fence(admin, txn_id, now_ms(), force=False)
+            except MissingApi as exc:
+                if exc.api != "DescribeTransactions":
+                    raise
+                result = "refused"
+                raise UpstreamExit(f"Refusing to force terminate transactionalId `{txn_id}`: it cannot be validated: "
+                                   f"the broker does not support DescribeTransactions. To fence it anyway: "
+                                   f"{override}") from None
+            except KafkaTxnError as exc:
+                fail(what, _exception_cause(exc))
             if check.refusal:
                 result = "refused"
                 raise UpstreamExit(f"Refusing to force terminate transactionalId `{txn_id}`: {check.refusal}. "
-                                   f"To fence it anyway: kafka-txn force-terminate --transactional-id {txn_id} "
-                                   "--force")
+                                   f"To fence it anyway: {override}")
             with failing_as(what):
                 pid, epoch = fence(admin, check)
             result, detail = "fenced", f"producer {pid} now at epoch {epoch}"
