@@ -31,17 +31,45 @@ class NoTerminal(Exception):
     """A confirmation was needed but no person can be asked."""
 
 
-def open_terminal() -> TextIO | None:
+class Terminal:
+    """/dev/tty for reading and writing (a text stream opened "r+" on a terminal is refused as unseekable)."""
+
+    def __init__(self) -> None:
+        self._in = open("/dev/tty", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        try:
+            self._out = open("/dev/tty", "w", encoding="utf-8")  # noqa: SIM115
+        except OSError:
+            self._in.close()
+            raise
+
+    def write(self, text: str) -> int:
+        return self._out.write(text)
+
+    def flush(self) -> None:
+        self._out.flush()
+
+    def readline(self) -> str:
+        return self._in.readline()
+
+    def isatty(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self._out.close()
+        self._in.close()
+
+
+def open_terminal() -> TextIO | Terminal | None:
     """The controlling terminal when a person is at it (stdin is a terminal too), else None."""
     if not sys.stdin.isatty():
         return None
     try:
-        return open("/dev/tty", "r+", encoding="utf-8")  # noqa: SIM115 - closed by the caller
+        return Terminal()
     except OSError:
         return None
 
 
-def ask(confirmation: Confirmation, terminal: TextIO | None = None) -> bool:
+def ask(confirmation: Confirmation, terminal: TextIO | Terminal | None = None) -> bool:
     """Show the writes on the terminal and read y/N; raise NoTerminal when there is none."""
     tty = terminal if terminal is not None else open_terminal()
     if tty is None:

@@ -71,13 +71,21 @@ def log_offsets(bootstrap: str, topic: str, partition: int) -> tuple[int, int]:
     """(log end offset, last stable offset) of a partition, as librdkafka reads them (ListOffsets latest with
     READ_UNCOMMITTED and READ_COMMITTED). On a replication-factor-1 topic the first is the leader's log end
     offset, so a marker written by mistake shows at once: "nothing was written" means both are unchanged."""
+    return many_log_offsets(bootstrap, [(topic, partition)])[0]
+
+
+def many_log_offsets(bootstrap: str, partitions: list[tuple[str, int]], admin: Any = None) -> list[tuple[int, int]]:
+    """log_offsets of several partitions with one client (`admin`: a confluent_kafka AdminClient to reuse)."""
     from confluent_kafka import IsolationLevel
     from confluent_kafka import TopicPartition as CTopicPartition
     from confluent_kafka.admin import AdminClient as CAdminClient
     from confluent_kafka.admin import OffsetSpec
 
-    admin = CAdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
-    tp = CTopicPartition(topic, partition)
-    end, stable = (admin.list_offsets({tp: OffsetSpec.latest()}, isolation_level=level, request_timeout=20)[tp]
-                   .result(30).offset for level in (IsolationLevel.READ_UNCOMMITTED, IsolationLevel.READ_COMMITTED))
-    return end, stable
+    admin = admin or CAdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    tps = [CTopicPartition(t, p) for t, p in partitions]
+    levels = {}
+    for level in (IsolationLevel.READ_UNCOMMITTED, IsolationLevel.READ_COMMITTED):
+        futures = admin.list_offsets({tp: OffsetSpec.latest() for tp in tps}, isolation_level=level,
+                                     request_timeout=20)
+        levels[level] = [futures[tp].result(30).offset for tp in tps]
+    return list(zip(levels[IsolationLevel.READ_UNCOMMITTED], levels[IsolationLevel.READ_COMMITTED], strict=True))

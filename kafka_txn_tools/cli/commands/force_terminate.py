@@ -88,7 +88,7 @@ def force_terminate_command(
 ) -> None:
     """Fence the producer of a transactional id (its open transaction is aborted by the coordinator)."""
     from kafka_txn_tools.admin.audit import AuditLog, AuditRecord
-    from kafka_txn_tools.admin.errors import KafkaTxnError, NothingToDo, Refused
+    from kafka_txn_tools.admin.errors import KafkaTxnError, NothingToDo, Refused, UsageError
     from kafka_txn_tools.admin.fence import check_fence, fence
     from kafka_txn_tools.cli.prompt import CANCELLED
     from kafka_txn_tools.cli.render import Column, Output, none_as_dash
@@ -119,7 +119,8 @@ def force_terminate_command(
                 result, detail = "already-done", exc.message
                 raise
             except KafkaTxnError as exc:
-                result, detail = ("refused" if isinstance(exc, Refused) else "failed"), f"{exc}; nothing was written"
+                refused = isinstance(exc, Refused | UsageError)  # no confirmation is a refusal too
+                result, detail = ("refused" if refused else "failed"), f"{exc}; nothing was written"
                 raise
             finally:
                 log.append(AuditRecord(client.cluster_name, "kafka-txn force-terminate", target, result, detail))
