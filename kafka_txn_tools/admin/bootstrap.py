@@ -137,11 +137,14 @@ def _tls(sock: socket.socket, host: str, ctx: ssl.SSLContext) -> tuple[ssl.SSLSo
     except ssl.SSLError as exc:
         if "WRONG_VERSION_NUMBER" in str(exc) or "record layer failure" in str(exc):
             return None, "does not speak TLS", "this listener is not an SSL one: check security.protocol"
+        if "EOF" in str(exc):
+            return None, "closed the connection during the TLS handshake: it does not speak TLS, or wants a client " \
+                         "certificate", "check security.protocol (not an SSL listener?) and ssl.keystore.location"
         return None, f"TLS handshake failed ({exc.reason or exc})", (
             "check the ssl.* properties; the broker may require a client certificate (ssl.keystore.location)")
     except (ConnectionError, TimeoutError, OSError) as exc:
         return None, f"closed the connection during the TLS handshake ({exc.strerror or exc})", (
-            "the broker may require a client certificate (ssl.keystore.location), or not speak TLS")
+            "check security.protocol (not an SSL listener?) and ssl.keystore.location (a client certificate?)")
 
 
 def _request(request: Any, version: int, correlation_id: int) -> bytes:
@@ -194,7 +197,7 @@ def _kafka(address: str, sock: socket.socket, protocol: str, mechanism: str | No
 
 def _looks_like(data: bytes) -> str:
     text = data[:16]
-    if text.startswith(b"HTTP/"):
+    if text.startswith((b"HTTP", b"<!DO", b"<!do", b"<htm", b"<HTM")):
         return "it answered like an HTTP server"
     if text.startswith(b"SSH-"):
         return "it is an SSH server"
@@ -206,7 +209,9 @@ def _looks_like(data: bytes) -> str:
 def _wrong_protocol_fix(protocol: str) -> str:
     if protocol in ("PLAINTEXT", "SASL_PLAINTEXT"):
         return "is this a TLS listener? then set security.protocol=SSL (or SASL_SSL)"
-    return "check security.protocol and the port"
+    # TLS 1.3 completes the client's handshake before the broker checks its certificate.
+    return ("the broker may require a client certificate (ssl.keystore.location); else check security.protocol "
+            "and the port")
 
 
 def _sasl(address: str, sock: socket.socket, mechanism: str) -> Probe:
