@@ -34,7 +34,8 @@ The runbook, when a read_committed consumer stalls (the LSO does not move):
 
 EPILOG = """\b
 Clusters: -b HOST:PORT, $KAFKA_BOOTSTRAP_SERVERS, or --profile NAME from the
-profiles file ~/.config/kafka-txn/profiles.yaml ($KAFKA_TXN_PROFILES moves it):
+profiles file ~/.config/kafka-txn/profiles.yaml ($KAFKA_TXN_PROFILES moves
+it):
   default: staging              # optional: used when no cluster is given
   profiles:
     staging:
@@ -52,8 +53,9 @@ profiles file ~/.config/kafka-txn/profiles.yaml ($KAFKA_TXN_PROFILES moves it):
 
 \b
 Writes (abort, force-terminate) ask on the terminal and are appended to the
-audit log ~/.local/state/kafka-txn/audit.log ($KAFKA_TXN_AUDIT_LOG, --audit-log).
-NO_COLOR turns colour off; KAFKA_TXN_DEBUG=1 shows tracebacks.
+audit log ~/.local/state/kafka-txn/audit.log ($KAFKA_TXN_AUDIT_LOG or
+--audit-log move it). NO_COLOR turns colour off; KAFKA_TXN_DEBUG=1 shows
+tracebacks.
 
 """ + exit_codes.HELP_TEXT
 

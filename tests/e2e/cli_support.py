@@ -24,9 +24,9 @@ class Result:
         return json.loads(self.out)
 
 
-def kafka_txn(bootstrap: str, *args: str) -> Result:
+def kafka_txn(bootstrap: str, *args: str, env: dict[str, str] | None = None) -> Result:
     runner = CliRunner()
-    r = runner.invoke(app, [*args, "--bootstrap-server", bootstrap, "--timeout", "20s"])
+    r = runner.invoke(app, [*args, "--bootstrap-server", bootstrap, "--timeout", "20s"], env=env)
     if r.exception is not None and not isinstance(r.exception, SystemExit):
         raise r.exception
     return Result(r.exit_code, r.stdout, r.stderr)

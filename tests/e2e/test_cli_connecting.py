@@ -131,11 +131,15 @@ def sasl_props(tmp_path: Path, mechanism: str, password: str) -> Path:
                             f'password="{password}";'})
 
 
-def test_a_mechanism_the_broker_does_not_enable_is_named(sasl_bs: str, tmp_path: Path) -> None:
-    r, took = timed("list", "-b", sasl_bs, "--command-config",
-                    str(sasl_props(tmp_path, "SCRAM-SHA-512", USERS["alice"])))
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-512", "OAUTHBEARER"])
+def test_a_mechanism_the_broker_does_not_enable_is_named(sasl_bs: str, tmp_path: Path, mechanism: str) -> None:
+    config = sasl_props(tmp_path, mechanism, USERS["alice"]) if mechanism != "OAUTHBEARER" else properties(
+        tmp_path, "oauth", **{"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+                              "sasl.jaas.config": "org.apache.kafka.common.security.oauthbearer."
+                                                  'OAuthBearerLoginModule required unsecuredLoginStringClaim_sub=a;'})
+    r, took = timed("list", "-b", sasl_bs, "--command-config", str(config))
     assert r.code == exit_codes.ERROR and took < FAST_S
-    assert "does not enable SASL mechanism SCRAM-SHA-512 (UNSUPPORTED_SASL_MECHANISM); it enables PLAIN" in r.err
+    assert f"does not enable SASL mechanism {mechanism} (UNSUPPORTED_SASL_MECHANISM); it enables PLAIN" in r.err
     one_error(r)
 
 

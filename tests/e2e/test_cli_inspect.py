@@ -172,3 +172,21 @@ def test_kafka_transactions_entry_point(bs: str) -> None:
     no_offset = kafka_transactions(bs, "abort", "--topic", "orders", "--partition", "2", "--start-offset", "0")
     assert (no_offset.code, no_offset.err) == (
         1, "Could not find any open transactions starting at offset 0 on partition orders-2\n")
+
+
+@pytest.mark.parametrize("args", [
+    ["find-hanging", "--topic", "orders", "--max-transaction-timeout", "0", "--include-late"],
+    ["describe", "--all"], ["describe-producers", "--all"], ["list"],
+])
+def test_tables_fit_80_columns_without_breaking_a_value(bs: str, args: list[str]) -> None:
+    narrow = kafka_txn(bs, *args, env={"COLUMNS": "80"})
+    wide = kafka_txn(bs, *args, "--wide", env={"COLUMNS": "80"})
+    assert narrow.code == wide.code == 0, narrow.err
+    assert max(map(len, narrow.out.splitlines())) <= 80
+    rows = next(iter(kafka_txn(bs, *args, "-o", "json").json().values()))
+    tokens = {t for line in narrow.out.splitlines() for t in line.split()}
+    for row in rows:  # the first column is essential: each value on one line, whole
+        assert str(next(iter(row.values()))) in tokens
+    if "note: " in narrow.err:
+        assert "use --wide for all" in narrow.err
+        assert max(map(len, wide.out.splitlines())) > 80

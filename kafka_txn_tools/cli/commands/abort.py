@@ -39,16 +39,16 @@ EXAMPLES = """\b
 Examples:
   kafka-txn abort --topic orders --partition 3 --start-offset 116 --dry-run
   kafka-txn abort --topic orders --partition 3 --start-offset 116
-  kafka-txn abort --plan plan.yaml --dry-run        (from find-hanging -o plan, or the sweep)
+  kafka-txn abort --plan plan.yaml --dry-run    (find-hanging -o plan, sweep)
   kafka-txn abort --topic orders --partition 3 --producer-id 2000 \\
-      --producer-epoch 3 --coordinator-epoch 7       (legacy form)
+      --producer-epoch 3 --coordinator-epoch 7   (legacy form)
 
-\b
 Required: --topic and --partition with --start-offset, or with --producer-id,
 --producer-epoch and --coordinator-epoch (legacy form); or --plan alone.
---producer-id/--producer-epoch/--coordinator-epoch given with --start-offset are
-checked too. Every identifier must match the open transaction on the leader, or
-nothing is written. --force overrides only the coordinator's "live" verdict.
+--producer-id, --producer-epoch and --coordinator-epoch given with
+--start-offset are checked too. Every identifier must match the open
+transaction on the leader, or nothing is written. --force overrides only the
+coordinator's "live" verdict and what the cluster cannot check.
 """
 
 

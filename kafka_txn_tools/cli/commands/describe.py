@@ -24,6 +24,7 @@ Examples:
   kafka-txn describe -t orders-writer-1
   kafka-txn describe -t app-1 app-2 -o json
   kafka-txn describe --all
+
 One of --transactional-id (or ids as arguments) and --all is required.
 """
 

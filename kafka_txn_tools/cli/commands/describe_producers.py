@@ -23,9 +23,11 @@ from kafka_txn_tools.models import PartitionProducers
 EXAMPLES = """\b
 Examples:
   kafka-txn describe-producers --topic orders --partition 3
-  kafka-txn describe-producers --topic orders --partition 3 --broker-id 2   (a follower's view)
+  kafka-txn describe-producers --topic orders --partition 3 --broker-id 2
   kafka-txn describe-producers --all --open-only
-One of --topic and --all is required; --partition needs --topic.
+
+One of --topic and --all is required; --partition needs --topic; --broker-id
+asks that replica (a follower's view) instead of the leader.
 """
 
 

@@ -25,17 +25,15 @@ if TYPE_CHECKING:
 
 EXAMPLES = """\b
 The runbook:
-  kafka-txn find-hanging --all                   1. what hangs, and why
-  kafka-txn abort --topic T --partition P \\
-      --start-offset O --dry-run                  2. the exact marker, checked live
-  kafka-txn abort --topic T --partition P \\
-      --start-offset O                            3. confirm; prints the LSO before/after
-  kafka-txn find-hanging --all -o plan > plan.yaml   (then abort --plan plan.yaml)
+  1. kafka-txn find-hanging --all                 what hangs, and why
+  2. kafka-txn abort --topic T --partition P --start-offset O --dry-run
+  3. kafka-txn abort --topic T --partition P --start-offset O
+  Many: find-hanging --all -o plan > plan.yaml, then abort --plan plan.yaml
 
-\b
 Scope (one is required): --all, --broker-id ID, or --topic T [--partition P].
---exit-code: 3 when hanging transactions were found in a complete scan; a scan with
-errors exits 5 whatever it found (5 wins over 3), and JSON/YAML say "partial": true.
+--exit-code: 3 when hanging transactions were found in a complete scan; a scan
+with errors exits 5 whatever it found (5 wins over 3), and JSON/YAML say
+"partial": true.
 """
 
 

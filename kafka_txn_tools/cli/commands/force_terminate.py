@@ -31,9 +31,11 @@ EXAMPLES = """\b
 Examples:
   kafka-txn force-terminate --transactional-id orders-writer-1 --dry-run
   kafka-txn force-terminate --transactional-id orders-writer-1
-Refused unless --force: an id with no transaction in progress, a transaction still
-within its timeout (its coordinator will abort it), a prepared 2PC transaction, or a
-cluster without DescribeTransactions (nothing can be checked).
+
+--transactional-id is required. Refused unless --force: an id with no
+transaction in progress, a transaction still within its timeout (its
+coordinator will abort it), a prepared 2PC transaction, or a cluster without
+DescribeTransactions (nothing can be checked).
 """
 
 

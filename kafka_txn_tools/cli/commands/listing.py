@@ -25,6 +25,9 @@ Examples:
   kafka-txn list -b kafka-1:9092
   kafka-txn list --state Ongoing --min-duration 15m
   kafka-txn list --transactional-id-pattern 'orders-.*' -o json
+
+No option is required: filters combine, and without them every transaction is
+listed.
 """
 
 

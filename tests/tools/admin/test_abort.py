@@ -110,7 +110,7 @@ def test_a_cluster_without_the_apis() -> None:
     c.unsupported = {"ListTransactions", "DescribeTransactions"}  # Kafka 2.8
     check = validate(c, by_offset())
     assert check.refusal is None and len(check.unverifiable) == 1
-    assert "ListTransactions and DescribeTransactions (Kafka before 3.0)" in check.unverifiable[0]
+    assert "does not support ListTransactions and DescribeTransactions (Apache Kafka 3.0+)" in check.unverifiable[0]
     c.unsupported = {"DescribeProducers", "ListTransactions", "DescribeTransactions"}  # Kafka 2.7
     with pytest.raises(MissingApi, match="DescribeProducers") as exc:
         validate(c, by_offset())

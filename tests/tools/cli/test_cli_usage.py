@@ -74,3 +74,57 @@ def test_help_loads_no_heavy_module() -> None:
             "print(heavy, file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stderr.strip().splitlines()[-1] == "[]"
+
+
+COMMANDS = ["list", "describe", "describe-producers", "find-hanging", "abort", "force-terminate", "dump", "sweep"]
+
+
+def test_version(run) -> None:
+    from kafka_txn_tools import __version__
+
+    result = run("--version")
+    assert (result.exit_code, result.stdout) == (0, f"kafka-txn {__version__}\n")
+
+
+def test_help_teaches_the_runbook_and_the_profiles_file(run) -> None:
+    text = run("--help").stdout
+    runbook = [text.index(step) for step in ("kafka-txn find-hanging --all", "--dry-run",
+                                             "3. kafka-txn abort --topic T --partition P --start-offset O")]
+    assert runbook == sorted(runbook)
+    for line in ("profiles:", "bootstrap_servers:", "command_config:", "properties:", "${VAR}", "audit log",
+                 "NO_COLOR"):
+        assert line in text
+
+
+@pytest.mark.parametrize("command", ["", *COMMANDS])
+def test_help_fits_80_columns(run, monkeypatch, command: str) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    text = run(*([command] if command else []), "--help").stdout
+    assert max(len(line) for line in text.splitlines()) <= 80, text
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_command_help_has_examples_and_no_python_type_names(run, command: str) -> None:
+    import re
+
+    text = run(command, "--help").stdout
+    assert not re.search(r"<(list\[|str>|int>|Path>|float>)", text), text
+    assert "Usage: kafka-txn " + command in text
+    if command not in ("sweep",):
+        assert "Examples:" in text or "The runbook:" in text
+        assert "required" in text.lower()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["abort", "--partition", "x"], "error: invalid value for '--partition'"),
+    (["list", "--nope"], "error: no such option: --nope"),
+    (["no-such-command"], "error: no such command 'no-such-command'"),
+    (["abort", "--topic", "t", "--partition", "0", "--start-offset", "1", "--timeout", "1x"],
+     "error: invalid value for --timeout"),
+])
+def test_parser_errors_use_the_one_error_style(run, args: list[str], message: str) -> None:
+    result = run(*args)
+    assert result.exit_code == exit_codes.USAGE
+    assert result.stderr.startswith(message), result.stderr
+    assert "Usage:" not in result.stderr and "Traceback" not in result.output
+    assert result.stderr.rstrip().endswith("--help`)")
