@@ -51,7 +51,7 @@ def dump_command(
     timeout: TimeoutOpt = None,
 ) -> None:
     """Dump producer state of every replica and every coordinator's transactions (input of `sweep`)."""
-    from kafka_txn_tools.admin.dump import collect
+    from kafka_txn_tools.admin.dump import collect, write_dump
     from kafka_txn_tools.cli.progress import progress_bar
 
     if not dump_all:
@@ -62,15 +62,10 @@ def dump_command(
                 progress_bar("dumping producer state") as (advance, set_total):
             rows = collect(client, now_ms, progress=advance, on_total=set_total)
         try:
-            from kafka_txn_tools.dumps.schema import ERRORS, PRODUCERS, TRANSACTIONS, DumpWriter
+            from kafka_txn_tools.dumps.schema import ERRORS, PRODUCERS, TRANSACTIONS
         except ImportError as exc:
             fail(f"dump needs pyarrow ({exc}): pip install pyarrow")
-        writer = DumpWriter(out, fmt.value, capture_time_ms=now_ms())
-        writer.add(PRODUCERS, rows.producers)
-        writer.add(TRANSACTIONS, rows.transactions)
-        writer.add(ERRORS, rows.errors)
-        writer.brokers.update(rows.brokers)
-        manifest = writer.close()
+        manifest = write_dump(rows, out, fmt.value, now_ms())
     for err in rows.errors[:20]:
         warn(str(err["message"]))
     typer.echo(f"wrote {out}: {manifest.counts[PRODUCERS]} producer rows, {manifest.counts[TRANSACTIONS]} "
