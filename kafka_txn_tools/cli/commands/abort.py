@@ -177,7 +177,7 @@ def _exit_code(items: Sequence[AbortItem], single: bool) -> int:
     from kafka_txn_tools.admin.abort_batch import AbortResult
 
     results = {i.result for i in items}
-    if single and items[0].error is not None and items[0].result is AbortResult.FAILED:
+    if single and items and items[0].error is not None and items[0].result is AbortResult.FAILED:
         return exit_code_for(items[0].error)  # a usage error stays 2, a missing API 6
     if results & {AbortResult.FAILED, AbortResult.REFUSED, AbortResult.CANCELLED}:
         return exit_codes.ERROR
@@ -256,13 +256,12 @@ def abort_command(
     finally:
         if log.problem:
             warn(f"{log.problem}; the command's result stands")
-    single = plan is None
+    single = plan is None  # one target: its failure is the command's error, as upstream
     code = _exit_code(items, single)
-    first = items[0]
-    if single and first.result in (AbortResult.FAILED, AbortResult.REFUSED):
-        fail(first.message, code)
-    if single and first.result is AbortResult.ALREADY_DONE:
-        typer.echo(f"nothing to do: {first.message}", err=True)
+    if single and items[0].result in (AbortResult.FAILED, AbortResult.REFUSED):
+        fail(items[0].message, code)
+    if single and items[0].result is AbortResult.ALREADY_DONE:
+        typer.echo(f"nothing to do: {items[0].message}", err=True)
     _emit(items, output or OutputFormat.table, wide)
     if code != exit_codes.OK:
         raise typer.Exit(code)

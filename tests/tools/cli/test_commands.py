@@ -46,3 +46,30 @@ def test_missing_apis_are_exit_6_for_every_read_command(fake: FakeCluster) -> No
         code, out, err = run(*args)
         assert code == exit_codes.UNSUPPORTED and err.startswith("error: the cluster does not support "), args
         assert out == ""
+
+
+def test_abort_plans_over_the_fake(fake: FakeCluster, monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    import yaml
+
+    from kafka_txn_tools.models import TopicPartition
+    from tests.tools.admin.fakes import MIN, producer
+
+    monkeypatch.setattr("kafka_txn_tools.cli.session.connect", lambda conn: fake)
+    hanging, live = TopicPartition("orders", 1), TopicPartition("orders", 2)
+    fake.open_txn(hanging, producer(10, 100, 30 * MIN, epoch=4))
+    fake.open_txn(live, producer(11, 50, 30 * MIN, epoch=2))
+    fake.transactions["live"] = txn("live", 11, partitions=[live], epoch=2, coordinator=1)
+    fake.offsets = {hanging: (100, 180), live: (50, 60)}
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(yaml.safe_dump({"version": 1, "entries": []}))
+    assert run("abort", "--plan", str(plan), "--yes")[0] == exit_codes.OK and fake.markers == []
+    entries = [{"topic": "orders", "partition": 1, "start_offset": 100, "producer_id": 10, "producer_epoch": 4},
+               {"topic": "orders", "partition": 2, "start_offset": 50, "producer_id": 11, "producer_epoch": 2}]
+    plan.write_text(yaml.safe_dump({"version": 1, "entries": entries}))
+    code, out, _err = run("abort", "--plan", str(plan), "--yes", "-o", "json")
+    assert code == exit_codes.ERROR
+    assert [r["result"] for r in json.loads(out)["aborts"]] == ["aborted", "refused"]
+    assert fake.markers == [(1, hanging, 10, 4, 0, 100)]  # only the hanging one
+    code, out, _err = run("abort", "--plan", str(plan), "--yes", "--force", "-o", "json")
+    assert [r["result"] for r in json.loads(out)["aborts"]] == ["already-done", "aborted"]
+    assert fake.markers[-1] == (2, live, 11, 2, 0, 50)
