@@ -140,7 +140,6 @@ class Output:
     kafka_rows: Sequence[Sequence[str]] = ()
     errors: Sequence[Row] = ()
     extra: Mapping[str, Any] | None = None
-    title: str | None = None
     empty_message: str | None = None
     hidden: list[str] = field(default_factory=list)  # titles of the columns the last table left out
 
