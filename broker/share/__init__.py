@@ -8,4 +8,6 @@ their durable state in `__share_group_state`.
 - share_partition_manager: SharePartitionManager (fetch, acknowledge, long polling, lock expiry)
 - persister: routes share-partition state reads and writes to the share coordinator
 - share_coordinator_shard / share_coordinator: `__share_group_state` partitions, replayed and written
+- share_group_offsets: DescribeShareGroupOffsets / AlterShareGroupOffsets / DeleteShareGroupOffsets flows
+- cluster_adapters: the embedded cluster seen through the protocols above (in-process routing)
 """

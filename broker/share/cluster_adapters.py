@@ -4,6 +4,7 @@ collaborators' protocols (topics view, share coordinator routing, member-removal
 Kafka's brokers reach each other with RPCs here (the share coordinator with the share-state APIs
 83-87; a member leaving is noticed by each share-partition leader through its share session). All
 nodes of the embedded cluster run in one process on one event loop, so these calls are direct.
+Event-loop owned, like the cluster they read.
 """
 
 from __future__ import annotations
