@@ -5,11 +5,12 @@ UNKNOWN_TOPIC_OR_PARTITION 3."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, KafkaException
 from kafka.protocol.admin import (
     DeleteGroupsRequest,
     DeleteGroupsResponse,
@@ -184,6 +185,8 @@ def test_a_group_id_is_classic_or_share_never_both(cluster: EmbeddedCluster) -> 
     try:
         classic.consume(1, 3)
         share = share_consumer(bs, "classic-id", [TOPIC])
+        with contextlib.suppress(KafkaException):  # librdkafka: GROUP_ID_NOT_FOUND is fatal for the member
+            poll_until([share], lambda r: False, timeout_s=1.0)
         (described,) = roundtrip(coordinator(bs, "classic-id"), ShareGroupDescribeRequest[1](
             group_ids=["classic-id"], include_authorized_operations=False), ShareGroupDescribeResponse).groups
         assert (described.error_code, described.error_message) == (69, "Group classic-id is not a share group.")
