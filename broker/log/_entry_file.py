@@ -93,7 +93,7 @@ class EntryFile(Generic[T]):
     def row(self, index: int) -> Row:
         """Entry `index` (negative: from the end) as stored."""
         if self._cols is not None:
-            return tuple(col[index] for col in self._cols)
+            return tuple([col[index] for col in self._cols])
         n = len(self)
         i = index + n if index < 0 else index
         if not 0 <= i < n:
@@ -140,13 +140,14 @@ class EntryFile(Generic[T]):
         self._dirty = True
 
     def _keep_first(self, count: int) -> None:
-        if count >= len(self) and self._file_size() == count * self.ENTRY.size:
-            return
+        count = min(count, len(self))
+        if count == len(self) and self._file_size() == count * self.ENTRY.size:
+            return  # nothing to drop (a torn last entry is cut below)
         if self._cols is not None:
             for col in self._cols:
                 del col[count:]
         else:
-            self._count = min(count, len(self))
+            self._count = count
         if count == 0:
             self.delete_file()
         else:
