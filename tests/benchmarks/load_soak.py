@@ -16,8 +16,9 @@ default twice what Kafka's indexes cost for the bytes written per transaction in
 per log.index.interval.bytes = 4096, memory-mapped) plus 8 bytes. Exit code 1 when either is over.
 
 tracemalloc (tests/benchmarks/traced_broker.py runs the broker): when the verdict fails, the load goes on
-for --trace-s more seconds with tracing started in the broker, and the allocation sites that grew in that
-time are printed, largest first, in bytes per committed transaction. `--tracemalloc` traces the whole run
+with tracing started in the broker, and the allocation sites that grew over --trace-s seconds (after as
+long again for the traced working set to settle) are printed, largest first, in bytes per committed
+transaction. `--tracemalloc` traces the whole run
 instead and prints the sites that grew over its second half (the RSS figures then include tracemalloc's
 own tables, and the broker runs slower).
 """
@@ -341,7 +342,7 @@ async def run(args: argparse.Namespace) -> int:
         judged_until = started + args.minutes * 60
         # The producers go on past the judged run when a trace phase may follow, so that it sees the same load.
         trace_after = args.trace_s > 0 and not args.tracemalloc
-        stats = Stats(deadline=judged_until + (args.trace_s + 120 if trace_after else 0))
+        stats = Stats(deadline=judged_until + (1.5 * args.trace_s + 120 if trace_after else 0))
         ready = [asyncio.Event() for _ in range(args.connections)]
         work = Workload(host, int(port), args.partitions, args.records, args.abort_every, args.new_producer_every)
         tasks = [asyncio.create_task(producer(i, work, started, stats, ready[i])) for i in range(args.connections)]
@@ -366,7 +367,11 @@ async def run(args: argparse.Namespace) -> int:
         elif trace_after and not judge(args, samples) and not all(t.done() for t in tasks):
             print(f"\nmemory verdict failed: tracing the broker for {args.trace_s:.0f} s more under the same load",
                   flush=True)
-            await tracer.snapshot()  # starts tracing: only what is allocated from now on is seen
+            # Only what is allocated once tracing runs is seen: the baseline waits until the working set
+            # (requests in flight, producer entries) has been replaced by traced allocations.
+            tracer.start()
+            await asyncio.sleep(args.trace_s / 2)
+            await tracer.snapshot()
             trace_mark = (time.monotonic(), stats.committed)
             await asyncio.sleep(args.trace_s)
             diff = await tracer.snapshot()

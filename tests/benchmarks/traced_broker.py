@@ -23,7 +23,7 @@ import tracemalloc
 from pathlib import Path
 from types import FrameType
 
-FRAMES = 8  # deep enough to tell which caller an append in a shared helper serves
+FRAMES = 4  # enough to tell which caller an append in a shared helper serves; each frame slows tracing
 TOP = 25
 _IGNORED = (tracemalloc.__file__, "<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>",
             "<unknown>")
