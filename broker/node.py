@@ -6,7 +6,8 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.configs.config_def import ResourceType
+from kafka_txn_broker.configs.dynamic_broker_config import DynamicBrokerConfig
 from kafka_txn_broker.producer_id_manager import ProducerIdManager
 from kafka_txn_broker.replica_manager import ReplicaManager
 from kafka_txn_broker.server import Listener
@@ -23,7 +24,8 @@ class BrokerNode:
     def __init__(self, cluster: Cluster, node_id: int, port: int) -> None:
         self.cluster = cluster
         self.node_id = node_id
-        self.config: BrokerConfig = cluster.config
+        # Its view of the broker config: dynamic per-broker and cluster-default values over the static ones.
+        self.config = DynamicBrokerConfig(cluster.config, node_id, cluster.metadata)
         self.clock: Clock = cluster.clock
         self.host: str = self.config["host"]
         self.port = port
@@ -76,6 +78,11 @@ class BrokerNode:
         self.group_coordinator.on_leadership_change(changed)
         self.txn_coordinator.on_leadership_change(changed)
         self.replica_manager.notify_data()
+
+    def on_config_change(self, resource_type: int, name: str) -> None:
+        if resource_type == ResourceType.BROKER:
+            self.config.reload()
+        self.replica_manager.on_config_change(resource_type, name)
 
     def tick(self) -> None:
         now = self.clock.millis()

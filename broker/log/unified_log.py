@@ -199,7 +199,8 @@ class UnifiedLog:
         src = AppendOrigin(origin)
         with self._lock:
             self._ensure_loaded()
-            batches = validate_batches(records, self.config["message.max.bytes"],
+            limit = self.log.max_message_bytes
+            batches = validate_batches(records, self.config["message.max.bytes"] if limit is None else limit,
                                        from_client=src is AppendOrigin.CLIENT)
             self._check_set_size(len(records))
             if src is AppendOrigin.CLIENT:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from kafka_txn_tools.admin.api import ClusterApi
+from kafka_txn_tools.admin.capabilities import require
 from kafka_txn_tools.admin.errors import UsageError
 from kafka_txn_tools.models import ALL_STATES, ScanError, TransactionListing
 
@@ -48,6 +49,7 @@ class Listed:
 
 
 def list_transactions(client: ListClient, filters: ListFilters, now_ms: Callable[[], int]) -> Listed:
+    require(client, "list", "ListTransactions")
     known = client.metadata([]).broker_ids()
     brokers = list(filters.broker_ids) or known
     unknown = sorted(set(brokers) - set(known))
