@@ -29,8 +29,8 @@ import pytest
 from kafka.protocol.metadata import FindCoordinatorRequest
 from kafka.protocol.producer import AddPartitionsToTxnRequest, EndTxnRequest, ProduceRequest
 
+from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.clock import ManualClock
-from kafka_txn_broker.cluster import EmbeddedCluster
 from kafka_txn_broker.coordinator_partition import java_string_hash
 from kafka_txn_broker.log.record_batch import build_batch
 from kafka_txn_broker.txn.raw_client import (
