@@ -31,6 +31,7 @@ import contextlib
 import itertools
 import json
 import os
+import shutil
 import signal
 import statistics
 import struct
@@ -382,6 +383,9 @@ async def run(args: argparse.Namespace) -> int:
         failures = [r for r in results if isinstance(r, BaseException)]
     finally:
         broker.terminate()
+        shutil.rmtree(dump_dir, ignore_errors=True)
+        if args.data_dir is None:  # a run writes about 1 GB
+            shutil.rmtree(data_dir, ignore_errors=True)
     ok = report(args, stats, samples, failures)
     if diff is not None:
         print_sites(diff, trace_committed, trace_seconds)
@@ -478,7 +482,7 @@ def main() -> int:
                         help="trace the broker's allocations for the whole run; print the sites that grew")
     parser.add_argument("--trace-s", type=float, default=60.0,
                         help="when the verdict fails, trace this long under load and print what grew (0: no)")
-    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--data-dir", default=None, help="the broker's data directory, kept (default: a temporary one)")
     return asyncio.run(run(parser.parse_args()))
 
 
