@@ -15,10 +15,10 @@ from kafka.errors import (
     UnstableOffsetCommitError,
 )
 
+from kafka_txn_broker.formats.group_records import OffsetValue
 from kafka_txn_broker.group_errors import append_error_code
 from kafka_txn_broker.group_model import ClassicGroup, GroupState
 from kafka_txn_broker.group_offsets import TopicPartition
-from kafka_txn_broker.group_records import OffsetValue
 from kafka_txn_broker.group_shard import GroupShard
 
 # Kafka's offset.metadata.max.bytes default.

@@ -15,10 +15,10 @@ from kafka.errors import (
     NonEmptyGroupError,
 )
 
+from kafka_txn_broker.formats.group_records import encode_group_key, encode_offset_key
 from kafka_txn_broker.group_errors import append_error_code
 from kafka_txn_broker.group_model import ClassicGroup, GroupState
 from kafka_txn_broker.group_offsets import TopicPartition
-from kafka_txn_broker.group_records import encode_group_key, encode_offset_key
 from kafka_txn_broker.group_shard import GroupShard
 
 NONE = 0

@@ -11,10 +11,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kafka_txn_broker.group_membership import GroupMembership
-from kafka_txn_broker.group_model import ClassicGroup, GroupState, Member
-from kafka_txn_broker.group_offsets import CommittedOffset, OffsetStore, TopicPartition
-from kafka_txn_broker.group_records import (
+from kafka_txn_broker.formats.group_records import (
     GroupKey,
     GroupValue,
     MemberValue,
@@ -29,13 +26,16 @@ from kafka_txn_broker.group_records import (
     encode_offset_key,
     encode_offset_value,
 )
-from kafka_txn_broker.log.record_batch import (
+from kafka_txn_broker.formats.record_batch import (
     BatchHeader,
     build_batch,
     iter_batches,
     iter_records,
     parse_control_record,
 )
+from kafka_txn_broker.group_membership import GroupMembership
+from kafka_txn_broker.group_model import ClassicGroup, GroupState, Member
+from kafka_txn_broker.group_offsets import CommittedOffset, OffsetStore, TopicPartition
 
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafka_txn_broker.coordinator_partition import GROUP_TOPIC
-from kafka_txn_broker.txn import errors as E
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.partitioning import GROUP_TOPIC
 from kafka_txn_broker.txn.verification import ask_coordinator
 
 if TYPE_CHECKING:

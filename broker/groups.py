@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from kafka.errors import CoordinatorLoadInProgressError, NotCoordinatorError
 
-from kafka_txn_broker.coordinator_partition import GROUP_TOPIC, partition_for
+from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, partition_for
 from kafka_txn_broker.group_shard import GroupShard
 
 if TYPE_CHECKING:

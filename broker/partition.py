@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from kafka.errors import KafkaStorageError, NotEnoughReplicasError, NotLeaderForPartitionError
 
-from kafka_txn_broker.coordinator_partition import GROUP_TOPIC
-from kafka_txn_broker.log.record_batch import BatchHeader
+from kafka_txn_broker.formats.partitioning import GROUP_TOPIC
+from kafka_txn_broker.formats.record_batch import BatchHeader
 from kafka_txn_broker.log.unified_log import UnifiedLog
 
 if TYPE_CHECKING:

@@ -24,8 +24,8 @@ from kafka.errors import (
 )
 
 from kafka_txn_broker.clock import Clock
-from kafka_txn_broker.log import producer_snapshot as snap
-from kafka_txn_broker.log.record_batch import (
+from kafka_txn_broker.formats import producer_snapshot as snap
+from kafka_txn_broker.formats.record_batch import (
     INT32_MAX,
     NO_PRODUCER_EPOCH,
     NO_SEQUENCE,

@@ -8,7 +8,7 @@ import shutil
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from kafka_txn_broker.coordinator_partition import GROUP_TOPIC, TXN_TOPIC
+from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, TXN_TOPIC
 from kafka_txn_broker.log.cleaner_manager import LogCleanerManager
 from kafka_txn_broker.log.unified_log import UnifiedLog
 from kafka_txn_broker.metadata import PartitionState

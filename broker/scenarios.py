@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kafka_txn_broker.txn import errors as E
+from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.txn.raw_client import ProducerIdAndEpoch, RawKafkaClient
 
 PARTITIONS = 4

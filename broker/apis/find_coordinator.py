@@ -8,9 +8,9 @@ from kafka.errors import CoordinatorNotAvailableError, InvalidRequestError
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.errors import error_code, error_message
 from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.coordinator_partition import GROUP_TOPIC, TXN_TOPIC, partition_for
+from kafka_txn_broker.formats.errors import error_code, error_message
+from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, TXN_TOPIC, partition_for
 
 R = FindCoordinatorResponse
 GROUP, TRANSACTION = 0, 1

@@ -18,11 +18,11 @@ from kafka.protocol.consumer import (
 from kafka.protocol.producer import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.errors import TOPIC_AUTHORIZATION_FAILED, error_code
 from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats.errors import TOPIC_AUTHORIZATION_FAILED, error_code
+from kafka_txn_broker.formats.group_records import OffsetValue
 from kafka_txn_broker.group_commits import CommitRequest, FetchedOffset, commit, fetch
 from kafka_txn_broker.group_offsets import TopicPartition
-from kafka_txn_broker.group_records import OffsetValue
 from kafka_txn_broker.group_txn import verify_txn_offset_commit
 
 UNKNOWN_TOPIC = int(UnknownTopicOrPartitionError.errno)

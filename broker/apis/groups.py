@@ -31,8 +31,8 @@ from kafka.protocol.consumer import (
 
 from kafka_txn_broker.apis import group_admin, group_offsets  # noqa: F401  (register their APIs)
 from kafka_txn_broker.apis.context import Operation, RequestContext
-from kafka_txn_broker.apis.errors import error_code, error_message
 from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats.errors import error_code, error_message
 from kafka_txn_broker.group_membership import JoinRequest, SyncRequest
 from kafka_txn_broker.group_model import ClassicGroup, GroupState, JoinResult, SyncResult
 from kafka_txn_broker.group_shard import GroupShard

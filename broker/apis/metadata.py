@@ -9,13 +9,13 @@ from kafka.errors import InvalidTopicError
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.errors import (
+from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats.errors import (
     LEADER_NOT_AVAILABLE,
     TOPIC_AUTHORIZATION_FAILED,
     UNKNOWN_TOPIC_ID,
     UNKNOWN_TOPIC_OR_PARTITION,
 )
-from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.metadata import INTERNAL_TOPICS, TopicState
 
 R = MetadataResponse

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import CorruptRecordError, InvalidRecordError, InvalidRequiredAcksError
+from kafka.errors import InvalidRequiredAcksError
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.errors import TRANSACTIONAL_ID_AUTHORIZATION_FAILED, error_code, error_message
 from kafka_txn_broker.apis.partitions import authorized_topic, writable_leader
 from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.log.record_batch import HEADER_SIZE, UnsupportedCompressionError, iter_batches, iter_records
+from kafka_txn_broker.formats.errors import (
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    CorruptRecordError,
+    InvalidRecordError,
+    error_code,
+    error_message,
+)
+from kafka_txn_broker.formats.record_batch import HEADER_SIZE, UnsupportedCompressionError, iter_batches, iter_records
 
 R = ProduceResponse
 TR = R.TopicProduceResponse

@@ -8,8 +8,8 @@ from kafka.errors import InvalidRequestError, PolicyViolationError
 from kafka.protocol.admin import CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse
 
 from kafka_txn_broker.apis.context import RequestContext, denied
-from kafka_txn_broker.apis.errors import error_code, error_message
 from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats.errors import error_code, error_message
 from kafka_txn_broker.metadata import INTERNAL_TOPICS
 
 CR = CreateTopicsResponse

@@ -21,9 +21,9 @@ from kafka.protocol.producer import (
 )
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.errors import GROUP_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.txn import errors as E
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import GROUP_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 from kafka_txn_broker.txn.transaction_metadata import TopicPartition
 
 APR = AddPartitionsToTxnResponse

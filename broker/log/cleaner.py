@@ -43,10 +43,8 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kafka.errors import CorruptRecordError
-
-from kafka_txn_broker.log import file_cache
-from kafka_txn_broker.log.record_batch import (
+from kafka_txn_broker.formats.errors import CorruptRecordError
+from kafka_txn_broker.formats.record_batch import (
     INT32_MAX,
     BatchHeader,
     UnsupportedCompressionError,
@@ -54,6 +52,7 @@ from kafka_txn_broker.log.record_batch import (
     iter_records,
     rebuild_batch,
 )
+from kafka_txn_broker.log import file_cache
 from kafka_txn_broker.log.segment import LogSegment, segment_name
 
 if TYPE_CHECKING:

@@ -22,12 +22,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafka.errors import CorruptRecordError, KafkaStorageError, OffsetOutOfRangeError
+from kafka.errors import KafkaStorageError, OffsetOutOfRangeError
 
 from kafka_txn_broker.clock import Clock
 from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.formats.errors import CorruptRecordError
+from kafka_txn_broker.formats.record_batch import INT32_MAX, BatchHeader, iter_records
 from kafka_txn_broker.log import cleaner, file_cache
-from kafka_txn_broker.log.record_batch import INT32_MAX, BatchHeader, iter_records
 from kafka_txn_broker.log.segment import LogSegment, SegmentStateUnknown
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"

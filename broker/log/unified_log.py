@@ -18,14 +18,12 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafka.errors import CorruptRecordError, KafkaError, KafkaStorageError, RecordListTooLargeError, UnknownError
+from kafka.errors import KafkaError, KafkaStorageError, RecordListTooLargeError, UnknownError
 
 from kafka_txn_broker.clock import Clock
 from kafka_txn_broker.config import BrokerConfig
-from kafka_txn_broker.log import cleaner, leader_epoch_checkpoint
-from kafka_txn_broker.log.leader_epoch import LeaderEpochCache
-from kafka_txn_broker.log.log import Log, scan_dir
-from kafka_txn_broker.log.record_batch import (
+from kafka_txn_broker.formats.errors import CorruptRecordError
+from kafka_txn_broker.formats.record_batch import (
     MIN_BATCH_LENGTH,
     BatchHeader,
     batch_crc_ok,
@@ -35,6 +33,9 @@ from kafka_txn_broker.log.record_batch import (
     validate_batches,
     with_base_offset,
 )
+from kafka_txn_broker.log import cleaner, leader_epoch_checkpoint
+from kafka_txn_broker.log.leader_epoch import LeaderEpochCache
+from kafka_txn_broker.log.log import Log, scan_dir
 from kafka_txn_broker.log.segment import LogSegment
 from kafka_txn_broker.log.transaction_index import AbortedTxn
 from kafka_txn_broker.producer_state import (

@@ -21,11 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from kafka.errors import ProducerFencedError
 
-from kafka_txn_broker.coordinator_partition import GROUP_TOPIC, TXN_TOPIC, partition_for
-from kafka_txn_broker.txn import errors as E
-from kafka_txn_broker.txn.errors import CoordinatorError
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, TXN_TOPIC, partition_for
 from kafka_txn_broker.txn.marker_channel import TransactionMarkerChannelManager
-from kafka_txn_broker.txn.state_manager import TransactionListing, TransactionStateManager
+from kafka_txn_broker.txn.state_manager import CoordinatorError, TransactionListing, TransactionStateManager
 from kafka_txn_broker.txn.transaction_metadata import (
     MAX_EPOCH,
     NO_PRODUCER_EPOCH,

@@ -19,9 +19,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kafka_txn_broker.apis.errors import error_code
-from kafka_txn_broker.txn import errors as E
-from kafka_txn_broker.txn.errors import CoordinatorError
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import error_code
+from kafka_txn_broker.txn.state_manager import CoordinatorError
 from kafka_txn_broker.txn.transaction_metadata import TopicPartition, TransactionMetadata, TxnTransitMetadata
 
 if TYPE_CHECKING:

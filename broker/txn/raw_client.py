@@ -32,7 +32,7 @@ from kafka.protocol.producer import (
     ProduceResponse,
 )
 
-from kafka_txn_broker.log.record_batch import build_batch
+from kafka_txn_broker.formats.record_batch import build_batch
 
 # Versions every Kafka since 2.x serves (and 4.x still does); none flexible except where noted.
 V_METADATA, V_FIND_COORDINATOR, V_INIT_PID, V_ADD_PARTITIONS, V_END_TXN, V_PRODUCE = 8, 3, 3, 3, 3, 8

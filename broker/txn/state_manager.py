@@ -26,17 +26,18 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kafka_txn_broker.apis.errors import error_code
-from kafka_txn_broker.coordinator_partition import TXN_TOPIC, partition_for
-from kafka_txn_broker.log.record_batch import build_batch, iter_batches, iter_records
-from kafka_txn_broker.txn import errors as E
-from kafka_txn_broker.txn.errors import CoordinatorError
-from kafka_txn_broker.txn.transaction_log import (
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import ApiError, error_code
+from kafka_txn_broker.formats.partitioning import TXN_TOPIC, partition_for
+from kafka_txn_broker.formats.record_batch import build_batch, iter_batches, iter_records
+from kafka_txn_broker.formats.transaction_log import (
     TransactionLogError,
-    key_to_bytes,
-    read_key,
-    read_value,
-    value_to_bytes,
+    UnknownKeyError,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+    value_version_for,
 )
 from kafka_txn_broker.txn.transaction_metadata import (
     TransactionMetadata,
@@ -63,6 +64,14 @@ _APPEND_ERROR_MAP = {
     E.MESSAGE_TOO_LARGE: E.UNKNOWN_SERVER_ERROR,
     E.RECORD_LIST_TOO_LARGE: E.UNKNOWN_SERVER_ERROR,
 }
+
+
+class CoordinatorError(ApiError):
+    """A coordinator outcome other than NONE (NOT_COORDINATOR, CONCURRENT_TRANSACTIONS...), carried
+    through helpers that would otherwise return tuples."""
+
+    def __init__(self, code: int, message: str = "") -> None:
+        super().__init__(message, code)
 
 
 @dataclass
@@ -150,7 +159,8 @@ class TransactionStateManager:
             return exc.code
         if metadata is None or epoch != coordinator_epoch:
             return E.NOT_COORDINATOR
-        code = self._append(transactional_id, value_to_bytes(transit, self.transaction_version_level()))
+        value = encode_value(transit.to_log_value(), value_version_for(self.transaction_version_level()))
+        code = self._append(transactional_id, value)
         if code != E.NONE:
             self._on_append_failure(transactional_id, coordinator_epoch, code, retry_on_error)
             return code
@@ -161,7 +171,7 @@ class TransactionStateManager:
         return part if part is not None and part.is_leader else None
 
     def _append(self, transactional_id: str, value: bytes | None) -> int:
-        records = build_batch([(key_to_bytes(transactional_id), value)], timestamp_ms=self.node.clock.millis())
+        records = build_batch([(encode_key(transactional_id), value)], timestamp_ms=self.node.clock.millis())
         return self._append_records(self.partition_for(transactional_id), records)
 
     def _append_records(self, partition: int, records: bytes) -> int:
@@ -300,7 +310,7 @@ class TransactionStateManager:
     def _write_tombstones(self, partition: int, entry: TxnMetadataCacheEntry, expired: list[TransactionMetadata],
                           now_ms: int) -> list[str]:
         transits = [(md, md.prepare_dead()) for md in expired]
-        records = build_batch([(key_to_bytes(md.transactional_id), None) for md in expired], timestamp_ms=now_ms)
+        records = build_batch([(encode_key(md.transactional_id), None) for md in expired], timestamp_ms=now_ms)
         code = self._append_records(partition, records)
         removed = []
         for md, transit in transits:
@@ -343,14 +353,18 @@ def _apply_batch(loaded: dict[str, TransactionMetadata], batch: memoryview) -> N
         if record.key is None:
             log.warning("skipping a %s record without a key", TXN_TOPIC)
             continue
-        txn_id = read_key(record.key)
-        if txn_id is None:
+        try:
+            txn_id = decode_key(record.key)
+        except UnknownKeyError:
             log.warning("skipping a %s record with an unknown key type", TXN_TOPIC)
+            continue
+        except TransactionLogError as exc:
+            log.warning("skipping a %s record with an undecodable key: %s", TXN_TOPIC, exc)
             continue
         if record.value is None:
             loaded.pop(txn_id, None)  # tombstone: the id expired
             continue
         try:
-            loaded[txn_id] = read_value(record.value).to_metadata(txn_id)
+            loaded[txn_id] = TransactionMetadata.from_log(txn_id, decode_value(record.value))
         except TransactionLogError as exc:
             log.warning("skipping undecodable %s record for %r: %s", TXN_TOPIC, txn_id, exc)

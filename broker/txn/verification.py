@@ -24,9 +24,9 @@ from kafka.errors import (
     for_code,
 )
 
-from kafka_txn_broker.coordinator_partition import TXN_TOPIC, partition_for
-from kafka_txn_broker.log.record_batch import HEADER_SIZE, iter_batches
-from kafka_txn_broker.txn import errors as E
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.partitioning import TXN_TOPIC, partition_for
+from kafka_txn_broker.formats.record_batch import HEADER_SIZE, iter_batches
 
 if TYPE_CHECKING:
     from kafka_txn_broker.apis.context import RequestContext

@@ -71,22 +71,26 @@ def _capture_and_brokers(ingested: Ingested) -> tuple[int | None, set[int]]:
 
 def ship_package(spark: SparkSession) -> None:
     """Send this project's code to a cluster's executors (they may not have it installed): the
-    log-dir readers run there and decode segments with the broker's record-batch code. Its
-    dependencies (crc32c, kafka-python) must be installed on the executors."""
+    log-dir readers run there and decode segments with Kafka's formats (kafka_txn_broker.formats).
+    Their dependency crc32c must be installed on the executors."""
     spark.sparkContext.addPyFile(str(package_zip(Path(tempfile.mkdtemp(prefix="kafka-txn-pkg-")))))
 
 
 def package_zip(directory: Path) -> Path:
-    """kafka_txn_tools and kafka_txn_broker (wherever each is installed from) in one zip."""
+    """kafka_txn_tools and the broker's formats package (wherever each is installed from) in one zip:
+    the broker itself (its server, coordinators, security) never runs on an executor."""
     import kafka_txn_broker
+    import kafka_txn_broker.formats
     import kafka_txn_tools
 
     target = directory / "kafka_txn_tools.zip"
     with zipfile.ZipFile(target, "w") as zf:
-        for package in (kafka_txn_tools, kafka_txn_broker):
+        for package in (kafka_txn_tools, kafka_txn_broker.formats):
             root = Path(str(package.__file__)).resolve().parent
             for path in root.rglob("*.py"):
-                zf.write(path, Path(package.__name__) / path.relative_to(root))
+                zf.write(path, Path(*package.__name__.split(".")) / path.relative_to(root))
+        # The parent package of formats, so `import kafka_txn_broker.formats` resolves inside the zip.
+        zf.write(str(kafka_txn_broker.__file__), Path("kafka_txn_broker") / "__init__.py")
     return target
 
 

@@ -42,7 +42,7 @@ from kafka.protocol.producer import (  # noqa: E402
     ProduceResponse,
 )
 
-from kafka_txn_broker.log.record_batch import build_batch  # noqa: E402
+from kafka_txn_broker.formats.record_batch import build_batch  # noqa: E402
 from tests.e2e.helpers import BrokerProcess, free_port_block  # noqa: E402
 
 V_INIT, V_ADD, V_PRODUCE, V_END = 3, 3, 8, 3

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_txn_broker.apis.registry import APIS, ApiSpec, load_all
-from kafka_txn_broker.log.record_batch import build_batch, crc32c
+from kafka_txn_broker.formats.record_batch import build_batch, crc32c
 
 FUZZ_TOPIC = "fuzz"
 FUZZ_GROUP = "fuzz-group"

@@ -6,10 +6,10 @@ from typing import Any
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.formats.record_batch import BatchHeader, build_control_batch, with_base_offset
 from kafka_txn_broker.group_membership import JoinRequest, SyncRequest
 from kafka_txn_broker.group_model import JoinResult, SyncResult
 from kafka_txn_broker.group_shard import GroupShard
-from kafka_txn_broker.log.record_batch import BatchHeader, build_control_batch, with_base_offset
 
 PROTOCOLS = [("range", b"range-meta"), ("roundrobin", b"rr-meta")]
 

@@ -64,7 +64,7 @@ from kafka.protocol.producer import (
 )
 
 from kafka_txn_broker.cluster import EmbeddedCluster
-from kafka_txn_broker.log.record_batch import build_batch
+from kafka_txn_broker.formats.record_batch import build_batch
 from tests.broker.security_support import (
     broker_config,
     call,

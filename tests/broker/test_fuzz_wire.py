@@ -178,7 +178,7 @@ def test_create_topics_refuses_excessive_partition_counts(cluster: EmbeddedClust
 def test_zz_logs_written_under_fuzzing_reopen_intact(cluster: EmbeddedCluster, probe: fz.WireProbe) -> None:
     # Last in this module (file order): whatever the fuzzed Produce/WriteTxnMarkers requests appended,
     # the logs reopen after a clean restart with every batch intact and offsets contiguous.
-    from kafka_txn_broker.log.record_batch import batch_crc_ok
+    from kafka_txn_broker.formats.record_batch import batch_crc_ok
 
     cluster.restart()
     probe.close()  # the restart closed its long-lived connection; a later healthy() opens a new one

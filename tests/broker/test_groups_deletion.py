@@ -6,9 +6,9 @@ import struct
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.formats.group_records import OffsetValue
 from kafka_txn_broker.group_commits import CommitRequest, commit, fetch
 from kafka_txn_broker.group_deletion import delete_group, delete_offsets, subscribed_topics
-from kafka_txn_broker.group_records import OffsetValue
 from kafka_txn_broker.group_shard import GroupShard
 from tests.broker.groups_fakes import FakeLog, join_new_member, make_shard, sync
 

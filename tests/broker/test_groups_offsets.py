@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from kafka.errors import NotLeaderForPartitionError, RecordListTooLargeError
 
+from kafka_txn_broker.formats.group_records import OffsetValue
 from kafka_txn_broker.group_commits import CommitRequest, commit, fetch
 from kafka_txn_broker.group_model import GroupState
-from kafka_txn_broker.group_records import OffsetValue
 from tests.broker.groups_fakes import FakeLog, join_new_member, make_shard, sync
 
 UNKNOWN_MEMBER_ID = 25

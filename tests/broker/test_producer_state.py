@@ -11,7 +11,7 @@ from kafka.errors import (
     UnknownProducerIdError,
 )
 
-from kafka_txn_broker.log.record_batch import BatchHeader, build_batch
+from kafka_txn_broker.formats.record_batch import BatchHeader, build_batch
 from kafka_txn_broker.producer_state import (
     AppendOrigin,
     CompletedTxn,

@@ -11,7 +11,7 @@ from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, Met
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 from kafka_txn_broker import EmbeddedCluster
-from kafka_txn_broker.log.record_batch import build_batch
+from kafka_txn_broker.formats.record_batch import build_batch
 from tests.broker.wire import connect, recv_frame, send_request
 
 

@@ -22,8 +22,8 @@ from kafka.protocol.consumer import FetchRequest, FetchResponse
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 from kafka_txn_broker import EmbeddedCluster
+from kafka_txn_broker.formats.record_batch import build_batch, iter_batches, iter_records
 from kafka_txn_broker.log import file_cache
-from kafka_txn_broker.log.record_batch import build_batch, iter_batches, iter_records
 from tests.broker.wire import roundtrip
 from tests.e2e.helpers import BrokerProcess, consume_all, free_port_block
 

@@ -19,7 +19,7 @@ from kafka.protocol.producer import WriteTxnMarkersRequest, WriteTxnMarkersRespo
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.cluster import EmbeddedCluster
-from kafka_txn_broker.txn import errors as E
+from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.txn.raw_client import ProducerIdAndEpoch, RawKafkaClient
 from kafka_txn_tools.admin import wire
 

@@ -15,7 +15,7 @@ from kafka.protocol.consumer import OffsetForLeaderEpochRequest, OffsetForLeader
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 from kafka_txn_broker.cluster import EmbeddedCluster
-from kafka_txn_broker.log.record_batch import build_batch
+from kafka_txn_broker.formats.record_batch import build_batch
 from kafka_txn_broker.partition import Partition
 from tests.broker.wire import roundtrip
 

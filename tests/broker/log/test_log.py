@@ -10,9 +10,9 @@ from kafka.errors import OffsetOutOfRangeError
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.formats.record_batch import BatchHeader, build_batch, iter_batches
 from kafka_txn_broker.log import file_cache
 from kafka_txn_broker.log.log import CLEAN_SHUTDOWN_FILE, Log
-from kafka_txn_broker.log.record_batch import BatchHeader, build_batch, iter_batches
 
 TS = 1_700_000_000_000
 

@@ -11,8 +11,8 @@ import pytest
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.cluster import EmbeddedCluster
-from kafka_txn_broker.coordinator_partition import TXN_TOPIC, partition_for
-from kafka_txn_broker.log.record_batch import build_batch
+from kafka_txn_broker.formats.partitioning import TXN_TOPIC, partition_for
+from kafka_txn_broker.formats.record_batch import build_batch
 from kafka_txn_broker.node import BrokerNode
 from kafka_txn_broker.txn.coordinator import TransactionCoordinator
 from kafka_txn_broker.txn.transaction_metadata import TransactionMetadata

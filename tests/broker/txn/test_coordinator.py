@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_txn_broker.coordinator_partition import GROUP_TOPIC
-from kafka_txn_broker.txn import errors as E
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.partitioning import GROUP_TOPIC
 from kafka_txn_broker.txn.transaction_metadata import MAX_EPOCH, TransactionState
 from tests.broker.txn.conftest import Harness, make_harness
 

@@ -18,8 +18,8 @@ from kafka.protocol.producer import (
 )
 
 from kafka_txn_broker.cluster import EmbeddedCluster
-from kafka_txn_broker.log.record_batch import build_batch
-from kafka_txn_broker.txn import errors as E
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.record_batch import build_batch
 from kafka_txn_broker.txn.raw_client import ProducerIdAndEpoch, RawKafkaClient
 
 APT = AddPartitionsToTxnRequest

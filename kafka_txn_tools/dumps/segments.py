@@ -1,17 +1,10 @@
-"""Segment files of copied log dirs: walking them, strictly, in the broker's record batch format.
+"""Segment files of copied log dirs: walking them, strictly, in Kafka's record batch format.
 
-The format itself (the batch header, record decoding, building batches) is the embedded broker's
-`kafka_txn_broker.log.record_batch`, the one implementation both sides share. What is particular to
-reading someone else's files: a sweep must name what is wrong, so an old magic or a bad CRC raises
-SegmentError with the file and offset (the broker's recovery instead truncates anything odd at the
-tail); only a batch torn by a crash or preallocated zeros end a walk quietly, as Kafka truncates those.
-Also here: the unsigned varints of flexible record values (`__transaction_state` v1+), which record
-batches themselves do not use.
-
-The broker's module is imported by the functions that read batches, not at import: it brings
-kafka-python (about 0.15 s), while this module is imported through transaction_log wherever dump-log
-text is parsed (the sweep command, and Spark executors through spark/ingest.py) and only log-dir
-inputs need batches.
+The format itself (the batch header, record decoding) is `kafka_txn_broker.formats.record_batch`, the
+one implementation the broker and the tools share. What is particular to reading someone else's files:
+a sweep must name what is wrong, so an old magic or a bad CRC raises SegmentError with the file and
+offset (the broker's recovery instead truncates anything odd at the tail); only a batch torn by a crash
+or preallocated zeros end a walk quietly, as Kafka truncates those.
 """
 
 from __future__ import annotations
@@ -20,10 +13,17 @@ import os
 import struct
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from kafka_txn_broker.log.record_batch import BatchHeader, Record
+from kafka_txn_broker.formats.errors import CorruptRecordError
+from kafka_txn_broker.formats.record_batch import (
+    CODEC_NAMES,
+    HEADER_SIZE,
+    BatchHeader,
+    Record,
+    UnsupportedCompressionError,
+    batch_crc_ok,
+    iter_records,
+)
 
 # The package an operator installs for a codec kafka-python only decodes with it.
 _CODEC_PACKAGES = {2: "python-snappy", 3: "lz4", 4: "zstandard"}
@@ -34,8 +34,6 @@ class SegmentError(ValueError):
 
 
 def _check_batch(view: memoryview, pos: int, header: BatchHeader, name: str, verify_crc: bool) -> None:
-    from kafka_txn_broker.log.record_batch import batch_crc_ok
-
     if header.magic != 2:
         raise SegmentError(
             f"{name}: batch at byte {pos} has magic {header.magic}; only record batch v2 (Kafka 0.11+) is read"
@@ -48,8 +46,6 @@ def iter_batches(
     data: bytes, name: str = "segment", verify_crc: bool = True
 ) -> Iterator[tuple[BatchHeader, memoryview]]:
     """(header, whole batch bytes) for each complete batch; a torn or zero-filled tail ends the walk."""
-    from kafka_txn_broker.log.record_batch import HEADER_SIZE, BatchHeader
-
     view = memoryview(data)
     pos = 0
     while pos + HEADER_SIZE <= len(view):
@@ -62,8 +58,6 @@ def iter_batches(
 
 
 def _codec_error(batch: memoryview | bytes, name: str) -> SegmentError:
-    from kafka_txn_broker.log.record_batch import CODEC_NAMES, BatchHeader
-
     codec = BatchHeader.parse(batch).compression
     package = _CODEC_PACKAGES.get(codec)
     if package is None:
@@ -75,10 +69,6 @@ def _codec_error(batch: memoryview | bytes, name: str) -> SegmentError:
 
 def decode_records(batch: memoryview | bytes, name: str = "segment") -> list[Record]:
     """The records of one whole batch (gzip natively, other codecs through kafka-python's optional ones)."""
-    from kafka.errors import CorruptRecordError
-
-    from kafka_txn_broker.log.record_batch import UnsupportedCompressionError, iter_records
-
     try:
         return list(iter_records(batch))
     except UnsupportedCompressionError:
@@ -87,35 +77,6 @@ def decode_records(batch: memoryview | bytes, name: str = "segment") -> list[Rec
         raise SegmentError(f"{name}: {exc.args[0] if exc.args else 'corrupt record'}") from exc
     except struct.error as exc:  # a batch length too short for a whole header (only seen with verify_crc off)
         raise SegmentError(f"{name}: batch shorter than its header: {exc}") from exc
-
-
-def read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
-    """Unsigned LEB128 (the compact lengths and tags of flexible messages) at `pos` -> (value, next position)."""
-    shift = 0
-    value = 0
-    while True:
-        if pos >= len(buf):
-            raise SegmentError("unsigned varint runs past the end of the value")
-        byte = buf[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-        if shift > 35:
-            raise SegmentError("unsigned varint longer than 5 bytes")
-
-
-def write_uvarint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
 
 
 def iter_segment(path: str | os.PathLike[str], verify_crc: bool = True) -> Iterator[tuple[BatchHeader, memoryview]]:
@@ -142,8 +103,6 @@ def scan_segment(path: str | os.PathLike[str], min_last_offset: int = 0) -> Iter
     epoch is in the record. Batches wholly before `min_last_offset` are skipped. CRCs of data
     batches are not checked: replay only needs their headers, and reading them all would cost I/O.
     """
-    from kafka_txn_broker.log.record_batch import HEADER_SIZE, BatchHeader, batch_crc_ok
-
     with open(path, "rb") as src:
         file_size = os.fstat(src.fileno()).st_size
         while True:

@@ -13,14 +13,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import crc32c as _crc32c
-from kafka.errors import (
+
+from kafka_txn_broker.formats.bytes import Buffer, decode_varint, encode_varint
+from kafka_txn_broker.formats.errors import (
     CorruptRecordError,
     InvalidRecordError,
-    MessageSizeTooLargeError,
+    MessageTooLargeError,
     UnsupportedForMessageFormatError,
 )
-
-Buffer = bytes | bytearray | memoryview
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
@@ -185,7 +185,7 @@ def _check_framing(buf: Buffer, pos: int, max_bytes: int) -> BatchHeader:
     if header.batch_length < MIN_BATCH_LENGTH:
         raise CorruptRecordError(f"record batch length {header.batch_length} is below the minimum")
     if header.size > max_bytes:
-        raise MessageSizeTooLargeError(
+        raise MessageTooLargeError(
             f"record batch of {header.size} bytes exceeds the maximum of {max_bytes} (message.max.bytes)")
     if header.size > remaining:
         raise CorruptRecordError(f"record batch claims {header.size} bytes but only {remaining} remain")
@@ -244,43 +244,6 @@ def with_base_offset(buf: bytearray | memoryview, offset: int, leader_epoch: int
     """Stamp base offset and partition leader epoch in place (both lie outside the CRC)."""
     _INT64.pack_into(buf, pos, offset)
     _INT32.pack_into(buf, pos + 12, leader_epoch)
-
-
-# ---------------------------------------------------------------------------------------------
-# Varints (zigzag + LEB128)
-# ---------------------------------------------------------------------------------------------
-
-
-def encode_varint(value: int) -> bytes:
-    z = (value << 1) ^ (value >> 63)
-    z &= 0xFFFFFFFFFFFFFFFF
-    out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
-def decode_varint(buf: Buffer, pos: int) -> tuple[int, int]:
-    """Return (value, position after it)."""
-    if pos < len(buf) and buf[pos] < 0x80:
-        z = buf[pos]
-        return (z >> 1) ^ -(z & 1), pos + 1
-    shift = 0
-    z = 0
-    while True:
-        if pos >= len(buf):
-            raise CorruptRecordError("varint runs past the end of the buffer")
-        b = buf[pos]
-        pos += 1
-        z |= (b & 0x7F) << shift
-        if not b & 0x80:
-            break
-        shift += 7
-        if shift > 63:
-            raise CorruptRecordError("varint is too long")
-    return (z >> 1) ^ -(z & 1), pos
 
 
 # ---------------------------------------------------------------------------------------------

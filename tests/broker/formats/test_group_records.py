@@ -8,9 +8,7 @@ import pytest
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.config import BrokerConfig
-from kafka_txn_broker.group_commits import CommitRequest, commit, fetch
-from kafka_txn_broker.group_model import GroupState
-from kafka_txn_broker.group_records import (
+from kafka_txn_broker.formats.group_records import (
     GroupKey,
     GroupValue,
     MemberValue,
@@ -25,8 +23,10 @@ from kafka_txn_broker.group_records import (
     encode_offset_key,
     encode_offset_value,
 )
+from kafka_txn_broker.formats.record_batch import build_batch
+from kafka_txn_broker.group_commits import CommitRequest, commit, fetch
+from kafka_txn_broker.group_model import GroupState
 from kafka_txn_broker.group_shard import GroupShard
-from kafka_txn_broker.log.record_batch import build_batch
 from tests.broker.groups_fakes import FakeLog, join_new_member, make_shard, sync
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_txn_broker.coordinator_partition import java_string_hash, partition_for
+from kafka_txn_broker.formats.partitioning import java_string_hash, partition_for
 
 
 def test_java_hash_overflow_and_min_value() -> None:
@@ -17,3 +17,8 @@ def test_java_hash_overflow_and_min_value() -> None:
 @pytest.mark.parametrize(("key", "hash_code"), [("a", 97), ("kafka", 101807910), ("é", 233), ("😀", 1772899)])
 def test_hash_runs_over_utf16_code_units(key: str, hash_code: int) -> None:
     assert java_string_hash(key) == hash_code
+
+
+@pytest.mark.parametrize(("tid", "partition"), [("my-unique-static-tid", 33), ("kafka-txn-0", 30)])
+def test_transaction_state_partitions_of_formats_md(tid: str, partition: int) -> None:
+    assert partition_for(tid, 50) == partition
