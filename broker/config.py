@@ -70,7 +70,7 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("producer.id.block.size", int, 1000, "producer ids reserved per allocation"),
     ConfigKey("cluster.id", str, "kafka-txn-embedded", "cluster id reported in Metadata"),
     ConfigKey("host", str, "127.0.0.1", "address the listeners bind and advertise"),
-    # ---- security (broker/auth.py, tls.py, sasl.py, authorizer.py) ----
+    # ---- security (broker/security/: auth.py, tls.py, sasl.py, authorizer.py) ----
     ConfigKey("security.protocol", str, "PLAINTEXT", "protocol of every node's listener",
               ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")),
     ConfigKey("ssl.keystore.type", str, "PEM", "only PEM (convert JKS/PKCS12 with openssl)"),
@@ -94,7 +94,7 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("allow.everyone.if.no.acl.found", bool, False, "allow access to resources no ACL applies to"),
     ConfigKey("super.users", str, "", "principals allowed everything, ';'-separated: User:admin;User:ops"),
     ConfigKey("authorizer.acls", list, (), "ACLs from the config, e.g. 'User:alice ALLOW Read Topic orders' "
-              "(see kafka_txn_broker/acls.py); CreateAcls adds more, kept in <data-dir>/acls.json"),
+              "(see kafka_txn_broker/security/acls.py); CreateAcls adds more, kept in <data-dir>/acls.json"),
 ]
 
 KEYS: dict[str, ConfigKey] = {k.name: k for k in _KEYS}

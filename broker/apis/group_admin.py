@@ -14,8 +14,8 @@ from kafka.protocol.consumer import OffsetDeleteRequest, OffsetDeleteResponse
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats.errors import TOPIC_AUTHORIZATION_FAILED, error_code
-from kafka_txn_broker.group_deletion import delete_group, delete_offsets
-from kafka_txn_broker.group_offsets import TopicPartition
+from kafka_txn_broker.group.deletion import delete_group, delete_offsets
+from kafka_txn_broker.group.offset_store import TopicPartition
 
 
 def _delete_one(ctx: RequestContext, group_id: str) -> int:

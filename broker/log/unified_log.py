@@ -35,15 +35,15 @@ from kafka_txn_broker.formats.record_batch import (
 )
 from kafka_txn_broker.log import cleaner, leader_epoch_checkpoint
 from kafka_txn_broker.log.leader_epoch import LeaderEpochCache
-from kafka_txn_broker.log.log import Log, scan_dir
-from kafka_txn_broker.log.segment import LogSegment
-from kafka_txn_broker.log.transaction_index import AbortedTxn
-from kafka_txn_broker.producer_state import (
+from kafka_txn_broker.log.local_log import LocalLog, scan_dir
+from kafka_txn_broker.log.producer_state import (
     AppendOrigin,
     CompletedTxn,
     ProducerAppendInfo,
     ProducerStateManager,
 )
+from kafka_txn_broker.log.segment import LogSegment
+from kafka_txn_broker.log.transaction_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ class UnifiedLog:
     __slots__ = ("dir", "config", "clock", "log", "_psm", "_psm_loaded", "_high_watermark", "_lock", "_epochs",
                  "_pending_epochs", "_epochs_written")
 
-    def __init__(self, directory: Path, config: BrokerConfig, clock: Clock, local_log: Log,
+    def __init__(self, directory: Path, config: BrokerConfig, clock: Clock, local_log: LocalLog,
                  psm: ProducerStateManager) -> None:
         self.dir = directory
         self.config = config
@@ -105,7 +105,7 @@ class UnifiedLog:
         os.makedirs(path, exist_ok=True)
         listing = scan_dir(path)
         hint = listing.snapshots[-1] if listing.snapshots else None
-        local_log = Log.open(path, config, clock, listing, next_offset_hint=hint, segment_bytes=segment_bytes)
+        local_log = LocalLog.open(path, config, clock, listing, next_offset_hint=hint, segment_bytes=segment_bytes)
         psm = ProducerStateManager(path, config["producer.id.expiration.ms"], listing.snapshots, clock=clock)
         ulog = cls(Path(directory), config, clock, local_log, psm)
         if not local_log.was_clean and listing.segments:
@@ -186,7 +186,7 @@ class UnifiedLog:
 
     @property
     def offline(self) -> bool:
-        """A storage error left this log unusable until the node restarts (see log.py)."""
+        """A storage error left this log unusable until the node restarts (see local_log.py)."""
         return self.log.offline is not None
 
     @property
@@ -277,8 +277,8 @@ class UnifiedLog:
         return AppendInfo(first, last, -1, self.log_start_offset, False, count, max_ts, buf, batches)
 
     def _offline(self, exc: OSError) -> KafkaStorageError:
-        """An OSError the Log did not handle itself (a snapshot at roll, a .txnindex entry after the
-        batch was written) leaves memory and disk apart: take the log offline (see log.py). Appends
+        """An OSError the LocalLog did not handle itself (a snapshot at roll, a .txnindex entry after the
+        batch was written) leaves memory and disk apart: take the log offline (see local_log.py). Appends
         catch it inline (try/except, not a context manager: they run tens of thousands of times a second)."""
         self.log.mark_offline(exc)
         return KafkaStorageError(f"storage error in {self.dir}: {exc}")

@@ -42,8 +42,8 @@ if TYPE_CHECKING:
     import re
 
     from kafka_txn_broker.apis.context import RequestContext
-    from kafka_txn_broker.metadata import PartitionState
-    from kafka_txn_broker.node import BrokerNode
+    from kafka_txn_broker.server.metadata import PartitionState
+    from kafka_txn_broker.server.node import BrokerNode
 
 log = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ from kafka_txn_broker.txn.state_manager import CoordinatorError
 from kafka_txn_broker.txn.transaction_metadata import TopicPartition, TransactionMetadata, TxnTransitMetadata
 
 if TYPE_CHECKING:
-    from kafka_txn_broker.node import BrokerNode
-    from kafka_txn_broker.partition import Partition
+    from kafka_txn_broker.replica.partition import Partition
+    from kafka_txn_broker.server.node import BrokerNode
     from kafka_txn_broker.txn.state_manager import TransactionStateManager
 
 log = logging.getLogger(__name__)

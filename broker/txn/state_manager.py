@@ -46,8 +46,8 @@ from kafka_txn_broker.txn.transaction_metadata import (
 )
 
 if TYPE_CHECKING:
-    from kafka_txn_broker.node import BrokerNode
-    from kafka_txn_broker.partition import Partition
+    from kafka_txn_broker.replica.partition import Partition
+    from kafka_txn_broker.server.node import BrokerNode
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from kafka_txn_broker.formats.record_batch import HEADER_SIZE, iter_batches
 
 if TYPE_CHECKING:
     from kafka_txn_broker.apis.context import RequestContext
-    from kafka_txn_broker.node import BrokerNode
+    from kafka_txn_broker.server.node import BrokerNode
 
 # Produce versions: v11 understands TRANSACTION_ABORTABLE, v12 is a TV2 client (KIP-890).
 GENERIC_ERROR_PRODUCE_VERSION = 11

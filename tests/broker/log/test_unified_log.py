@@ -22,7 +22,7 @@ from kafka_txn_broker.config import BrokerConfig
 from kafka_txn_broker.formats.errors import CorruptRecordError, InvalidRecordError, MessageTooLargeError
 from kafka_txn_broker.formats.record_batch import BatchHeader, build_batch, iter_batches, parse_control_record
 from kafka_txn_broker.log import file_cache
-from kafka_txn_broker.log.log import CLEAN_SHUTDOWN_FILE
+from kafka_txn_broker.log.local_log import CLEAN_SHUTDOWN_FILE
 from kafka_txn_broker.log.transaction_index import AbortedTxn
 from kafka_txn_broker.log.unified_log import UnexpectedAppendOffsetError, UnifiedLog
 

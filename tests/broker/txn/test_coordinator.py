@@ -10,7 +10,7 @@ import pytest
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.partitioning import GROUP_TOPIC
 from kafka_txn_broker.txn.transaction_metadata import MAX_EPOCH, TransactionState
-from tests.broker.txn.conftest import Harness, make_harness
+from tests.broker.harness import Harness, make_harness
 
 S = TransactionState
 
