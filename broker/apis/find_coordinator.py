@@ -18,18 +18,11 @@ GROUP, TRANSACTION = 0, 1
 
 def coordinator_node(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str, int]:
     """The live leader of the key's internal-topic partition, creating the topic on first use."""
-    cfg = ctx.node.config
-    if key_type in (GROUP, TRANSACTION):
-        # Kafka: DESCRIBE on the group / transactional id, else GROUP_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
-        ctx.require("DESCRIBE", "GROUP" if key_type == GROUP else "TRANSACTIONAL_ID", key)
-    if key_type == GROUP:
-        topic = ctx.node.cluster.ensure_internal_topic(GROUP_TOPIC, cfg["offsets.topic.num.partitions"],
-                                                       cfg["offsets.topic.replication.factor"])
-    elif key_type == TRANSACTION:
-        topic = ctx.node.cluster.ensure_internal_topic(TXN_TOPIC, cfg["transaction.state.log.num.partitions"],
-                                                       cfg["transaction.state.log.replication.factor"])
-    else:
+    if key_type not in (GROUP, TRANSACTION):
         raise InvalidRequestError(f"unknown coordinator key type {key_type}")
+    # Kafka: DESCRIBE on the group / transactional id, else GROUP_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+    ctx.require("DESCRIBE", "GROUP" if key_type == GROUP else "TRANSACTIONAL_ID", key)
+    topic = ctx.node.internal_topic(GROUP_TOPIC if key_type == GROUP else TXN_TOPIC)
     if not key:
         raise InvalidRequestError("coordinator key must not be empty")
     state = topic.partitions[partition_for(key, len(topic.partitions))]

@@ -35,7 +35,7 @@ async def delete_groups(ctx: RequestContext, req: Any) -> Any:
 
 
 def _exists(ctx: RequestContext, tp: TopicPartition) -> bool:
-    t = ctx.node.cluster.metadata.topics.get(tp[0])
+    t = ctx.node.metadata.topics.get(tp[0])
     return t is not None and 0 <= tp[1] < len(t.partitions)
 
 

@@ -59,7 +59,7 @@ def _auto_create(ctx: RequestContext, name: str) -> TopicState | None:
 
 @api(MetadataRequest, MetadataResponse, 0, 12)
 async def handle(ctx: RequestContext, req: Any) -> Any:
-    meta = ctx.node.cluster.metadata
+    meta = ctx.node.metadata
     allow_auto = getattr(req, "allow_auto_topic_creation", True) and ctx.node.config["auto.create.topics.enable"]
     if req.topics is None or (ctx.api_version == 0 and not req.topics):
         # Topics the principal may not DESCRIBE are left out silently, as Kafka does.
@@ -73,7 +73,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
 
 
 def _lookup(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None, allow_auto: bool) -> Any:
-    meta = ctx.node.cluster.metadata
+    meta = ctx.node.metadata
     if not name and topic_id and topic_id != ZERO_UUID:
         t = meta.topics_by_id.get(topic_id)
         if t is not None and not ctx.authorize("DESCRIBE", "TOPIC", t.name):

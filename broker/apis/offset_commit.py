@@ -29,7 +29,7 @@ UNKNOWN_TOPIC = int(UnknownTopicOrPartitionError.errno)
 
 
 def _partition_exists(ctx: RequestContext, topic: str, partition: int) -> bool:
-    t = ctx.node.cluster.metadata.topics.get(topic)
+    t = ctx.node.metadata.topics.get(topic)
     return t is not None and 0 <= partition < len(t.partitions)
 
 

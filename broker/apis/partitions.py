@@ -19,7 +19,7 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 def resolve_topic(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None) -> TopicState:
-    meta = ctx.node.cluster.metadata
+    meta = ctx.node.metadata
     if topic_id is not None and topic_id != ZERO_UUID and not name:
         t = meta.topics_by_id.get(topic_id)
         if t is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from kafka.errors import CoordinatorLoadInProgressError, NotCoordinatorError
@@ -19,9 +20,10 @@ from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, partition_for
 from kafka_txn_broker.group.shard import GroupShard
 
 if TYPE_CHECKING:
-    from kafka_txn_broker.replica.partition import Partition
-    from kafka_txn_broker.server.metadata import PartitionState
-    from kafka_txn_broker.server.node import BrokerNode
+    from kafka_txn_broker.clock import Clock
+    from kafka_txn_broker.config import BrokerConfig
+    from kafka_txn_broker.replica.coordinator_log import CoordinatorLog
+    from kafka_txn_broker.server.metadata import MetadataView, PartitionState
 
 log = logging.getLogger(__name__)
 
@@ -32,43 +34,52 @@ LOAD_CHUNK_BYTES = 1024 * 1024
 class PartitionWriter:
     """Appends the coordinator's batches to this node's leader replica of one partition (acks=all)."""
 
-    def __init__(self, node: BrokerNode, partition: int) -> None:
-        self.node = node
+    def __init__(self, log: CoordinatorLog, partition: int) -> None:
+        self.log = log
         self.partition = partition
 
     def append(self, batch: bytes) -> int:
-        part = self.node.replica_manager.get(GROUP_TOPIC, self.partition)
-        if part is None:
-            raise NotCoordinatorError(f"node {self.node.node_id} has no replica of {GROUP_TOPIC}-{self.partition}")
-        return int(part.append_as_leader(batch, -1, origin="coordinator").first_offset)
+        return self.log.append(self.partition, batch)
 
 
 class GroupCoordinator:
-    def __init__(self, node: BrokerNode) -> None:
-        self.node = node
+    """Collaborators come through the constructor: the node's replicas of __consumer_offsets as a
+    CoordinatorLog, the metadata view (who leads a partition), the config and the clock. Like all
+    broker state, it lives on the cluster's event loop."""
+
+    def __init__(self, node_id: int, config: BrokerConfig, clock: Clock, log: CoordinatorLog,
+                 metadata: MetadataView) -> None:
+        self.node_id = node_id
+        self.config = config
+        self.clock = clock
+        self.log = log
+        self.metadata = metadata
         self.shards: dict[int, GroupShard] = {}
         self._loads: dict[int, asyncio.Task[None]] = {}
 
     # ---- routing -----------------------------------------------------------------------------
-    def partition_of(self, group_id: str) -> PartitionState:
-        topic = self.node.cluster.metadata.topics.get(GROUP_TOPIC)
-        if topic is None:
+    def partition_of(self, group_id: str) -> tuple[int, int]:
+        """(partition of __consumer_offsets, its leader) for a group id."""
+        count = self.metadata.partition_count(GROUP_TOPIC)
+        if count is None:
             raise NotCoordinatorError(f"{GROUP_TOPIC} does not exist yet: send FindCoordinator first")
-        return topic.partitions[partition_for(group_id, len(topic.partitions))]
+        partition = partition_for(group_id, count)
+        leader = self.metadata.leader(GROUP_TOPIC, partition)
+        return partition, -1 if leader is None else leader
 
     def shard(self, group_id: str) -> GroupShard:
         """The loaded shard owning the group, or NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS."""
-        state = self.partition_of(group_id)
-        if state.leader != self.node.node_id:
+        partition, leader = self.partition_of(group_id)
+        if leader != self.node_id:
             raise NotCoordinatorError(
-                f"node {self.node.node_id} is not the coordinator of group {group_id!r} "
-                f"({GROUP_TOPIC}-{state.partition} is led by node {state.leader})")
-        shard = self.shards.get(state.partition)
+                f"node {self.node_id} is not the coordinator of group {group_id!r} "
+                f"({GROUP_TOPIC}-{partition} is led by node {leader})")
+        shard = self.shards.get(partition)
         if shard is None:
-            self._begin_load(state.partition)
-            shard = self.shards[state.partition]
+            self._begin_load(partition)
+            shard = self.shards[partition]
         if not shard.loaded:
-            raise CoordinatorLoadInProgressError(f"loading {GROUP_TOPIC}-{state.partition} for group {group_id!r}")
+            raise CoordinatorLoadInProgressError(f"loading {GROUP_TOPIC}-{partition} for group {group_id!r}")
         return shard
 
     def loaded_shards(self) -> list[GroupShard]:
@@ -83,7 +94,7 @@ class GroupCoordinator:
         for state in changed:
             if state.topic != GROUP_TOPIC:
                 continue
-            if state.leader == self.node.node_id:
+            if state.leader == self.node_id:
                 if state.partition not in self.shards:
                     self._begin_load(state.partition)
             else:
@@ -105,7 +116,7 @@ class GroupCoordinator:
 
     # ---- loading -----------------------------------------------------------------------------
     def _begin_load(self, partition: int) -> None:
-        shard = GroupShard(partition, self.node.config, self.node.clock, PartitionWriter(self.node, partition))
+        shard = GroupShard(partition, self.config, self.clock, PartitionWriter(self.log, partition))
         self.shards[partition] = shard
         try:
             loop = asyncio.get_running_loop()
@@ -114,26 +125,21 @@ class GroupCoordinator:
             return
         self._loads[partition] = loop.create_task(self._load(shard), name=f"load-{GROUP_TOPIC}-{partition}")
 
-    def _replica(self, partition: int) -> Partition | None:
-        return self.node.replica_manager.get(GROUP_TOPIC, partition)
-
     def _load_now(self, shard: GroupShard) -> None:
-        part = self._replica(shard.partition)
-        position = part.log.log_start_offset if part is not None else 0
-        while part is not None and position < part.log.log_end_offset:
-            position = self._replay_chunk(shard, part, position)
+        for chunk in self.log.read(shard.partition):
+            shard.replay(chunk, 0)
         shard.finish_load()
 
     async def _load(self, shard: GroupShard) -> None:
         # The topic may be created in this very step: its replica is added right after the hook runs.
         await asyncio.sleep(0)
         try:
-            part = self._replica(shard.partition)
-            position = part.log.log_start_offset if part is not None else 0
-            # No await between the last end-offset check and finish_load, so a transaction marker
-            # appended meanwhile is either replayed here or delivered by on_transaction_marker.
-            while part is not None and position < part.log.log_end_offset:
-                position = self._replay_chunk(shard, part, position)
+            # The log's end is re-read before each chunk and there is no await between the last check
+            # and finish_load, so a transaction marker appended meanwhile is either replayed here or
+            # delivered by on_transaction_marker.
+            chunks: Iterator[bytes] = self.log.read(shard.partition)
+            for chunk in chunks:
+                shard.replay(chunk, 0)
                 await asyncio.sleep(0)
         except Exception:
             log.exception("loading %s-%s failed", GROUP_TOPIC, shard.partition)
@@ -144,16 +150,8 @@ class GroupCoordinator:
             self._loads.pop(shard.partition, None)
         if self.shards.get(shard.partition) is shard:
             shard.finish_load()
-            log.info("node %s loaded %s-%s: %d groups", self.node.node_id, GROUP_TOPIC, shard.partition,
+            log.info("node %s loaded %s-%s: %d groups", self.node_id, GROUP_TOPIC, shard.partition,
                      len(shard.groups))
-
-    @staticmethod
-    def _replay_chunk(shard: GroupShard, part: Partition, position: int) -> int:
-        chunk = part.log.read_for_replication(position, LOAD_CHUNK_BYTES)
-        next_position = shard.replay(bytes(chunk), position) if chunk else position
-        if next_position <= position:
-            raise RuntimeError(f"no progress replaying {GROUP_TOPIC}-{shard.partition} at offset {position}")
-        return next_position
 
     def _unload(self, partition: int) -> None:
         task = self._loads.pop(partition, None)

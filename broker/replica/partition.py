@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka.errors import KafkaStorageError, NotEnoughReplicasError, NotLeaderForPartitionError
 
-from kafka_txn_broker.formats.partitioning import GROUP_TOPIC
+from kafka_txn_broker.formats.errors import NONE, NOT_ENOUGH_REPLICAS, error_code
 from kafka_txn_broker.formats.record_batch import BatchHeader
 from kafka_txn_broker.log.unified_log import UnifiedLog
 
@@ -84,10 +84,23 @@ class Partition:
             raise
         offset = info.first_offset
         self.replicate(info.records, offset, info.batches)
-        if self.topic == GROUP_TOPIC:
-            # Transactional offset commits become visible (or are dropped) with the marker.
-            self.manager.node.group_coordinator.on_transaction_marker(self.index, producer_id, commit)
+        self.manager.on_marker(self.topic, self.index, producer_id, commit)
         return int(offset)
+
+    def write_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                     transaction_version: int, txn_start_offset: int | None = None) -> int:
+        """A transaction marker (WriteTxnMarkers, or the coordinator's marker channel) with acks=all
+        semantics: the Kafka error code of the result, never an exception."""
+        try:
+            self.check_leader()
+            needed = self.manager.min_insync_replicas(self.topic)
+            if len(self.state.isr) < needed:
+                return NOT_ENOUGH_REPLICAS
+            self.append_marker(producer_id, producer_epoch, commit, coordinator_epoch,
+                               transaction_version=transaction_version, txn_start_offset=txn_start_offset)
+        except Exception as exc:  # the log raises Kafka errors (epoch fencing, KIP-664 start offset)
+            return error_code(exc)
+        return NONE
 
     def _fail_over_if_offline(self) -> None:
         """After a failed write: if the log went offline, hand leadership to an in-sync replica, as

@@ -1,11 +1,15 @@
-"""The replicas one node hosts: opening their logs, routing appends and reads, waking long polls."""
+"""The replicas one node hosts: opening their logs, routing appends and reads, waking long polls.
+
+Threading: on the cluster's event loop, like all broker state (see the package docstring).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, TXN_TOPIC
@@ -15,23 +19,35 @@ from kafka_txn_broker.replica.partition import Partition
 from kafka_txn_broker.server.metadata import PartitionState
 
 if TYPE_CHECKING:
-    from kafka_txn_broker.server.node import BrokerNode
+    from kafka_txn_broker.clock import Clock
+    from kafka_txn_broker.config import BrokerConfig
+    from kafka_txn_broker.server.metadata import ClusterMetadata
 
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
+# The replica manager of a live node, by node id (None: the node is down): in-process replication.
+PeerLookup = Callable[[int], "ReplicaManager | None"]
+# Told of every transaction marker a leader replica writes: (topic, partition, producer id, commit).
+MarkerListener = Callable[[str, int, int, bool], None]
 
 
 class ReplicaManager:
-    def __init__(self, node: BrokerNode) -> None:
-        self.node = node
-        self.node_id = node.node_id
-        self.metadata = node.cluster.metadata
+    def __init__(self, node_id: int, log_dir: Path, config: BrokerConfig, clock: Clock, metadata: ClusterMetadata,
+                 peers: PeerLookup, on_marker: MarkerListener) -> None:
+        self.node_id = node_id
+        self.log_dir = log_dir
+        self.config = config
+        self.clock = clock
+        # The controller's view: ISR changes and leader fail-over go through it.
+        self.metadata = metadata
+        self._peers = peers
+        self.on_marker = on_marker
         self.partitions: dict[TopicPartition, Partition] = {}
         self._data_waiters: list[asyncio.Future[None]] = []
-        self._last_expiration_check = node.clock.monotonic()  # a wall-clock step must not pause the check
-        self._last_flush_check = node.clock.millis()  # compared with tick's now_ms
-        self.cleaner = LogCleanerManager(node.config, node.log_dir)
+        self._last_expiration_check = clock.monotonic()  # a wall-clock step must not pause the check
+        self._last_flush_check = clock.millis()  # compared with tick's now_ms
+        self.cleaner = LogCleanerManager(config, log_dir)
 
     # ---- lifecycle ---------------------------------------------------------------------------
     def open_replicas(self) -> None:
@@ -44,8 +60,8 @@ class ReplicaManager:
         key = (state.topic, state.partition)
         part = self.partitions.get(key)
         if part is None:
-            path = self.node.log_dir / f"{state.topic}-{state.partition}"
-            log_ = UnifiedLog.open(path, self.node.config, self.node.clock,
+            path = self.log_dir / f"{state.topic}-{state.partition}"
+            log_ = UnifiedLog.open(path, self.config, self.clock,
                                    segment_bytes=self.segment_bytes(state.topic))
             part = Partition(self, state, log_)
             self.partitions[key] = part
@@ -70,7 +86,7 @@ class ReplicaManager:
             part = self.partitions.pop(key)
             part.log.delete()
             self.cleaner.forget(key)
-        for leftover in self.node.log_dir.glob(f"{name}-*"):
+        for leftover in self.log_dir.glob(f"{name}-*"):
             if leftover.is_dir() and leftover.name.rsplit("-", 1)[0] == name:
                 shutil.rmtree(leftover, ignore_errors=True)
 
@@ -79,13 +95,13 @@ class ReplicaManager:
         return self.partitions.get((topic, partition))
 
     def peer_replica(self, node_id: int, topic: str, partition: int) -> Partition | None:
-        node = self.node.cluster.live_node(node_id)
-        return node.replica_manager.get(topic, partition) if node is not None else None
+        peer = self._peers(node_id)
+        return peer.get(topic, partition) if peer is not None else None
 
     def min_insync_replicas(self, topic: str) -> int:
         t = self.metadata.topics.get(topic)
         value = t.configs.get("min.insync.replicas") if t else None
-        return int(value) if value is not None else int(self.node.config["min.insync.replicas"])
+        return int(value) if value is not None else int(self.config["min.insync.replicas"])
 
     def segment_bytes(self, topic: str) -> int | None:
         """The topic's segment.bytes; Kafka's own settings for the internal topics; None: log.segment.bytes."""
@@ -97,9 +113,9 @@ class ReplicaManager:
             except ValueError:
                 log.warning("ignoring segment.bytes=%r of topic %s (not an integer)", value, topic)
         if topic == TXN_TOPIC:
-            return int(self.node.config["transaction.state.log.segment.bytes"])
+            return int(self.config["transaction.state.log.segment.bytes"])
         if topic == GROUP_TOPIC:
-            return int(self.node.config["offsets.topic.segment.bytes"])
+            return int(self.config["offsets.topic.segment.bytes"])
         return None
 
     def leader_partitions(self) -> list[Partition]:
@@ -133,7 +149,7 @@ class ReplicaManager:
 
     def _flush_due_logs(self, now_ms: int) -> None:
         """log.flush.interval.ms for logs that got no append since their data became due."""
-        interval = self.node.config["log.flush.interval.ms"]
+        interval = self.config["log.flush.interval.ms"]
         if interval >= 2**62 or now_ms - self._last_flush_check < min(interval, 1000):
             return  # the default (never) costs nothing, even with 60,000 replicas
         self._last_flush_check = now_ms
@@ -142,8 +158,8 @@ class ReplicaManager:
 
     def _expire_producers(self, now_ms: int) -> None:
         """Forget idle producers every producer.id.expiration.check.interval.ms (Kafka's schedule)."""
-        interval = self.node.config["producer.id.expiration.check.interval.ms"]
-        mono = self.node.clock.monotonic()
+        interval = self.config["producer.id.expiration.check.interval.ms"]
+        mono = self.clock.monotonic()
         if (mono - self._last_expiration_check) * 1000 < interval:
             return
         self._last_expiration_check = mono

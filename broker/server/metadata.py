@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kafka.errors import (
     InvalidPartitionsError,
@@ -50,6 +50,18 @@ class TopicState:
 
 
 LeadershipListener = Callable[[list[PartitionState]], None]
+
+
+class MetadataView(Protocol):
+    """What a coordinator reads of the cluster metadata (ClusterMetadata provides it; unit tests fake it)."""
+
+    def partition_count(self, topic: str) -> int | None:
+        """The topic's number of partitions; None when the topic does not exist."""
+        ...
+
+    def leader(self, topic: str, partition: int) -> int | None:
+        """The partition's leader, -1 when it has none; None when the partition does not exist."""
+        ...
 
 
 def validate_topic_name(name: str) -> None:
@@ -172,6 +184,16 @@ class ClusterMetadata:
         if t is None or not 0 <= partition < len(t.partitions):
             raise UnknownTopicOrPartitionError(f"{topic}-{partition} does not exist")
         return t.partitions[partition]
+
+    def partition_count(self, topic: str) -> int | None:
+        t = self.topics.get(topic)
+        return len(t.partitions) if t is not None else None
+
+    def leader(self, topic: str, partition: int) -> int | None:
+        t = self.topics.get(topic)
+        if t is None or not 0 <= partition < len(t.partitions):
+            return None
+        return t.partitions[partition].leader
 
     def all_partitions(self) -> Iterable[PartitionState]:
         for t in self.topics.values():

@@ -25,6 +25,7 @@ from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorRespo
 from kafka.protocol.producer import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
 from kafka_txn_broker import EmbeddedCluster
+from kafka_txn_broker.formats.partitioning import GROUP_TOPIC
 from tests.broker.wire import roundtrip
 
 NOT_COORDINATOR = 16
@@ -197,7 +198,8 @@ def test_requests_during_a_load_get_load_in_progress(cluster: EmbeddedCluster) -
     inner = cluster.cluster
 
     async def reload() -> int:
-        state = inner.nodes[0].group_coordinator.partition_of("loading")
+        partition, _leader = inner.nodes[0].group_coordinator.partition_of("loading")
+        state = inner.metadata.partition(GROUP_TOPIC, partition)
         node = inner.nodes[state.leader]
         coordinator = node.group_coordinator
         coordinator.on_leadership_change([_moved(state, -1)])

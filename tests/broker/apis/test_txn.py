@@ -18,6 +18,7 @@ from kafka.protocol.producer import (
 )
 
 from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, partition_for
 from kafka_txn_broker.formats.record_batch import build_batch
 from kafka_txn_broker.server.cluster import EmbeddedCluster
 from kafka_txn_broker.testing.raw_client import ProducerIdAndEpoch, RawKafkaClient
@@ -97,6 +98,20 @@ def test_add_partitions_v3_checks_every_partition_first(client: RawKafkaClient) 
     assert add_v3(client, 3, "v3", pe, {"__consumer_offsets": [0]}) == {
         ("__consumer_offsets", 0): TOPIC_AUTHORIZATION_FAILED}
     assert add_v3(client, 3, "v3", pe, {"t": [0, 1]}) == {("t", 0): 0, ("t", 1): 0}
+
+
+def test_add_offsets_adds_the_groups_offsets_partition(client: RawKafkaClient) -> None:
+    _, pe = init(client, "ao")
+    resp = client.send(AddOffsetsToTxnRequest[3](transactional_id="ao", producer_id=pe.producer_id,
+                                                 producer_epoch=pe.epoch, group_id="grp"), 3,
+                       client.transaction_coordinator("ao"), AddOffsetsToTxnResponse)
+    assert resp.error_code == E.NONE
+    described = client.describe_transaction("ao")
+    assert described.transaction_state == "Ongoing"
+    # The group's coordinator partition: partitionFor("grp") of __consumer_offsets (3 partitions here).
+    assert [(t.topic, list(t.partitions)) for t in described.topics] == [
+        (GROUP_TOPIC, [partition_for("grp", 3)])]
+    assert end(client, 3, "ao", pe, True).error_code == E.NONE
 
 
 def test_old_versions_get_invalid_producer_epoch_instead_of_fenced(client: RawKafkaClient) -> None:

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from kafka_txn_broker.formats import errors as E
-from kafka_txn_broker.formats.partitioning import GROUP_TOPIC
 from kafka_txn_broker.txn.transaction_metadata import MAX_EPOCH, TransactionState
 from tests.broker.harness import Harness, make_harness
 
@@ -174,16 +173,6 @@ def test_transactional_id_expiration_writes_a_tombstone(tmp_path: Path) -> None:
         h.cluster.restart()
         h.core = h.cluster.cluster  # type: ignore[assignment]
         assert h.metadata("idle") is None and h.metadata("busy") is not None
-
-
-def test_add_offsets_adds_the_group_coordinator_partition(harness: Harness) -> None:
-    _, pid, epoch = harness.init("a")
-    assert harness.run(lambda: harness.coord("a").add_offsets_to_transaction("a", pid, epoch, "grp")) == E.NONE
-    md = harness.metadata("a")
-    assert md is not None and len(md.topic_partitions) == 1
-    assert next(iter(md.topic_partitions))[0] == GROUP_TOPIC
-    assert harness.end("a", pid, epoch, True)[0] == E.NONE
-    assert harness.metadata("a").state is S.COMPLETE_COMMIT  # type: ignore[union-attr]
 
 
 def test_verify_partitions(harness: Harness) -> None:
