@@ -68,7 +68,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         topics = [_lookup(ctx, getattr(t, "name", None), getattr(t, "topic_id", None), allow_auto)
                   for t in req.topics]
     return R[ctx.api_version](throttle_time_ms=0, brokers=brokers(ctx), cluster_id=ctx.node.config["cluster.id"],
-                              controller_id=min(n for n, x in ctx.node.cluster.nodes.items() if x.online),
+                              controller_id=ctx.node.cluster.controller_id(),
                               topics=topics)
 
 

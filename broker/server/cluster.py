@@ -135,6 +135,12 @@ class Cluster:
     def bootstrap_servers(self) -> str:
         return ",".join(n.address for n in self.nodes.values() if n.online)
 
+    def controller_id(self) -> int:
+        """The node Metadata and DescribeCluster name as controller: the lowest live node id, or -1
+        (Kafka's "no controller") once every node went offline, e.g. while the cluster stops with clients
+        still connected."""
+        return min((node_id for node_id, node in self.nodes.items() if node.online), default=-1)
+
     def create_topic(self, name: str, partitions: int, replication_factor: int,
                      configs: Mapping[str, str] | None = None, *, cap_replication: bool = False) -> TopicState:
         # Auto-created and internal topics take what the cluster can give (as Kafka caps the internal
