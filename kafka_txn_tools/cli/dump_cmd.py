@@ -55,11 +55,12 @@ def dump_command(
     with user_errors(), connect(Connection(bootstrap_server, command_config, profile, timeout)) as client, \
             progress_bar("dumping producer state") as (advance, set_total):
         rows = collect(client, now_ms, progress=advance, on_total=set_total)
+    from kafka_txn_tools.dumps.schema import ERRORS, PRODUCERS, TRANSACTIONS, DumpWriter
+
     try:
-        from kafka_txn_tools.dumps.schema import ERRORS, PRODUCERS, TRANSACTIONS, DumpWriter
-    except ImportError as exc:
-        fail(f"dump needs pyarrow ({exc}): pip install pyarrow")
-    writer = DumpWriter(out, fmt.value, capture_time_ms=now_ms())
+        writer = DumpWriter(out, fmt.value, capture_time_ms=now_ms())
+    except ImportError as exc:  # Parquet needs pyarrow; JSONL does not
+        fail(f"dump --format parquet needs pyarrow ({exc}): pip install pyarrow, or use --format jsonl")
     writer.add(PRODUCERS, rows.producers)
     writer.add(TRANSACTIONS, rows.transactions)
     writer.add(ERRORS, rows.errors)

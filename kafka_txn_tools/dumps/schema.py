@@ -320,6 +320,8 @@ class DumpWriter:
     def __init__(self, directory: str | os.PathLike[str], fmt: str = "parquet", capture_time_ms: int = 0) -> None:
         if fmt not in ("parquet", "jsonl"):
             raise ValueError(f"unknown dump format {fmt!r}: use parquet or jsonl")
+        if fmt == "parquet":
+            from kafka_txn_tools.dumps import parquet  # noqa: F401  (ImportError now, before any file: no pyarrow)
         self.directory = Path(directory)
         self.format = fmt
         self.capture_time_ms = capture_time_ms
