@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
+
 _BOOL_TRUE = {"true", "yes", "1", "on"}
 _BOOL_FALSE = {"false", "no", "0", "off"}
 
@@ -61,7 +63,8 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("transaction.state.log.num.partitions", int, 50, "partitions of __transaction_state"),
     ConfigKey("transaction.state.log.replication.factor", int, 3, "replication factor of __transaction_state"),
     ConfigKey("transaction.state.log.segment.bytes", int, 104857600, "segment size of __transaction_state"),
-    ConfigKey("transaction.max.timeout.ms", int, 900000, "largest transaction.timeout.ms a producer may ask for"),
+    ConfigKey("transaction.max.timeout.ms", int, DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
+              "largest transaction.timeout.ms a producer may ask for"),
     ConfigKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", int, 10000, "timeout reaper period"),
     ConfigKey("transactional.id.expiration.ms", int, 604800000, "expire idle transactional ids after this"),
     ConfigKey("transaction.remove.expired.transaction.cleanup.interval.ms", int, 3600000, "expiry check period"),

@@ -79,9 +79,6 @@ class Reader:
         self.pos += size
         return int(value)
 
-    def int8(self, what: str) -> int:
-        return self.take(">b", what)
-
     def int16(self, what: str) -> int:
         return self.take(">h", what)
 

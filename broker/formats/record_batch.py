@@ -21,6 +21,7 @@ from kafka_txn_broker.formats.errors import (
     MessageTooLargeError,
     UnsupportedForMessageFormatError,
 )
+from kafka_txn_broker.formats.transactions import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
@@ -36,8 +37,6 @@ TRANSACTIONAL_FLAG = 0x10
 CONTROL_FLAG = 0x20
 CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 INT32_MAX = 2**31 - 1
 

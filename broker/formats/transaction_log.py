@@ -22,8 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kafka_txn_broker.formats.bytes import Reader, Writer
-from kafka_txn_broker.formats.record_batch import NO_PRODUCER_ID
-from kafka_txn_broker.formats.transactions import TransactionState
+from kafka_txn_broker.formats.transactions import NO_PRODUCER_ID, TransactionState
 
 KEY_VERSION = 0
 HIGHEST_VALUE_VERSION = 1

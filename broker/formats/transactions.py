@@ -9,13 +9,10 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from kafka_txn_broker.formats.record_batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
-
-__all__ = [
-    "DEFAULT_MAX_TRANSACTION_TIMEOUT_MS", "LATE_TRANSACTION_BUFFER_MS", "MAX_EPOCH", "NO_PRODUCER_EPOCH",
-    "NO_PRODUCER_ID", "STATE_NAMES", "TWO_PC_TIMEOUT_MS", "TransactionState",
-]
-
+# RecordBatch.NO_PRODUCER_ID / NO_PRODUCER_EPOCH: batches and the coordinator alike. (This module imports
+# nothing, so the CLI can load the vocabulary at start.)
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
 MAX_EPOCH = 32767  # Short.MAX_VALUE
 TWO_PC_TIMEOUT_MS = 2**31 - 1  # Integer.MAX_VALUE marks a 2PC transaction that never times out (KIP-939)
 # transaction.max.timeout.ms's default, and kafka-transactions.sh find-hanging's --max-transaction-timeout.

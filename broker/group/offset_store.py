@@ -45,9 +45,6 @@ class OffsetStore:
     def of_group(self, group: str) -> dict[TopicPartition, CommittedOffset]:
         return dict(self.committed.get(group, {}))
 
-    def has_offsets(self, group: str) -> bool:
-        return bool(self.committed.get(group)) or any(group in p for p in self.pending.values())
-
     def groups(self) -> set[str]:
         out = set(self.committed)
         for per_group in self.pending.values():

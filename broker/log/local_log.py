@@ -32,7 +32,6 @@ from kafka_txn_broker.log import cleaner, file_cache
 from kafka_txn_broker.log.segment import LogSegment, SegmentStateUnknown
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
-SNAPSHOT_SUFFIX = ".snapshot"
 
 
 @dataclass

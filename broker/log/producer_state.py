@@ -25,19 +25,13 @@ from kafka.errors import (
 
 from kafka_txn_broker.clock import Clock
 from kafka_txn_broker.formats import producer_snapshot as snap
-from kafka_txn_broker.formats.record_batch import (
-    INT32_MAX,
-    NO_PRODUCER_EPOCH,
-    NO_SEQUENCE,
-    BatchHeader,
-    decrement_sequence,
-)
+from kafka_txn_broker.formats.record_batch import INT32_MAX, NO_SEQUENCE, BatchHeader, decrement_sequence
+from kafka_txn_broker.formats.transactions import LATE_TRANSACTION_BUFFER_MS, NO_PRODUCER_EPOCH
 
 log = logging.getLogger(__name__)
 
 NUM_BATCHES_TO_RETAIN = 5
 SNAPSHOTS_TO_KEEP = 3
-LATE_TRANSACTION_BUFFER_MS = 5 * 60 * 1000
 
 
 class AppendOrigin(StrEnum):

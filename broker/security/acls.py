@@ -57,14 +57,6 @@ class ResourcePattern:
     name: str
     pattern_type: PatternType = PatternType.LITERAL
 
-    def applies_to(self, resource_type: ResourceType, name: str) -> bool:
-        """Does an ACL on this pattern apply to the resource? (literal, the `*` wildcard, or a prefix)"""
-        if self.resource_type != resource_type:
-            return False
-        if self.pattern_type == PatternType.PREFIXED:
-            return name.startswith(self.name)
-        return self.name in (name, WILDCARD)
-
     def __str__(self) -> str:
         kind = " (prefixed)" if self.pattern_type == PatternType.PREFIXED else ""
         return f"{self.resource_type.name}:{self.name}{kind}"

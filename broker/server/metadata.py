@@ -245,9 +245,6 @@ class ClusterMetadata:
     def node_started(self, node_id: int) -> None:
         self.live_nodes.add(node_id)
 
-    def offline_partitions_of(self, node_id: int) -> list[PartitionState]:
-        return [p for p in self.all_partitions() if p.leader == -1 and node_id in p.isr]
-
     def elect(self, p: PartitionState, leader: int) -> None:
         self._set(p, leader, p.isr if leader in p.isr else [*p.isr, leader], bump=True)
         self._notify([p])

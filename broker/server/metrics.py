@@ -17,14 +17,10 @@ import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kafka_txn_broker.log.producer_state import LATE_TRANSACTION_BUFFER_MS
-
 if TYPE_CHECKING:
     from kafka_txn_broker.replica.partition import Partition
     from kafka_txn_broker.server.cluster import Cluster
     from kafka_txn_broker.server.node import BrokerNode
-
-__all__ = ["LATE_TRANSACTION_BUFFER_MS", "collect", "render", "serve_metrics"]
 
 LATE_TXNS = "kafka_server_replicamanager_partitionswithlatetransactionscount"
 LSO_LAG = "kafka_cluster_partition_laststableoffsetlag"

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.transactions import TransactionState as S
 from kafka_txn_broker.testing.raw_client import ProducerIdAndEpoch, RawKafkaClient
 
 PARTITIONS = 4
@@ -180,13 +181,13 @@ def _healthy_mix(run: _Run) -> list[HealthyTransaction]:
         _check(run.produce(txn_id, pe, HEALTHY_PARTITION, 0, [f"{role}-{i}".encode() for i in range(3)])[0],
                f"Produce for {txn_id}")
         run.end(txn_id, pe, commit)
-        out.append(HealthyTransaction(txn_id, pe.producer_id, "CompleteCommit" if commit else "CompleteAbort",
-                                      run.topic, HEALTHY_PARTITION))
+        ended = S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT
+        out.append(HealthyTransaction(txn_id, pe.producer_id, ended.state_name, run.topic, HEALTHY_PARTITION))
     # Open and within its timeout: it holds p2's LSO back, legitimately, until it ends or times out.
     txn_id, pe = run.begin("open", run.options.open_timeout_ms)
     _check(run.add(txn_id, pe, OPEN_PARTITION), f"AddPartitionsToTxn for {txn_id}")
     _check(run.produce(txn_id, pe, OPEN_PARTITION, 0, [b"open-0", b"open-1"])[0], f"Produce for {txn_id}")
-    out.append(HealthyTransaction(txn_id, pe.producer_id, "Ongoing", run.topic, OPEN_PARTITION))
+    out.append(HealthyTransaction(txn_id, pe.producer_id, S.ONGOING.state_name, run.topic, OPEN_PARTITION))
     return out
 
 

@@ -27,16 +27,13 @@ from kafka.errors import ProducerFencedError
 
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC
+from kafka_txn_broker.formats.transactions import MAX_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionState
 from kafka_txn_broker.txn.marker_channel import TransactionMarkerChannelManager
 from kafka_txn_broker.txn.state_manager import CoordinatorError, TransactionListing, TransactionStateManager
 from kafka_txn_broker.txn.transaction_metadata import (
-    MAX_EPOCH,
-    NO_PRODUCER_EPOCH,
-    NO_PRODUCER_ID,
     IllegalTransitionError,
     TopicPartition,
     TransactionMetadata,
-    TransactionState,
     TxnTransitMetadata,
     supports_epoch_bump,
 )

@@ -44,11 +44,8 @@ from kafka_txn_broker.formats.transaction_log import (
     encode_value,
     value_version_for,
 )
-from kafka_txn_broker.txn.transaction_metadata import (
-    TransactionMetadata,
-    TransactionState,
-    TxnTransitMetadata,
-)
+from kafka_txn_broker.formats.transactions import TransactionState
+from kafka_txn_broker.txn.transaction_metadata import TransactionMetadata, TxnTransitMetadata
 
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock

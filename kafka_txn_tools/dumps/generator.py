@@ -384,10 +384,6 @@ def background_transactions(cluster: Cluster, chunk: Chunk) -> list[txlog.TxnMet
     return out
 
 
-def injected_transactions(cluster: Cluster) -> list[txlog.TxnMetadata]:
-    return [i.coordinator for i in cluster.injected if i.coordinator is not None]
-
-
 def coordinator_of(cluster: Cluster, tid: str) -> int:
     return cluster.leader(partition_for(tid, cluster.cfg.txn_state_partitions))
 

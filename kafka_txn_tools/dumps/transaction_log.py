@@ -17,10 +17,11 @@ from pathlib import Path
 
 from kafka_txn_broker.formats import transaction_log as codec
 from kafka_txn_broker.formats.errors import CorruptRecordError
-from kafka_txn_broker.formats.record_batch import NO_PRODUCER_ID, build_batch
-from kafka_txn_broker.formats.transactions import TransactionState
+from kafka_txn_broker.formats.record_batch import build_batch
+from kafka_txn_broker.formats.transactions import NO_PRODUCER_ID, TransactionState
 from kafka_txn_tools.dumps import segments
 from kafka_txn_tools.dumps.schema import Row
+from kafka_txn_tools.models import DEAD_STATE
 
 TransactionLogError = codec.TransactionLogError
 
@@ -98,7 +99,7 @@ def latest_states(records: Iterable[TxnLogRecord]) -> dict[str, TxnMetadata]:
             latest.pop(rec.transactional_id, None)  # nothing left that names a producer
         else:
             latest[rec.transactional_id] = replace(
-                previous, state="Dead", partitions=(), last_update_ms=rec.timestamp, start_time_ms=-1
+                previous, state=DEAD_STATE, partitions=(), last_update_ms=rec.timestamp, start_time_ms=-1
             )
     return latest
 

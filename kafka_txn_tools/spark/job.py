@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 from kafka_txn_tools.dumps.plan import AbortPlan, AbortPlanEntry, write_plan
 from kafka_txn_tools.durations import parse_duration_ms
 from kafka_txn_tools.spark.session import get_session, require_java
@@ -135,7 +136,7 @@ def run_sweep(
     inputs: Sequence[str],
     out_dir: str | os.PathLike[str],
     master: str | None = "local[2]",
-    max_transaction_timeout_ms: int = 900_000,
+    max_transaction_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
     as_of_ms: int | None = None,
     include_late: bool = False,
     spark: SparkSession | None = None,

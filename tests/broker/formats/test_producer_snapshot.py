@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kafka_txn_broker.formats import producer_snapshot as ps
+from kafka_txn_broker.formats.record_batch import crc32c
 
 VECTOR_HEX = (
     "0001 4eaec20a 00000002 | 00000000000003e8 0000 00000009 000000000000006d 00000009 0000018bcfe56800 "
@@ -21,7 +22,7 @@ ENTRIES = [ps.SnapshotEntry(1000, 0, 9, 109, 9, 1700000000000, -1, -1),
 
 
 def test_crc32c_check_value() -> None:
-    assert ps.crc32c(b"123456789") == 0xE3069283
+    assert crc32c(b"123456789") == 0xE3069283
 
 
 def test_formats_md_test_vector() -> None:
@@ -88,6 +89,6 @@ def test_corrupt_snapshot_names_file_and_problem(damage, words) -> None:
 def test_count_mismatch_detected() -> None:
     body = bytearray(ps.encode_snapshot(ENTRIES))
     body[9] = 3  # claims 3 entries
-    body[2:6] = ps.crc32c(bytes(body[6:])).to_bytes(4, "big")
+    body[2:6] = crc32c(bytes(body[6:])).to_bytes(4, "big")
     with pytest.raises(ps.CorruptSnapshotError, match="3 entries need 148 bytes"):
         ps.decode_snapshot(bytes(body))

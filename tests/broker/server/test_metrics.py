@@ -7,10 +7,11 @@ import urllib.request
 
 import pytest
 
+from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, LATE_TRANSACTION_BUFFER_MS
 from kafka_txn_broker.server import metrics
 from tests.broker.harness import Harness
 
-LATE_MS = 900_000 + metrics.LATE_TRANSACTION_BUFFER_MS
+LATE_MS = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS + LATE_TRANSACTION_BUFFER_MS
 
 
 def counts(h: Harness) -> dict[int, int]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kafka_txn_broker.formats import errors as E
-from kafka_txn_broker.txn.transaction_metadata import MAX_EPOCH, TransactionState
+from kafka_txn_broker.formats.transactions import MAX_EPOCH, TransactionState
 from tests.broker.harness import Harness, make_harness
 
 S = TransactionState

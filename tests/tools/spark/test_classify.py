@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from kafka_txn_broker.formats.transactions import LATE_TRANSACTION_BUFFER_MS
 from kafka_txn_tools.dumps import schema
 from kafka_txn_tools.spark import classify as C
 from kafka_txn_tools.spark.gather import LITERAL_LIMIT, gather
@@ -91,7 +92,7 @@ def _scenarios() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
                 parts = [{**p, "topic": topic if p["topic"] == "t" else p["topic"].lower() + f"-{i}"} for p in parts]
             txns.append({**row, "producer_id": pid, "transactional_id": f"{row['transactional_id']}-{i}",
                          "partitions": parts})
-    buffer = C.LATE_TRANSACTION_BUFFER_MS
+    buffer = LATE_TRANSACTION_BUFFER_MS
     producers += [
         # strict: exactly the timeout is not late; any negative start offset is no transaction
         producer(topic="strict", producer_id=1, last_timestamp_ms=NOW - TIMEOUT),

@@ -1,10 +1,13 @@
-"""The classification rules on plain rows, no Spark: the cases the generated sets never produce."""
+"""The sweep's classification on plain rows, no Spark: the cases the generated sets never produce (unknown
+values follow SQL: they decide nothing)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
 
+from kafka_txn_broker.formats.transactions import LATE_TRANSACTION_BUFFER_MS
+from kafka_txn_tools.models import HangingReason as R
 from kafka_txn_tools.spark import classify as C
 
 NOW = 1_700_000_000_000
@@ -30,16 +33,16 @@ def coordinator(**fields: Any) -> C.Coordinator:
 
 def test_partition_entries_with_unknown_fields_decide_nothing():
     row = open_row()
-    assert C.reason(row, coordinator(partitions=(("u", 0),))) == C.NOT_IN_TXN
+    assert C.reason(row, coordinator(partitions=(("u", 0),))) == R.PARTITION_NOT_IN_TRANSACTION
     assert C.reason(row, coordinator(partitions=((None, 0),))) == C.LATE  # might be this one
-    assert C.reason(row, coordinator(partitions=((None, 1),))) == C.NOT_IN_TXN  # cannot be
+    assert C.reason(row, coordinator(partitions=((None, 1),))) == R.PARTITION_NOT_IN_TRANSACTION  # cannot be
     assert C.reason(row, coordinator(partitions=((None, None), ("t", 0)))) == C.LATE
 
 
 def test_an_unknown_epoch_is_no_mismatch():
     assert C.reason(open_row(producer_epoch=None), coordinator(producer_epoch=0)) == C.LATE
     assert C.reason(open_row(), coordinator(producer_epoch=None)) == C.LATE
-    assert C.reason(open_row(), coordinator(producer_epoch=1)) == C.EPOCH_MISMATCH
+    assert C.reason(open_row(), coordinator(producer_epoch=1)) == R.EPOCH_MISMATCH
 
 
 def test_several_ids_unknown_first_then_live_then_by_name():
@@ -47,11 +50,11 @@ def test_several_ids_unknown_first_then_live_then_by_name():
     empty = coordinator(transactional_id="a", state="Empty", partitions=())
     live = coordinator(transactional_id="z")
     unknown = coordinator(transactional_id="m", partitions=None)
-    assert C.judge(row, [empty, live]) == (live, C.LATE)
-    assert C.judge(row, [empty, live, unknown]) == (unknown, C.UNKNOWN)
+    assert C.decide(row, [empty, live]) == (live, C.LATE)
+    assert C.decide(row, [empty, live, unknown]) == (unknown, C.UNKNOWN)
     fenced = coordinator(transactional_id="0", producer_epoch=1)
-    assert C.judge(row, [empty, fenced]) == (fenced, C.EPOCH_MISMATCH)
-    assert C.judge(row, []) == (None, C.NO_ID)
+    assert C.decide(row, [empty, fenced]) == (fenced, R.EPOCH_MISMATCH)
+    assert C.decide(row, []) == (None, C.NO_ID)
 
 
 def test_leader_without_flags_highest_offset_then_latest_capture_unknown_last():
@@ -76,7 +79,7 @@ def test_fresh_keeps_the_freshest_observation_and_the_lowest_start_offset():
 def test_metric_needs_a_positive_timestamp_and_counts_per_leader():
     leader_table = C.leaders([replica(1), replica(2, topic="u", is_leader=None)])
     rows = [
-        open_row(last_timestamp_ms=NOW - TIMEOUT - C.LATE_TRANSACTION_BUFFER_MS - 1),
+        open_row(last_timestamp_ms=NOW - TIMEOUT - LATE_TRANSACTION_BUFFER_MS - 1),
         open_row(topic="u", broker_id=2, last_timestamp_ms=0),
     ]
     late = C.late_partitions(rows, leader_table, PARAMS)
@@ -89,7 +92,8 @@ def test_analyze_end_to_end_on_plain_rows():
     rows = [open_row(broker_id=1), open_row(broker_id=2, is_leader=False)]  # missing on broker 3
     analysis = C.analyze(rows, replicas, [coordinator(state="CompleteAbort", partitions=())], PARAMS)
     [verdict] = analysis.verdicts
-    assert (verdict["verdict"], verdict["reason"], verdict["open_on_brokers"]) == ("hanging", C.NOT_ONGOING, "1,2")
+    assert (verdict["verdict"], verdict["reason"]) == ("hanging", R.TRANSACTION_NOT_ONGOING)
+    assert verdict["open_on_brokers"] == "1,2"
     assert (verdict["divergence"], verdict["missing_on_brokers"], verdict["duration_min"]) == (C.LEADER_ONLY, "3", 16)
     assert list(verdict) == C.OUTPUT_COLUMNS
     assert C.reported(analysis.verdicts, include_late=False) == [verdict]
