@@ -60,6 +60,79 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("group.initial.rebalance.delay.ms", int, 0, "wait before the first rebalance of a new group"),
     ConfigKey("group.min.session.timeout.ms", int, 6000, "smallest session timeout a member may ask for"),
     ConfigKey("group.max.session.timeout.ms", int, 1800000, "largest session timeout a member may ask for"),
+    # ---- group coordinator (KIP-848 consumer, KIP-932 share, KIP-1071 streams groups): defaults of the
+    # group configs (configs/group_config.py) and the bounds a group's own value must lie within ----
+    ConfigKey("group.consumer.session.timeout.ms", int, 45000,
+              "session timeout of consumer groups (a group sets consumer.session.timeout.ms)"),
+    ConfigKey("group.consumer.min.session.timeout.ms", int, 45000,
+              "smallest consumer.session.timeout.ms a group may set"),
+    ConfigKey("group.consumer.max.session.timeout.ms", int, 60000,
+              "largest consumer.session.timeout.ms a group may set"),
+    ConfigKey("group.consumer.heartbeat.interval.ms", int, 5000,
+              "heartbeat interval of consumer groups (a group sets consumer.heartbeat.interval.ms)"),
+    ConfigKey("group.consumer.min.heartbeat.interval.ms", int, 5000,
+              "smallest consumer.heartbeat.interval.ms a group may set"),
+    ConfigKey("group.consumer.max.heartbeat.interval.ms", int, 15000,
+              "largest consumer.heartbeat.interval.ms a group may set"),
+    ConfigKey("group.consumer.assignment.interval.ms", int, 1000,
+              "interval between assignment updates of consumer groups (a group sets consumer.assignment.interval.ms)"),
+    ConfigKey("group.consumer.min.assignment.interval.ms", int, 0,
+              "smallest consumer.assignment.interval.ms a group may set"),
+    ConfigKey("group.consumer.max.assignment.interval.ms", int, 15000,
+              "largest consumer.assignment.interval.ms a group may set"),
+    ConfigKey("group.share.session.timeout.ms", int, 45000,
+              "session timeout of share groups (a group sets share.session.timeout.ms)"),
+    ConfigKey("group.share.min.session.timeout.ms", int, 45000, "smallest share.session.timeout.ms a group may set"),
+    ConfigKey("group.share.max.session.timeout.ms", int, 60000, "largest share.session.timeout.ms a group may set"),
+    ConfigKey("group.share.heartbeat.interval.ms", int, 5000,
+              "heartbeat interval of share groups (a group sets share.heartbeat.interval.ms)"),
+    ConfigKey("group.share.min.heartbeat.interval.ms", int, 5000,
+              "smallest share.heartbeat.interval.ms a group may set"),
+    ConfigKey("group.share.max.heartbeat.interval.ms", int, 15000,
+              "largest share.heartbeat.interval.ms a group may set"),
+    ConfigKey("group.share.assignment.interval.ms", int, 1000,
+              "interval between assignment updates of share groups (a group sets share.assignment.interval.ms)"),
+    ConfigKey("group.share.min.assignment.interval.ms", int, 0,
+              "smallest share.assignment.interval.ms a group may set"),
+    ConfigKey("group.share.max.assignment.interval.ms", int, 15000,
+              "largest share.assignment.interval.ms a group may set"),
+    ConfigKey("group.streams.session.timeout.ms", int, 45000,
+              "session timeout of streams groups (a group sets streams.session.timeout.ms)"),
+    ConfigKey("group.streams.min.session.timeout.ms", int, 45000,
+              "smallest streams.session.timeout.ms a group may set"),
+    ConfigKey("group.streams.max.session.timeout.ms", int, 60000, "largest streams.session.timeout.ms a group may set"),
+    ConfigKey("group.streams.heartbeat.interval.ms", int, 5000,
+              "heartbeat interval of streams groups (a group sets streams.heartbeat.interval.ms)"),
+    ConfigKey("group.streams.min.heartbeat.interval.ms", int, 5000,
+              "smallest streams.heartbeat.interval.ms a group may set"),
+    ConfigKey("group.streams.max.heartbeat.interval.ms", int, 15000,
+              "largest streams.heartbeat.interval.ms a group may set"),
+    ConfigKey("group.streams.assignment.interval.ms", int, 1000,
+              "interval between assignment updates of streams groups (a group sets streams.assignment.interval.ms)"),
+    ConfigKey("group.streams.min.assignment.interval.ms", int, 0,
+              "smallest streams.assignment.interval.ms a group may set"),
+    ConfigKey("group.streams.max.assignment.interval.ms", int, 15000,
+              "largest streams.assignment.interval.ms a group may set"),
+    ConfigKey("group.share.record.lock.duration.ms", int, 30000,
+              "how long a member holds acquired records (a group sets share.record.lock.duration.ms)"),
+    ConfigKey("group.share.min.record.lock.duration.ms", int, 15000,
+              "smallest share.record.lock.duration.ms a group may set"),
+    ConfigKey("group.share.max.record.lock.duration.ms", int, 60000,
+              "largest share.record.lock.duration.ms a group may set"),
+    ConfigKey("group.share.delivery.count.limit", int, 5,
+              "deliveries of a record before it is archived (a group sets share.delivery.count.limit)"),
+    ConfigKey("group.share.min.delivery.count.limit", int, 2, "smallest share.delivery.count.limit a group may set"),
+    ConfigKey("group.share.max.delivery.count.limit", int, 10, "largest share.delivery.count.limit a group may set"),
+    ConfigKey("group.share.partition.max.record.locks", int, 2000,
+              "records in flight per share partition (a group sets share.partition.max.record.locks)"),
+    ConfigKey("group.share.min.partition.max.record.locks", int, 100,
+              "smallest share.partition.max.record.locks a group may set"),
+    ConfigKey("group.share.max.partition.max.record.locks", int, 4000,
+              "largest share.partition.max.record.locks a group may set"),
+    ConfigKey("group.streams.num.standby.replicas", int, 0, "standby replicas per task of streams groups"),
+    ConfigKey("group.streams.max.standby.replicas", int, 2, "largest streams.num.standby.replicas a group may set"),
+    ConfigKey("group.streams.initial.rebalance.delay.ms", int, 3000, "wait before a new streams group's first "
+              "assignment (streams.initial.rebalance.delay.ms per group)"),
     ConfigKey("transaction.state.log.num.partitions", int, 50, "partitions of __transaction_state"),
     ConfigKey("transaction.state.log.replication.factor", int, 3, "replication factor of __transaction_state"),
     ConfigKey("transaction.state.log.segment.bytes", int, 104857600, "segment size of __transaction_state"),
@@ -177,6 +250,7 @@ class BrokerConfig:
 
     def __init__(self, overrides: Mapping[str, Any] | None = None) -> None:
         self._values: dict[str, Any] = {k.name: k.default for k in _KEYS}
+        self._explicit: set[str] = set()  # set by the config file, --set or set(): STATIC_BROKER_CONFIG
         for name, value in _flatten(overrides or {}).items():
             self.set(name, value)
 
@@ -187,6 +261,16 @@ class BrokerConfig:
             hint = f" (did you mean {', '.join(sorted(close)[:3])}?)" if close else ""
             raise ConfigError(f"unknown broker property {name!r}{hint}; see `kafka-txn broker config`")
         self._values[name] = _coerce(key, value)
+        self._explicit.add(name)
+
+    def is_set(self, name: str) -> bool:
+        """Given explicitly (rather than Kafka's default)."""
+        return name in self._explicit
+
+    @staticmethod
+    def parse(name: str, value: Any) -> Any:
+        """`value` coerced to the type of property `name` (ConfigError if it does not fit)."""
+        return _coerce(KEYS[name], value)
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name]

@@ -48,6 +48,7 @@ def load_all() -> dict[int, ApiSpec]:
         admin_txn,
         api_versions,
         cluster,
+        configs,
         fetch,
         find_coordinator,
         groups,

@@ -9,6 +9,7 @@ from kafka.protocol.admin import CreateTopicsRequest, CreateTopicsResponse, Dele
 
 from kafka_txn_broker.apis.context import RequestContext, denied
 from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.configs import config_helper, log_config
 from kafka_txn_broker.formats.errors import error_code, error_message
 from kafka_txn_broker.server.metadata import INTERNAL_TOPICS
 
@@ -26,13 +27,17 @@ def _create(ctx: RequestContext, t: Any, validate_only: bool) -> Any:
             raise InvalidRequestError("manual replica assignments are not supported by the embedded broker")
         partitions = cfg["num.partitions"] if t.num_partitions == -1 else t.num_partitions
         rf = cfg["default.replication.factor"] if t.replication_factor == -1 else t.replication_factor
-        configs = {c.name: c.value for c in t.configs if c.value is not None}
+        configs = {c.name: c.value for c in t.configs}
+        log_config.validate(configs, ctx.node.config)  # INVALID_CONFIG, nothing created
         if validate_only:
             topic = cluster.metadata.create_topic(t.name, partitions, rf, configs, validate_only=True)
         else:
             topic = cluster.create_topic(t.name, partitions, rf, configs)
+        described = [CR.CreatableTopicResult.CreatableTopicConfigs(
+            name=e.name, value=e.value, read_only=e.read_only, config_source=e.source, is_sensitive=e.sensitive)
+            for e in config_helper.describe_topic(topic.configs, ctx.node.config)]
         return CR.CreatableTopicResult(name=t.name, topic_id=topic.topic_id, error_code=0, error_message=None,
-                                       num_partitions=partitions, replication_factor=rf, configs=[])
+                                       num_partitions=partitions, replication_factor=rf, configs=described)
     except Exception as exc:
         return CR.CreatableTopicResult(name=t.name, error_code=error_code(exc), error_message=error_message(exc),
                                        num_partitions=-1, replication_factor=-1, configs=None)

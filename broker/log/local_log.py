@@ -64,7 +64,8 @@ def scan_dir(directory: str) -> DirListing:
 
 class LocalLog:
     __slots__ = ("dir", "config", "clock", "segments", "_next_offset", "_unflushed_messages",
-                 "_last_flush_ms", "recovered_bytes", "was_clean", "offline", "segment_bytes")
+                 "_last_flush_ms", "recovered_bytes", "was_clean", "offline", "segment_bytes",
+                 "max_message_bytes")
 
     def __init__(self, directory: str, config: BrokerConfig, clock: Clock, segments: list[LogSegment],
                  next_offset: int | None, was_clean: bool, segment_bytes: int | None = None) -> None:
@@ -72,6 +73,9 @@ class LocalLog:
         self.config = config
         # The topic's segment.bytes (or the internal topics' own setting); log.segment.bytes otherwise.
         self.segment_bytes: int = segment_bytes if segment_bytes is not None else config["log.segment.bytes"]
+        # The topic's max.message.bytes; None: the broker's message.max.bytes. Both are set again by the
+        # replica manager when the topic's or the broker's configs change.
+        self.max_message_bytes: int | None = None
         self.clock = clock
         self.segments = segments
         self._next_offset = next_offset  # None: not known yet (read lazily from the last segment)

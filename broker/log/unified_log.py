@@ -196,7 +196,8 @@ class UnifiedLog:
         sequence range as one of its last 5) is not written: the original offsets come back."""
         src = AppendOrigin(origin)
         self._ensure_loaded()
-        batches = validate_batches(records, self.config["message.max.bytes"],
+        limit = self.log.max_message_bytes
+        batches = validate_batches(records, self.config["message.max.bytes"] if limit is None else limit,
                                    from_client=src is AppendOrigin.CLIENT)
         self._check_set_size(len(records))
         if src is AppendOrigin.CLIENT:

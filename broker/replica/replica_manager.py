@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kafka_txn_broker.configs.config_def import ResourceType
 from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, TXN_TOPIC
 from kafka_txn_broker.log.cleaner_manager import LogCleanerManager
 from kafka_txn_broker.log.unified_log import UnifiedLog
@@ -63,6 +64,7 @@ class ReplicaManager:
             path = self.log_dir / f"{state.topic}-{state.partition}"
             log_ = UnifiedLog.open(path, self.config, self.clock,
                                    segment_bytes=self.segment_bytes(state.topic))
+            log_.log.max_message_bytes = self._topic_int(state.topic, "max.message.bytes")
             part = Partition(self, state, log_)
             self.partitions[key] = part
         return part
@@ -99,24 +101,45 @@ class ReplicaManager:
         return peer.get(topic, partition) if peer is not None else None
 
     def min_insync_replicas(self, topic: str) -> int:
-        t = self.metadata.topics.get(topic)
-        value = t.configs.get("min.insync.replicas") if t else None
-        return int(value) if value is not None else int(self.config["min.insync.replicas"])
+        value = self._topic_int(topic, "min.insync.replicas")
+        return value if value is not None else int(self.config["min.insync.replicas"])
 
     def segment_bytes(self, topic: str) -> int | None:
-        """The topic's segment.bytes; Kafka's own settings for the internal topics; None: log.segment.bytes."""
-        t = self.metadata.topics.get(topic)
-        value = t.configs.get("segment.bytes") if t else None
-        if value is not None:
-            try:
-                return int(value)
-            except ValueError:
-                log.warning("ignoring segment.bytes=%r of topic %s (not an integer)", value, topic)
+        """The topic's internal.segment.bytes or segment.bytes; Kafka's own settings for the internal topics;
+        None: log.segment.bytes."""
+        for name in ("internal.segment.bytes", "segment.bytes"):
+            value = self._topic_int(topic, name)
+            if value is not None:
+                return value
         if topic == TXN_TOPIC:
             return int(self.config["transaction.state.log.segment.bytes"])
         if topic == GROUP_TOPIC:
             return int(self.config["offsets.topic.segment.bytes"])
         return None
+
+    def _topic_int(self, topic: str, name: str) -> int | None:
+        """An integer topic config's override (validated when set; only a fixture can store a bad one)."""
+        t = self.metadata.topics.get(topic)
+        value = t.configs.get(name) if t else None
+        if value is None:
+            return None
+        try:
+            return int(value)
+        except ValueError:
+            log.warning("ignoring %s=%r of topic %s (not an integer)", name, value, topic)
+            return None
+
+    def on_config_change(self, resource_type: int, name: str) -> None:
+        """Dynamic configs changed: the logs of the topic (or, for the broker, all logs) take their segment
+        size and record size limit at once. Everything else reads the configs when it needs them."""
+        if resource_type not in (ResourceType.TOPIC, ResourceType.BROKER):
+            return
+        for (topic, _index), part in self.partitions.items():
+            if resource_type == ResourceType.BROKER or topic == name:
+                segment_bytes = self.segment_bytes(topic)
+                part.log.log.segment_bytes = (segment_bytes if segment_bytes is not None
+                                              else int(self.config["log.segment.bytes"]))
+                part.log.log.max_message_bytes = self._topic_int(topic, "max.message.bytes")
 
     def leader_partitions(self) -> list[Partition]:
         return [p for p in self.partitions.values() if p.is_leader]

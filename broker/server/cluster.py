@@ -19,6 +19,8 @@ from typing import Any, TypeVar
 
 from kafka_txn_broker.clock import SYSTEM_CLOCK, Clock
 from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.configs.group_config_manager import GroupConfigManager
+from kafka_txn_broker.formats.partitioning import TXN_TOPIC
 from kafka_txn_broker.security.auth import ClusterSecurity
 from kafka_txn_broker.server.metadata import ClusterMetadata, PartitionState, TopicState
 from kafka_txn_broker.server.node import BrokerNode
@@ -43,6 +45,9 @@ class Cluster:
         self.security = ClusterSecurity.from_config(config, data_dir)
         self.metadata = ClusterMetadata(data_dir, range(nodes))
         self.metadata.add_listener(self._on_leadership_change)
+        self.metadata.add_config_listener(self._on_config_change)
+        # Effective group configs for the coordinators (a group's override, else the broker default).
+        self.group_configs = GroupConfigManager(self.metadata, config)
         self.nodes = {i: BrokerNode(self, i, (ports or [0] * nodes)[i]) for i in range(nodes)}
         self._ticker: asyncio.Task[None] | None = None
 
@@ -112,6 +117,12 @@ class Cluster:
             if node.online:
                 node.on_leadership_change(changed)
 
+    def _on_config_change(self, resource_type: int, name: str) -> None:
+        """Dynamic configs changed (AlterConfigs): every node, online or not, applies them now."""
+        for node in self.nodes.values():
+            node.on_config_change(resource_type, name)
+        self.group_configs.on_config_change(resource_type, name)
+
     async def _tick_loop(self) -> None:
         while True:
             await asyncio.sleep(TICK_SECONDS)
@@ -161,8 +172,10 @@ class Cluster:
     def ensure_internal_topic(self, name: str, partitions: int, replication_factor: int) -> TopicState:
         topic = self.metadata.topics.get(name)
         if topic is None:
-            topic = self.create_topic(name, partitions, replication_factor, {"cleanup.policy": "compact"},
-                                      cap_replication=True)
+            # Kafka's own topic configs for them, so DescribeConfigs shows their segment size.
+            segment_key = "transaction.state.log.segment.bytes" if name == TXN_TOPIC else "offsets.topic.segment.bytes"
+            configs = {"cleanup.policy": "compact", "segment.bytes": str(self.config[segment_key])}
+            topic = self.create_topic(name, partitions, replication_factor, configs, cap_replication=True)
         return topic
 
 

@@ -23,6 +23,8 @@ from kafka.errors import (
     UnknownTopicOrPartitionError,
 )
 
+from kafka_txn_broker.configs.config_def import ResourceType
+
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 _LEGAL = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
@@ -50,6 +52,7 @@ class TopicState:
 
 
 LeadershipListener = Callable[[list[PartitionState]], None]
+ConfigListener = Callable[[int, str], None]  # (ResourceType, resource name) whose dynamic configs changed
 
 
 class MetadataView(Protocol):
@@ -77,7 +80,10 @@ class ClusterMetadata:
         self.topics: dict[str, TopicState] = {}
         self.topics_by_id: dict[uuid.UUID, TopicState] = {}
         self.next_producer_id_block = 0
+        # Dynamic BROKER ("" = cluster default, "<id>") and GROUP configs; a topic's live on its TopicState.
+        self.configs: dict[tuple[int, str], dict[str, str]] = {}
         self._listeners: list[LeadershipListener] = []
+        self._config_listeners: list[ConfigListener] = []
         self._path = data_dir / "cluster-metadata.jsonl"
         data_dir.mkdir(parents=True, exist_ok=True)
         self._load()
@@ -101,6 +107,8 @@ class ClusterMetadata:
             f.write(json.dumps({"type": "producer_ids", "next": self.next_producer_id_block}) + "\n")
             for topic in self.topics.values():
                 f.write(json.dumps(self._topic_event(topic)) + "\n")
+            for (resource_type, name), configs in self.configs.items():
+                f.write(json.dumps(self._config_event(resource_type, name, configs)) + "\n")
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self._path)
@@ -132,6 +140,8 @@ class ClusterMetadata:
             p.leader, p.leader_epoch, p.isr = e["leader"], e["epoch"], e["isr"]
         elif kind == "producer_ids":
             self.next_producer_id_block = max(self.next_producer_id_block, e["next"])
+        elif kind == "config":
+            self._put_configs(e["resource"], e["name"], e["configs"])
 
     def _put(self, t: TopicState) -> None:
         self.topics[t.name] = t
@@ -198,6 +208,38 @@ class ClusterMetadata:
     def all_partitions(self) -> Iterable[PartitionState]:
         for t in self.topics.values():
             yield from t.partitions
+
+    # ---- dynamic configs (kafka_txn_broker.configs validates them; this is their durable store) ----------
+    def resource_configs(self, resource_type: int, name: str) -> dict[str, str]:
+        """The dynamic configs of a resource (ResourceType TOPIC, BROKER or GROUP) as stored: strings."""
+        if resource_type == ResourceType.TOPIC:
+            topic = self.topics.get(name)
+            return dict(topic.configs) if topic is not None else {}
+        return dict(self.configs.get((resource_type, name), {}))
+
+    def alter_configs(self, resource_type: int, name: str, configs: dict[str, str]) -> None:
+        """Replace a resource's dynamic configs, durably, then tell the listeners (a topic must exist)."""
+        self._record(self._config_event(resource_type, name, configs))
+        self._put_configs(resource_type, name, configs)
+        for listener in list(self._config_listeners):
+            listener(resource_type, name)
+
+    def add_config_listener(self, listener: ConfigListener) -> None:
+        self._config_listeners.append(listener)
+
+    @staticmethod
+    def _config_event(resource_type: int, name: str, configs: dict[str, str]) -> dict[str, Any]:
+        return {"type": "config", "resource": resource_type, "name": name, "configs": configs}
+
+    def _put_configs(self, resource_type: int, name: str, configs: dict[str, str]) -> None:
+        if resource_type == ResourceType.TOPIC:
+            topic = self.topics.get(name)
+            if topic is not None:  # a topic deleted since is replayed without its configs
+                topic.configs = dict(configs)
+        elif configs:
+            self.configs[(resource_type, name)] = dict(configs)
+        else:
+            self.configs.pop((resource_type, name), None)
 
     # ---- producer id blocks ------------------------------------------------------------------
     def allocate_producer_id_block(self, size: int) -> int:

@@ -13,7 +13,8 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.configs.config_def import ResourceType
+from kafka_txn_broker.configs.dynamic_broker_config import DynamicBrokerConfig
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, TXN_TOPIC, partition_for
 from kafka_txn_broker.group.coordinator import LOAD_CHUNK_BYTES, GroupCoordinator
@@ -44,7 +45,8 @@ class BrokerNode:
     def __init__(self, cluster: Cluster, node_id: int, port: int) -> None:
         self.cluster = cluster
         self.node_id = node_id
-        self.config: BrokerConfig = cluster.config
+        # Its view of the broker config: dynamic per-broker and cluster-default values over the static ones.
+        self.config = DynamicBrokerConfig(cluster.config, node_id, cluster.metadata)
         self.clock: Clock = cluster.clock
         self.metadata: ClusterMetadata = cluster.metadata
         self.host: str = self.config["host"]
@@ -140,6 +142,11 @@ class BrokerNode:
         self.group_coordinator.on_leadership_change(changed)
         self.txn_coordinator.on_leadership_change(changed)
         self.replica_manager.notify_data()
+
+    def on_config_change(self, resource_type: int, name: str) -> None:
+        if resource_type == ResourceType.BROKER:
+            self.config.reload()
+        self.replica_manager.on_config_change(resource_type, name)
 
     def tick(self) -> None:
         now = self.clock.millis()

@@ -1,0 +1,152 @@
+"""DescribeConfigs (v1-4), AlterConfigs (v0-2) and IncrementalAlterConfigs (v0-1) for TOPIC, BROKER and
+GROUP resources (kafka_txn_broker.configs has the rules).
+
+Each resource gets its own error code and message, in Kafka's order: a resource named twice, a key twice
+or a null value to set is INVALID_REQUEST; then DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic, the
+cluster (BROKER resources) or the group, else TOPIC_/CLUSTER_/GROUP_AUTHORIZATION_FAILED; then the
+values. A BROKER resource names the receiving broker or "" (the cluster default), as admin clients send it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from kafka.errors import InvalidRequestError, UnknownTopicOrPartitionError
+from kafka.protocol.admin import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
+
+from kafka_txn_broker.apis.context import CLUSTER_NAME, RequestContext, Resource
+from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.configs import config_helper
+from kafka_txn_broker.configs.config_def import ConfigSource, OpType, ResourceType
+from kafka_txn_broker.configs.config_helper import ConfigEntry
+from kafka_txn_broker.configs.configuration_control import (
+    ConfigurationControl,
+    apply_ops,
+    check_broker_name,
+    check_request_configs,
+)
+from kafka_txn_broker.formats.errors import error_code, error_message
+from kafka_txn_broker.server.metadata import validate_topic_name
+
+DR = DescribeConfigsResponse.DescribeConfigsResult
+_ACL_RESOURCE: dict[int, Resource] = {ResourceType.TOPIC: "TOPIC", ResourceType.BROKER: "CLUSTER",
+                                      ResourceType.GROUP: "GROUP"}
+
+
+def _unsupported(resource_type: int) -> InvalidRequestError:
+    return InvalidRequestError(f"Unsupported resource type {resource_type}: the embedded broker has TOPIC (2), "
+                               "BROKER (4) and GROUP (32) configs")
+
+
+def _authorize(ctx: RequestContext, operation: Any, resource_type: int, name: str) -> None:
+    acl_resource = _ACL_RESOURCE.get(resource_type)
+    if acl_resource is None:
+        raise _unsupported(resource_type)
+    ctx.require(operation, acl_resource, CLUSTER_NAME if acl_resource == "CLUSTER" else name)
+
+
+# ---- DescribeConfigs ---------------------------------------------------------------------------------
+def _entries(ctx: RequestContext, resource_type: int, name: str) -> list[ConfigEntry]:
+    node = ctx.node
+    if resource_type == ResourceType.TOPIC:
+        validate_topic_name(name)
+        topic = node.metadata.topics.get(name)
+        if topic is None:
+            raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
+        return config_helper.describe_topic(topic.configs, node.config)
+    if resource_type == ResourceType.BROKER:
+        if not name:
+            return config_helper.describe_broker(node.config, per_broker=False)
+        try:
+            broker_id = int(name)
+        except ValueError:
+            raise InvalidRequestError(f"Broker id must be an integer, but it is: {name}") from None
+        if broker_id != node.node_id:
+            raise InvalidRequestError(f"Unexpected broker id, expected {node.node_id} or empty string, "
+                                      f"but received {name}")
+        return config_helper.describe_broker(node.config, per_broker=True)
+    if not name:  # GROUP: _authorize let no other type through
+        raise InvalidRequestError("Group name must not be empty")
+    return config_helper.describe_group(node.metadata.resource_configs(ResourceType.GROUP, name),
+                                        node.config)
+
+
+def _described(entry: ConfigEntry, synonyms: bool, documentation: bool) -> Any:
+    E = DR.DescribeConfigsResourceResult
+    return E(name=entry.name, value=entry.value, read_only=entry.read_only, config_source=entry.source,
+             is_default=entry.source == ConfigSource.DEFAULT_CONFIG, is_sensitive=entry.sensitive,
+             synonyms=[E.DescribeConfigsSynonym(name=n, value=v, source=s) for n, v, s in entry.synonyms]
+             if synonyms else [],
+             config_type=entry.type, documentation=entry.doc if documentation else None)
+
+
+def _describe(ctx: RequestContext, res: Any, synonyms: bool, documentation: bool) -> Any:
+    try:
+        _authorize(ctx, "DESCRIBE_CONFIGS", res.resource_type, res.resource_name)
+        entries = _entries(ctx, res.resource_type, res.resource_name)
+        keys = set(res.configuration_keys or ())  # null or empty: every config, as Kafka answers
+        configs = [_described(e, synonyms, documentation) for e in entries if not keys or e.name in keys]
+        return DR(error_code=0, error_message=None, resource_type=res.resource_type,
+                  resource_name=res.resource_name, configs=configs)
+    except Exception as exc:
+        return DR(error_code=error_code(exc), error_message=error_message(exc), resource_type=res.resource_type,
+                  resource_name=res.resource_name, configs=[])
+
+
+@api(DescribeConfigsRequest, DescribeConfigsResponse, 1, 4)
+async def handle_describe(ctx: RequestContext, req: Any) -> Any:
+    synonyms = bool(getattr(req, "include_synonyms", False))
+    documentation = bool(getattr(req, "include_documentation", False))
+    return DescribeConfigsResponse[ctx.api_version](
+        throttle_time_ms=0, results=[_describe(ctx, r, synonyms, documentation) for r in req.resources])
+
+
+# ---- IncrementalAlterConfigs and AlterConfigs --------------------------------------------------------
+def _alter(ctx: RequestContext, res: Any, twice: bool, incremental: bool, validate_only: bool) -> None:
+    if twice:
+        raise InvalidRequestError("Each resource must appear at most once.")
+    resource_type, name = res.resource_type, res.resource_name
+    if incremental:
+        ops = [(c.name, c.config_operation, c.value) for c in res.configs]
+        check_request_configs([n for n, _op, _v in ops], [(n, v) for n, op, v in ops if op != OpType.DELETE])
+    else:
+        check_request_configs([c.name for c in res.configs], [(c.name, c.value) for c in res.configs])
+    if resource_type == ResourceType.BROKER:
+        check_broker_name(name, ctx.node.node_id)
+    _authorize(ctx, "ALTER_CONFIGS", resource_type, name)
+    control = ConfigurationControl(ctx.node.metadata, ctx.node.config, ctx.node.node_id)
+    new = (apply_ops(resource_type, control.current(resource_type, name), ops) if incremental
+           else {c.name: c.value for c in res.configs})
+    control.alter(resource_type, name, new, validate_only)
+
+
+def _alter_all(ctx: RequestContext, req: Any, response_cls: Any, incremental: bool) -> Any:
+    counts = Counter((r.resource_type, r.resource_name) for r in req.resources)
+    results = []
+    for res in req.resources:
+        try:
+            _alter(ctx, res, counts[res.resource_type, res.resource_name] > 1, incremental, req.validate_only)
+            code, message = 0, None
+        except Exception as exc:
+            code, message = error_code(exc), error_message(exc)
+        results.append(response_cls.AlterConfigsResourceResponse(
+            error_code=code, error_message=message, resource_type=res.resource_type, resource_name=res.resource_name))
+    return response_cls[ctx.api_version](throttle_time_ms=0, responses=results)
+
+
+@api(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, 0, 1)
+async def handle_incremental_alter(ctx: RequestContext, req: Any) -> Any:
+    return _alter_all(ctx, req, IncrementalAlterConfigsResponse, incremental=True)
+
+
+@api(AlterConfigsRequest, AlterConfigsResponse, 0, 2)
+async def handle_alter(ctx: RequestContext, req: Any) -> Any:
+    return _alter_all(ctx, req, AlterConfigsResponse, incremental=False)
