@@ -14,15 +14,10 @@ import pytest
 
 from kafka_txn_broker import EmbeddedCluster
 from tests.e2e.cli_support import open_transaction
+from tests.no_pyarrow import BLOCK_PYARROW
 
-RUN_WITHOUT_PYARROW = """
-import runpy, sys
-class _NoPyarrow:
-    def find_spec(self, name, path=None, target=None):
-        if name == "pyarrow" or name.startswith("pyarrow."):
-            raise ImportError("No module named 'pyarrow' (blocked in this test)")
-        return None
-sys.meta_path.insert(0, _NoPyarrow())
+RUN_WITHOUT_PYARROW = BLOCK_PYARROW + """
+import runpy
 sys.argv = ["kafka-txn", *sys.argv[1:]]
 runpy.run_module("kafka_txn_tools", run_name="__main__")
 """
