@@ -495,7 +495,7 @@ class WireProbe:
 # ---- handler exceptions the broker logged ---------------------------------------------------------------
 class BrokerErrorLog(logging.Handler):
     """Collects ERROR records of the broker: handler crashes (server/socket_server.py) and unexpected exceptions
-    turned into UNKNOWN_SERVER_ERROR (apis/errors.py)."""
+    turned into UNKNOWN_SERVER_ERROR (formats/errors.py)."""
 
     def __init__(self) -> None:
         super().__init__(logging.ERROR)
