@@ -33,7 +33,7 @@ in this order (the first that applies wins):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kafka_txn_tools.models import (
@@ -82,7 +82,8 @@ class CoordinatorView:
     state: str | None  # Kafka's state name
     producer_id: int | None
     producer_epoch: int | None
-    partitions: tuple[tuple[str | None, int | None], ...] | None  # None: the coordinator's answer is missing
+    # A set (membership is checked per candidate); None: the coordinator's answer is missing.
+    partitions: Collection[tuple[str | None, int | None]] | None
     found: bool = True  # False: TRANSACTIONAL_ID_NOT_FOUND (a Dead row in a dump)
 
 
@@ -121,18 +122,15 @@ def judge(judged: Iterable[tuple[CoordinatorView, HangingReason | None]]
     return ordered[0]
 
 
-def _in_transaction(parts: Iterable[tuple[str | None, int | None]], topic: str, partition: int) -> bool | None:
+def _in_transaction(parts: Collection[tuple[str | None, int | None]], topic: str, partition: int) -> bool | None:
     """Whether (topic, partition) is among the transaction's partitions; None when no entry matches
-    but some entry has an unknown field (SQL's exists())."""
-    unknown = False
-    for part_topic, part_index in parts:
-        same_topic = None if part_topic is None else part_topic == topic
-        same_index = None if part_index is None else part_index == partition
-        if same_topic and same_index:
-            return True
-        if same_topic is not False and same_index is not False:
-            unknown = True
-    return None if unknown else False
+    but some entry with an unknown field might (SQL's exists())."""
+    if (topic, partition) in parts:
+        return True
+    for part_topic, part_index in parts:  # only for a partition outside the transaction (rare)
+        if part_topic in (None, topic) and part_index in (None, partition):
+            return None
+    return False
 
 
 # ---- find-hanging's use of them ----------------------------------------------------------------------
@@ -150,7 +148,7 @@ def _view(txn_id: str, descriptions: Mapping[str, TransactionDescription], not_f
     d = descriptions.get(txn_id)
     if d is None:  # no answer for it: nothing can be told
         return CoordinatorView(txn_id, None, None, None, None)
-    return CoordinatorView(txn_id, d.state, d.producer_id, d.producer_epoch, tuple(d.partitions))
+    return CoordinatorView(txn_id, d.state, d.producer_id, d.producer_epoch, d.partitions)
 
 
 def classify(
@@ -160,9 +158,12 @@ def classify(
     not_found: Iterable[str],
 ) -> Verdict | None:
     """The verdict for one candidate; None when the coordinator's answer is missing (cannot tell)."""
-    p, tp = candidate.producer, candidate.partition
     missing = set(not_found)
-    views = [_view(txn_id, descriptions, missing) for txn_id in transactional_ids]
+    return _decide(candidate, [_view(txn_id, descriptions, missing) for txn_id in transactional_ids])
+
+
+def _decide(candidate: OpenTransaction, views: Iterable[CoordinatorView]) -> Verdict | None:
+    p, tp = candidate.producer, candidate.partition
     view, why = judge((v, reason_against(tp.topic, tp.partition, p.producer_id, p.producer_epoch, v)) for v in views)
     if why is None:
         return None
@@ -199,10 +200,11 @@ def classify_all(
     """Verdicts, and the candidates that could not be classified (their coordinator did not answer)."""
     by_pid = ids_by_producer(listings, (c.producer.producer_id for c in candidates))
     missing = set(not_found)
+    views = {txn_id: _view(txn_id, descriptions, missing) for ids in by_pid.values() for txn_id in ids}
     verdicts: list[Verdict] = []
     unknown: list[OpenTransaction] = []
     for c in candidates:
-        v = classify(c, by_pid.get(c.producer.producer_id, ()), descriptions, missing)
+        v = _decide(c, [views[txn_id] for txn_id in by_pid.get(c.producer.producer_id, ())])
         if v is None:
             unknown.append(c)
         else:

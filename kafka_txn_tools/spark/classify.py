@@ -292,8 +292,9 @@ def divergence(
 
 def _view(coordinator: Coordinator) -> CoordinatorView:
     # A dump writes TRANSACTIONAL_ID_NOT_FOUND (and a tombstoned id) as a Dead row.
+    parts = None if coordinator.partitions is None else frozenset(coordinator.partitions)
     return CoordinatorView(coordinator.transactional_id, coordinator.state, coordinator.producer_id,
-                           coordinator.producer_epoch, coordinator.partitions, found=coordinator.state != DEAD_STATE)
+                           coordinator.producer_epoch, parts, found=coordinator.state != DEAD_STATE)
 
 
 def reason(candidate: OpenRow, coordinator: Coordinator | None) -> str:
@@ -311,13 +312,15 @@ def verdict_of(reason_name: str) -> str:
     return "late" if reason_name == LATE else "unverified"
 
 
-def decide(candidate: OpenRow, coordinators: Sequence[Coordinator]) -> tuple[Coordinator | None, str]:
+def decide(candidate: OpenRow, coordinators: Sequence[Coordinator],
+           views: Sequence[CoordinatorView] | None = None) -> tuple[Coordinator | None, str]:
     """The coordinator row that decides and its reason, by the CLI's `judge`: unknown if any id's state is
-    unknown, else live if any id says so, else by the first id."""
+    unknown, else live if any id says so, else by the first id. `views`: the rows' views, when the caller
+    made them once for many candidates."""
     rows = {c.transactional_id: c for c in coordinators}
-    views = [_view(c) for c in coordinators]
-    view, why = judge((v, reason_against(candidate.topic, candidate.partition, candidate.producer_id,
-                                         candidate.producer_epoch, v)) for v in views)
+    judged = ((v, reason_against(candidate.topic, candidate.partition, candidate.producer_id, candidate.producer_epoch,
+                                 v)) for v in (views if views is not None else [_view(c) for c in coordinators]))
+    view, why = judge(judged)
     decisive = rows[view.transactional_id] if view is not None else None
     return decisive, UNKNOWN if why is None else why.value
 
@@ -338,6 +341,7 @@ def verdicts(
     by_producer: dict[int, list[Coordinator]] = {}
     for coordinator in coordinators:
         by_producer.setdefault(coordinator.producer_id, []).append(coordinator)
+    views = {pid: [_view(c) for c in rows] for pid, rows in by_producer.items()}
     open_on: dict[TxnKey, set[int]] = {}
     for row in fresh:
         open_on.setdefault(row.key, set()).add(row.broker_id)
@@ -348,7 +352,7 @@ def verdicts(
         age = row.age_ms(params.now_ms)
         if age <= params.max_transaction_timeout_ms:
             continue
-        decisive, why = decide(row, by_producer.get(row.producer_id, []))
+        decisive, why = decide(row, by_producer.get(row.producer_id, []), views.get(row.producer_id, []))
         leader, flagged, gap = leader_table[row.partition_key], oldest.get(row.partition_key), missing.get(row.key)
         out.append(
             {
