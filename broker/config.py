@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from kafka_txn_broker.apis.registry import kafka_releases
 from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 
 _BOOL_TRUE = {"true", "yes", "1", "on"}
@@ -143,6 +144,9 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("transaction.remove.expired.transaction.cleanup.interval.ms", int, 3600000, "expiry check period"),
     ConfigKey("transaction.partition.verification.enable", bool, True, "leader verifies with the coordinator"),
     ConfigKey("transaction.version", int, 2, "highest transaction version (1 = TV1, 2 = TV2) advertised"),
+    ConfigKey("kafka.version.emulate", str, "", "advertise and accept only the API versions of this Apache Kafka "
+              "release (e.g. 2.8, 3.0, 3.8, 4.0, 4.1), as it would; empty: everything this broker implements",
+              ("", *kafka_releases())),
     ConfigKey("producer.id.block.size", int, 1000, "producer ids reserved per allocation"),
     ConfigKey("cluster.id", str, "kafka-txn-embedded", "cluster id reported in Metadata"),
     ConfigKey("host", str, "127.0.0.1", "address the listeners bind and advertise"),

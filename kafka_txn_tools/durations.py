@@ -1,7 +1,8 @@
 """Parse human durations ("15m", "900s", "2h", "1500ms") into milliseconds.
 
-A bare number means minutes, because upstream `kafka-transactions.sh find-hanging
---max-transaction-timeout` takes minutes: `--max-transaction-timeout 15` must mean the same here.
+What a bare number means depends on the option, and its help says so: `--max-transaction-timeout`
+takes minutes, as upstream `kafka-transactions.sh find-hanging --max-transaction-timeout 15` does
+(the default here, for the sweep's compatibility), while connection timeouts take seconds.
 """
 
 from __future__ import annotations
@@ -17,19 +18,20 @@ _UNIT_MS = {
     "h": 3_600_000,
     "d": 86_400_000,
 }
+_NAMES = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 _PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$")
 
 
-def parse_duration_ms(text: str) -> int:
+def parse_duration_ms(text: str, bare_unit: str = "m") -> int:
     """Return the duration `text` in whole milliseconds; raise ValueError naming the fix."""
     match = _PATTERN.match(str(text).lower())
     if match is None:
         raise ValueError(
             f"invalid duration {text!r}: use a number with a unit, e.g. 1500ms, 900s, 15m, 2h, 1d "
-            "(a bare number means minutes)"
+            f"(a bare number means {_NAMES[bare_unit]})"
         )
     number, unit = match.groups()
-    unit = unit or "m"
+    unit = unit or bare_unit
     if unit not in _UNIT_MS:
         raise ValueError(f"invalid duration {text!r}: unknown unit {unit!r}; use one of ms, s, m, h, d")
     return int(round(float(number) * _UNIT_MS[unit]))

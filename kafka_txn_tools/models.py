@@ -72,6 +72,7 @@ class ScanError:
     transactional_id: str | None = None
     api: str = ""
     code: int = -1  # Kafka error code; -1 for failures of ours (transport, timeouts)
+    partitions: int = 0  # partition replicas this error left unread (DescribeProducers)
 
     def to_row(self) -> dict[str, Any]:
         return {

@@ -165,7 +165,8 @@ def _marker_on_partition(ctx: RequestContext, marker: Any, topic: str, index: in
                              coordinator_epoch, transaction_version, start)
 
 
-@api(WriteTxnMarkersRequest, WriteTxnMarkersResponse, 1, 2)
+# v0 (removed in Kafka 4.0, KIP-896) only when emulating an older release: same fields, no tags.
+@api(WriteTxnMarkersRequest, WriteTxnMarkersResponse, 1, 2, emulated_min_version=0)
 async def handle_write_txn_markers(ctx: RequestContext, req: Any) -> Any:
     # Errors are reported per producer id, as Kafka's response map is keyed by it.
     by_producer: OrderedDict[int, OrderedDict[str, list[Any]]] = OrderedDict()

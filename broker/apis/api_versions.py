@@ -1,4 +1,9 @@
-"""ApiVersions: advertise every registered API with its version range, plus finalized features."""
+"""ApiVersions: advertise every registered API with its version range, plus finalized features.
+
+With `kafka.version.emulate` the ranges are those of the chosen Apache Kafka release (registry.py),
+and transaction.version (KIP-890's feature, Kafka 4.0+) is advertised only from 4.0 on, so clients use
+the transaction protocol that release had.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +12,21 @@ from typing import Any
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.registry import APIS, api
+from kafka_txn_broker.apis.registry import advertised, api
 
 R = ApiVersionsResponse
+EMULATE = "kafka.version.emulate"
 
 
-def build_response(version: int, error_code: int = 0, transaction_version: int = 2) -> Any:
-    keys = [R.ApiVersion(api_key=s.key, min_version=s.min_version, max_version=s.max_version)
-            for s in sorted(APIS.values(), key=lambda s: s.key)]
+def _has_transaction_version(release: str) -> bool:
+    return not release or tuple(int(p) for p in release.split(".")) >= (4, 0)
+
+
+def build_response(version: int, error_code: int = 0, transaction_version: int = 2, release: str = "") -> Any:
+    keys = [R.ApiVersion(api_key=key, min_version=low, max_version=high)
+            for key, (low, high) in sorted(advertised(release).items())]
     kwargs: dict[str, Any] = {"error_code": error_code, "api_keys": keys, "throttle_time_ms": 0}
-    if version >= 3:
+    if version >= 3 and _has_transaction_version(release):
         # Clients (KIP-890) read transaction.version here to choose between TV1 and TV2.
         kwargs["supported_features"] = [R.SupportedFeatureKey(name="transaction.version", min_version=0,
                                                                max_version=2)]
@@ -29,4 +39,4 @@ def build_response(version: int, error_code: int = 0, transaction_version: int =
 
 @api(ApiVersionsRequest, ApiVersionsResponse, 0, 4, pre_auth=True)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    return build_response(ctx.api_version, 0, ctx.node.config["transaction.version"])
+    return build_response(ctx.api_version, 0, ctx.node.config["transaction.version"], ctx.node.config[EMULATE])

@@ -2,10 +2,17 @@
 
 Handler modules call `api(...)` at import time; `server/socket_server.py` dispatches on the table and ApiVersions
 advertises it, so a version range is declared exactly once.
+
+`kafka.version.emulate=<release>` narrows the table to what that Apache Kafka release offers, so
+clients and tools meet the API set of an older (or newer) broker: APIs the release lacks are not
+advertised and not accepted, and each range is the intersection of ours with the release's. The
+releases' ranges are public facts: the ApiVersions answers of real Apache Kafka brokers, as recorded
+in kafka-python's `BROKER_API_VERSIONS` (the library this broker's messages come from).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -26,16 +33,19 @@ class ApiSpec:
     handler: Handler
     # Requests allowed before SASL authentication completes.
     pre_auth: bool = False
+    # Older versions the handler still serves, offered only when emulating a release that had them.
+    emulated_min_version: int | None = None
 
 
 APIS: dict[int, ApiSpec] = {}
 
 
 def api(request: Any, response: Any, min_version: int, max_version: int, *,
-        pre_auth: bool = False) -> Callable[[Handler], Handler]:
+        pre_auth: bool = False, emulated_min_version: int | None = None) -> Callable[[Handler], Handler]:
     def register(fn: Handler) -> Handler:
         max_v = min(max_version, request.max_version, response.max_version)
-        APIS[request.API_KEY] = ApiSpec(request.API_KEY, request, response, min_version, max_v, fn, pre_auth)
+        APIS[request.API_KEY] = ApiSpec(request.API_KEY, request, response, min_version, max_v, fn, pre_auth,
+                                        emulated_min_version)
         return fn
 
     return register
@@ -63,3 +73,36 @@ def load_all() -> dict[int, ApiSpec]:
     )
 
     return APIS
+
+
+def kafka_releases() -> tuple[str, ...]:
+    """The Apache Kafka releases whose API version ranges are known ("2.0" ... "4.3")."""
+    from kafka.protocol.broker_version_data import BROKER_API_VERSIONS
+
+    return tuple(f"{v[0]}.{v[1]}" for v in sorted(BROKER_API_VERSIONS) if len(v) == 2 and v >= (2, 0))
+
+
+def release_ranges(release: str) -> dict[int, tuple[int, int]]:
+    """API key -> (min, max) that an Apache Kafka `release` ("3.8") advertises in ApiVersions."""
+    from kafka.protocol.broker_version_data import BROKER_API_VERSIONS
+
+    major, minor = (int(part) for part in release.split("."))
+    return dict(BROKER_API_VERSIONS[(major, minor)])
+
+
+def advertised(release: str = "") -> dict[int, tuple[int, int]]:
+    """API key -> (min, max) this node advertises and accepts: everything registered, or with an
+    emulated release, the intersection with that release's ranges (APIs it lacks are left out)."""
+    return _advertised(release, len(APIS))
+
+
+@functools.cache
+def _advertised(release: str, _registered: int) -> dict[int, tuple[int, int]]:
+    if not release:
+        return {key: (spec.min_version, spec.max_version) for key, spec in APIS.items()}
+    ours = {key: (spec.min_version if spec.emulated_min_version is None else spec.emulated_min_version,
+                  spec.max_version) for key, spec in APIS.items()}
+    theirs = release_ranges(release)
+    ranges = {key: (max(low, theirs[key][0]), min(high, theirs[key][1]))
+              for key, (low, high) in ours.items() if key in theirs}
+    return {key: r for key, r in ranges.items() if r[0] <= r[1]}

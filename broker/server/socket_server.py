@@ -19,7 +19,7 @@ import struct
 from typing import TYPE_CHECKING, Any
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.registry import APIS, ApiSpec, load_all
+from kafka_txn_broker.apis.registry import APIS, ApiSpec, advertised, load_all
 from kafka_txn_broker.apis.validate import null_violation
 
 if TYPE_CHECKING:
@@ -143,7 +143,10 @@ class Connection:
             raise ProtocolViolation(f"unknown API key {api_key}")
         if not spec.pre_auth and not self.session.authenticated:
             raise ProtocolViolation(f"API {api_key} sent before SASL authentication completed")
-        if not spec.min_version <= api_version <= spec.max_version:
+        # Kafka closes the connection on a request outside the advertised ranges (SocketServer's
+        # parseRequestHeader); only ApiVersions is answered, with UNSUPPORTED_VERSION (KIP-511).
+        low, high = advertised(self.node.config["kafka.version.emulate"]).get(api_key, (0, -1))
+        if not low <= api_version <= high:
             if api_key == API_VERSIONS_KEY:
                 return self._unsupported_api_versions(frame)
             raise ProtocolViolation(f"unsupported version {api_version} of API {api_key}")
@@ -194,4 +197,5 @@ class Connection:
         (correlation_id,) = struct.unpack_from(">i", frame, 8)
         from kafka_txn_broker.apis.api_versions import build_response
 
-        return self._encode(build_response(0, UNSUPPORTED_VERSION), 0, correlation_id)
+        release = self.node.config["kafka.version.emulate"]
+        return self._encode(build_response(0, UNSUPPORTED_VERSION, release=release), 0, correlation_id)

@@ -1,16 +1,24 @@
-"""abort: validate against the leader's producer state and the coordinator's view, then write one marker.
+"""abort: check every identifier the user gave against live state, then write one marker.
 
-Validation (nothing is written until it passes):
-1. The leader's DescribeProducers must show an open transaction starting exactly at --start-offset
-   (that gives the producer id, epoch and coordinator epoch, as upstream). If none starts there and
-   the partition's LSO is already past the offset, the transaction was completed: "already done".
+Nothing is written until `validate` has passed and the caller (a person, or --yes/--force) agreed:
+
+1. The leader's DescribeProducers must show exactly the open transaction the user named: the one
+   starting at --start-offset, or producer --producer-id's (legacy form); and every other identifier
+   given (producer id, producer epoch, coordinator epoch, as in a plan entry) must match it. A
+   mismatch is refused outright (`Refused`): the named transaction is not the open one. If none is
+   open any more and the LSO has passed it, it was completed (`NothingToDo`).
 2. The coordinator's view (ListTransactions by producer id + DescribeTransactions, classified by
    admin/hanging.py): if the coordinator still holds the transaction as ongoing with this partition,
-   it is live - aborting it would fail the producer's commit - so we refuse unless --force.
+   it is live - aborting it would fail the producer's commit - so `refusal` is set and only --force
+   overrides it (`live` tells the caller to warn about it).
+3. What the cluster cannot tell us is `unverifiable`: without DescribeProducers (Kafka before 2.8)
+   the legacy form's producer cannot be checked; without ListTransactions / DescribeTransactions
+   (before 3.0) neither can the coordinator's view. Such a write needs a person's confirmation on
+   a terminal, or --force.
 
-The marker carries the producer's coordinator epoch (clamped to >= 0, as upstream: a real broker
-fences markers whose coordinator epoch is older than the one it stored) and KIP-664's TxnStartOffset
-tag, so a broker that knows the tag aborts only the transaction starting at that offset.
+`execute` re-reads the producer state right before writing (the prompt may have waited), writes the
+marker with the producer's coordinator epoch (clamped to >= 0, as upstream: brokers fence markers
+older than the stored epoch) and KIP-664's TxnStartOffset tag, then waits briefly for the LSO.
 """
 
 from __future__ import annotations
@@ -21,7 +29,8 @@ from dataclasses import dataclass, field
 
 from kafka_txn_tools.admin import hanging
 from kafka_txn_tools.admin.api import ClusterApi
-from kafka_txn_tools.admin.errors import BrokerError, ConnectionFailed, NothingToDo, UsageError
+from kafka_txn_tools.admin.capabilities import COORDINATOR_VIEW, missing, missing_api_error, require
+from kafka_txn_tools.admin.errors import BrokerError, ConnectionFailed, NothingToDo, Refused, UsageError
 from kafka_txn_tools.models import (
     AbortSpec,
     ClusterInfo,
@@ -33,20 +42,67 @@ from kafka_txn_tools.models import (
 )
 
 AbortClient = ClusterApi
+INT16 = (-(2**15), 2**15 - 1)
+INT32 = (-(2**31), 2**31 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+
+
+@dataclass(frozen=True)
+class AbortTarget:
+    """Every identifier the user gave for one abort; None = not given."""
+
+    partition: TopicPartition
+    start_offset: int | None = None
+    producer_id: int | None = None
+    producer_epoch: int | None = None
+    coordinator_epoch: int | None = None
+
+    def __post_init__(self) -> None:
+        for name, value, (low, high) in (
+                ("partition", self.partition.partition, INT32), ("start offset", self.start_offset, INT64),
+                ("producer id", self.producer_id, INT64), ("producer epoch", self.producer_epoch, INT16),
+                ("coordinator epoch", self.coordinator_epoch, INT32)):
+            if value is not None and not low <= value <= high:
+                raise UsageError(f"{name} {value} is out of range ({low}..{high})")
+        if self.partition.partition < 0:
+            raise UsageError(f"partition {self.partition.partition} is not a partition number (0 or more)")
+        if self.start_offset is not None and self.start_offset < 0:
+            raise UsageError(f"start offset {self.start_offset} is not where a transaction can start",
+                             "take --start-offset from `kafka-txn find-hanging` or `describe-producers`")
+        if self.start_offset is None and self.producer_id is None:
+            raise UsageError("name the transaction with a start offset or a producer id")
+
+    @property
+    def legacy(self) -> bool:
+        return self.start_offset is None
+
+    def describe(self) -> str:
+        parts = [f"start offset {self.start_offset}"] if self.start_offset is not None else []
+        for name, value in (("producer", self.producer_id), ("epoch", self.producer_epoch),
+                            ("coordinator epoch", self.coordinator_epoch)):
+            if value is not None:
+                parts.append(f"{name} {value}")
+        return f"{self.partition} " + ", ".join(parts)
 
 
 @dataclass
 class AbortCheck:
-    """What validation found; `spec` is the marker to write when there is something to abort."""
+    """What validation found; `spec` is the marker to write."""
 
-    partition: TopicPartition
+    target: AbortTarget
     leader: int
     before: PartitionOffsets
-    spec: AbortSpec | None = None
-    producer: ProducerState | None = None
+    spec: AbortSpec
+    producer: ProducerState | None = None  # None: producer state could not be read (unverifiable)
     verdict: hanging.Verdict | None = None
     refusal: str | None = None  # why aborting looks unsafe; --force overrides
+    live: bool = False  # the coordinator holds it as live: --force gets its own warning
+    unverifiable: list[str] = field(default_factory=list)  # needs a person's confirmation or --force
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def partition(self) -> TopicPartition:
+        return self.target.partition
 
     @property
     def coordinator_view(self) -> str:
@@ -54,12 +110,61 @@ class AbortCheck:
             return "unknown (the coordinator's view could not be read)"
         return f"{self.verdict.reason.value}: {self.verdict.detail}"
 
+    def marker_text(self) -> str:
+        s = self.spec
+        tag = f", start offset {s.start_offset}" if s.start_offset is not None else ""
+        return (f"ABORT marker for {s.partition} to broker {self.leader} (its leader): producer {s.producer_id}, "
+                f"epoch {s.producer_epoch}, coordinator epoch {s.coordinator_epoch}{tag}")
+
 
 @dataclass
 class AbortOutcome:
     check: AbortCheck
     after: PartitionOffsets
     still_open: bool
+
+
+# --- validation ------------------------------------------------------------------------------------
+
+def validate(client: AbortClient, target: AbortTarget) -> AbortCheck:
+    """Check `target` against the leader's producer state and the coordinator; write nothing."""
+    require(client, "abort", "WriteTxnMarkers")
+    cluster, leader = _leader(client, target.partition)
+    before = client.partition_offsets({target.partition: leader})[target.partition]
+    if not client.supports("DescribeProducers"):
+        return _unverified_producer(client, target, leader, before)
+    producers = _producers_on_leader(client, target.partition, leader)
+    producer = _match(target, producers, before)
+    _refuse_mismatches(target, producer)
+    spec = AbortSpec(target.partition, producer.producer_id, producer.producer_epoch,
+                     max(producer.coordinator_epoch, 0), producer.current_txn_start_offset)
+    check = AbortCheck(target, leader, before, spec, producer=producer)
+    _add_coordinator_view(client, cluster, check, producer)
+    return check
+
+
+def _unverified_producer(client: AbortClient, target: AbortTarget, leader: int,
+                         before: PartitionOffsets) -> AbortCheck:
+    """No DescribeProducers: only the legacy form, complete, can be written - after a person agrees."""
+    if target.producer_id is None or target.producer_epoch is None or target.coordinator_epoch is None:
+        raise missing_api_error("DescribeProducers", "abort --start-offset",
+                                "on brokers without it, name the transaction with --producer-id, --producer-epoch "
+                                "and --coordinator-epoch (the legacy form)")
+    spec = AbortSpec(target.partition, target.producer_id, target.producer_epoch, max(target.coordinator_epoch, 0),
+                     target.start_offset)
+    check = AbortCheck(target, leader, before, spec)
+    check.unverifiable.append(
+        f"the cluster does not support DescribeProducers (Apache Kafka 2.8+), so producer {target.producer_id} "
+        f"epoch {target.producer_epoch} cannot be checked against the producer state of {target.partition}")
+    if missing(client, COORDINATOR_VIEW):
+        check.unverifiable.append(_no_coordinator_view(client))
+    return check
+
+
+def _no_coordinator_view(client: AbortClient) -> str:
+    apis = " and ".join(missing(client, COORDINATOR_VIEW))
+    return (f"the coordinator's view cannot be read: the cluster does not support {apis} (Apache Kafka 3.0+), so "
+            "it cannot be checked that no coordinator still holds this transaction as live")
 
 
 def _leader(client: AbortClient, tp: TopicPartition) -> tuple[ClusterInfo, int]:
@@ -84,19 +189,24 @@ def _producers_on_leader(client: AbortClient, tp: TopicPartition, leader: int) -
     return [p for r in replicas if r.partition == tp for p in r.producers]
 
 
-def check_by_start_offset(client: AbortClient, tp: TopicPartition, start_offset: int) -> AbortCheck:
-    cluster, leader = _leader(client, tp)
-    producers = _producers_on_leader(client, tp, leader)
-    before = client.partition_offsets({tp: leader})[tp]
-    producer = next((p for p in producers if p.current_txn_start_offset == start_offset), None)
-    if producer is None:
-        _explain_missing(tp, start_offset, producers, before)
-    assert producer is not None
-    check = AbortCheck(tp, leader, before, producer=producer,
-                       spec=AbortSpec(tp, producer.producer_id, producer.producer_epoch,
-                                      max(producer.coordinator_epoch, 0), start_offset))
-    _add_coordinator_view(client, cluster, check, producer)
-    return check
+def _match(target: AbortTarget, producers: list[ProducerState], before: PartitionOffsets) -> ProducerState:
+    tp = target.partition
+    if target.start_offset is not None:
+        found = next((p for p in producers if p.has_open_transaction
+                      and p.current_txn_start_offset == target.start_offset), None)
+        if found is None:
+            _explain_missing(tp, target.start_offset, producers, before)
+        assert found is not None
+        return found
+    pid = target.producer_id
+    state = next((p for p in producers if p.producer_id == pid), None)
+    if state is None:
+        raise Refused(f"partition {tp} has no state for producer id {pid} (a wrong id, or an expired producer)",
+                      f"take the producer id from `kafka-txn describe-producers --topic {tp.topic} "
+                      f"--partition {tp.partition}`")
+    if not state.has_open_transaction:
+        raise NothingToDo(f"producer {pid} has no open transaction on partition {tp}: already aborted or committed")
+    return state
 
 
 def _explain_missing(
@@ -115,34 +225,34 @@ def _explain_missing(
     raise UsageError(f"Could not find any open transactions starting at offset {offset} on partition {tp}", hint)
 
 
-def check_legacy(
-    client: AbortClient, tp: TopicPartition, producer_id: int, producer_epoch: int, coordinator_epoch: int,
-) -> AbortCheck:
-    """The pre-3.0 form: the caller names producer id, epoch and coordinator epoch."""
-    cluster, leader = _leader(client, tp)
-    before = client.partition_offsets({tp: leader})[tp]
-    # Upstream: a producer that never got a marker shows coordinator epoch -1; 0 is <= any real epoch.
-    spec = AbortSpec(tp, producer_id, producer_epoch, max(coordinator_epoch, 0), None)
-    check = AbortCheck(tp, leader, before, spec=spec)
-    replicas, errors = client.describe_producers({leader: [tp]})
-    if errors:
-        check.notes.append(f"producer state not validated: {errors[0].message}")
-        return check
-    producer = next((p for r in replicas for p in r.producers if p.producer_id == producer_id), None)
-    if producer is None:
-        check.refusal = f"partition {tp} has no state for producer id {producer_id} (wrong id, or expired)"
-        return check
-    check.producer = producer
-    if not producer.has_open_transaction:
-        raise NothingToDo(f"producer {producer_id} has no open transaction on partition {tp}: already aborted "
-                          "or committed")
-    _add_coordinator_view(client, cluster, check, producer)
-    return check
+def _coordinator_epochs_match(given: int, live: int) -> bool:
+    # A producer that never received a marker reports -1; upstream tools print it as -1 and clamp
+    # it to 0 in the marker, so -1 and 0 both name "no coordinator epoch yet".
+    return given == live or (live < 0 and given in (-1, 0))
+
+
+def _refuse_mismatches(target: AbortTarget, p: ProducerState) -> None:
+    live = {"producer id": p.producer_id, "producer epoch": p.producer_epoch,
+            "coordinator epoch": p.coordinator_epoch}
+    given = {"producer id": target.producer_id, "producer epoch": target.producer_epoch,
+             "coordinator epoch": target.coordinator_epoch}
+    wrong = [f"{name} {given[name]} (the partition has {live[name]})" for name in live
+             if given[name] is not None and not (
+                 _coordinator_epochs_match(given[name], live[name]) if name == "coordinator epoch"  # type: ignore[arg-type]
+                 else given[name] == live[name])]
+    if wrong:
+        raise Refused(f"the open transaction of producer {p.producer_id} at offset {p.current_txn_start_offset} on "
+                      f"{target.partition} is not the one named: {'; '.join(wrong)}",
+                      "the transaction changed since it was read (a stale plan?), or the identifiers are wrong: "
+                      "read them again with `kafka-txn find-hanging` or `describe-producers`")
 
 
 def _add_coordinator_view(
     client: AbortClient, cluster: ClusterInfo, check: AbortCheck, producer: ProducerState,
 ) -> None:
+    if missing(client, COORDINATOR_VIEW):
+        check.unverifiable.append(_no_coordinator_view(client))
+        return
     listed = client.list_transactions(cluster.broker_ids(), producer_ids=[producer.producer_id])
     ids = {entry.transactional_id for entry in listed.listings if entry.producer_id == producer.producer_id}
     described = client.describe_transactions(ids)
@@ -157,24 +267,27 @@ def _add_coordinator_view(
                          + (f" ({failures})" if failures else ""))
     elif verdict.reason is HangingReason.LATE:
         txn = verdict.transactional_id
+        check.live = True
         check.refusal = (f"the coordinator still holds {txn!r} as ongoing with {check.partition}: it is live and "
                          f"aborting it would fail the producer's commit (wait for its timeout, or "
                          f"`kafka-txn force-terminate --transactional-id {txn}`)")
 
 
+# --- the write -------------------------------------------------------------------------------------
+
 def execute(
     client: AbortClient, check: AbortCheck, sleep: Callable[[float], None] = time.sleep, settle_s: float = 3.0,
 ) -> AbortOutcome:
-    """Write the marker, then re-read producer state and offsets (waiting briefly for the LSO to move)."""
-    spec = check.spec
-    if spec is None:
-        raise UsageError(f"nothing to abort on {check.partition}")
-    error = _write_marker(client, check, spec)
+    """Re-check, write the marker, then re-read producer state and offsets (waiting briefly for the LSO)."""
+    if check.producer is not None and _open_state(client, check) is False:
+        raise NothingToDo(f"the transaction at offset {check.spec.start_offset} on {check.partition} was completed "
+                          "after it was validated: nothing was written")
+    error = _write_marker(client, check)
     if error in _LEADER_MOVED:
         # Leadership moved between validation and the marker (a broker restarted, a reassignment):
         # find the new leader, check the same transaction is still open there, and write it once more.
         _follow_leader(client, check, sleep)
-        error = _write_marker(client, check, spec)
+        error = _write_marker(client, check)
     if error is not None:
         _raise_marker_error(client, check, error)
     return _after(client, check, sleep, settle_s)
@@ -185,7 +298,8 @@ _LEADER_MOVED = {"NOT_LEADER_FOR_PARTITION", "NOT_LEADER_OR_FOLLOWER", "LEADER_N
                  "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "BROKER_UNREACHABLE"}
 
 
-def _write_marker(client: AbortClient, check: AbortCheck, spec: AbortSpec) -> str | None:
+def _write_marker(client: AbortClient, check: AbortCheck) -> str | None:
+    spec = check.spec
     try:
         return client.write_abort_marker(check.leader, spec.partition, spec.producer_id, spec.producer_epoch,
                                          spec.coordinator_epoch, spec.start_offset)
@@ -210,40 +324,44 @@ def _follow_leader(client: AbortClient, check: AbortCheck, sleep: Callable[[floa
                           f"was elected within {wait_s:.0f} s; nothing was written", "LEADER_NOT_AVAILABLE",
                           "retry the same abort command once the partition has a leader")
     check.leader = leader
-    if not _still_open(client, check):
-        spec = check.spec
-        assert spec is not None
+    if check.producer is not None and not _still_open(client, check):
         raise NothingToDo(f"leadership of {check.partition} moved to broker {leader}, where the transaction at "
-                          f"offset {spec.start_offset} is no longer open: it was completed")
+                          f"offset {check.spec.start_offset} is no longer open: it was completed")
     check.notes.append(f"leadership of {check.partition} moved from broker {old} to {leader} during the abort; "
                        "re-validated on the new leader")
 
 
 def _raise_marker_error(client: AbortClient, check: AbortCheck, error: str) -> None:
     spec = check.spec
-    assert spec is not None
-    if error == "INVALID_TXN_STATE" and not _still_open(client, check):
+    if error == "INVALID_TXN_STATE" and check.producer is not None and not _still_open(client, check):
         raise NothingToDo(f"the transaction at offset {spec.start_offset} on {check.partition} was completed "
                           "before the abort marker arrived")
     raise BrokerError(f"Failed to abort transaction on {check.partition} (producer {spec.producer_id}, epoch "
                       f"{spec.producer_epoch}, coordinator epoch {spec.coordinator_epoch}): {error}", error)
 
 
-def _still_open(client: AbortClient, check: AbortCheck) -> bool:
+def _open_state(client: AbortClient, check: AbortCheck) -> bool | None:
+    """Whether the very transaction validated (producer id, epoch, start offset) is still open on the
+    leader; None when the leader could not be asked (the write then finds out, and follows a move)."""
     spec = check.spec
-    assert spec is not None
-    replicas, _errors = client.describe_producers({check.leader: [check.partition]})
+    replicas, errors = client.describe_producers({check.leader: [check.partition]})
+    if errors and not replicas:
+        return None
     return any(
-        p.producer_id == spec.producer_id and p.has_open_transaction
+        p.producer_id == spec.producer_id and p.producer_epoch == spec.producer_epoch and p.has_open_transaction
         and (spec.start_offset is None or p.current_txn_start_offset == spec.start_offset)
         for r in replicas for p in r.producers)
+
+
+def _still_open(client: AbortClient, check: AbortCheck) -> bool:
+    return _open_state(client, check) is not False
 
 
 def _lso_settled(check: AbortCheck, after: PartitionOffsets) -> bool:
     before_lso, now_lso = check.before.last_stable_offset, after.last_stable_offset
     if before_lso is None or now_lso is None:
         return True
-    start = check.spec.start_offset if check.spec is not None else None
+    start = check.spec.start_offset
     # Only wait for the LSO if this transaction was what held it.
     held_by_us = start is None or before_lso >= start
     return now_lso > before_lso or not held_by_us
@@ -254,7 +372,7 @@ def _after(client: AbortClient, check: AbortCheck, sleep: Callable[[float], None
     deadline = time.monotonic() + settle_s
     while True:
         after = client.partition_offsets({check.partition: check.leader})[check.partition]
-        open_now = _still_open(client, check)
+        open_now = _still_open(client, check) if client.supports("DescribeProducers") else False
         if (not open_now and _lso_settled(check, after)) or time.monotonic() >= deadline:
             return AbortOutcome(check, after, open_now)
         sleep(0.1)

@@ -6,9 +6,12 @@ looks like it has no transactional id: "hanging"), and topics from DescribeTrans
 (so a partition looks "not in the transaction"). Refusals that do come back as errors
 (TOPIC_AUTHORIZATION_FAILED from DescribeProducers, ...) are reported with the scan's errors already.
 
-Whether ACLs are enforced at all is asked with one DescribeAcls for a name no ACL uses: a broker
-without an authorizer answers SECURITY_DISABLED; with one, it answers (or refuses with
-CLUSTER_AUTHORIZATION_FAILED). Nothing else is learned or changed.
+Whether ACLs can hide anything is asked with one DescribeAcls for every binding; only answers that
+prove it count: SECURITY_DISABLED means no authorizer; CLUSTER_AUTHORIZATION_FAILED means an
+authorizer runs and this principal is not allowed to see its ACLs; bindings in the answer mean ACLs
+are in force. An answer without error and without bindings proves nothing can be hidden by ACLs,
+and any other answer (an unknown error, a broker without the API) proves nothing: no warning is
+claimed then. Nothing is changed.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ if TYPE_CHECKING:
     from kafka_txn_tools.admin.client import AdminClient
     from kafka_txn_tools.admin.scan import ScanReport, Scope
 
-PROBE_NAME = "__kafka_txn_acl_probe__"
+ANY = 1  # ResourceType / PatternType / AclOperation / AclPermissionType ANY
 SECURITY_DISABLED = 54
 CLUSTER_AUTHORIZATION_FAILED = 31
 # Verdicts an ACL-hidden transactional id or topic can produce.
@@ -38,17 +41,18 @@ WARNING = ("results may be incomplete: the cluster enforces ACLs, and Kafka sile
 def probe_request() -> Any:
     from kafka.protocol.admin import DescribeAclsRequest
 
-    # TRANSACTIONAL_ID (5), LITERAL (3), operation and permission ANY (1).
-    return DescribeAclsRequest(resource_type_filter=5, resource_name_filter=PROBE_NAME, pattern_type_filter=3,
-                               principal_filter=None, host_filter=None, operation=1, permission_type=1)
+    return DescribeAclsRequest(resource_type_filter=ANY, resource_name_filter=None, pattern_type_filter=ANY,
+                               principal_filter=None, host_filter=None, operation=ANY, permission_type=ANY)
 
 
-def interpret(error_code: int) -> bool | None:
-    """True: an authorizer runs; False: none does; None: cannot tell (e.g. a non-Kafka broker's error)."""
+def interpret(error_code: int, bindings: int = 0) -> bool | None:
+    """True: ACLs are in force; False: nothing can be hidden by ACLs; None: cannot tell."""
     if error_code == SECURITY_DISABLED:
         return False
-    if error_code in (0, CLUSTER_AUTHORIZATION_FAILED):
+    if error_code == CLUSTER_AUTHORIZATION_FAILED:
         return True
+    if error_code == 0:
+        return bindings > 0
     return None
 
 
@@ -59,9 +63,10 @@ def acls_enforced(client: AdminClient) -> bool | None:
         return await client._send(probe_request())  # the admin client's own request path
 
     try:
-        return interpret(int(client._run(go).error_code))
+        answer = client._run(go)
     except kerrors.KafkaError:
         return None
+    return interpret(int(answer.error_code), len(answer.resources or ()))
 
 
 def may_be_incomplete(scope: Scope, report: ScanReport) -> bool:

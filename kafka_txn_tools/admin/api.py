@@ -1,4 +1,4 @@
-"""The admin operations the flows (scan, abort, listing, dump) need, as a Protocol.
+"""The admin operations the flows (scan, abort, fence, listing, describe, dump) need, as a Protocol.
 
 admin/client.py's AdminClient implements it over the wire; the flows depend only on this, which
 keeps them importable without kafka-python and testable with plain data.
@@ -41,6 +41,8 @@ class DescribeResult:
 
 
 class ClusterApi(Protocol):
+    def supports(self, api: str) -> bool: ...
+
     def metadata(self, topics: Sequence[str] | None = None) -> ClusterInfo: ...
 
     def describe_producers(
@@ -61,3 +63,5 @@ class ClusterApi(Protocol):
         self, leader: int, partition: TopicPartition, producer_id: int, producer_epoch: int,
         coordinator_epoch: int, start_offset: int | None,
     ) -> str | None: ...
+
+    def fence_transactional_id(self, transactional_id: str) -> tuple[int, int]: ...

@@ -23,7 +23,7 @@ from kafka.admin import KafkaAdminClient
 from kafka_txn_tools.admin import wire
 from kafka_txn_tools.admin.api import DescribeResult, ListResult, Progress
 from kafka_txn_tools.admin.config import ClientSettings
-from kafka_txn_tools.admin.errors import BrokerError, ConnectionFailed, UsageError, error_code
+from kafka_txn_tools.admin.errors import BrokerError, ConnectionFailed, MissingApi, UsageError, error_code
 from kafka_txn_tools.admin.redact import protect
 from kafka_txn_tools.models import (
     ClusterInfo,
@@ -43,6 +43,14 @@ DESCRIBE_PRODUCERS_BATCH = 2000
 IN_FLIGHT_PER_BROKER = 3
 _RETRIABLE_COORDINATOR = {"COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR",
                           "CONCURRENT_TRANSACTIONS"}
+
+def _api_of(exc: BaseException) -> str:
+    """kafka-python names the request class in IncompatibleBrokerVersion's text: 'the XRequest Kafka protocol'."""
+    import re
+
+    found = re.search(r"'(\w+?)Request'", str(exc))
+    return found.group(1) if found else "unknown"
+
 
 def _transport_error(exc: BaseException, broker_id: int | None, api: str) -> ScanError:
     """A failed request (no broker answer) as a ScanError naming the broker and what to check."""
@@ -76,6 +84,26 @@ class AdminClient:
 
     def close(self) -> None:
         self._admin.close()
+
+    @property
+    def cluster_name(self) -> str:
+        """How prompts and the audit log name the cluster: the profile, else the bootstrap servers."""
+        return self.settings.cluster_name
+
+    def supports(self, api: str) -> bool:
+        """Whether the cluster advertises `api` (capabilities.APIS) in a version our requests can use.
+
+        Brokers answer ApiVersions when we connect; the bootstrap broker's answer stands for the
+        cluster (a rolling upgrade can mix versions: then requests to older brokers fail one by one).
+        """
+        from kafka_txn_tools.admin.capabilities import APIS
+
+        info = APIS[api]
+        data = self._manager.broker_version_data
+        if data is None:
+            return True  # not known before the first connection: let the request find out
+        versions = data.api_versions.get(info.key)
+        return versions is not None and versions[1] >= info.min_version
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -117,6 +145,9 @@ class AdminClient:
     def _run_or_raise(self, fn: Callable[..., Any], what: str, *args: Any) -> Any:
         try:
             return self._run(fn, *args)
+        except kerrors.IncompatibleBrokerVersion as exc:
+            # Not a network fault: the broker does not offer the request at all.
+            raise MissingApi(_api_of(exc), f"the broker does not support the request to {what} ({exc})") from None
         except kerrors.KafkaError as exc:
             err = _transport_error(exc, None, what)
             raise ConnectionFailed(err.message, "check that the brokers are up and reachable") from None
@@ -166,7 +197,7 @@ class AdminClient:
                 except kerrors.KafkaError as exc:
                     err = _transport_error(exc, broker_id, "DescribeProducers")
                     errors.append(ScanError(err.error, f"{err.message}; {len(batch)} partitions not read",
-                                            broker_id=broker_id, api=err.api))
+                                            broker_id=broker_id, api=err.api, partitions=len(batch)))
                     continue
                 results.extend(got)
                 errors.extend(errs)
@@ -384,24 +415,63 @@ class AdminClient:
         return level, offsets
 
 
-class _AuthFailureCatcher(logging.Handler):
-    """Keeps the SASL refusal kafka-python logs while it retries a bootstrap: it raises only a timeout
-    in the end, and an operator needs to hear "wrong password", not "could not connect"."""
+class _BootstrapWatch(logging.Handler):
+    """Ends kafka-python's bootstrap at the first answer that retrying cannot change.
+
+    kafka-python retries a failed bootstrap connection until its timeout, whatever the failure, and
+    then raises only a timeout. A SASL refusal or an unsupported mechanism is final: the handler
+    keeps it and closes the connection manager, which ends the bootstrap loop at once.
+    """
+
+    FINAL = (kerrors.SaslAuthenticationFailedError, kerrors.UnsupportedSaslMechanismError,
+             kerrors.IllegalSaslStateError, kerrors.AuthorizationError)
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
+        self.client: Any = None
         self.refusal: BaseException | None = None
+
+    def make_client(self, **config: Any) -> Any:
+        """kafka-python's `kafka_client` hook: the client is built before the bootstrap starts."""
+        from kafka.net.compat import KafkaNetClient
+
+        self.client = KafkaNetClient(**config)
+        return self.client
 
     def emit(self, record: logging.LogRecord) -> None:
         args = record.args if isinstance(record.args, tuple) else ()
-        for arg in args:
-            if isinstance(arg, kerrors.SaslAuthenticationFailedError):
-                self.refusal = arg
+        final = next((a for a in args if isinstance(a, self.FINAL)), None)
+        if final is None or self.refusal is not None:
+            return
+        self.refusal = final
+        if self.client is not None:
+            self.client._manager.close()  # the bootstrap loop ends at its next turn
 
 
 def _auth_refused(servers: str, mechanism: str, exc: BaseException) -> ConnectionFailed:
+    if isinstance(exc, kerrors.UnsupportedSaslMechanismError | kerrors.IllegalSaslStateError):
+        return ConnectionFailed(f"the cluster at {servers} does not accept SASL/{mechanism} ({exc})",
+                                "check sasl.mechanism and security.protocol")
+    if isinstance(exc, kerrors.AuthorizationError):
+        return ConnectionFailed(f"the cluster at {servers} refused this principal ({exc})")
     return ConnectionFailed(f"the cluster at {servers} refused SASL/{mechanism} authentication ({exc})",
                             "check the username and password in sasl.jaas.config")
+
+
+def _probe(settings: ClientSettings, timeout_ms: int) -> list[str]:
+    """The bootstrap addresses that answered as Kafka; ConnectionFailed naming each problem if none did."""
+    from kafka_txn_tools.admin.bootstrap import probe_all
+
+    servers = [a for a in (settings.bootstrap_servers or "").split(",") if a.strip()]
+    kw = settings.kwargs
+    probes = probe_all(servers, kw.get("security_protocol", "PLAINTEXT"), kw.get("ssl_context"),
+                       kw.get("sasl_mechanism"), timeout_ms / 1000)
+    usable = [p.address for p in probes if p.ok]
+    if usable:
+        return usable
+    problems = "; ".join(f"{p.address} {p.problem}" for p in probes)
+    fixes = sorted({p.fix for p in probes if p.fix})
+    raise ConnectionFailed(f"cannot connect to the cluster: {problems}", "; ".join(fixes) or None)
 
 
 def _connect(settings: ClientSettings, timeout_ms: int, client_id: str) -> Any:
@@ -411,24 +481,41 @@ def _connect(settings: ClientSettings, timeout_ms: int, client_id: str) -> Any:
     kwargs.setdefault("client_id", client_id)
     kwargs.setdefault("request_timeout_ms", timeout_ms)
     mech = kwargs.get("sasl_mechanism", "SASL")
-    catcher = _AuthFailureCatcher()
-    net_log = logging.getLogger("kafka.net.manager")
-    net_log.addHandler(catcher)
+    provider = kwargs.get("sasl_oauth_token_provider")
+    if provider is not None:
+        provider.token()  # a refused secret or a dead token endpoint, named before connecting
+    usable = _probe(settings, timeout_ms)
+    watch = _BootstrapWatch()
+    net_log = logging.getLogger("kafka.net")
+    net_log.addHandler(watch)
     try:
-        return KafkaAdminClient(bootstrap_servers=servers.split(","), bootstrap_timeout_ms=timeout_ms, **kwargs)
+        return KafkaAdminClient(bootstrap_servers=usable, bootstrap_timeout_ms=timeout_ms,
+                                kafka_client=watch.make_client, **kwargs)
     except kerrors.SaslAuthenticationFailedError as exc:
         raise _auth_refused(servers, mech, exc) from None
     except kerrors.KafkaTimeoutError:
-        # kafka-python keeps retrying a refused login until the bootstrap timeout; say why it failed.
-        if catcher.refusal is not None:
-            raise _auth_refused(servers, mech, catcher.refusal) from None
+        _close_quietly(watch.client)
+        if watch.refusal is not None:
+            raise _auth_refused(servers, mech, watch.refusal) from None
         raise ConnectionFailed(
             f"could not connect to the cluster at {servers} within {timeout_ms / 1000:g}s",
             "check --bootstrap-server, that the brokers are up, and security.protocol / TLS settings",
         ) from None
     except kerrors.KafkaConfigurationError as exc:
+        _close_quietly(watch.client)
         raise UsageError(f"invalid client configuration: {exc}") from None
     except kerrors.KafkaError as exc:
+        _close_quietly(watch.client)
         raise ConnectionFailed(f"could not connect to the cluster at {servers}: {exc}") from None
     finally:
-        net_log.removeHandler(catcher)
+        net_log.removeHandler(watch)
+
+
+def _close_quietly(client: Any) -> None:
+    """Stop the I/O thread of a client whose admin client never finished starting."""
+    if client is None:
+        return
+    try:
+        client.close()
+    except Exception:  # noqa: BLE001 - already failing; the original error is the one to report
+        log.debug("closing a failed bootstrap client", exc_info=True)

@@ -1,9 +1,9 @@
 """`--command-config` files (Java client properties) -> keyword arguments for kafka-python's clients.
 
 Operators already have `admin.properties` files for the Java tools; they work here unchanged for
-PLAINTEXT/SSL/SASL_PLAINTEXT/SASL_SSL, SASL PLAIN and SCRAM (credentials from `sasl.jaas.config`),
-GSSAPI, and TLS with PEM files. Java keystores (JKS, PKCS12) cannot be read by Python's ssl module,
-so they get an error that shows the conversion command instead of a handshake failure later.
+PLAINTEXT/SSL/SASL_PLAINTEXT/SASL_SSL; SASL PLAIN and SCRAM (credentials from `sasl.jaas.config`),
+OAUTHBEARER (admin/oauth.py) and GSSAPI (admin/kerberos.py) through kafka-python's client stack; TLS
+with PEM or PKCS12 stores (admin/tls.py). JKS gets an error with the command that converts it.
 
 Secrets read here never appear in messages or reprs.
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 from kafka_txn_tools.admin.errors import ConfigError
 
-_SECRET_KEYS = frozenset({"sasl_plain_password", "ssl_password"})
+_SECRET_KEYS = frozenset({"sasl_plain_password", "ssl_password", "sasl_oauth_token_provider"})
 
 # Java properties that mean nothing to this tool but are common in admin.properties files.
 _HARMLESS = frozenset({
@@ -43,6 +43,13 @@ class ClientSettings:
     source: str = ""
     # default.api.timeout.ms: how long a whole operation (connecting included) may take.
     timeout_ms: int | None = None
+    profile: str | None = None  # the --profile the settings came from, if any
+
+    @property
+    def cluster_name(self) -> str:
+        """The cluster as a person knows it: `profile (servers)`, or the bootstrap servers."""
+        servers = self.bootstrap_servers or "?"
+        return f"{self.profile} ({servers})" if self.profile else servers
 
     def redacted(self) -> dict[str, Any]:
         return {k: ("***" if k in _SECRET_KEYS and v else v) for k, v in self.kwargs.items()}
@@ -176,10 +183,12 @@ def parse_jaas(text: str) -> JaasConfig:
     return JaasConfig(m.group("module"), options)
 
 
-_MODULE_FOR = {
-    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
-    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
-    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+_MODULE_FOR = {  # the JAAS login module each mechanism takes (class name; the package may vary by JDK)
+    "PLAIN": "PlainLoginModule",
+    "SCRAM-SHA-256": "ScramLoginModule",
+    "SCRAM-SHA-512": "ScramLoginModule",
+    "GSSAPI": "Krb5LoginModule",
+    "OAUTHBEARER": "OAuthBearerLoginModule",
 }
 
 
@@ -236,26 +245,24 @@ def _apply_sasl(props: Mapping[str, str], take: Any, kw: dict[str, Any], source:
                           f"use one of {', '.join(_MECHANISMS)}")
     kw["sasl_mechanism"] = mechanism
     jaas_text = take("sasl.jaas.config")
-    # librdkafka-style names, accepted for convenience when there is no JAAS line.
-    username, password = take("sasl.username"), take("sasl.password")
+    jaas = parse_jaas(jaas_text) if jaas_text else None
+    if jaas is not None and jaas.login_module.rsplit(".", 1)[-1] != _MODULE_FOR[mechanism]:
+        raise ConfigError(
+            f"sasl.jaas.config in {source} uses {jaas.login_module.rsplit('.', 1)[-1]} but sasl.mechanism is "
+            f"{mechanism}", f"use {_MODULE_FOR[mechanism]}")
     if mechanism == "GSSAPI":
-        if (service := take("sasl.kerberos.service.name")):
-            kw["sasl_kerberos_service_name"] = service
+        from kafka_txn_tools.admin.kerberos import apply_gssapi
+
+        apply_gssapi(take, jaas, kw, source)
         return
     if mechanism == "OAUTHBEARER":
-        raise ConfigError(
-            f"sasl.mechanism=OAUTHBEARER in {source} needs a token provider, which kafka-txn does not configure",
-            "use SCRAM or PLAIN credentials for the admin principal, or mTLS",
-        )
-    if jaas_text:
-        jaas = parse_jaas(jaas_text)
-        expected = _MODULE_FOR[mechanism]
-        if jaas.login_module != expected:
-            raise ConfigError(
-                f"sasl.jaas.config in {source} uses {jaas.login_module.rsplit('.', 1)[-1]} "
-                f"but sasl.mechanism is {mechanism}",
-                f"use {expected}",
-            )
+        from kafka_txn_tools.admin.oauth import token_provider
+
+        kw["sasl_oauth_token_provider"] = token_provider(take, jaas, source)
+        return
+    # librdkafka-style names, accepted for convenience when there is no JAAS line.
+    username, password = take("sasl.username"), take("sasl.password")
+    if jaas is not None:
         username = jaas.options.get("username", username)
         password = jaas.options.get("password", password)
     if not username or password is None:
@@ -268,67 +275,24 @@ def _apply_sasl(props: Mapping[str, str], take: Any, kw: dict[str, Any], source:
 
 
 def _apply_ssl(take: Any, kw: dict[str, Any], source: str) -> None:
-    ts_type, ts_location = take("ssl.truststore.type"), take("ssl.truststore.location")
+    """ssl.* -> one SSLContext (admin/tls.py: PEM, and PKCS12 read in memory)."""
+    from kafka_txn_tools.admin.tls import Store, TlsSettings, build_context
+
     if take("ssl.truststore.certificates"):
         raise ConfigError(f"ssl.truststore.certificates (inline PEM) in {source} is not supported",
                           "save the CA certificates to a file and set ssl.truststore.location")
-    if ts_location:
-        _require_pem("truststore", ts_type, Path(ts_location), source)
-        kw["ssl_cafile"] = ts_location
-    take("ssl.truststore.password")  # not needed for PEM trust stores
-
-    ks_type, ks_location = take("ssl.keystore.type"), take("ssl.keystore.location")
     if take("ssl.keystore.certificate.chain") or take("ssl.keystore.key"):
         raise ConfigError(f"inline ssl.keystore.certificate.chain / ssl.keystore.key in {source} are not supported",
                           "save certificate and key to a PEM file and set ssl.keystore.location")
-    if ks_location:
-        _require_pem("keystore", ks_type, Path(ks_location), source)
-        kw["ssl_certfile"] = ks_location
-        kw["ssl_keyfile"] = ks_location  # a PEM keystore holds the key next to the certificate
-    key_password = take("ssl.key.password") or take("ssl.keystore.password")
-    if key_password:
-        kw["ssl_password"] = key_password
+
+    def store(kind: str) -> Store | None:
+        declared, location, password = (take(f"ssl.{kind}.type"), take(f"ssl.{kind}.location"),
+                                        take(f"ssl.{kind}.password"))
+        return Store(kind, Path(location).expanduser(), declared, password) if location else None
+
     algorithm = take("ssl.endpoint.identification.algorithm")
-    if algorithm is not None:
-        kw["ssl_check_hostname"] = algorithm.lower() == "https"
-
-
-def _require_pem(kind: str, declared: str | None, path: Path, source: str) -> None:
-    store_type = (declared or "").upper() or _sniff_store_type(path, kind, source)
-    if store_type == "PEM":
-        return
-    if store_type in ("JKS", "PKCS12"):
-        raise ConfigError(
-            f"ssl.{kind}.location {path} in {source} is a {store_type} file, which Python's ssl module cannot read",
-            _conversion_hint(kind, store_type, path),
-        )
-    raise ConfigError(f"ssl.{kind}.type={store_type} in {source} is not supported", "use PEM files")
-
-
-def _sniff_store_type(path: Path, kind: str, source: str) -> str:
-    # Java defaults the store type to JKS; look at the file so a PEM file needs no declared type.
-    try:
-        head = path.read_bytes()[:64]
-    except FileNotFoundError:
-        raise ConfigError(f"ssl.{kind}.location {path} in {source} does not exist") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read ssl.{kind}.location {path}: {exc.strerror}") from None
-    if b"-----BEGIN" in head:
-        return "PEM"
-    if head[:4] == b"\xfe\xed\xfe\xed":
-        return "JKS"
-    return "PKCS12"
-
-
-def _conversion_hint(kind: str, store_type: str, path: Path) -> str:
-    if kind == "truststore":
-        if store_type == "JKS":
-            return (f"convert it: keytool -exportcert -rfc -keystore {path} -alias <ca-alias> -file ca.pem, "
-                    "then set ssl.truststore.type=PEM and ssl.truststore.location=ca.pem")
-        return (f"convert it: openssl pkcs12 -in {path} -nokeys -out ca.pem, "
-                "then set ssl.truststore.type=PEM and ssl.truststore.location=ca.pem")
-    p12 = "client.p12" if store_type == "JKS" else str(path)
-    first = (f"keytool -importkeystore -srckeystore {path} -destkeystore client.p12 -deststoretype PKCS12, then "
-             if store_type == "JKS" else "")
-    return (f"convert it: {first}openssl pkcs12 -in {p12} -out client.pem (certificate and key), "
-            "then set ssl.keystore.type=PEM and ssl.keystore.location=client.pem")
+    tls = TlsSettings(truststore=store("truststore"), keystore=store("keystore"),
+                      key_password=take("ssl.key.password"),
+                      check_hostname=algorithm is None or algorithm.lower() == "https")
+    kw["ssl_context"] = build_context(tls)
+    kw["ssl_check_hostname"] = tls.check_hostname

@@ -2,15 +2,17 @@
 
 Producer rows come from DescribeProducers to every replica of every partition; coordinator rows from
 ListTransactions on every broker plus DescribeTransactions for every id. Anything that fails becomes
-an error row, never a failed dump. Rows are plain dicts; the CLI hands them to the dump writer.
+an error row, never a failed dump. Rows are plain dicts; `write_dump` writes them (dumps/schema.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from kafka_txn_tools.admin.capabilities import require
 from kafka_txn_tools.admin.errors import error_code
 from kafka_txn_tools.admin.scan import ScanClient, Scope, plan_requests
 from kafka_txn_tools.models import DEAD_STATE, ClusterInfo, PartitionProducers, ScanError, TransactionListing
@@ -65,6 +67,7 @@ def collect(
     client: ScanClient, now_ms: Callable[[], int], progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
 ) -> DumpRows:
+    require(client, "dump", "DescribeProducers", "ListTransactions", "DescribeTransactions")
     cluster = client.metadata(None)
     out = DumpRows(brokers=cluster.broker_ids())
     by_broker, plan_errors = plan_requests(cluster, Scope(all=True))
@@ -102,3 +105,15 @@ def _collect_transactions(client: ScanClient, cluster: ClusterInfo, now_ms: Call
             "partitions": [{"topic": tp.topic, "partition": tp.partition} for tp in sorted(d.partitions)],
             "capture_time_ms": captured, "source": "describe-transactions",
         })
+
+
+def write_dump(rows: DumpRows, out: Path, fmt: str, capture_time_ms: int) -> Any:
+    """Write the rows as a dump directory (layout: kafka_txn_tools/dumps/schema.py); its manifest."""
+    from kafka_txn_tools.dumps.schema import ERRORS, PRODUCERS, TRANSACTIONS, DumpWriter
+
+    writer = DumpWriter(out, fmt, capture_time_ms=capture_time_ms)
+    writer.add(PRODUCERS, rows.producers)
+    writer.add(TRANSACTIONS, rows.transactions)
+    writer.add(ERRORS, rows.errors)
+    writer.brokers.update(rows.brokers)
+    return writer.close()

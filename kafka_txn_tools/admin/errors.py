@@ -1,6 +1,6 @@
 """Errors the admin layer raises for people: each names the thing that failed and the fix.
 
-The CLI maps the classes to exit codes (cli/common.py); nothing here prints or exits.
+The CLI maps the classes to exit codes (cli/errors.py); nothing here prints or exits.
 Kafka error codes are named by kafka_txn_broker.formats.errors (the project's one table), imported
 lazily so importing this module stays cheap.
 """
@@ -42,6 +42,19 @@ class BrokerError(KafkaTxnError):
 
 class NothingToDo(KafkaTxnError):
     """The requested change already happened (e.g. the transaction is no longer open)."""
+
+
+class Refused(KafkaTxnError):
+    """A write was refused before anything was written (the target did not validate, or is live)."""
+
+
+class MissingApi(KafkaTxnError):
+    """The cluster does not offer an API the command needs (Kafka before 2.8/3.0, or a Kafka-compatible
+    broker without the KIP-664 admin APIs). One exit code for all of them (cli/exit_codes.py)."""
+
+    def __init__(self, api: str, message: str, fix: str | None = None) -> None:
+        super().__init__(message, fix)
+        self.api = api
 
 
 def error_name(code: int) -> str:

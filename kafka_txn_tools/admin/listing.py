@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from kafka_txn_broker.formats.transactions import STATE_NAMES
 from kafka_txn_tools.admin.api import ClusterApi
+from kafka_txn_tools.admin.capabilities import require
 from kafka_txn_tools.admin.errors import UsageError
 from kafka_txn_tools.models import ScanError, TransactionListing
 
@@ -49,6 +50,7 @@ class Listed:
 
 
 def list_transactions(client: ListClient, filters: ListFilters, now_ms: Callable[[], int]) -> Listed:
+    require(client, "list", "ListTransactions")
     known = client.metadata([]).broker_ids()
     brokers = list(filters.broker_ids) or known
     unknown = sorted(set(brokers) - set(known))

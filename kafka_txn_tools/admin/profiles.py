@@ -158,6 +158,8 @@ def resolve_settings(
         or env.get(ENV_BOOTSTRAP)
         or file_servers
     )
+    if chosen is not None:
+        settings.profile = chosen.name
     if not settings.bootstrap_servers:
         raise ConfigError(
             "no cluster to connect to",

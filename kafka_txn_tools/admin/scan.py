@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 from kafka_txn_tools.admin import hanging
 from kafka_txn_tools.admin.api import ClusterApi
+from kafka_txn_tools.admin.capabilities import require
 from kafka_txn_tools.admin.errors import UsageError
 from kafka_txn_tools.models import (
     ClusterInfo,
@@ -97,13 +98,27 @@ def _partitions_in_scope(cluster: ClusterInfo, scope: Scope) -> list[PartitionIn
 class ScanReport:
     results: list[HangingTransaction] = field(default_factory=list)
     errors: list[ScanError] = field(default_factory=list)
-    scanned_replicas: int = 0
+    scanned_replicas: int = 0  # partition replicas asked
     candidates: int = 0
     now_ms: int = 0
 
     @property
     def hanging(self) -> list[HangingTransaction]:
         return [r for r in self.results if r.reason.is_hanging]
+
+    @property
+    def unread_replicas(self) -> int:
+        """Replicas asked whose producer state never came back (a broker down, a partition unauthorized)."""
+        return min(self.scanned_replicas, sum(e.partitions for e in self.errors if e.api == "DescribeProducers"))
+
+    @property
+    def read_replicas(self) -> int:
+        return self.scanned_replicas - self.unread_replicas
+
+    @property
+    def partial(self) -> bool:
+        """Some of the answer is missing: anything in `errors` (unread replicas, unclassified candidates)."""
+        return bool(self.errors)
 
 
 @dataclass(frozen=True)
@@ -122,6 +137,7 @@ def find_hanging(
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
 ) -> ScanReport:
+    require(client, "find-hanging", "DescribeProducers", "ListTransactions", "DescribeTransactions")
     cluster = client.metadata([scope.topic] if scope.topic is not None else None)
     by_broker, errors = plan_requests(cluster, scope)
     report = ScanReport(errors=errors, scanned_replicas=sum(map(len, by_broker.values())))

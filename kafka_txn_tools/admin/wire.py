@@ -20,6 +20,9 @@ byte-compatible with every Kafka 3.x/4.x broker.
     WritableTxnMarkerTopic (inside Markers[].Topics[], WriteTxnMarkers v1+, flexible)
       TxnStartOffset  int64  tag 0  taggedVersions 1+  default -1 (absent)
 
+WriteTxnMarkers v0 (brokers before Kafka 2.8) is not flexible and cannot carry it; the admin
+client then sends v0 without the tag, exactly as upstream's tool does.
+
 Meaning: every partition listed in that topic entry must have an open transaction of the marker's
 producer starting at TxnStartOffset. The admin client always sends one partition per topic entry
 when it sets the tag.
@@ -151,7 +154,7 @@ def parse_describe_producers(
                 err = error_name(p.error_code)
                 errors.append(ScanError(err, p.error_message or f"{tp} on broker {broker_id}: {err}",
                                         broker_id=broker_id, partition=tp, api="DescribeProducers",
-                                        code=p.error_code))
+                                        code=p.error_code, partitions=1))
                 continue
             active = p.active_producers
             if open_only:
@@ -264,7 +267,8 @@ def abort_marker_request(
     marker = Marker(
         producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=False,
         topics=[Marker.WritableTxnMarkerTopic(**topic_kwargs)], coordinator_epoch=coordinator_epoch)
-    return WriteTxnMarkersRequest(markers=[marker], min_version=1)
+    # No minimum version: brokers before 2.8 take only v0, which simply cannot carry the tag.
+    return WriteTxnMarkersRequest(markers=[marker])
 
 
 def parse_write_txn_markers(response: Any, partition: TopicPartition) -> str | None:

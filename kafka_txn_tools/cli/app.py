@@ -1,21 +1,68 @@
-"""The `kafka-txn` typer application: global wiring only; each command lives in its own module.
+"""The `kafka-txn` application: global options and help; commands come from cli/commands (one registry).
 
-Command modules must import only light modules at import time (typer, stdlib): heavy ones
-(kafka_txn_broker, kafka-python protocol classes, pyspark, confluent_kafka) are imported inside the
-command function, so `kafka-txn --help` starts fast.
+Nothing heavy is imported here or by the command modules at import time (kafka_txn_broker,
+kafka-python protocol classes, pyspark, confluent_kafka load inside the commands), so
+`kafka-txn --help` starts fast.
 """
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from kafka_txn_tools.cli import exit_codes
+from kafka_txn_tools.cli.commands import register_all
+from kafka_txn_tools.cli.completion import enable_if_requested
+from kafka_txn_tools.cli.errors import PROG, KafkaTxnGroup
 
-EPILOG = exit_codes.HELP_TEXT
+enable_if_requested()  # tab completion calls back into kafka-txn; see cli/completion.py
+
+HELP = """Find, explain and safely abort hanging Kafka transactions.
+
+\b
+The runbook, when a read_committed consumer stalls (the LSO does not move):
+  1. kafka-txn find-hanging --all -b kafka-1:9092
+     what hangs, why, and what it holds back
+  2. kafka-txn abort --topic T --partition P --start-offset O --dry-run
+     the exact marker, checked against the live transaction
+  3. kafka-txn abort --topic T --partition P --start-offset O
+     asks on the terminal (or --yes), then prints the LSO before and after
+  Several at once: find-hanging --all -o plan > plan.yaml, then
+  abort --plan plan.yaml --dry-run, then abort --plan plan.yaml.
+"""
+
+EPILOG = """\b
+Clusters: -b HOST:PORT, $KAFKA_BOOTSTRAP_SERVERS, or --profile NAME from the
+profiles file ~/.config/kafka-txn/profiles.yaml ($KAFKA_TXN_PROFILES moves
+it):
+  default: staging              # optional: used when no cluster is given
+  profiles:
+    staging:
+      bootstrap_servers: kafka-1.staging:9092
+    prod:
+      bootstrap_servers: kafka-1.prod:9093,kafka-2.prod:9093
+      command_config: prod-admin.properties   # relative to this file
+      properties:                             # Java client properties
+        security.protocol: SASL_SSL
+        sasl.mechanism: SCRAM-SHA-512
+        sasl.jaas.config: >-
+          org.apache.kafka.common.security.scram.ScramLoginModule
+          required username="ops" password="${OPS_PASSWORD}";
+  ${VAR} is read from the environment.
+
+\b
+Writes (abort, force-terminate) ask on the terminal and are appended to the
+audit log ~/.local/state/kafka-txn/audit.log ($KAFKA_TXN_AUDIT_LOG or
+--audit-log move it). NO_COLOR turns colour off; KAFKA_TXN_DEBUG=1 shows
+tracebacks.
+
+""" + exit_codes.HELP_TEXT
 
 app = typer.Typer(
-    name="kafka-txn",
-    help="Find, explain and safely abort hanging Kafka transactions.",
+    name=PROG,
+    cls=KafkaTxnGroup,
+    help=HELP,
     epilog=EPILOG,
     no_args_is_help=True,
     add_completion=False,
@@ -25,24 +72,24 @@ app = typer.Typer(
 )
 
 
-def _register() -> None:
-    # Each import adds its commands to `app`; keep this list the single place commands are wired.
-    from kafka_txn_tools.cli import (
-        abort_cmd,  # noqa: F401
-        broker_cmd,  # noqa: F401
-        demo_cmd,  # noqa: F401
-        describe_cmd,  # noqa: F401
-        describe_producers_cmd,  # noqa: F401
-        dump_cmd,  # noqa: F401
-        find_hanging_cmd,  # noqa: F401
-        force_terminate_cmd,  # noqa: F401
-        list_cmd,  # noqa: F401
-        sweep_cmd,  # noqa: F401
-    )
+def _version(value: bool) -> None:
+    if value:
+        from kafka_txn_tools import __version__
+
+        typer.echo(f"{PROG} {__version__}")
+        raise typer.Exit()
 
 
-_register()
+@app.callback()
+def _global(
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_version,
+                                          help="print the version and exit")] = False,
+) -> None:
+    """Global options (the commands take the rest)."""
+
+
+register_all(app)
 
 
 def main() -> None:
-    app()
+    app(prog_name=PROG)

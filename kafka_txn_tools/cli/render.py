@@ -3,7 +3,10 @@
 - json / yaml: `{<kind>: [rows], "errors": [...], ...extra}`; keys are snake_case and stable.
 - csv / tsv: a header of the row keys, then rows; None is empty, lists are comma-joined.
 - kafka: upstream kafka-transactions.sh's table, byte for byte (see `upstream_table`).
-- table: a rich table on a terminal; plain aligned columns when piped.
+- table: aligned columns. A cell is never broken across lines: when the terminal (or $COLUMNS) is
+  narrower than the table, the least important columns are left out with a note on stderr, and if
+  even the essential ones do not fit, each record is printed as a block of `TITLE  value` lines.
+  `--wide` prints every column whatever the width; piped output is never narrowed.
 """
 
 from __future__ import annotations
@@ -12,12 +15,14 @@ import io
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from kafka_txn_tools.cli.common import OutputFormat
+from kafka_txn_tools.cli.options import OutputFormat
+from kafka_txn_tools.cli.terminal import bold, table_width
 
 Row = Mapping[str, Any]
+GAP = "  "
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,8 @@ class Column:
     key: str
     title: str
     fmt: Callable[[Any], str] | None = None
+    # 0: essential, never left out; higher numbers are left out first when the terminal is narrow.
+    drop: int = 0
 
     def cell(self, row: Row) -> str:
         value = row.get(self.key)
@@ -87,23 +94,39 @@ def render_delimited(rows: Sequence[Row], columns: Sequence[str], delimiter: str
     return buf.getvalue()
 
 
-def render_plain_table(rows: Sequence[Row], columns: Sequence[Column]) -> str:
-    """Aligned columns separated by two spaces (piped `table` output: no colour, no box drawing)."""
+def render_plain_table(rows: Sequence[Row], columns: Sequence[Column], out: TextIO | None = None) -> str:
+    """Aligned columns separated by two spaces; the header bold on a colour terminal."""
     cells = [[c.title for c in columns]] + [[c.cell(r) for c in columns] for r in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
-    return "".join("  ".join(v.ljust(widths[i]) for i, v in enumerate(line)).rstrip() + "\n" for line in cells)
+    lines = [GAP.join(v.ljust(widths[i]) for i, v in enumerate(line)).rstrip() for line in cells]
+    if out is not None and lines:
+        lines[0] = bold(lines[0], out)
+    return "".join(line + "\n" for line in lines)
 
 
-def print_rich_table(rows: Sequence[Row], columns: Sequence[Column], title: str | None, out: TextIO) -> None:
-    from rich.console import Console
-    from rich.table import Table
+def render_blocks(rows: Sequence[Row], columns: Sequence[Column]) -> str:
+    """One record per block of `TITLE  value` lines: nothing is cut, however narrow the terminal."""
+    label = max(len(c.title) for c in columns)
+    blocks = ["".join(f"{c.title.ljust(label)}{GAP}{c.cell(r)}".rstrip() + "\n" for c in columns) for r in rows]
+    return "\n".join(blocks)
 
-    table = Table(title=title, header_style="bold", show_lines=False)
-    for c in columns:
-        table.add_column(c.title, overflow="fold")
-    for r in rows:
-        table.add_row(*(c.cell(r) for c in columns))
-    Console(file=out).print(table)
+
+def fit_columns(rows: Sequence[Row], columns: Sequence[Column], width: int) -> tuple[list[Column], bool]:
+    """The columns that fit in `width`, leaving out the least important first; False: even the
+    essential ones do not fit (print blocks)."""
+    widths = {c.key: max([len(c.title), *(len(c.cell(r)) for r in rows)]) for c in columns}
+    shown = list(columns)
+
+    def total() -> int:
+        return sum(widths[c.key] for c in shown) + len(GAP) * (len(shown) - 1)
+
+    # Highest `drop` first; among equals, the rightmost first.
+    order = sorted((c for c in columns if c.drop > 0), key=lambda c: (-c.drop, -columns.index(c)))
+    for column in order:
+        if total() <= width:
+            break
+        shown.remove(column)
+    return shown, total() <= width
 
 
 @dataclass
@@ -117,10 +140,11 @@ class Output:
     kafka_rows: Sequence[Sequence[str]] = ()
     errors: Sequence[Row] = ()
     extra: Mapping[str, Any] | None = None
-    title: str | None = None
     empty_message: str | None = None
+    hidden: list[str] = field(default_factory=list)  # titles of the columns the last table left out
 
-    def render(self, fmt: OutputFormat) -> str:
+    def render(self, fmt: OutputFormat, width: int | None = None, out: TextIO | None = None) -> str:
+        """The text for `fmt`; `width` limits a table (None: unlimited)."""
         if fmt is OutputFormat.json:
             return render_json(to_document(self.kind, self.rows, self.errors, self.extra))
         if fmt is OutputFormat.yaml:
@@ -132,15 +156,28 @@ class Output:
             return upstream_table(self.kafka_headers, self.kafka_rows)
         if not self.rows and self.empty_message:
             return self.empty_message + "\n"
-        return render_plain_table(self.rows, self.columns)
+        return self._table(width, out)
 
-    def emit(self, fmt: OutputFormat, out: TextIO | None = None) -> None:
+    def _table(self, width: int | None, out: TextIO | None) -> str:
+        self.hidden = []
+        if width is None:
+            return render_plain_table(self.rows, self.columns, out)
+        shown, fits = fit_columns(self.rows, self.columns, width)
+        if not fits:
+            return render_blocks(self.rows, self.columns)
+        self.hidden = [c.title for c in self.columns if c not in shown]
+        return render_plain_table(self.rows, shown, out)
+
+    def emit(self, fmt: OutputFormat, out: TextIO | None = None, wide: bool = False) -> None:
         out = out if out is not None else sys.stdout
-        if fmt is OutputFormat.table and out.isatty() and (self.rows or not self.empty_message):
-            print_rich_table(self.rows, self.columns, self.title, out)
-            return
-        out.write(self.render(fmt))
+        width = None if wide or fmt is not OutputFormat.table else table_width(out)
+        out.write(self.render(fmt, width, out))
         out.flush()
+        if self.hidden:
+            import typer
+
+            typer.echo(f"note: {len(self.hidden)} columns left out to fit {width} columns ({', '.join(self.hidden)}); "
+                       "use --wide for all, or -o json", err=True)
 
 
 # --- value formatting shared by commands -------------------------------------------------------

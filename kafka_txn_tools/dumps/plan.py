@@ -13,15 +13,18 @@ YAML, one document::
         start_offset: 116              # first offset of the open transaction (abort --start-offset)
         producer_id: 2000
         producer_epoch: 3
-        coordinator_epoch: 7           # -1 when the producer never received a marker
+        coordinator_epoch: 7           # -1 when the producer never received a marker (optional)
         transactional_id: null         # the id the coordinator maps to, when one exists
-        reason: no-transactional-id    # see kafka_txn_tools.models.HANGING_REASONS
-        last_timestamp_ms: 1699990000000
+        reason: no-transactional-id    # see kafka_txn_tools.models.HANGING_REASONS (optional)
+        last_timestamp_ms: 1699990000000   # (optional)
         leader_broker_id: 1            # hint only: the abort re-resolves the leader
         replica_broker_ids: [1, 2, 3]  # replicas where the transaction was seen open
 
 Only hanging transactions are planned, never late-but-live ones: aborting a live transaction
-would fail the producer's commit.
+would fail the producer's commit. Types are strict (an error names the entry and the field), and
+`abort --plan` checks topic, partition, start_offset, producer_id, producer_epoch and, when given,
+coordinator_epoch against the live transaction: a plan whose epoch differs is stale and refused.
+A hand-written plan may leave out reason and last_timestamp_ms.
 """
 
 from __future__ import annotations
@@ -50,9 +53,9 @@ class AbortPlanEntry:
     start_offset: int
     producer_id: int
     producer_epoch: int
-    coordinator_epoch: int
-    reason: str
-    last_timestamp_ms: int
+    coordinator_epoch: int | None = None
+    reason: str | None = None
+    last_timestamp_ms: int | None = None
     transactional_id: str | None = None
     leader_broker_id: int | None = None
     replica_broker_ids: list[int] = field(default_factory=list)
@@ -67,44 +70,52 @@ class AbortPlan:
     version: int = PLAN_VERSION
 
 
-_INT_FIELDS = (
-    "partition",
-    "start_offset",
-    "producer_id",
-    "producer_epoch",
-    "coordinator_epoch",
-    "last_timestamp_ms",
-)
+# The identifiers `abort --plan` checks against the live transaction; every one is required.
+REQUIRED_INTS = ("partition", "start_offset", "producer_id", "producer_epoch")
+# Checked when present (a hand-written plan may leave them out).
+OPTIONAL_INTS = ("coordinator_epoch", "last_timestamp_ms", "leader_broker_id")
+KNOWN = {"topic", *REQUIRED_INTS, *OPTIONAL_INTS, "reason", "transactional_id", "replica_broker_ids"}
+
+
+def _int(where: str, key: str, value: Any) -> int:
+    # Strict: YAML's 1.9, "3" and true are not partition numbers, whatever Python's int() thinks.
+    if isinstance(value, bool) or not isinstance(value, int):
+        kind = "a boolean" if isinstance(value, bool) else f"a {type(value).__name__}"
+        raise PlanError(f"{where}.{key}: {value!r} is {kind}, not an integer")
+    return value
 
 
 def _entry(index: int, raw: Any) -> AbortPlanEntry:
     where = f"entries[{index}]"
     if not isinstance(raw, Mapping):
-        raise PlanError(f"{where} is not a mapping")
-    missing = [k for k in ("topic", *_INT_FIELDS, "reason") if raw.get(k) is None]
+        raise PlanError(f"{where} is not a mapping of topic, partition, start_offset, producer_id, producer_epoch")
+    missing = [k for k in ("topic", *REQUIRED_INTS) if raw.get(k) is None]
     if missing:
-        raise PlanError(
-            f"{where} lacks {', '.join(missing)}: every entry needs topic, partition, start_offset, "
-            "producer_id, producer_epoch, coordinator_epoch, reason, last_timestamp_ms"
-        )
-    try:
-        ints = {k: int(raw[k]) for k in _INT_FIELDS}
-    except (TypeError, ValueError) as exc:
-        raise PlanError(f"{where}: {exc}: numeric fields must be integers") from exc
+        raise PlanError(f"{where} lacks {', '.join(missing)}: every entry needs topic, partition, start_offset, "
+                        "producer_id and producer_epoch")
+    unknown = sorted(set(map(str, raw)) - KNOWN)
+    if unknown:
+        raise PlanError(f"{where} has unknown fields {', '.join(unknown)}")
+    if not isinstance(raw["topic"], str) or not raw["topic"]:
+        raise PlanError(f"{where}.topic: {raw['topic']!r} is not a topic name")
+    ints = {k: _int(where, k, raw[k]) for k in REQUIRED_INTS}
+    optional = {k: _int(where, k, raw[k]) for k in OPTIONAL_INTS if raw.get(k) is not None}
+    if ints["partition"] < 0:
+        raise PlanError(f"{where}.partition: {ints['partition']} is negative")
     if ints["start_offset"] < 0:
-        raise PlanError(f"{where}: start_offset {ints['start_offset']} is negative: nothing is open there")
-    if raw["reason"] not in HANGING_REASONS:
-        raise PlanError(f"{where}: reason {raw['reason']!r} is not a hanging reason ({', '.join(HANGING_REASONS)})")
-    leader = raw.get("leader_broker_id")
+        raise PlanError(f"{where}.start_offset: {ints['start_offset']} is negative: no transaction starts there")
+    reason = raw.get("reason")
+    if reason is not None and reason not in HANGING_REASONS:
+        raise PlanError(f"{where}.reason: {reason!r} is not a hanging reason ({', '.join(HANGING_REASONS)})")
     tid = raw.get("transactional_id")
+    if tid is not None and not isinstance(tid, str):
+        raise PlanError(f"{where}.transactional_id: {tid!r} is not a string")
+    replicas = raw.get("replica_broker_ids") or []
+    if not isinstance(replicas, list):
+        raise PlanError(f"{where}.replica_broker_ids: {replicas!r} is not a list of broker ids")
     return AbortPlanEntry(
-        topic=str(raw["topic"]),
-        reason=str(raw["reason"]),
-        transactional_id=None if tid is None else str(tid),
-        leader_broker_id=None if leader is None else int(leader),
-        replica_broker_ids=[int(b) for b in raw.get("replica_broker_ids") or []],
-        **ints,
-    )
+        topic=raw["topic"], reason=reason, transactional_id=tid,
+        replica_broker_ids=[_int(where, "replica_broker_ids", b) for b in replicas], **ints, **optional)
 
 
 def plan_from_dict(data: Any) -> AbortPlan:
@@ -113,7 +124,7 @@ def plan_from_dict(data: Any) -> AbortPlan:
     if data.get("kind", PLAN_KIND) != PLAN_KIND:
         raise PlanError(f"kind is {data.get('kind')!r}, expected {PLAN_KIND!r}: is this an abort plan?")
     version = data.get("version")
-    if not isinstance(version, int) or version < 1 or version > PLAN_VERSION:
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1 or version > PLAN_VERSION:
         raise PlanError(
             f"plan version {version!r} is not supported (this tool reads versions 1..{PLAN_VERSION}): "
             "upgrade kafka-txn-tools or regenerate the plan"
@@ -121,10 +132,12 @@ def plan_from_dict(data: Any) -> AbortPlan:
     entries = data.get("entries") or []
     if not isinstance(entries, list):
         raise PlanError("entries must be a list")
+    header = {k: _int("plan", k, data[k]) for k in ("as_of_ms", "max_transaction_timeout_ms")
+              if data.get(k) is not None}
     return AbortPlan(
         entries=[_entry(i, e) for i, e in enumerate(entries)],
-        as_of_ms=int(data.get("as_of_ms") or 0),
-        max_transaction_timeout_ms=int(data.get("max_transaction_timeout_ms") or 0),
+        as_of_ms=header.get("as_of_ms", 0),
+        max_transaction_timeout_ms=header.get("max_transaction_timeout_ms", 0),
         generated_by=str(data.get("generated_by", "")),
         version=version,
     )

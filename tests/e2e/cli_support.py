@@ -24,9 +24,9 @@ class Result:
         return json.loads(self.out)
 
 
-def kafka_txn(bootstrap: str, *args: str) -> Result:
+def kafka_txn(bootstrap: str, *args: str, env: dict[str, str] | None = None) -> Result:
     runner = CliRunner()
-    r = runner.invoke(app, [*args, "--bootstrap-server", bootstrap, "--timeout", "20s"])
+    r = runner.invoke(app, [*args, "--bootstrap-server", bootstrap, "--timeout", "20s"], env=env)
     if r.exception is not None and not isinstance(r.exception, SystemExit):
         raise r.exception
     return Result(r.exit_code, r.stdout, r.stderr)
@@ -65,3 +65,27 @@ def leader_of(bootstrap: str, topic: str, partition: int) -> int:
         info = admin.metadata([topic]).partition(TopicPartition(topic, partition))
     assert info is not None
     return info.leader
+
+
+def log_offsets(bootstrap: str, topic: str, partition: int) -> tuple[int, int]:
+    """(log end offset, last stable offset) of a partition, as librdkafka reads them (ListOffsets latest with
+    READ_UNCOMMITTED and READ_COMMITTED). On a replication-factor-1 topic the first is the leader's log end
+    offset, so a marker written by mistake shows at once: "nothing was written" means both are unchanged."""
+    return many_log_offsets(bootstrap, [(topic, partition)])[0]
+
+
+def many_log_offsets(bootstrap: str, partitions: list[tuple[str, int]], admin: Any = None) -> list[tuple[int, int]]:
+    """log_offsets of several partitions with one client (`admin`: a confluent_kafka AdminClient to reuse)."""
+    from confluent_kafka import IsolationLevel
+    from confluent_kafka import TopicPartition as CTopicPartition
+    from confluent_kafka.admin import AdminClient as CAdminClient
+    from confluent_kafka.admin import OffsetSpec
+
+    admin = admin or CAdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    tps = [CTopicPartition(t, p) for t, p in partitions]
+    levels = {}
+    for level in (IsolationLevel.READ_UNCOMMITTED, IsolationLevel.READ_COMMITTED):
+        futures = admin.list_offsets({tp: OffsetSpec.latest() for tp in tps}, isolation_level=level,
+                                     request_timeout=20)
+        levels[level] = [futures[tp].result(30).offset for tp in tps]
+    return list(zip(levels[IsolationLevel.READ_UNCOMMITTED], levels[IsolationLevel.READ_COMMITTED], strict=True))

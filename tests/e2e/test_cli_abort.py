@@ -49,16 +49,21 @@ def test_forced_abort_moves_the_lso_and_a_rerun_is_already_done(cluster: Embedde
 def test_force_terminate_fences_and_aborts_through_the_coordinator(cluster: EmbeddedCluster) -> None:
     bs = cluster.bootstrap_servers
     open_transaction(bs, "stuck-app", "orders", [2])
-    dry = kafka_txn(bs, "force-terminate", "--transactional-id", "stuck-app", "--dry-run", "-o", "json")
+    dry = kafka_txn(bs, "force-terminate", "--transactional-id", "stuck-app", "--force", "--dry-run", "-o", "json")
     assert dry.code == 0 and dry.json()["fenced"][0]["result"] == "dry-run"
-    no_tty = kafka_txn(bs, "force-terminate", "--transactional-id", "stuck-app")
+    live = kafka_txn(bs, "force-terminate", "--transactional-id", "stuck-app", "--yes")
+    assert live.code == exit_codes.ERROR and "is Ongoing and live" in live.err and "pass --force" in live.err
+    no_tty = kafka_txn(bs, "force-terminate", "--transactional-id", "stuck-app", "--force")
     assert no_tty.code == exit_codes.USAGE and "pass --yes" in no_tty.err
-    r = kafka_txn(bs, "force-terminate", "--transactionalId", "stuck-app", "--yes", "-o", "json")
+    r = kafka_txn(bs, "force-terminate", "--transactionalId", "stuck-app", "--force", "--yes", "-o", "json")
     assert r.code == 0, r.err
     row = r.json()["fenced"][0]
     assert row["state_before"] == "Ongoing" and row["producer_epoch_after"] > row["producer_epoch_before"]
+    assert "--force: fencing although 'stuck-app' is Ongoing and live" in r.err
     described = kafka_txn(bs, "describe", "-t", "stuck-app", "-o", "json").json()["transactions"][0]
     assert described["state"] in ("CompleteAbort", "Empty", "PrepareAbort")
+    idle = kafka_txn(bs, "force-terminate", "-t", "stuck-app", "--yes")
+    assert idle.code == exit_codes.ERROR and "no transaction in progress" in idle.err
     unknown = kafka_txn(bs, "force-terminate", "-t", "never-existed", "--yes")
     assert unknown.code == exit_codes.ALREADY_DONE
 
@@ -82,16 +87,20 @@ def test_plan_entries_are_revalidated_one_by_one(cluster: EmbeddedCluster, tmp_p
     assert [a["result"] for a in done.json()["aborts"]][0] == "already-done"
 
 
-def test_kafka_transactions_abort_prints_nothing_like_upstream(cluster: EmbeddedCluster) -> None:
+def test_kafka_transactions_refuses_a_live_transaction_in_upstream_style(cluster: EmbeddedCluster) -> None:
     bs = cluster.bootstrap_servers
     producer = open_transaction(bs, "app", "orders", [1])
     start = str(open_offsets(bs)[1])
     r = kafka_transactions(bs, "abort", "--topic", "orders", "--partition", "1", "--start-offset", start)
-    assert (r.code, r.out, r.err) == (0, "", "")
-    assert open_offsets(bs) == {}
+    assert (r.code, r.out) == (1, "")
+    assert r.err.startswith("Refusing to abort the transaction on partition orders-1: the coordinator still holds "
+                            "'app' as ongoing with orders-1")
+    assert r.err.endswith(f"To abort it anyway: kafka-txn abort --topic orders --partition 1 --start-offset {start} "
+                          "--force\n")
+    assert open_offsets(bs) == {1: int(start)}
     fenced = kafka_transactions(bs, "forceTerminateTransaction", "--transactionalId", "app")
-    assert (fenced.code, fenced.out) == (0, "")
-    del producer
+    assert fenced.code == 1 and "kafka-txn force-terminate --transactional-id app --force" in fenced.err
+    producer.commit_transaction(30)  # it was live: its commit still works
 
 
 def test_the_leader_enforces_txn_start_offset(cluster: EmbeddedCluster) -> None:

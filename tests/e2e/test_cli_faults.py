@@ -6,7 +6,7 @@ from pathlib import Path
 
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.testing.scenarios import HANGING_PARTITION, ScenarioOptions, run_scenario
-from kafka_txn_tools.admin.abort import check_by_start_offset, execute
+from kafka_txn_tools.admin.abort import AbortTarget, execute, validate
 from kafka_txn_tools.admin.client import AdminClient
 from kafka_txn_tools.admin.config import ClientSettings
 from kafka_txn_tools.models import TopicPartition
@@ -21,7 +21,7 @@ def test_abort_follows_the_leader_when_it_moves_between_validation_and_marker(tm
         committed_after_hang(bs, hang.topic)
         tp = TopicPartition(hang.topic, HANGING_PARTITION)
         with AdminClient(ClientSettings(bootstrap_servers=bs), timeout_ms=10_000) as client:
-            check = check_by_start_offset(client, tp, hang.start_offset)
+            check = validate(client, AbortTarget(tp, start_offset=hang.start_offset))
             old_leader = check.leader
             cluster.stop_node(old_leader)  # the operator confirmed; meanwhile the leader went away
             outcome = execute(client, check)

@@ -54,6 +54,8 @@ class FakeCluster:
     describe_calls: int = 0
     markers: list[tuple[int, TopicPartition, int, int, int, int | None]] = field(default_factory=list)
     marker_error: str | None = None
+    unsupported: set[str] = field(default_factory=set)  # admin APIs the "brokers" do not offer
+    fenced: list[str] = field(default_factory=list)
 
     # -- state helpers ----------------------------------------------------------------------
     def open_txn(self, tp: TopicPartition, state: ProducerState, replicas: Iterable[int] | None = None) -> None:
@@ -71,7 +73,26 @@ class FakeCluster:
                 self.producers[(broker, p)] = [replace(s, current_txn_start_offset=-1) if s.producer_id == pid else s
                                                for s in states]
 
+    # -- what a command does with its client -----------------------------------------------
+    cluster_name = "fake"
+
+    def __enter__(self) -> FakeCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
     # -- ClusterApi -------------------------------------------------------------------------
+    def supports(self, api: str) -> bool:
+        return api not in self.unsupported
+
+    def fence_transactional_id(self, transactional_id: str) -> tuple[int, int]:
+        self.fenced.append(transactional_id)
+        d = self.transactions[transactional_id]
+        self.transactions[transactional_id] = replace(d, state="CompleteAbort", producer_epoch=d.producer_epoch + 1,
+                                                      start_time_ms=-1, partitions=frozenset())
+        return d.producer_id, d.producer_epoch + 1
+
     def metadata(self, topics: Sequence[str] | None = None) -> ClusterInfo:
         parts = [p for p in self.partitions if topics is None or p.partition.topic in topics]
         missing = tuple((t, "UNKNOWN_TOPIC_OR_PARTITION") for t in topics or ()
@@ -90,16 +111,16 @@ class FakeCluster:
         for broker, tps in by_broker.items():
             if broker in self.down:
                 errors.append(ScanError("BROKER_UNREACHABLE", f"broker {broker} is unreachable", broker_id=broker,
-                                        api="DescribeProducers"))
+                                        api="DescribeProducers", partitions=len(tps)))
                 continue
             for tp in tps:
                 if (broker, tp) in self.partition_errors:
                     name = self.partition_errors[(broker, tp)]
                     errors.append(ScanError(name, f"{tp}: {name}", broker_id=broker, partition=tp,
-                                            api="DescribeProducers", code=29))
+                                            api="DescribeProducers", code=29, partitions=1))
                 elif broker not in self.info(tp).replicas:
                     errors.append(ScanError("NOT_LEADER_OR_FOLLOWER", f"{tp} not on {broker}", broker_id=broker,
-                                            partition=tp, api="DescribeProducers", code=6))
+                                            partition=tp, api="DescribeProducers", code=6, partitions=1))
                 else:
                     states = tuple(s for s in self.producers.get((broker, tp), [])
                                    if s.has_open_transaction or not open_only)

@@ -19,15 +19,21 @@ def result(reason: HangingReason) -> HangingTransaction:
     return HangingTransaction(TP, producer(7, start=10), reason, "", 0)
 
 
-@pytest.mark.parametrize("code, enforced", [(54, False), (0, True), (31, True), (35, None), (-1, None)])
-def test_the_probe_reads_describe_acls_answers(code: int, enforced: bool | None) -> None:
-    assert acl_probe.interpret(code) is enforced
+@pytest.mark.parametrize("code, bindings, enforced", [
+    (54, 0, False),  # SECURITY_DISABLED: no authorizer
+    (31, 0, True),  # CLUSTER_AUTHORIZATION_FAILED: an authorizer refused us
+    (0, 2, True),  # ACL bindings exist
+    (0, 0, False),  # an answer without bindings: nothing can be hidden by ACLs (and proves no authorizer)
+    (35, 0, None), (-1, 0, None),  # anything else proves nothing: no claim
+])
+def test_the_probe_claims_only_what_the_answer_proves(code: int, bindings: int, enforced: bool | None) -> None:
+    assert acl_probe.interpret(code, bindings) is enforced
 
 
-def test_the_probe_asks_for_a_name_no_acl_uses() -> None:
+def test_the_probe_asks_for_every_binding() -> None:
     req = acl_probe.probe_request()
-    assert (req.resource_type_filter, req.resource_name_filter, req.pattern_type_filter) == (
-        5, acl_probe.PROBE_NAME, 3)
+    assert (req.resource_type_filter, req.resource_name_filter, req.pattern_type_filter, req.operation,
+            req.permission_type) == (1, None, 1, 1, 1)
 
 
 def test_whole_cluster_scans_may_miss_hidden_topics() -> None:
@@ -49,13 +55,14 @@ def test_verdicts_a_hidden_id_or_topic_can_cause() -> None:
 class FakeClient:
     """Just the two private hooks acls_enforced uses, answering with `code`."""
 
-    def __init__(self, code: int) -> None:
+    def __init__(self, code: int, bindings: int = 0) -> None:
         self.code = code
+        self.bindings = bindings
         self.sent: list[Any] = []
 
     async def _send(self, request: Any) -> Any:
         self.sent.append(request)
-        return SimpleNamespace(error_code=self.code)
+        return SimpleNamespace(error_code=self.code, resources=[object()] * self.bindings)
 
     def _run(self, fn: Any) -> Any:
         coro = fn()
@@ -68,9 +75,12 @@ class FakeClient:
 
 def test_the_warning_needs_an_enforcing_cluster() -> None:
     hanging = ScanReport(results=[result(HangingReason.NO_TRANSACTIONAL_ID)])
-    with_acls, without = FakeClient(0), FakeClient(54)
+    with_acls, refused, without, empty = FakeClient(0, 3), FakeClient(31), FakeClient(54), FakeClient(0)
     assert acl_probe.scan_warning(with_acls, Scope(topic="orders"), hanging) == acl_probe.WARNING  # type: ignore[arg-type]
+    assert acl_probe.scan_warning(refused, Scope(topic="orders"), hanging) == acl_probe.WARNING  # type: ignore[arg-type]
     assert acl_probe.scan_warning(without, Scope(topic="orders"), hanging) is None  # type: ignore[arg-type]
+    # A broker answering without error and without ACLs (Tansu does) proves no authorizer hides anything.
+    assert acl_probe.scan_warning(empty, Scope(topic="orders"), hanging) is None  # type: ignore[arg-type]
     quiet = FakeClient(0)
     assert acl_probe.scan_warning(quiet, Scope(topic="orders"), ScanReport()) is None  # type: ignore[arg-type]
     assert quiet.sent == []  # nothing that could be hidden: no request at all

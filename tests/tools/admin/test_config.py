@@ -40,7 +40,7 @@ def test_plain() -> None:
     ({"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "sasl.jaas.config": SCRAM},
      "uses ScramLoginModule but sasl.mechanism is PLAIN"),
     ({"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-256"}, "needs a username and password"),
-    ({"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER"}, "needs a token provider"),
+    ({"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER"}, "needs a token source"),
     ({"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "sasl.jaas.config": "password=oops"},
      "could not be parsed"),
     ({"security.protocol": "TLS"}, "security.protocol=TLS"),
@@ -51,31 +51,69 @@ def test_config_errors_name_the_property(props, message) -> None:
     assert "oops" not in str(exc.value) and "s3cr3t" not in str(exc.value)
 
 
-def test_pem_files(tmp_path: Path) -> None:
-    ca = tmp_path / "ca.pem"
-    ca.write_text("-----BEGIN CERTIFICATE-----\nMII\n-----END CERTIFICATE-----\n")
-    client = tmp_path / "client.pem"
-    client.write_text("-----BEGIN CERTIFICATE-----\n...\n-----BEGIN PRIVATE KEY-----\n")
-    s = settings_from_properties({"security.protocol": "SSL", "ssl.truststore.location": str(ca),
-                                  "ssl.keystore.type": "PEM", "ssl.keystore.location": str(client),
-                                  "ssl.key.password": "kp", "ssl.endpoint.identification.algorithm": ""})
-    assert s.kwargs["ssl_cafile"] == str(ca)
-    assert s.kwargs["ssl_certfile"] == s.kwargs["ssl_keyfile"] == str(client)
-    assert s.kwargs["ssl_password"] == "kp" and s.kwargs["ssl_check_hostname"] is False
+def test_pem_files() -> None:
+    from tests.broker.security.support import KEY_PASSWORD, certificates
+
+    certs = certificates()
+    key_and_cert = certs.dir / "client-encrypted.pem"
+    key_and_cert.write_bytes(certs.server_key_encrypted.read_bytes() + certs.server_cert.read_bytes())
+    s = settings_from_properties({"security.protocol": "SSL", "ssl.truststore.location": str(certs.ca),
+                                  "ssl.keystore.type": "PEM", "ssl.keystore.location": str(key_and_cert),
+                                  "ssl.key.password": KEY_PASSWORD, "ssl.endpoint.identification.algorithm": ""})
+    ctx = s.kwargs["ssl_context"]
+    assert [c["subject"][-1][0][1] for c in ctx.get_ca_certs()] == ["kafka-txn test CA"]
+    assert ctx.check_hostname is False and s.kwargs["ssl_check_hostname"] is False
+    assert KEY_PASSWORD not in repr(s)
 
 
-def test_java_keystores_get_the_conversion_command(tmp_path: Path) -> None:
+def p12(tmp_path: Path, name: str, password: str | None, key: bool) -> Path:
+    """A PKCS12 store made with cryptography: the CA only (a trust store) or key + certificate + CA."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives.serialization import (
+        BestAvailableEncryption,
+        NoEncryption,
+        load_pem_private_key,
+        pkcs12,
+    )
+
+    from tests.broker.security.support import certificates
+
+    certs = certificates()
+    ca = x509.load_pem_x509_certificate(certs.ca.read_bytes())
+    private = load_pem_private_key(certs.client_key.read_bytes(), None) if key else None
+    cert = x509.load_pem_x509_certificate(certs.client_cert.read_bytes()) if key else None
+    enc = BestAvailableEncryption(password.encode()) if password else NoEncryption()
+    path = tmp_path / name
+    path.write_bytes(pkcs12.serialize_key_and_certificates(b"client", private, cert, [ca], enc))
+    return path
+
+
+def test_pkcs12_stores_are_read_in_memory(tmp_path: Path) -> None:
+    trust = p12(tmp_path, "trust.p12", "changeit", key=False)
+    keys = p12(tmp_path, "client.p12", "store-pw", key=True)
+    s = settings_from_properties({"security.protocol": "SSL", "ssl.truststore.type": "PKCS12",
+                                  "ssl.truststore.location": str(trust), "ssl.truststore.password": "changeit",
+                                  "ssl.keystore.location": str(keys), "ssl.keystore.password": "store-pw"})
+    assert [c["subject"][-1][0][1] for c in s.kwargs["ssl_context"].get_ca_certs()] == ["kafka-txn test CA"]
+    assert not list(tmp_path.glob("*.pem")) and "store-pw" not in repr(s)
+    with pytest.raises(ConfigError, match="wrong ssl.keystore.password") as exc:
+        settings_from_properties({"security.protocol": "SSL", "ssl.keystore.location": str(keys),
+                                  "ssl.keystore.password": "nope"})
+    assert "nope" not in str(exc.value)
+
+
+def test_jks_gets_the_conversion_command_and_a_missing_store_is_missing(tmp_path: Path) -> None:
     jks = tmp_path / "truststore.jks"
     jks.write_bytes(b"\xfe\xed\xfe\xed" + b"\0" * 60)
-    with pytest.raises(ConfigError, match="is a JKS file") as exc:
+    with pytest.raises(ConfigError, match="is a JKS keystore") as exc:
         settings_from_properties({"security.protocol": "SSL", "ssl.truststore.location": str(jks)})
-    assert "keytool -exportcert -rfc" in str(exc.value)
-    p12 = tmp_path / "client.p12"
-    p12.write_bytes(b"0\x82\x0b\x01")
-    with pytest.raises(ConfigError, match="PKCS12") as exc:
-        settings_from_properties({"security.protocol": "SSL", "ssl.keystore.type": "PKCS12",
-                                  "ssl.keystore.location": str(p12)})
-    assert "openssl pkcs12 -in" in str(exc.value)
+    assert "keytool -importkeystore" in str(exc.value) and "PKCS12" in str(exc.value)
+    for declared in ("PKCS12", "JKS", "PEM", None):
+        props = {"security.protocol": "SSL", "ssl.keystore.location": str(tmp_path / "gone.p12")}
+        if declared:
+            props["ssl.keystore.type"] = declared
+        with pytest.raises(ConfigError, match="gone.p12 does not exist"):
+            settings_from_properties(props)
 
 
 def test_unknown_properties_warn_and_plaintext_ignores_ssl() -> None:

@@ -100,3 +100,21 @@ def test_scope_errors(scope, message) -> None:
     c = cluster()
     with pytest.raises(UsageError, match=message):
         plan_requests(c.metadata([scope.topic] if scope.topic else None), scope)
+
+
+def test_an_empty_answer_never_claims_replicas_that_were_not_read() -> None:
+    from kafka_txn_tools.cli.commands.find_hanging import empty_message
+    from tests.tools.admin.fakes import cluster
+
+    c = cluster()
+    report = find_hanging(c, Scope(all=True), lambda: NOW)
+    assert (report.scanned_replicas, report.read_replicas, report.partial) == (9, 9, False)
+    assert empty_message(report) == "no hanging transactions (9 partition replicas read)"
+    c.down = {1}
+    report = find_hanging(c, Scope(all=True), lambda: NOW)
+    assert (report.read_replicas, report.partial) == (6, True)
+    assert empty_message(report) == ("no hanging transactions found in the 6 of 9 partition replicas that could be "
+                                     "read (3 could not be)")
+    c.down = {0, 1, 2}
+    report = find_hanging(c, Scope(all=True), lambda: NOW)
+    assert empty_message(report) == "no result: none of the 9 partition replicas asked could be read"

@@ -1,4 +1,4 @@
-"""Output formats (cli/render.py) and upstream's value spellings (cli/upstream_format.py)."""
+"""Output formats (cli/render.py) and upstream's value spellings (cli/upstream/format.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import json
 
 import yaml
 
-from kafka_txn_tools.cli.common import OutputFormat
+from kafka_txn_tools.cli.options import OutputFormat
 from kafka_txn_tools.cli.render import Column, Output, human_duration, upstream_table
-from kafka_txn_tools.cli.upstream_format import describe_row, hanging_row, producer_row
+from kafka_txn_tools.cli.upstream.format import describe_row, hanging_row, producer_row
 from kafka_txn_tools.models import (
     HangingReason,
     HangingTransaction,
@@ -71,18 +71,6 @@ def test_human_duration() -> None:
     assert [human_duration(ms) for ms in (None, 999, 61_000, 3_600_000 * 25)] == ["", "0s", "1m 1s", "1d 1h"]
 
 
-def test_rich_table_on_a_terminal() -> None:
-    import io
-
-    from kafka_txn_tools.cli.render import print_rich_table
-
-    out = io.StringIO()
-    print_rich_table([{"topic": "orders", "partition": 3}], [Column("topic", "TOPIC"), Column("partition", "PART")],
-                     "hanging", out)
-    text = out.getvalue()
-    assert "TOPIC" in text and "orders" in text and "hanging" in text and "│" in text
-
-
 def test_progress_bar_is_silent_without_a_terminal(monkeypatch) -> None:
     from kafka_txn_tools.cli.progress import progress_bar
 
@@ -94,3 +82,66 @@ def test_progress_bar_is_silent_without_a_terminal(monkeypatch) -> None:
         assert advance is not None and set_total is not None
         set_total(10)
         advance(10)
+
+
+# ---- tables on a narrow terminal -----------------------------------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from kafka_txn_tools.cli.render import fit_columns  # noqa: E402
+
+WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-._", min_size=1, max_size=30)
+
+
+@settings(max_examples=150, deadline=None)
+@given(values=st.lists(st.lists(WORD, min_size=5, max_size=5), min_size=1, max_size=6),
+       width=st.integers(min_value=30, max_value=140), drops=st.permutations([0, 1, 2, 3, 4]))
+def test_a_table_never_breaks_a_cell_whatever_the_width(values: list[list[str]], width: int,
+                                                        drops: list[int]) -> None:
+    columns = [Column(f"c{i}", f"COL {i}", drop=d) for i, d in enumerate(drops)]
+    rows = [{f"c{i}": v for i, v in enumerate(row)} for row in values]
+    out = Output(kind="x", rows=rows, columns=columns)
+    text = out.render(OutputFormat.table, width)
+    lines = text.splitlines()
+    shown = [c for c in columns if c.title not in out.hidden]
+    if fit_columns(rows, columns, width)[1]:
+        assert all(len(line) <= width for line in lines), text
+        assert lines[0].split("  ")[0] == shown[0].title
+    else:  # one record per block: a line per column, nothing left out
+        assert out.hidden == [] and len(lines) == len(rows) * (len(columns) + 1) - 1
+    for row in rows:  # every value of every shown column is on one line, whole
+        for c in shown:
+            assert any(row[c.key] in line.split() for line in lines), (row[c.key], text)
+    assert {c.title for c in columns if c.drop == 0} <= {c.title for c in shown}  # essentials are never left out
+
+
+def test_least_important_columns_go_first_and_wide_keeps_all() -> None:
+    columns = [Column("topic", "TOPIC"), Column("tid", "TRANSACTIONAL ID", drop=2), Column("age", "AGE", drop=1),
+               Column("reason", "REASON")]
+    row = {"topic": "payments-ledger-eu-west-1", "tid": "ledger-writer-7f3a9c", "age": "31m 2s",
+           "reason": "transaction-not-ongoing"}
+    shown, fits = fit_columns([row], columns, 60)
+    assert fits and [c.title for c in shown] == ["TOPIC", "AGE", "REASON"]
+    shown, fits = fit_columns([row], columns, 30)
+    assert not fits  # the essential ones alone do not fit: one record per block
+    blocks = Output(kind="x", rows=[row], columns=columns).render(OutputFormat.table, 30)
+    assert blocks.splitlines()[0] == "TOPIC             payments-ledger-eu-west-1"
+    wide = Output(kind="x", rows=[row], columns=columns).render(OutputFormat.table, None)
+    assert "TRANSACTIONAL ID" in wide and "ledger-writer-7f3a9c" in wide
+
+
+def test_no_color_and_pipes_get_no_escape_codes(monkeypatch) -> None:
+    import io
+
+    from kafka_txn_tools.cli.terminal import bold
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    assert bold("X", Tty()) == "\033[1mX\033[0m"
+    assert bold("X", io.StringIO()) == "X"  # a pipe
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert bold("X", Tty()) == "X"

@@ -53,7 +53,8 @@ def test_unreachable_cluster_fails_the_upstream_way(tmp_path) -> None:
     config.write_text("default.api.timeout.ms=300\n")
     code, out, err = call("--bootstrap-server", "127.0.0.1:1", "--command-config", str(config), "list")
     assert code == 1 and out == ""
-    assert err.startswith("Failed to list transactions: could not connect to the cluster at 127.0.0.1:1")
+    assert err.startswith("Failed to list transactions: cannot connect to the cluster: 127.0.0.1:1 refused the "
+                          "connection")
     assert err.endswith(". Enable debug logging for additional detail.\n")
 
 

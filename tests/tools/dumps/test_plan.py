@@ -39,9 +39,17 @@ def doc(**entry):
     ({**doc(), "version": 2}, "version 2 is not supported"),
     ({**doc(), "kind": "something-else"}, "is this an abort plan"),
     (doc(reason="late"), "'late' is not a hanging reason"),
-    (doc(start_offset=-1), "start_offset -1 is negative"),
-    (doc(producer_id="abc"), "must be integers"),
+    (doc(start_offset=-1), r"entries\[0\].start_offset: -1 is negative"),
+    (doc(producer_id="abc"), r"entries\[0\].producer_id: 'abc' is a str, not an integer"),
+    (doc(partition=1.9), r"entries\[0\].partition: 1.9 is a float, not an integer"),
+    (doc(partition="one"), r"entries\[0\].partition: 'one' is a str"),
+    (doc(producer_epoch=True), r"entries\[0\].producer_epoch: True is a boolean"),
+    (doc(coordinator_epoch="7"), r"entries\[0\].coordinator_epoch: '7' is a str"),
+    (doc(topic=3), r"entries\[0\].topic: 3 is not a topic name"),
     (doc(topic=None), r"entries\[0\] lacks topic"),
+    (doc(producer_epoch=None), r"entries\[0\] lacks producer_epoch"),
+    (doc(start_ofset=3), r"entries\[0\] has unknown fields start_ofset"),
+    ({**doc(), "version": True}, "version True is not supported"),
     ([1, 2], "YAML mapping"),
 ])
 def test_invalid_plans_are_refused_with_the_reason(tmp_path, data, message):
@@ -61,3 +69,10 @@ def test_unreadable_file(tmp_path):
 def test_empty_plan_is_valid(tmp_path):
     loaded = plan.load_plan(write(tmp_path, {"version": 1, "kind": plan.PLAN_KIND, "entries": []}))
     assert loaded.entries == []
+
+
+def test_a_hand_written_plan_needs_only_the_identifiers(tmp_path):
+    entry = {"topic": "orders", "partition": 3, "start_offset": 116, "producer_id": 2000, "producer_epoch": 3}
+    loaded = plan.load_plan(write(tmp_path, {"version": 1, "entries": [entry]}))
+    assert loaded.entries == [plan.AbortPlanEntry(**entry)]
+    assert loaded.entries[0].reason is None and loaded.entries[0].coordinator_epoch is None

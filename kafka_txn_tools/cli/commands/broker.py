@@ -7,11 +7,13 @@ from pathlib import Path
 import typer
 
 from kafka_txn_tools.cli import exit_codes
-from kafka_txn_tools.cli.app import app
 
 broker_app = typer.Typer(help="Run the embedded pure-Python Kafka cluster (rehearse incidents, test apps).",
                          no_args_is_help=True)
-app.add_typer(broker_app, name="broker")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(broker_app, name="broker")
 
 
 def _ports(port: int, nodes: int) -> list[int]:

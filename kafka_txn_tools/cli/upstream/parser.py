@@ -1,26 +1,14 @@
-"""`kafka-transactions`: upstream kafka-transactions.sh's syntax, output, error texts and exit codes.
-
-Existing runbooks keep working: `kafka-transactions --bootstrap-server X [--command-config F] COMMAND`
-with list, describe, describe-producers, abort, find-hanging and forceTerminateTransaction. Tables
-use upstream's tab-padded columns; failures print `<what>: <cause>. Enable debug logging for
-additional detail.` on stderr and exit 1; argument errors print the usage and exit 1, as argparse4j.
-
-Under the hood it is the same engine as `kafka-txn` (version fallbacks, concurrent scans, the
-find-hanging re-check, KIP-664's TxnStartOffset on abort), without the prompts.
-"""
+"""kafka-transactions.sh's command line, as argparse4j parses it: options, Java integer conversions,
+error texts, and exit status 1 for argument errors."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
-from typing import IO, NoReturn
+from collections.abc import Callable
+from typing import NoReturn
 
 PROG = "kafka-transactions.sh"
-
-
-class UpstreamExit(Exception):
-    """Stop with upstream's message and exit code 1."""
 
 
 def _java_int(kind: str, low: int, high: int) -> Callable[[str], int]:
@@ -115,29 +103,3 @@ def _add_find_hanging(sub: argparse._SubParsersAction) -> None:
         "maximum transaction timeout in minutes to limit the scope of the search (15 minutes by default)"))
     p.add_argument("--topic", help="topic name to limit search to (required if --partition is specified)")
     p.add_argument("--partition", type=Integer, help="partition number")
-
-
-def run(argv: Sequence[str], out: IO[str], err: IO[str]) -> int:
-    """Parse and execute; the exit status."""
-    if "-v" in argv or "--version" in argv:
-        from importlib.metadata import version
-
-        out.write(f"{version('kafka-txn-tools')} (kafka-txn-tools)\n")
-        return 0
-    ns = build_parser().parse_args(list(argv))
-    if ns.command is None:
-        build_parser().print_usage(err)
-        err.write(f"{PROG}: error: too few arguments\n")
-        return 1
-    from kafka_txn_tools.cli.upstream_commands import execute
-
-    try:
-        execute(ns, out)
-    except UpstreamExit as exc:
-        err.write(f"{exc}\n")
-        return 1
-    return 0
-
-
-def main(argv: Sequence[str] | None = None) -> NoReturn:
-    sys.exit(run(sys.argv[1:] if argv is None else argv, sys.stdout, sys.stderr))

@@ -7,10 +7,8 @@ from pathlib import Path
 import typer
 
 from kafka_txn_tools.cli import exit_codes
-from kafka_txn_tools.cli.app import app
 
 
-@app.command("demo")
 def demo(
     data_dir: Path | None = typer.Option(None, "--data-dir", help="keep the cluster's data, dump and sweep here"),
 ) -> None:
@@ -20,3 +18,7 @@ def demo(
 
     if not run(typer.echo, data_dir):
         raise typer.Exit(exit_codes.ERROR)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("demo")(demo)

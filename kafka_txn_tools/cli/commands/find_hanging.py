@@ -8,25 +8,33 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from kafka_txn_tools.cli import exit_codes
-from kafka_txn_tools.cli.app import app
-from kafka_txn_tools.cli.common import (
-    DEFAULT_TIMEOUT,
+from kafka_txn_tools.cli.errors import KafkaTxnCommand, report_errors, user_errors, warn
+from kafka_txn_tools.cli.options import (
     BootstrapOpt,
     CommandConfigOpt,
-    Connection,
     OutputFormat,
     ProfileOpt,
     TimeoutOpt,
-    connect,
+    WideOpt,
     duration_ms,
-    now_ms,
-    report_errors,
-    user_errors,
-    warn,
 )
+from kafka_txn_tools.cli.session import Connection, connect, now_ms
 
 if TYPE_CHECKING:
     from kafka_txn_tools.admin.scan import ScanReport
+
+EXAMPLES = """\b
+The runbook:
+  1. kafka-txn find-hanging --all                 what hangs, and why
+  2. kafka-txn abort --topic T --partition P --start-offset O --dry-run
+  3. kafka-txn abort --topic T --partition P --start-offset O
+  Many: find-hanging --all -o plan > plan.yaml, then abort --plan plan.yaml
+
+Scope (one is required): --all, --broker-id ID, or --topic T [--partition P].
+--exit-code: 3 when hanging transactions were found in a complete scan; a scan
+with errors exits 5 whatever it found (5 wins over 3), and JSON/YAML say
+"partial": true.
+"""
 
 
 class FindHangingFormat(StrEnum):
@@ -59,50 +67,64 @@ def write_plan(report: ScanReport, max_timeout_ms: int) -> str:
     return str(yaml.safe_dump(plan_to_dict(plan), sort_keys=False, default_flow_style=None))
 
 
-def _emit(report: ScanReport, fmt: FindHangingFormat, max_timeout_ms: int) -> None:
+def empty_message(report: ScanReport) -> str:
+    """What an empty result means: never a claim about replicas that were not read."""
+    if report.scanned_replicas and not report.read_replicas:
+        return f"no result: none of the {report.scanned_replicas} partition replicas asked could be read"
+    if report.unread_replicas:
+        return (f"no hanging transactions found in the {report.read_replicas} of {report.scanned_replicas} "
+                f"partition replicas that could be read ({report.unread_replicas} could not be)")
+    if report.partial:
+        return (f"no hanging transactions confirmed ({report.read_replicas} partition replicas read; some "
+                "candidates could not be classified)")
+    return f"no hanging transactions ({report.read_replicas} partition replicas read)"
+
+
+def _emit(report: ScanReport, fmt: FindHangingFormat, max_timeout_ms: int, wide: bool) -> None:
     from kafka_txn_tools.cli.render import Column, Output, human_duration, none_as_dash
-    from kafka_txn_tools.cli.upstream_format import HANGING_HEADERS, hanging_row
+    from kafka_txn_tools.cli.upstream.format import HANGING_HEADERS, hanging_row
 
     if fmt is FindHangingFormat.plan:
         typer.echo(write_plan(report, max_timeout_ms), nl=False)
         return
     extra: dict[str, Any] = {"as_of_ms": report.now_ms, "max_transaction_timeout_ms": max_timeout_ms,
-                             "scanned_replicas": report.scanned_replicas, "candidates": report.candidates}
+                             "scanned_replicas": report.scanned_replicas, "read_replicas": report.read_replicas,
+                             "candidates": report.candidates, "partial": report.partial}
     Output(
         kind="hanging", rows=[h.to_row() for h in report.results],
-        columns=[Column("topic", "TOPIC"), Column("partition", "PART"), Column("producer_id", "PRODUCER ID"),
-                 Column("producer_epoch", "EPOCH"), Column("start_offset", "START OFFSET"),
-                 Column("duration_ms", "AGE", human_duration),
-                 Column("transactional_id", "TRANSACTIONAL ID", none_as_dash), Column("reason", "REASON"),
-                 Column("lso", "LSO", none_as_dash), Column("high_watermark", "HW", none_as_dash)],
+        columns=[Column("topic", "TOPIC"), Column("partition", "PART"), Column("producer_id", "PRODUCER ID", drop=2),
+                 Column("producer_epoch", "EPOCH", drop=4), Column("start_offset", "START OFFSET"),
+                 Column("duration_ms", "AGE", human_duration, drop=3),
+                 Column("transactional_id", "TRANSACTIONAL ID", none_as_dash, drop=5), Column("reason", "REASON"),
+                 Column("lso", "LSO", none_as_dash, drop=6), Column("high_watermark", "HW", none_as_dash, drop=7)],
         kafka_headers=HANGING_HEADERS, kafka_rows=[hanging_row(h, report.now_ms) for h in report.results],
-        errors=[e.to_row() for e in report.errors], extra=extra,
-        empty_message=f"no hanging transactions ({report.scanned_replicas} partition replicas scanned)",
-    ).emit(OutputFormat(fmt.value))
+        errors=[e.to_row() for e in report.errors], extra=extra, empty_message=empty_message(report),
+    ).emit(OutputFormat(fmt.value), wide=wide)
 
 
-@app.command("find-hanging", epilog=exit_codes.HELP_TEXT)
 def find_hanging_command(
     scan_all: Annotated[bool, typer.Option(
         "--all", help="every replica of every partition, internal topics included")] = False,
     broker_id: Annotated[int | None, typer.Option(
         "--broker-id", metavar="ID", help="partitions this broker replicates, asked on this broker")] = None,
     topic: Annotated[str | None, typer.Option("--topic", metavar="TOPIC", help="only this topic")] = None,
-    partition: Annotated[int | None, typer.Option("--partition", metavar="N", help="only this partition")] = None,
+    partition: Annotated[int | None, typer.Option(
+        "--partition", metavar="N", help="only this partition (needs --topic)")] = None,
     max_timeout: Annotated[str, typer.Option(
         "--max-transaction-timeout", metavar="DURATION",
-        help="the brokers' transaction.max.timeout.ms: 15m, 900s (a bare number means minutes)")] = "15m",
+        help="the brokers' transaction.max.timeout.ms: 15m, 900s (a bare number means minutes, as upstream)")] = "15m",
     include_late: Annotated[bool, typer.Option(
         "--include-late", help="also list late transactions the coordinator confirms as live")] = False,
     exit_code: Annotated[bool, typer.Option(
-        "--exit-code", help=f"exit {exit_codes.FOUND} when hanging transactions are found (scheduled sweeps)")] = False,
+        "--exit-code", help="exit 3 when hanging transactions are found (5 when the scan was partial)")] = False,
     bootstrap_server: BootstrapOpt = None,
     command_config: CommandConfigOpt = None,
     profile: ProfileOpt = None,
-    timeout: TimeoutOpt = DEFAULT_TIMEOUT,
+    timeout: TimeoutOpt = None,
     output: Annotated[FindHangingFormat | None, typer.Option(
         "--output", "-o", help="table, json, yaml, csv, tsv, kafka, or plan (abort plan YAML for "
                                "`abort --plan`)")] = None,
+    wide: WideOpt = False,
 ) -> None:
     """Find hanging transactions: open on a partition, older than the max timeout, and not completable
     by their coordinator. Each result says why, and what it holds back (LSO vs high watermark)."""
@@ -110,7 +132,7 @@ def find_hanging_command(
     from kafka_txn_tools.admin.scan import ScanOptions, Scope, find_hanging
     from kafka_txn_tools.cli.progress import progress_bar
 
-    max_timeout_ms = duration_ms(max_timeout, "--max-transaction-timeout")
+    max_timeout_ms = duration_ms(max_timeout, "--max-transaction-timeout", bare_unit="m")
     fmt = output or FindHangingFormat.table
     scope = Scope(all=scan_all, broker_id=broker_id, topic=topic, partition=partition)
     with user_errors():
@@ -123,8 +145,13 @@ def find_hanging_command(
     report_errors(report.errors)
     if acl_warning is not None:
         warn(acl_warning)
-    _emit(report, fmt, max_timeout_ms)
+    _emit(report, fmt, max_timeout_ms, wide)
+    if report.partial:
+        raise typer.Exit(exit_codes.PARTIAL)  # wins over FOUND: part of the answer is missing
     if exit_code and report.hanging:
         raise typer.Exit(exit_codes.FOUND)
-    if report.errors:
-        raise typer.Exit(exit_codes.PARTIAL)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("find-hanging", cls=KafkaTxnCommand,
+                epilog=EXAMPLES + "\n" + exit_codes.HELP_TEXT)(find_hanging_command)

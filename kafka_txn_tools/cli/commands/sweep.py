@@ -14,8 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from kafka_txn_tools.cli import exit_codes
-from kafka_txn_tools.cli.app import app
-from kafka_txn_tools.cli.common import fail
+from kafka_txn_tools.cli.errors import KafkaTxnCommand, fail
 
 
 class SweepOutput(StrEnum):
@@ -42,7 +41,7 @@ def _parse_timeout(text: str) -> int:
     from kafka_txn_tools.durations import parse_duration_ms
 
     try:
-        return parse_duration_ms(text)
+        return parse_duration_ms(text, bare_unit="m")
     except ValueError as exc:
         fail(f"--max-transaction-timeout: {exc}", exit_codes.USAGE)
 
@@ -70,7 +69,6 @@ def _run(inputs: list[Path], out: Path, master: str, timeout_ms: int, as_of: int
         fail(f"the Spark job failed: {first} (set KAFKA_TXN_DEBUG=1 for the full trace)")
 
 
-@app.command("sweep")
 def sweep_command(
     inputs: Annotated[list[Path], typer.Argument(
         metavar="INPUT...", help="kafka-txn dump dirs, Kafka log-dir trees, kafka-dump-log.sh text files")],
@@ -97,7 +95,7 @@ def sweep_command(
 
 
 def _print(result: Any, output: SweepOutput) -> None:
-    from kafka_txn_tools.cli.common import OutputFormat
+    from kafka_txn_tools.cli.options import OutputFormat
     from kafka_txn_tools.cli.render import Column, Output
 
     columns = [Column(key, title) for key, title in _COLUMNS]
@@ -117,3 +115,7 @@ def _print(result: Any, output: SweepOutput) -> None:
         f"report: {Path(summary['outputs']['report.html'])}",
         err=True,
     )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("sweep", cls=KafkaTxnCommand, epilog=exit_codes.HELP_TEXT)(sweep_command)

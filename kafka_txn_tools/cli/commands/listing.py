@@ -7,23 +7,28 @@ from typing import Annotated
 import typer
 
 from kafka_txn_tools.cli import exit_codes
-from kafka_txn_tools.cli.app import app
-from kafka_txn_tools.cli.common import (
-    DEFAULT_TIMEOUT,
+from kafka_txn_tools.cli.errors import KafkaTxnCommand, report_errors, user_errors, warn
+from kafka_txn_tools.cli.options import (
     BootstrapOpt,
     CommandConfigOpt,
-    Connection,
+    OutputFormat,
     OutputOpt,
     ProfileOpt,
     TimeoutOpt,
-    connect,
+    WideOpt,
     duration_ms,
-    now_ms,
-    report_errors,
-    resolve_output,
-    user_errors,
-    warn,
 )
+from kafka_txn_tools.cli.session import Connection, connect, now_ms
+
+EXAMPLES = """\b
+Examples:
+  kafka-txn list -b kafka-1:9092
+  kafka-txn list --state Ongoing --min-duration 15m
+  kafka-txn list --transactional-id-pattern 'orders-.*' -o json
+
+No option is required: filters combine, and without them every transaction is
+listed.
+"""
 
 
 def _duration(duration_filter: int | None, min_duration: str | None) -> int | None:
@@ -31,13 +36,12 @@ def _duration(duration_filter: int | None, min_duration: str | None) -> int | No
         raise typer.BadParameter("give --duration-filter (milliseconds) or --min-duration, not both",
                                  param_hint="--min-duration")
     if min_duration is not None:
-        return duration_ms(min_duration, "--min-duration")
+        return duration_ms(min_duration, "--min-duration", bare_unit="s")
     if duration_filter is not None and duration_filter >= 0:
         return duration_filter
     return None  # upstream: a negative --duration-filter lists everything
 
 
-@app.command("list", epilog=exit_codes.HELP_TEXT)
 def list_command(
     state: Annotated[list[str] | None, typer.Option(
         "--state", metavar="STATE", help="only these states, e.g. Ongoing (repeatable)")] = None,
@@ -47,7 +51,8 @@ def list_command(
         "--duration-filter", metavar="MS",
         help="only transactions running longer than MS milliseconds (<0: all), as upstream")] = None,
     min_duration: Annotated[str | None, typer.Option(
-        "--min-duration", metavar="DURATION", help="same as --duration-filter, as a duration: 15m, 900s")] = None,
+        "--min-duration", metavar="DURATION",
+        help="the same as a duration: 15m, 900s (a bare number means seconds)")] = None,
     pattern: Annotated[str | None, typer.Option(
         "--transactional-id-pattern", metavar="REGEX", help="only ids fully matching REGEX (KIP-1152)")] = None,
     broker_id: Annotated[list[int] | None, typer.Option(
@@ -55,15 +60,15 @@ def list_command(
     bootstrap_server: BootstrapOpt = None,
     command_config: CommandConfigOpt = None,
     profile: ProfileOpt = None,
-    timeout: TimeoutOpt = DEFAULT_TIMEOUT,
+    timeout: TimeoutOpt = None,
     output: OutputOpt = None,
+    wide: WideOpt = False,
 ) -> None:
     """List transactions from every broker's coordinator (TransactionalId, Coordinator, ProducerId, State)."""
     from kafka_txn_tools.admin.listing import ListFilters, list_transactions, normalize_states
     from kafka_txn_tools.cli.render import Column, Output
-    from kafka_txn_tools.cli.upstream_format import LIST_HEADERS, list_rows
+    from kafka_txn_tools.cli.upstream.format import LIST_HEADERS, list_rows
 
-    fmt = resolve_output(output)
     with user_errors():
         filters = ListFilters(normalize_states(state or []), tuple(producer_id or ()),
                               _duration(duration_filter, min_duration), pattern, tuple(broker_id or ()))
@@ -75,10 +80,15 @@ def list_command(
     Output(
         kind="transactions",
         rows=[t.to_row() for t in listed.listings],
-        columns=[Column("transactional_id", "TRANSACTIONAL ID"), Column("coordinator_id", "COORDINATOR"),
-                 Column("producer_id", "PRODUCER ID"), Column("state", "STATE")],
+        columns=[Column("transactional_id", "TRANSACTIONAL ID"), Column("coordinator_id", "COORDINATOR", drop=2),
+                 Column("producer_id", "PRODUCER ID", drop=1), Column("state", "STATE")],
         kafka_headers=LIST_HEADERS, kafka_rows=list_rows(listed.listings),
-        errors=[e.to_row() for e in listed.errors], empty_message="no transactions",
-    ).emit(fmt)
+        errors=[e.to_row() for e in listed.errors], extra={"partial": bool(listed.errors)},
+        empty_message="no transactions",
+    ).emit(output or OutputFormat.table, wide=wide)
     if listed.errors:
         raise typer.Exit(exit_codes.PARTIAL)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("list", cls=KafkaTxnCommand, epilog=EXAMPLES + "\n" + exit_codes.HELP_TEXT)(list_command)

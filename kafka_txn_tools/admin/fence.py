@@ -1,0 +1,99 @@
+"""force-terminate: fence a transactional id's producer through its coordinator (KIP-939), checked first.
+
+InitProducerId with producer id and epoch -1 bumps the epoch: the coordinator aborts the open
+transaction and the producer that owned the id fails with a fenced error from then on. That is the
+tool for a transaction stuck on the coordinator's side (PrepareCommit/PrepareAbort whose markers never
+land, Ongoing past its timeout at epoch exhaustion). It is refused, unless forced, when:
+
+- the coordinator does not know the id: fencing would create it (`NothingToDo`);
+- no transaction is in progress (Empty, CompleteCommit, CompleteAbort): fencing would only make a
+  healthy producer fail;
+- the transaction is live: still within its transaction.timeout.ms (its coordinator will abort it at
+  the timeout by itself), or a prepared two-phase commit (KIP-939, timeout Integer.MAX_VALUE) that
+  belongs to an external transaction manager.
+
+Without DescribeTransactions (Kafka before 3.0) nothing can be checked: only --force fences then.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kafka_txn_tools.admin.api import ClusterApi
+from kafka_txn_tools.admin.capabilities import missing_api_error, require
+from kafka_txn_tools.admin.errors import BrokerError, ConnectionFailed, NothingToDo
+from kafka_txn_tools.models import TransactionDescription
+
+TWO_PHASE_COMMIT_TIMEOUT_MS = 2**31 - 1  # KIP-939: a prepared transaction never times out
+IDLE_STATES = frozenset({"Empty", "CompleteCommit", "CompleteAbort"})
+
+
+@dataclass
+class FenceCheck:
+    transactional_id: str
+    description: TransactionDescription | None  # None: could not be described (no DescribeTransactions)
+    refusal: str | None = None  # --force overrides
+    live: bool = False
+    unverifiable: str | None = None  # only --force fences
+
+    def summary(self, now_ms: int) -> str:
+        d = self.description
+        if d is None:
+            return f"{self.transactional_id!r}: not described ({self.unverifiable})"
+        age = ("no transaction in progress" if d.start_time_ms < 0
+               else f"started {_minutes(now_ms - d.start_time_ms)} ago")
+        return (f"{self.transactional_id!r}: {d.state}, producer {d.producer_id} epoch {d.producer_epoch}, "
+                f"{len(d.partitions)} partitions, {age} (timeout {_minutes(d.timeout_ms)})")
+
+
+def _minutes(ms: int) -> str:
+    seconds = max(ms, 0) // 1000
+    if seconds >= 3600:
+        return f"{seconds // 3600}h {seconds % 3600 // 60}m"
+    return f"{seconds // 60}m {seconds % 60}s" if seconds >= 60 else f"{seconds}s"
+
+
+def check_fence(client: ClusterApi, transactional_id: str, now_ms: int, force: bool) -> FenceCheck:
+    """Describe the id and decide whether fencing it is safe; writes nothing."""
+    require(client, "force-terminate", "InitProducerId")
+    if not client.supports("DescribeTransactions"):
+        if not force:
+            raise missing_api_error("DescribeTransactions", "force-terminate",
+                                    "pass --force to fence without checking the transaction first")
+        return FenceCheck(transactional_id, None, unverifiable=(
+            "the cluster does not support DescribeTransactions (Apache Kafka 3.0+): the transaction's state cannot "
+            "be checked before fencing"))
+    described = client.describe_transactions([transactional_id])
+    d = described.descriptions.get(transactional_id)
+    if d is None:
+        if transactional_id in described.not_found:
+            raise NothingToDo(f"transactional id {transactional_id!r} is not known to its coordinator: nothing to "
+                              "fence (fencing would create it)")
+        errors = described.errors
+        if errors and errors[0].code > 0:
+            raise BrokerError(f"cannot describe {transactional_id!r} before fencing: {errors[0].message}",
+                              errors[0].error)
+        raise ConnectionFailed(f"cannot describe {transactional_id!r} before fencing: "
+                               f"{errors[0].message if errors else 'no answer from its coordinator'}")
+    return FenceCheck(transactional_id, d, *_judge(d, now_ms))
+
+
+def _judge(d: TransactionDescription, now_ms: int) -> tuple[str | None, bool]:
+    """(refusal, live) for a described transaction."""
+    if d.state in IDLE_STATES:
+        return (f"{d.transactional_id!r} has no transaction in progress ({d.state}): fencing would only make its "
+                "producer fail"), False
+    if d.timeout_ms >= TWO_PHASE_COMMIT_TIMEOUT_MS:
+        return (f"{d.transactional_id!r} is a prepared two-phase-commit transaction (KIP-939, no timeout): its "
+                "external transaction manager must complete it"), True
+    if d.start_time_ms >= 0 and now_ms - d.start_time_ms <= d.timeout_ms:
+        left = d.timeout_ms - (now_ms - d.start_time_ms)
+        return (f"{d.transactional_id!r} is {d.state} and live: started {_minutes(now_ms - d.start_time_ms)} ago, "
+                f"within its {_minutes(d.timeout_ms)} timeout, so its coordinator will abort it by itself in "
+                f"{_minutes(left)} if it does not complete; fencing now fails the running producer"), True
+    return None, False
+
+
+def fence(client: ClusterApi, check: FenceCheck) -> tuple[int, int]:
+    """InitProducerId(-1, -1): the new producer id and epoch."""
+    return client.fence_transactional_id(check.transactional_id)

@@ -1,0 +1,271 @@
+"""`kafka-txn abort`: abort one hanging transaction (or each entry of an abort plan), safely.
+
+The flow is admin/abort_batch.py (validation in admin/abort.py); this module is the conversation:
+show what validation found, refuse or ask (on the terminal, naming the cluster and every marker),
+write, record each attempt in the audit log, print before/after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from kafka_txn_tools.cli import exit_codes
+from kafka_txn_tools.cli.errors import KafkaTxnCommand, exit_code_for, fail, user_errors, warn
+from kafka_txn_tools.cli.options import (
+    SAFETY,
+    AuditLogOpt,
+    BootstrapOpt,
+    CommandConfigOpt,
+    OutputFormat,
+    OutputOpt,
+    ProfileOpt,
+    TimeoutOpt,
+    WideOpt,
+    YesOpt,
+)
+from kafka_txn_tools.cli.session import Connection, connect_or_audit
+
+if TYPE_CHECKING:
+    from kafka_txn_tools.admin.abort import AbortTarget
+    from kafka_txn_tools.admin.abort_batch import AbortItem
+    from kafka_txn_tools.admin.audit import AuditLog
+    from kafka_txn_tools.admin.client import AdminClient
+
+EXAMPLES = """\b
+Examples:
+  kafka-txn abort --topic orders --partition 3 --start-offset 116 --dry-run
+  kafka-txn abort --topic orders --partition 3 --start-offset 116
+  kafka-txn abort --plan plan.yaml --dry-run    (find-hanging -o plan, sweep)
+  kafka-txn abort --topic orders --partition 3 --producer-id 2000 \\
+      --producer-epoch 3 --coordinator-epoch 7   (legacy form)
+
+Required: --topic and --partition with --start-offset, or with --producer-id,
+--producer-epoch and --coordinator-epoch (legacy form); or --plan alone.
+--producer-id, --producer-epoch and --coordinator-epoch given with
+--start-offset are checked too. Every identifier must match the open
+transaction on the leader, or nothing is written. --force overrides only the
+coordinator's "live" verdict and what the cluster cannot check.
+"""
+
+
+def result_row(item: AbortItem) -> dict[str, Any]:
+    check, outcome, t = item.check, item.outcome, item.target
+    spec = check.spec if check else None
+    return {
+        "topic": t.partition.topic, "partition": t.partition.partition, "result": str(item.result),
+        "producer_id": spec.producer_id if spec else t.producer_id,
+        "producer_epoch": spec.producer_epoch if spec else t.producer_epoch,
+        "coordinator_epoch": spec.coordinator_epoch if spec else t.coordinator_epoch,
+        "start_offset": spec.start_offset if spec else t.start_offset,
+        "leader": check.leader if check else None,
+        "coordinator_view": check.coordinator_view if check else None,
+        "lso_before": check.before.last_stable_offset if check else None,
+        "lso_after": outcome.after.last_stable_offset if outcome else None,
+        "high_watermark_before": check.before.high_watermark if check else None,
+        "high_watermark_after": outcome.after.high_watermark if outcome else None,
+        "message": item.message,
+    }
+
+
+def _emit(items: Sequence[AbortItem], fmt: OutputFormat, wide: bool) -> None:
+    from kafka_txn_tools.cli.render import Column, Output, none_as_dash
+
+    if fmt is OutputFormat.kafka:
+        return  # upstream prints nothing on success; errors went to stderr
+    Output(kind="aborts", rows=[result_row(i) for i in items], columns=[
+        Column("topic", "TOPIC"), Column("partition", "PART"), Column("start_offset", "START", none_as_dash, drop=3),
+        Column("producer_id", "PRODUCER ID", none_as_dash, drop=4), Column("result", "RESULT"),
+        Column("lso_before", "LSO BEFORE", none_as_dash, drop=2), Column("lso_after", "LSO AFTER", none_as_dash),
+        Column("high_watermark_after", "HW", none_as_dash, drop=5), Column("message", "DETAIL", drop=1)],
+    ).emit(fmt, wide=wide)
+
+
+def _targets(topic: str | None, partition: int | None, start_offset: int | None, producer_id: int | None,
+             producer_epoch: int | None, coordinator_epoch: int | None, plan: Path | None) -> list[AbortTarget]:
+    from kafka_txn_tools.admin.abort import AbortTarget
+    from kafka_txn_tools.admin.abort_batch import targets_of
+    from kafka_txn_tools.admin.errors import UsageError
+    from kafka_txn_tools.dumps.plan import PlanError, load_plan
+    from kafka_txn_tools.models import TopicPartition
+
+    if plan is not None:
+        if any(v is not None for v in (topic, partition, start_offset, producer_id, producer_epoch,
+                                       coordinator_epoch)):
+            raise UsageError("--plan takes its transactions from the file; do not combine it with --topic/"
+                             "--partition/--start-offset/--producer-id/--producer-epoch/--coordinator-epoch")
+        try:
+            return targets_of(load_plan(plan))
+        except PlanError as exc:
+            raise UsageError(str(exc)) from None
+    if topic is None or partition is None:
+        raise UsageError("give --topic and --partition (or --plan FILE)")
+    if start_offset is None and producer_id is None:
+        raise UsageError("The transaction to abort must be identified either with --start-offset (for brokers on "
+                         "3.0 or above) or with --producer-id, --producer-epoch, and --coordinator-epoch (for older "
+                         "brokers)")
+    if start_offset is None:
+        if producer_epoch is None:
+            raise UsageError("Missing required argument --producer-epoch")
+        if coordinator_epoch is None:
+            raise UsageError("Missing required argument --coordinator-epoch")
+    return [AbortTarget(TopicPartition(topic, partition), start_offset, producer_id, producer_epoch,
+                        coordinator_epoch)]
+
+
+def _show_checks(items: Sequence[AbortItem], dry_run: bool) -> None:
+    """The exact markers and the coordinator's view, on stderr (stdout is the result)."""
+    for item in items:
+        check = item.check
+        if check is None:
+            continue
+        for note in check.notes:
+            warn(note)
+        if dry_run or item.pending:
+            typer.echo(f"{check.marker_text()}; coordinator view: {check.coordinator_view}", err=True)
+            for why in check.unverifiable:
+                warn(f"not validated: {why}")
+
+
+def _confirm(client: AdminClient, items: Sequence[AbortItem], yes: bool, force: bool) -> bool:
+    """Ask before writing; False when the person said no. --force on live transactions warns first."""
+    from kafka_txn_tools.admin.abort_batch import forced_live, pending, unverifiable
+    from kafka_txn_tools.admin.errors import Refused, UsageError
+    from kafka_txn_tools.cli.prompt import Confirmation, NoTerminal, ask
+
+    warnings = [f"--force: aborting {i.target.partition} although {i.check.refusal}"  # type: ignore[union-attr]
+                for i in forced_live(items)]
+    for w in warnings:
+        warn(w)
+    unchecked = unverifiable(items)
+    if unchecked and force:
+        for why in unchecked:
+            warn(f"--force: not validated: {why}")
+    needs_person = bool(unchecked) and not force
+    if yes and not needs_person:
+        return True
+    writes = [i.check.marker_text() for i in pending(items)]  # type: ignore[union-attr]
+    try:
+        return ask(Confirmation(client.cluster_name, writes, [*warnings, *(f"not validated: {w}" for w in unchecked)],
+                                action="write"))
+    except NoTerminal:
+        if needs_person:
+            raise Refused(f"cannot be validated: {'; '.join(unchecked)}",
+                          "confirm on a terminal, or pass --force to write it unvalidated") from None
+        raise UsageError("refusing to write without confirmation: not a terminal", "pass --yes") from None
+
+
+def _target_fields(t: AbortTarget) -> dict[str, Any]:
+    return {"topic": t.partition.topic, "partition": t.partition.partition, "start_offset": t.start_offset,
+            "producer_id": t.producer_id, "producer_epoch": t.producer_epoch, "coordinator_epoch": t.coordinator_epoch}
+
+
+def _audit(log: AuditLog, cluster: str, items: Sequence[AbortItem]) -> None:
+    from kafka_txn_tools.admin.audit import AuditRecord
+
+    for item in items:
+        row = result_row(item)
+        target = {k: row[k] for k in ("topic", "partition", "start_offset", "producer_id", "producer_epoch",
+                                      "coordinator_epoch")}
+        log.append(AuditRecord(cluster, "kafka-txn abort", target, row["result"], item.message))
+
+
+def _exit_code(items: Sequence[AbortItem], single: bool) -> int:
+    from kafka_txn_tools.admin.abort_batch import AbortResult
+
+    results = {i.result for i in items}
+    if single and items and items[0].error is not None and items[0].result is AbortResult.FAILED:
+        return exit_code_for(items[0].error)  # a usage error stays 2, a missing API 6
+    if results & {AbortResult.FAILED, AbortResult.REFUSED, AbortResult.CANCELLED}:
+        return exit_codes.ERROR
+    if items and results == {AbortResult.ALREADY_DONE}:
+        return exit_codes.ALREADY_DONE
+    return exit_codes.OK
+
+
+def _run(client: AdminClient, targets: list[AbortTarget], force: bool, dry_run: bool, yes: bool,
+         log: AuditLog) -> list[AbortItem]:
+    from kafka_txn_tools.admin.abort_batch import AbortItem, AbortResult, pending, prepare, settle_all, write
+    from kafka_txn_tools.admin.errors import KafkaTxnError
+    from kafka_txn_tools.cli.prompt import CANCELLED
+
+    items = [AbortItem(t) for t in targets]
+    try:
+        items = prepare(client, targets, force)
+        _show_checks(items, dry_run)
+        if dry_run:
+            settle_all(items, AbortResult.DRY_RUN, "validated; nothing written (--dry-run)")
+        elif pending(items):
+            if _confirm(client, items, yes, force):
+                write(client, items)
+            else:
+                typer.echo(CANCELLED, err=True)
+                settle_all(items, AbortResult.CANCELLED, CANCELLED)
+    except KafkaTxnError as exc:
+        for item in items:
+            if item.result is None:
+                item.settle(AbortResult.REFUSED, f"{exc}; nothing was written")
+        raise
+    finally:
+        _audit(log, client.cluster_name, items)
+    return items
+
+
+def abort_command(
+    topic: Annotated[str | None, typer.Option("--topic", metavar="TOPIC", help="topic of the transaction")] = None,
+    partition: Annotated[int | None, typer.Option("--partition", metavar="N", help="partition number")] = None,
+    start_offset: Annotated[int | None, typer.Option(
+        "--start-offset", metavar="OFFSET", help="first offset of the open transaction to abort")] = None,
+    producer_id: Annotated[int | None, typer.Option(
+        "--producer-id", metavar="ID", help="its producer id (legacy form; checked with --start-offset)")] = None,
+    producer_epoch: Annotated[int | None, typer.Option(
+        "--producer-epoch", metavar="N", help="its producer epoch (required with --producer-id alone)")] = None,
+    coordinator_epoch: Annotated[int | None, typer.Option(
+        "--coordinator-epoch", metavar="N", help="its coordinator epoch (required with --producer-id alone)")] = None,
+    plan: Annotated[Path | None, typer.Option(
+        "--plan", metavar="FILE", help="abort every entry of an abort plan (find-hanging -o plan, sweep)")] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", rich_help_panel=SAFETY,
+        help="abort even if the coordinator holds the transaction as live, or it cannot be checked")] = False,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", rich_help_panel=SAFETY, help="validate and print the exact marker; write nothing")] = False,
+    yes: YesOpt = False,
+    audit_log: AuditLogOpt = None,
+    bootstrap_server: BootstrapOpt = None,
+    command_config: CommandConfigOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutputOpt = None,
+    wide: WideOpt = False,
+) -> None:
+    """Abort a hanging transaction: every identifier checked against the leader's producer state and the
+    coordinator's view, confirmed on the terminal (or --yes), recorded in the audit log, LSO before/after."""
+    from kafka_txn_tools.admin.abort_batch import AbortResult
+    from kafka_txn_tools.admin.audit import AuditLog
+
+    log = AuditLog(audit_log)
+    try:
+        with user_errors():
+            targets = _targets(topic, partition, start_offset, producer_id, producer_epoch, coordinator_epoch, plan)
+            conn = Connection(bootstrap_server, command_config, profile, timeout)
+            with connect_or_audit(conn, log, "kafka-txn abort", [_target_fields(t) for t in targets]) as client:
+                items = _run(client, targets, force, dry_run, yes, log)
+    finally:
+        if log.problem:
+            warn(f"{log.problem}; the command's result stands")
+    single = plan is None  # one target: its failure is the command's error, as upstream
+    code = _exit_code(items, single)
+    if single and items[0].result in (AbortResult.FAILED, AbortResult.REFUSED):
+        fail(items[0].message, code)
+    if single and items[0].result is AbortResult.ALREADY_DONE:
+        typer.echo(f"nothing to do: {items[0].message}", err=True)
+    _emit(items, output or OutputFormat.table, wide)
+    if code != exit_codes.OK:
+        raise typer.Exit(code)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("abort", cls=KafkaTxnCommand, epilog=EXAMPLES + "\n" + exit_codes.HELP_TEXT)(abort_command)

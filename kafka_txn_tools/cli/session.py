@@ -1,0 +1,70 @@
+"""Connecting: combine --bootstrap-server, --command-config, --profile and the environment, then connect."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kafka_txn_tools.cli.errors import warn
+from kafka_txn_tools.cli.options import DEFAULT_TIMEOUT_MS, duration_ms
+
+if TYPE_CHECKING:
+    from kafka_txn_tools.admin.audit import AuditLog
+    from kafka_txn_tools.admin.client import AdminClient
+
+
+@dataclass(frozen=True)
+class Connection:
+    bootstrap_server: str | None
+    command_config: Path | None
+    profile: str | None
+    timeout: str | None = None
+
+    def label(self) -> str:
+        """The cluster as given, before connecting: the profile or the bootstrap servers."""
+        import os
+
+        return self.profile or self.bootstrap_server or os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or "unknown"
+
+    def timeout_ms(self, configured: int | None) -> int:
+        if self.timeout is not None:
+            return duration_ms(self.timeout, "--timeout", bare_unit="s", allow_zero=False)
+        return configured or DEFAULT_TIMEOUT_MS
+
+
+def connect(conn: Connection) -> AdminClient:
+    """Resolve settings (flags, profile, env, properties) and connect; warnings go to stderr."""
+    from kafka_txn_tools.admin.client import AdminClient
+    from kafka_txn_tools.admin.profiles import resolve_settings
+
+    timeout_ms = conn.timeout_ms(None) if conn.timeout is not None else None  # a bad --timeout first
+    settings = resolve_settings(conn.bootstrap_server, conn.command_config, conn.profile)
+    for message in settings.warnings:
+        warn(message)
+    return AdminClient(settings, timeout_ms=timeout_ms or conn.timeout_ms(settings.timeout_ms))
+
+
+@contextmanager
+def connect_or_audit(conn: Connection, log: AuditLog, command: str,
+                     targets: list[dict[str, Any]]) -> Iterator[AdminClient]:
+    """connect(), recording a write that never reached the cluster in the audit log too."""
+    from kafka_txn_tools.admin.audit import AuditRecord
+    from kafka_txn_tools.admin.errors import KafkaTxnError
+
+    try:
+        client = connect(conn)
+    except KafkaTxnError as exc:
+        for target in targets:
+            log.append(AuditRecord(conn.label(), command, target, "failed", f"{exc}; nothing was written"))
+        raise
+    with client:
+        yield client
+
+
+def now_ms() -> int:
+    """The tool's clock (Kafka's `time.milliseconds()`): candidates' ages and durations use it."""
+    return time.time_ns() // 1_000_000

@@ -1,0 +1,51 @@
+"""`kafka-transactions`: upstream kafka-transactions.sh's syntax, output, error texts and exit codes.
+
+Existing runbooks keep working: `kafka-transactions --bootstrap-server X [--command-config F] COMMAND`
+with list, describe, describe-producers, abort, find-hanging and forceTerminateTransaction. Tables
+use upstream's tab-padded columns (format.py); failures print `<what>: <cause>. Enable debug logging
+for additional detail.` on stderr and exit 1; argument errors print the usage and exit 1, as
+argparse4j (parser.py).
+
+The commands (commands.py) call the same flows in kafka_txn_tools/admin/ as `kafka-txn` (version
+fallbacks, concurrent scans, the find-hanging re-check, validated aborts with KIP-664's
+TxnStartOffset), without prompts. Where upstream would write blindly - a live transaction, or one
+the cluster cannot validate - they refuse in upstream's style and name the `kafka-txn` override.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import IO, NoReturn
+
+from kafka_txn_tools.cli.upstream.parser import PROG, build_parser
+
+
+class UpstreamExit(Exception):
+    """Stop with upstream's message and exit code 1."""
+
+
+def run(argv: Sequence[str], out: IO[str], err: IO[str]) -> int:
+    """Parse and execute; the exit status."""
+    if "-v" in argv or "--version" in argv:
+        from importlib.metadata import version
+
+        out.write(f"{version('kafka-txn-tools')} (kafka-txn-tools)\n")
+        return 0
+    ns = build_parser().parse_args(list(argv))
+    if ns.command is None:
+        build_parser().print_usage(err)
+        err.write(f"{PROG}: error: too few arguments\n")
+        return 1
+    from kafka_txn_tools.cli.upstream.commands import execute
+
+    try:
+        execute(ns, out, err)
+    except UpstreamExit as exc:
+        err.write(f"{exc}\n")
+        return 1
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    sys.exit(run(sys.argv[1:] if argv is None else argv, sys.stdout, sys.stderr))
