@@ -9,11 +9,12 @@ from __future__ import annotations
 import bisect
 import struct
 
-from kafka_txn_broker.log._entry_file import EntryFile
+from kafka_txn_broker.log._entry_file import EntryFile, Row
 
 
 class OffsetIndex(EntryFile[tuple[int, int]]):
-    """Entries are (absolute offset, position) in memory."""
+    """Entries are (absolute offset, position) to callers; columns hold relative offsets and positions,
+    both strictly increasing."""
 
     __slots__ = ("base_offset",)
     ENTRY = struct.Struct(">ii")
@@ -22,45 +23,40 @@ class OffsetIndex(EntryFile[tuple[int, int]]):
         super().__init__(path)
         self.base_offset = base_offset
 
-    def _decode(self, fields: tuple[int, ...]) -> tuple[int, int]:
-        return self.base_offset + fields[0], fields[1]
+    def _decode(self, row: Row) -> tuple[int, int]:
+        return self.base_offset + row[0], row[1]
 
-    def _encode(self, entry: tuple[int, int]) -> bytes:
-        return self.ENTRY.pack(entry[0] - self.base_offset, entry[1])
+    def _encode(self, entry: tuple[int, int]) -> Row:
+        return entry[0] - self.base_offset, entry[1]
 
     def append(self, offset: int, position: int) -> None:
-        entries = self.entries()
-        if entries and (offset <= entries[-1][0] or position <= entries[-1][1]):
-            raise ValueError(f"index entry ({offset}, {position}) does not follow {entries[-1]} "
-                             f"in {self.path}")
+        last = self.last_entry()
+        if last is not None and (offset <= last[0] or position <= last[1]):
+            raise ValueError(f"index entry ({offset}, {position}) does not follow {last} in {self.path}")
         self._append((offset, position))
 
     def lookup(self, offset: int) -> int:
         """Byte position from which a forward scan finds `offset` (0 when no entry is at or below it)."""
-        entries = self.entries()
-        i = bisect.bisect_right(entries, (offset, 2**31))
-        return entries[i - 1][1] if i else 0
+        i = bisect.bisect_right(self.column(0), offset - self.base_offset)
+        return self.row(i - 1)[1] if i else 0
 
     def last_entry(self) -> tuple[int, int] | None:
-        entries = self.entries()
-        return entries[-1] if entries else None
+        last = self.last_row()
+        return (self.base_offset + last[0], last[1]) if last is not None else None
 
     def is_sane(self, log_size: int) -> bool:
         """Strictly increasing offsets and positions, all inside the log (else rebuild it)."""
-        prev_off, prev_pos = self.base_offset - 1, -1
-        for off, pos in self.entries():
-            if off <= prev_off or pos <= prev_pos or pos >= log_size:
+        prev_rel, prev_pos = -1, -1
+        for rel, pos in self.rows():
+            if rel <= prev_rel or pos <= prev_pos or pos >= log_size:
                 return False
-            prev_off, prev_pos = off, pos
+            prev_rel, prev_pos = rel, pos
         return True
 
     def truncate_to(self, offset: int) -> None:
         """Drop entries for offsets >= `offset`."""
-        entries = self.entries()
-        self._keep_first(bisect.bisect_left(entries, (offset, -1)))
+        self._keep_first(bisect.bisect_left(self.column(0), offset - self.base_offset))
 
     def truncate_to_position(self, position: int) -> None:
         """Drop entries pointing at or past `position` (the log was cut there)."""
-        entries = self.entries()
-        keep = sum(1 for _, pos in entries if pos < position)
-        self._keep_first(keep)
+        self._keep_first(bisect.bisect_left(self.column(1), position))

@@ -1,7 +1,9 @@
 """One log segment: `<20-digit base offset>.log` plus its `.index`, `.timeindex` and `.txnindex`.
 
-A segment object is small (slots, no open files); indexes are loaded on first use and checked for
-sanity then, and rebuilt from the `.log` when they do not fit it.
+A segment object is small (slots, no open files); indexes are opened on first use and checked for
+sanity then, and rebuilt from the `.log` when they do not fit it. Only the segment being appended to
+keeps its offset and time indexes in memory (see log/_entry_file.py); other segments read theirs from
+the files, and no segment holds its `.txnindex` in memory.
 """
 
 from __future__ import annotations
@@ -106,16 +108,19 @@ class LogSegment:
             self.rebuild_indexes()
 
     def rebuild_indexes(self) -> None:
-        """Recreate `.index` and `.timeindex` by scanning the `.log`."""
+        """Recreate `.index` and `.timeindex` by scanning the `.log` (in memory while building)."""
         self._offset_index = OffsetIndex(self.index_path, self.base_offset)
         self._time_index = TimeIndex(self.time_index_path, self.base_offset)
-        self._offset_index.reset()
-        self._time_index.reset()
+        for index in (self._offset_index, self._time_index):
+            index.reset()
+            index.load()
         self._bytes_since_index = 0
         self._max_timestamp = -1
         self._offset_of_max_timestamp = -1
         for pos, header in self.iter_headers(0):
             self._index_batch(pos, header)
+        self._offset_index.unload()
+        self._time_index.unload()
 
     def _index_batch(self, pos: int, header: BatchHeader) -> None:
         """Kafka's rule: an index entry once more than index_interval bytes passed since the last."""
@@ -138,8 +143,8 @@ class LogSegment:
         index entries of this append are dropped, so the segment is exactly as before and the OSError
         propagates. If the rollback fails too, SegmentStateUnknown says the file may hold bytes past
         `size` (the caller must stop using the log; recovery at the next start cuts them)."""
-        if self._offset_index is None:
-            self._load_indexes()
+        if self._offset_index is None or not self._offset_index.loaded:
+            self._load_for_append()
         start = self.size
         saved = (self._bytes_since_index, self._max_timestamp, self._offset_of_max_timestamp)
         self.dirty = True
@@ -153,6 +158,10 @@ class LogSegment:
         if self.first_append_ms is None:  # read the clock once per segment, not per append
             self.first_append_ms = clock.millis()
         self.size += len(data)
+
+    def _load_for_append(self) -> None:
+        self.offset_index.load()
+        self.time_index.load()
 
     def _roll_back(self, size: int, first_offset: int, saved: tuple[int, int, int], cause: OSError) -> None:
         # Without this a partial write would stay on disk past `size`: the next append overwrites only
@@ -173,12 +182,13 @@ class LogSegment:
             self.time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
 
     def release_indexes(self) -> None:
-        """Forget the in-memory index entries (the files stay; the next lookup reloads them). Called
-        once a rolled segment is flushed: each entry costs ~120 bytes of heap, about 6% of the data
-        indexed, so a broker under sustained load would otherwise grow with every byte ever written."""
-        self._offset_index = self._time_index = None
-        if self._txn_index is not None:
-            self._txn_index.unload()
+        """Forget the in-memory index entries (lookups read the files from now on). Called once a rolled
+        segment is flushed: entries cost what they cost on disk (20 bytes per log.index.interval.bytes
+        of data, about 0.5%), but a broker under sustained load would still grow with every byte ever
+        written if rolled segments kept them."""
+        for index in (self._offset_index, self._time_index):
+            if index is not None:
+                index.unload()
 
     def truncate_to(self, position: int, offset: int) -> None:
         """Cut the `.log` at `position`, where the batch starting at `offset` begins, and drop the
@@ -189,8 +199,7 @@ class LogSegment:
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         self.txn_index.truncate_to(offset)
-        last = self.time_index.entries()[-1:] or [(-1, -1)]
-        self._max_timestamp, self._offset_of_max_timestamp = last[0]
+        self._max_timestamp, self._offset_of_max_timestamp = self.time_index.last_entry() or (-1, -1)
         self._bytes_since_index = 0
 
     def flush(self) -> None:

@@ -40,7 +40,11 @@ def free_port_block(count: int) -> int:
 class BrokerProcess:
     """`kafka-txn broker start` in a child process, for crash (kill -9) tests."""
 
-    def __init__(self, data_dir: Path, nodes: int, port: int, sets: Iterable[str] = ()) -> None:
+    def __init__(self, data_dir: Path, nodes: int, port: int, sets: Iterable[str] = (),
+                 launcher: Iterable[str] = ("-m", "kafka_txn_tools")) -> None:
+        """`launcher`: what follows the interpreter on the command line and precedes the CLI's
+        arguments (load_soak.py runs the CLI through a tracemalloc wrapper)."""
+        self.launcher = list(launcher)
         self.data_dir = data_dir
         self.nodes = nodes
         self.port = port
@@ -49,7 +53,7 @@ class BrokerProcess:
         self.bootstrap = ""
 
     def start(self, timeout: float = 60.0) -> str:
-        cmd = [sys.executable, "-m", "kafka_txn_tools", "broker", "start", "--nodes", str(self.nodes),
+        cmd = [sys.executable, *self.launcher, "broker", "start", "--nodes", str(self.nodes),
                "--port", str(self.port), "--data-dir", str(self.data_dir)]
         for s in self.sets:
             cmd += ["--set", s]

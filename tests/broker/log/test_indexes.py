@@ -1,8 +1,13 @@
 from __future__ import annotations
 
+import gc
+import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kafka_txn_broker.log.offset_index import OffsetIndex
 from kafka_txn_broker.log.time_index import TimeIndex
@@ -70,3 +75,100 @@ def test_transaction_index_format_and_collect(tmp_path: Path) -> None:
     assert reloaded.entries() == [a]
     reloaded.truncate_to(0)
     assert reloaded.entries() == [] and not Path(path).exists()
+
+
+def _retained_bytes(work: Callable[[], object]) -> int:
+    """Memory still allocated after `work` (what it keeps, not what it used on the way)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        kept = work()
+        gc.collect()
+        size = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    del kept
+    return size
+
+
+def test_mirrored_indexes_cost_their_bytes_on_disk(tmp_path: Path) -> None:
+    # Kafka's offset index costs 8 bytes an entry and its time index 12 (memory-mapped): in memory an
+    # entry may cost that plus the arrays' growth reserve (1/8), not the ~120 bytes of a tuple in a list.
+    base = 10**12  # offsets as a busy log has them: no small-int cache
+    offsets = OffsetIndex(str(tmp_path / "a.index"), base)
+    times = TimeIndex(str(tmp_path / "a.timeindex"), base)
+    offsets.load()
+    times.load()
+    n = 20_000
+
+    def append() -> None:
+        for i in range(1, n + 1):
+            offsets.append(base + 10 * i, 4096 * i)
+            times.maybe_append(1_700_000_000_000 + i, base + 10 * i)
+
+    per_entry = _retained_bytes(append) / n
+    assert per_entry <= (8 + 12) * 1.25, per_entry
+    assert len(offsets) == len(times) == n and Path(offsets.path).stat().st_size == 8 * n
+
+
+def test_unloaded_indexes_answer_from_the_file_and_keep_nothing(tmp_path: Path) -> None:
+    offsets = OffsetIndex(str(tmp_path / "b.index"), 1000)
+    times = TimeIndex(str(tmp_path / "b.timeindex"), 1000)
+    offsets.load()
+    times.load()
+    for i in range(1, 301):
+        offsets.append(1000 + 7 * i, 100 * i)
+        times.maybe_append(5000 + 3 * i, 1000 + 7 * i)
+    probes = range(990, 1000 + 7 * 302)
+    mirrored = ([offsets.lookup(o) for o in probes], [times.offset_before(t) for t in range(4990, 6000)],
+                offsets.last_entry(), times.last_entry(), times.max_timestamp())
+    offsets.unload()
+    times.unload()
+
+    def from_file() -> tuple[object, ...]:
+        return ([offsets.lookup(o) for o in probes], [times.offset_before(t) for t in range(4990, 6000)],
+                offsets.last_entry(), times.last_entry(), times.max_timestamp())
+
+    def read_only() -> None:
+        from_file()
+
+    assert from_file() == mirrored
+    assert _retained_bytes(read_only) < 1024  # nothing mirrored behind the answers
+    assert not offsets.loaded and not times.loaded
+    offsets.truncate_to(1000 + 7 * 100)  # truncation works on the file too
+    assert len(offsets) == 99 and Path(offsets.path).stat().st_size == 99 * 8
+    assert offsets.last_entry() == (1000 + 7 * 99, 9900)
+    offsets.truncate_to_position(5000)
+    assert offsets.last_entry() == (1000 + 7 * 49, 4900)
+
+
+def _kafka_collect(entries: list[AbortedTxn], fetch_offset: int, upper: int) -> tuple[list[AbortedTxn], bool]:
+    """Kafka's TransactionIndex.collectAbortedTxns: a scan from the first entry."""
+    found = []
+    for txn in entries:
+        if txn.last_offset >= fetch_offset and txn.first_offset < upper:
+            found.append(txn)
+        if txn.last_stable_offset >= upper:
+            return found, True
+    return found, False
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(1, 30), st.booleans()), min_size=1, max_size=40),
+       st.integers(0, 800), st.integers(1, 200))
+def test_transaction_index_collect_matches_kafkas_full_scan(tmp_path_factory: pytest.TempPathFactory,
+                                                            txns: list[tuple[int, int, bool]], fetch: int,
+                                                            span: int) -> None:
+    # Aborted transactions as Kafka records them: each marker after the last; the LSO is the first offset of
+    # another transaction still open (before the marker) or the marker + 1.
+    entries, marker = [], 0
+    for gap, length, other_open in txns:
+        marker += gap + length
+        first = marker - length
+        lso = max(0, first - gap) if other_open else marker + 1
+        entries.append(AbortedTxn(len(entries), first, marker, lso))
+    idx = TransactionIndex(str(tmp_path_factory.mktemp("txn") / "0.txnindex"))
+    for t in entries:
+        idx.append(t)
+    assert not idx.loaded  # an aborted transaction costs no memory
+    assert idx.collect(fetch, fetch + span) == _kafka_collect(entries, fetch, fetch + span)

@@ -77,6 +77,10 @@ def test_roll_by_size_and_reads_across_segments(part_dir: Path, config: BrokerCo
     names = files(part_dir)
     assert names.count("00000000000000000000.log") == 1
     assert any(n.endswith(".index") for n in names) and any(n.endswith(".timeindex") for n in names)
+    # Only the segment being appended to keeps index entries in memory: rolled ones answer from their
+    # files, however often they are read (a broker would otherwise grow with every byte ever written).
+    assert [s.offset_index.loaded for s in log.segments] == [False] * (len(log.segments) - 1) + [True]
+    assert not any(s.time_index.loaded or s.txn_index.loaded for s in log.segments[:-1])
 
 
 def test_roll_by_time(part_dir: Path, clock: ManualClock) -> None:
