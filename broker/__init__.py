@@ -1,11 +1,31 @@
-"""Embedded Kafka broker in pure Python: real wire protocol, Kafka-format logs, transactions."""
+"""Embedded Kafka broker in pure Python: real wire protocol, Kafka-format logs, transactions.
+
+Subsystems, named after Kafka's:
+
+- formats: Kafka's on-disk and record formats and error codes, pure (the tools use this package only)
+- server: the cluster, its nodes, the socket server, cluster metadata, producer ids, metrics
+- apis: one handler module per API family; the registry declares each API's versions once
+- security: TLS, SASL, ACLs and the authorizer
+- replica: ReplicaManager and Partition (in-process replication, ISR, high watermark)
+- log: LocalLog, UnifiedLog, segments and their indexes, producer state, the log cleaner
+- txn: the transaction coordinator (state manager, marker channel, verification)
+- group: the classic group coordinator
+- testing: the pytest plugin, incident scenarios and the raw client they use
+- clock, config: time (injectable) and the broker's configuration, used by every subsystem
+
+Threading: one asyncio event loop owns all broker state. Every node of a cluster, every connection,
+coordinator and log runs on the cluster's loop (EmbeddedCluster runs it on a thread of its own and
+hands calls to it with `call`/`call_soon`), so no broker class takes a lock and none may be touched
+from another thread. The one exception is the process-wide file-descriptor cache (log/file_cache.py),
+shared by clusters that each run their own loop in one process (tests), which locks its table.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kafka_txn_broker.cluster import EmbeddedCluster
+    from kafka_txn_broker.server.cluster import EmbeddedCluster
 
 __all__ = ["EmbeddedCluster"]
 
@@ -13,7 +33,7 @@ __all__ = ["EmbeddedCluster"]
 def __getattr__(name: str) -> Any:
     # Lazy so that `import kafka_txn_broker` (e.g. by the pytest plugin) costs nothing.
     if name == "EmbeddedCluster":
-        from kafka_txn_broker.cluster import EmbeddedCluster
+        from kafka_txn_broker.server.cluster import EmbeddedCluster
 
         return EmbeddedCluster
     raise AttributeError(name)

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from kafka_txn_broker.apis.registry import kafka_releases
+from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 
 _BOOL_TRUE = {"true", "yes", "1", "on"}
 _BOOL_FALSE = {"false", "no", "0", "off"}
@@ -146,7 +147,8 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("transaction.state.log.num.partitions", int, 50, "partitions of __transaction_state"),
     ConfigKey("transaction.state.log.replication.factor", int, 3, "replication factor of __transaction_state"),
     ConfigKey("transaction.state.log.segment.bytes", int, 104857600, "segment size of __transaction_state"),
-    ConfigKey("transaction.max.timeout.ms", int, 900000, "largest transaction.timeout.ms a producer may ask for"),
+    ConfigKey("transaction.max.timeout.ms", int, DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
+              "largest transaction.timeout.ms a producer may ask for"),
     ConfigKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", int, 10000, "timeout reaper period"),
     ConfigKey("transactional.id.expiration.ms", int, 604800000, "expire idle transactional ids after this"),
     ConfigKey("transaction.remove.expired.transaction.cleanup.interval.ms", int, 3600000, "expiry check period"),
@@ -158,7 +160,7 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("producer.id.block.size", int, 1000, "producer ids reserved per allocation"),
     ConfigKey("cluster.id", str, "kafka-txn-embedded", "cluster id reported in Metadata"),
     ConfigKey("host", str, "127.0.0.1", "address the listeners bind and advertise"),
-    # ---- security (broker/auth.py, tls.py, sasl.py, authorizer.py) ----
+    # ---- security (broker/security/: auth.py, tls.py, sasl.py, authorizer.py) ----
     ConfigKey("security.protocol", str, "PLAINTEXT", "protocol of every node's listener",
               ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")),
     ConfigKey("ssl.keystore.type", str, "PEM", "only PEM (convert JKS/PKCS12 with openssl)"),
@@ -182,7 +184,7 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("allow.everyone.if.no.acl.found", bool, False, "allow access to resources no ACL applies to"),
     ConfigKey("super.users", str, "", "principals allowed everything, ';'-separated: User:admin;User:ops"),
     ConfigKey("authorizer.acls", list, (), "ACLs from the config, e.g. 'User:alice ALLOW Read Topic orders' "
-              "(see kafka_txn_broker/acls.py); CreateAcls adds more, kept in <data-dir>/acls.json"),
+              "(see kafka_txn_broker/security/acls.py); CreateAcls adds more, kept in <data-dir>/acls.json"),
 ]
 
 KEYS: dict[str, ConfigKey] = {k.name: k for k in _KEYS}

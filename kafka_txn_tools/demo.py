@@ -134,7 +134,7 @@ class Demo:
         return got
 
     def hangs(self) -> list[Hang]:
-        from kafka_txn_broker.scenarios import ScenarioOptions, run_scenario
+        from kafka_txn_broker.testing.scenarios import ScenarioOptions, run_scenario
 
         out = []
         for name in ("late-write-after-abort", "unregistered-partition-commit"):

@@ -1,4 +1,6 @@
-"""Plain data the admin layer fetches and the CLI renders: no I/O, no Kafka imports.
+"""The tools' vocabulary: the plain data the admin layer fetches and the CLI renders, the hanging
+reasons, and what the tools make of Kafka's transaction states. No I/O; Kafka's own facts (state names,
+timeouts) come from kafka_txn_broker.formats.transactions, which imports nothing.
 
 Names follow Kafka's admin client (ProducerState, TransactionListing, TransactionDescription) so a
 reader of the Java tool finds the same concept here. Offsets and timestamps keep Kafka's sentinel -1
@@ -11,6 +13,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
 
+from kafka_txn_broker.formats.transactions import TransactionState
+
 
 class TopicPartition(NamedTuple):
     topic: str
@@ -21,12 +25,11 @@ class TopicPartition(NamedTuple):
         return f"{self.topic}-{self.partition}"
 
 
-# Transaction states as the coordinator spells them on the wire.
-ONGOING_STATES = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
-ALL_STATES = (
-    "Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead",
-    "PrepareEpochFence",
-)
+# The states (Kafka's names, formats.transactions) in which the coordinator still owns the transaction and
+# will write its markers: find-hanging and the sweep call a transaction in any other state not ongoing.
+ONGOING_STATES = frozenset(TransactionState(s).state_name for s in (
+    TransactionState.ONGOING, TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT,
+    TransactionState.PREPARE_EPOCH_FENCE))
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,10 +86,6 @@ class ScanError:
         }
 
 
-# The name the brief and README use for partition-level failures.
-PartitionScanError = ScanError
-
-
 @dataclass(frozen=True, slots=True)
 class TransactionListing:
     transactional_id: str
@@ -113,10 +112,6 @@ class TransactionDescription:
     timeout_ms: int
     start_time_ms: int  # -1: no transaction in progress
     partitions: frozenset[TopicPartition] = field(default_factory=frozenset)
-
-    @property
-    def is_ongoing(self) -> bool:
-        return self.state in ONGOING_STATES
 
     def duration_ms(self, now_ms: int) -> int | None:
         return None if self.start_time_ms < 0 else now_ms - self.start_time_ms
@@ -149,6 +144,16 @@ class HangingReason(StrEnum):
     @property
     def is_hanging(self) -> bool:
         return self is not HangingReason.LATE
+
+
+# How dumps write a transactional id its coordinator does not know (TRANSACTIONAL_ID_NOT_FOUND) or that
+# expired (a tombstone in __transaction_state): with Kafka's Dead state, as the coordinator holds it.
+DEAD_STATE = TransactionState.DEAD.state_name
+
+# The reasons that make a transaction hanging (an abort plan holds only these).
+HANGING_REASONS = tuple(r.value for r in (
+    HangingReason.NO_TRANSACTIONAL_ID, HangingReason.TRANSACTIONAL_ID_NOT_FOUND,
+    HangingReason.PARTITION_NOT_IN_TRANSACTION, HangingReason.EPOCH_MISMATCH, HangingReason.TRANSACTION_NOT_ONGOING))
 
 
 @dataclass(frozen=True, slots=True)

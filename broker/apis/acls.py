@@ -21,7 +21,9 @@ from kafka.protocol.admin import (
     DescribeAclsResponse,
 )
 
-from kafka_txn_broker.acls import (
+from kafka_txn_broker.apis.context import Operation, RequestContext
+from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.security.acls import (
     AccessControlEntry,
     AclBinding,
     AclBindingFilter,
@@ -32,8 +34,6 @@ from kafka_txn_broker.acls import (
     ResourcePattern,
     ResourceType,
 )
-from kafka_txn_broker.apis.context import Operation, RequestContext
-from kafka_txn_broker.apis.registry import api
 
 log = logging.getLogger(__name__)
 

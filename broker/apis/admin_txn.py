@@ -34,13 +34,12 @@ from kafka.protocol.admin import (
 from kafka.protocol.producer import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
 from kafka_txn_broker.apis.context import RequestContext, denied
-from kafka_txn_broker.apis.errors import TOPIC_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.metadata import validate_topic_name
-from kafka_txn_broker.partition import Partition
-from kafka_txn_broker.txn import errors as E
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import TOPIC_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+from kafka_txn_broker.replica.partition import Partition
+from kafka_txn_broker.server.metadata import validate_topic_name
 from kafka_txn_broker.txn.java_regex import JavaRegexError, compile_java_regex
-from kafka_txn_broker.txn.marker_channel import write_marker
 
 TXN_START_OFFSET_TAG = "_0"
 ADMIN_COORDINATOR_EPOCH = -1
@@ -65,7 +64,7 @@ def _describe_partition(ctx: RequestContext, topic: str, index: int, topic_error
         return PR(partition_index=index, error_code=topic_error[0], error_message=topic_error[1], active_producers=[])
     part = ctx.node.replica_manager.get(topic, index)
     if part is None:
-        t = ctx.node.cluster.metadata.topics[topic]
+        t = ctx.node.metadata.topics[topic]
         code = E.NOT_LEADER_OR_FOLLOWER if 0 <= index < len(t.partitions) else E.UNKNOWN_TOPIC_OR_PARTITION
         return PR(partition_index=index, error_code=code, error_message=None, active_producers=[])
     return PR(partition_index=index, error_code=E.NONE, error_message=None, active_producers=_producers_of(part))
@@ -78,7 +77,7 @@ def _topic_error(ctx: RequestContext, name: str) -> tuple[int, str | None] | Non
         validate_topic_name(name)
     except InvalidTopicError as exc:
         return E.INVALID_TOPIC_EXCEPTION, str(exc)
-    if name not in ctx.node.cluster.metadata.topics:
+    if name not in ctx.node.metadata.topics:
         return E.UNKNOWN_TOPIC_OR_PARTITION, None
     return None
 
@@ -153,7 +152,7 @@ def txn_start_offset(topic_entry: Any) -> int | None:
 
 def _marker_on_partition(ctx: RequestContext, marker: Any, topic: str, index: int, start: int | None,
                          transaction_version: int) -> int:
-    meta = ctx.node.cluster.metadata.topics.get(topic)
+    meta = ctx.node.metadata.topics.get(topic)
     part = ctx.node.replica_manager.get(topic, index)
     if meta is None or part is None:
         # Kafka's getMagic: a partition this broker does not host is unknown to it.
@@ -162,8 +161,8 @@ def _marker_on_partition(ctx: RequestContext, marker: Any, topic: str, index: in
     if start is not None and coordinator_epoch == ADMIN_COORDINATOR_EPOCH:
         entry = part.log.producer_state.last_entry(marker.producer_id)
         coordinator_epoch = entry.coordinator_epoch if entry is not None else ADMIN_COORDINATOR_EPOCH
-    return write_marker(part, marker.producer_id, marker.producer_epoch, bool(marker.transaction_result),
-                        coordinator_epoch, transaction_version, start)
+    return part.write_marker(marker.producer_id, marker.producer_epoch, bool(marker.transaction_result),
+                             coordinator_epoch, transaction_version, start)
 
 
 # v0 (removed in Kafka 4.0, KIP-896) only when emulating an older release: same fields, no tags.

@@ -19,4 +19,4 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                for n in nodes.values() if n.online]
     return R[ctx.api_version](throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1,
                               cluster_id=ctx.node.config["cluster.id"],
-                              controller_id=min(b.broker_id for b in brokers), brokers=brokers)
+                              controller_id=ctx.node.cluster.controller_id(), brokers=brokers)

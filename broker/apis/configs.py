@@ -23,7 +23,6 @@ from kafka.protocol.admin import (
 )
 
 from kafka_txn_broker.apis.context import CLUSTER_NAME, RequestContext, Resource
-from kafka_txn_broker.apis.errors import error_code, error_message
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.configs import config_helper
 from kafka_txn_broker.configs.config_def import ConfigSource, OpType, ResourceType
@@ -34,7 +33,8 @@ from kafka_txn_broker.configs.configuration_control import (
     check_broker_name,
     check_request_configs,
 )
-from kafka_txn_broker.metadata import validate_topic_name
+from kafka_txn_broker.formats.errors import error_code, error_message
+from kafka_txn_broker.server.metadata import validate_topic_name
 
 DR = DescribeConfigsResponse.DescribeConfigsResult
 _ACL_RESOURCE: dict[int, Resource] = {ResourceType.TOPIC: "TOPIC", ResourceType.BROKER: "CLUSTER",
@@ -58,7 +58,7 @@ def _entries(ctx: RequestContext, resource_type: int, name: str) -> list[ConfigE
     node = ctx.node
     if resource_type == ResourceType.TOPIC:
         validate_topic_name(name)
-        topic = node.cluster.metadata.topics.get(name)
+        topic = node.metadata.topics.get(name)
         if topic is None:
             raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
         return config_helper.describe_topic(topic.configs, node.config)
@@ -75,7 +75,7 @@ def _entries(ctx: RequestContext, resource_type: int, name: str) -> list[ConfigE
         return config_helper.describe_broker(node.config, per_broker=True)
     if not name:  # GROUP: _authorize let no other type through
         raise InvalidRequestError("Group name must not be empty")
-    return config_helper.describe_group(node.cluster.metadata.resource_configs(ResourceType.GROUP, name),
+    return config_helper.describe_group(node.metadata.resource_configs(ResourceType.GROUP, name),
                                         node.config)
 
 
@@ -122,7 +122,7 @@ def _alter(ctx: RequestContext, res: Any, twice: bool, incremental: bool, valida
     if resource_type == ResourceType.BROKER:
         check_broker_name(name, ctx.node.node_id)
     _authorize(ctx, "ALTER_CONFIGS", resource_type, name)
-    control = ConfigurationControl(ctx.node.cluster.metadata, ctx.node.config, ctx.node.node_id)
+    control = ConfigurationControl(ctx.node.metadata, ctx.node.config, ctx.node.node_id)
     new = (apply_ops(resource_type, control.current(resource_type, name), ops) if incremental
            else {c.name: c.value for c in res.configs})
     control.alter(resource_type, name, new, validate_only)

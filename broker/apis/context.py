@@ -21,12 +21,12 @@ from kafka.errors import (
     TransactionalIdAuthorizationFailedError,
 )
 
-from kafka_txn_broker.acls import Op, ResourceType
+from kafka_txn_broker.security.acls import Op, ResourceType
 
 if TYPE_CHECKING:
-    from kafka_txn_broker.auth import AuthSession
-    from kafka_txn_broker.authorizer import AclAuthorizer
-    from kafka_txn_broker.node import BrokerNode
+    from kafka_txn_broker.security.auth import AuthSession
+    from kafka_txn_broker.security.authorizer import AclAuthorizer
+    from kafka_txn_broker.server.node import BrokerNode
 
 Operation = Literal["READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS",
                     "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "ALL"]

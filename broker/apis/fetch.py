@@ -11,9 +11,9 @@ from kafka.errors import FencedLeaderEpochError, UnknownLeaderEpochError
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.errors import error_code
 from kafka_txn_broker.apis.partitions import authorized_topic, leader
 from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats.errors import error_code
 
 R = FetchResponse
 TR = R.FetchableTopicResponse

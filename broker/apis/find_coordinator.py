@@ -9,35 +9,27 @@ from kafka.errors import CoordinatorNotAvailableError, InvalidRequestError
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.errors import error_code, error_message
 from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.coordinator_partition import GROUP_TOPIC, TXN_TOPIC, partition_for
-from kafka_txn_broker.share.cluster_adapters import ClusterShareNodes
+from kafka_txn_broker.formats.errors import error_code, error_message
+from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, TXN_TOPIC, partition_for
 from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC
 
 R = FindCoordinatorResponse
 GROUP, TRANSACTION, SHARE = 0, 1, 2
+TOPICS = {GROUP: GROUP_TOPIC, TRANSACTION: TXN_TOPIC, SHARE: SHARE_STATE_TOPIC}
 
 
 def coordinator_node(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str, int]:
     """The live leader of the key's internal-topic partition, creating the topic on first use."""
-    cfg = ctx.node.config
-    if key_type in (GROUP, TRANSACTION):
-        # Kafka: DESCRIBE on the group / transactional id, else GROUP_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
-        ctx.require("DESCRIBE", "GROUP" if key_type == GROUP else "TRANSACTIONAL_ID", key)
-    if key_type == GROUP:
-        topic = ctx.node.cluster.ensure_internal_topic(GROUP_TOPIC, cfg["offsets.topic.num.partitions"],
-                                                       cfg["offsets.topic.replication.factor"])
-    elif key_type == TRANSACTION:
-        topic = ctx.node.cluster.ensure_internal_topic(TXN_TOPIC, cfg["transaction.state.log.num.partitions"],
-                                                       cfg["transaction.state.log.replication.factor"])
-    elif key_type == SHARE:
+    if key_type not in TOPICS:
+        raise InvalidRequestError(f"unknown coordinator key type {key_type}")
+    if key_type == SHARE:
         # Kafka: CLUSTER_ACTION on the cluster (brokers ask this, to reach the share coordinator).
         ctx.require("CLUSTER_ACTION", "CLUSTER")
-        ClusterShareNodes(ctx.node.cluster).ensure_share_state_topic()
-        topic = ctx.node.cluster.metadata.topics[SHARE_STATE_TOPIC]
     else:
-        raise InvalidRequestError(f"unknown coordinator key type {key_type}")
+        # Kafka: DESCRIBE on the group / transactional id, else GROUP_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+        ctx.require("DESCRIBE", "GROUP" if key_type == GROUP else "TRANSACTIONAL_ID", key)
+    topic = ctx.node.internal_topic(TOPICS[key_type])
     if not key:
         raise InvalidRequestError("coordinator key must not be empty")
     state = topic.partitions[partition_for(key, len(topic.partitions))]

@@ -12,10 +12,10 @@ from kafka.protocol.admin import DeleteGroupsRequest, DeleteGroupsResponse
 from kafka.protocol.consumer import OffsetDeleteRequest, OffsetDeleteResponse
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.errors import TOPIC_AUTHORIZATION_FAILED, error_code
 from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.group_deletion import delete_group, delete_offsets
-from kafka_txn_broker.group_offsets import TopicPartition
+from kafka_txn_broker.formats.errors import TOPIC_AUTHORIZATION_FAILED, error_code
+from kafka_txn_broker.group.deletion import delete_group, delete_offsets
+from kafka_txn_broker.group.offset_store import TopicPartition
 
 
 def _delete_one(ctx: RequestContext, group_id: str) -> int:
@@ -51,7 +51,7 @@ async def delete_groups(ctx: RequestContext, req: Any) -> Any:
 
 
 def _exists(ctx: RequestContext, tp: TopicPartition) -> bool:
-    t = ctx.node.cluster.metadata.topics.get(tp[0])
+    t = ctx.node.metadata.topics.get(tp[0])
     return t is not None and 0 <= tp[1] < len(t.partitions)
 
 

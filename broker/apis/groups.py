@@ -1,7 +1,7 @@
 """Group membership APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups, ListGroups.
 
-Handlers only translate between wire versions and the coordinator (broker/groups.py and the group_*
-modules). JoinGroup and SyncGroup may have to wait for other members: they park on a future that the
+Handlers only translate between wire versions and the coordinator (the broker's `group` package).
+JoinGroup and SyncGroup may have to wait for other members: they park on a future that the
 group state machine completes, holding only this client's connection.
 """
 
@@ -29,14 +29,14 @@ from kafka.protocol.consumer import (
     SyncGroupResponse,
 )
 
-from kafka_txn_broker.apis import group_admin, group_offsets  # noqa: F401  (register their APIs)
+from kafka_txn_broker.apis import group_admin, offset_commit  # noqa: F401  (register their APIs)
 from kafka_txn_broker.apis.context import Operation, RequestContext
-from kafka_txn_broker.apis.errors import error_code, error_message
 from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.group_membership import JoinRequest, SyncRequest
-from kafka_txn_broker.group_model import ClassicGroup, GroupState, JoinResult, SyncResult
-from kafka_txn_broker.group_shard import GroupShard
-from kafka_txn_broker.groups import GroupCoordinator
+from kafka_txn_broker.formats.errors import error_code, error_message
+from kafka_txn_broker.group.classic_group import ClassicGroup, GroupState, JoinResult, SyncResult
+from kafka_txn_broker.group.coordinator import GroupCoordinator
+from kafka_txn_broker.group.membership import JoinRequest, SyncRequest
+from kafka_txn_broker.group.shard import GroupShard
 
 T = TypeVar("T")
 

@@ -7,9 +7,9 @@ from typing import Any
 from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.errors import error_code
 from kafka_txn_broker.apis.partitions import authorized_topic, leader
 from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats.errors import error_code
 
 R = ListOffsetsResponse
 TR = R.ListOffsetsTopicResponse

@@ -9,14 +9,14 @@ from kafka.errors import InvalidTopicError
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.errors import (
+from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats.errors import (
     LEADER_NOT_AVAILABLE,
     TOPIC_AUTHORIZATION_FAILED,
     UNKNOWN_TOPIC_ID,
     UNKNOWN_TOPIC_OR_PARTITION,
 )
-from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.metadata import INTERNAL_TOPICS, TopicState
+from kafka_txn_broker.server.metadata import INTERNAL_TOPICS, TopicState
 
 R = MetadataResponse
 T = R.MetadataResponseTopic
@@ -59,7 +59,7 @@ def _auto_create(ctx: RequestContext, name: str) -> TopicState | None:
 
 @api(MetadataRequest, MetadataResponse, 0, 12)
 async def handle(ctx: RequestContext, req: Any) -> Any:
-    meta = ctx.node.cluster.metadata
+    meta = ctx.node.metadata
     allow_auto = getattr(req, "allow_auto_topic_creation", True) and ctx.node.config["auto.create.topics.enable"]
     if req.topics is None or (ctx.api_version == 0 and not req.topics):
         # Topics the principal may not DESCRIBE are left out silently, as Kafka does.
@@ -68,12 +68,12 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         topics = [_lookup(ctx, getattr(t, "name", None), getattr(t, "topic_id", None), allow_auto)
                   for t in req.topics]
     return R[ctx.api_version](throttle_time_ms=0, brokers=brokers(ctx), cluster_id=ctx.node.config["cluster.id"],
-                              controller_id=min(n for n, x in ctx.node.cluster.nodes.items() if x.online),
+                              controller_id=ctx.node.cluster.controller_id(),
                               topics=topics)
 
 
 def _lookup(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None, allow_auto: bool) -> Any:
-    meta = ctx.node.cluster.metadata
+    meta = ctx.node.metadata
     if not name and topic_id and topic_id != ZERO_UUID:
         t = meta.topics_by_id.get(topic_id)
         if t is not None and not ctx.authorize("DESCRIBE", "TOPIC", t.name):

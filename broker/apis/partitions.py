@@ -12,14 +12,14 @@ from kafka.errors import (
 )
 
 from kafka_txn_broker.apis.context import Operation, RequestContext
-from kafka_txn_broker.metadata import TopicState
-from kafka_txn_broker.partition import Partition
+from kafka_txn_broker.replica.partition import Partition
+from kafka_txn_broker.server.metadata import TopicState
 
 ZERO_UUID = uuid.UUID(int=0)
 
 
 def resolve_topic(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None) -> TopicState:
-    meta = ctx.node.cluster.metadata
+    meta = ctx.node.metadata
     if topic_id is not None and topic_id != ZERO_UUID and not name:
         t = meta.topics_by_id.get(topic_id)
         if t is None:

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import CorruptRecordError, InvalidRecordError, InvalidRequiredAcksError
+from kafka.errors import InvalidRequiredAcksError
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.errors import TRANSACTIONAL_ID_AUTHORIZATION_FAILED, error_code, error_message
 from kafka_txn_broker.apis.partitions import authorized_topic, writable_leader
 from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.log.record_batch import HEADER_SIZE, UnsupportedCompressionError, iter_batches, iter_records
+from kafka_txn_broker.formats.errors import (
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    CorruptRecordError,
+    InvalidRecordError,
+    error_code,
+    error_message,
+)
+from kafka_txn_broker.formats.record_batch import HEADER_SIZE, UnsupportedCompressionError, iter_batches, iter_records
+from kafka_txn_broker.txn.verification import verify_produce
 
 R = ProduceResponse
 TR = R.TopicProduceResponse
@@ -26,7 +33,7 @@ def _append_one(ctx: RequestContext, req: Any, topic_data: Any, pdata: Any) -> A
             raise CorruptRecordError("produce request without records")
         if "compact" in topic.configs.get("cleanup.policy", ""):  # cheap: every produce request passes here
             _check_keys(pdata.records, topic.name, pdata.index)
-        before = ctx.node.txn_coordinator.verify_produce(ctx, req, topic.name, pdata.index, pdata.records)
+        before = verify_produce(ctx, req, topic.name, pdata.index, pdata.records)
         if before is not None:
             raise before
         info = part.append_as_leader(pdata.records, req.acks)

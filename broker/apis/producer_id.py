@@ -7,8 +7,8 @@ from typing import Any
 from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.errors import CLUSTER_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats.errors import CLUSTER_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 R = InitProducerIdResponse
 INVALID_PRODUCER_EPOCH, PRODUCER_FENCED = 47, 90

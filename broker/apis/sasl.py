@@ -19,7 +19,7 @@ from kafka.protocol.sasl import (
 
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.auth import ILLEGAL_SASL_STATE
+from kafka_txn_broker.security.auth import ILLEGAL_SASL_STATE
 
 
 @api(SaslHandshakeRequest, SaslHandshakeResponse, 0, 1, pre_auth=True)

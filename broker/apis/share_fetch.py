@@ -16,8 +16,8 @@ from typing import Any
 from kafka.errors import NotLeaderForPartitionError
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.errors import GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED
 from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats.errors import GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED
 from kafka_txn_broker.formats.messages import (
     ShareAcknowledgeRequest,
     ShareAcknowledgeResponse,

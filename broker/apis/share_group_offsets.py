@@ -14,9 +14,9 @@ from typing import Any
 from kafka.errors import BrokerResponseError, GroupIdNotFoundError
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.errors import TOPIC_AUTHORIZATION_FAILED, error_code, error_message
 from kafka_txn_broker.apis.groups import group_shard
 from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats.errors import TOPIC_AUTHORIZATION_FAILED, error_code, error_message
 from kafka_txn_broker.formats.messages import (
     AlterShareGroupOffsetsRequest,
     AlterShareGroupOffsetsResponse,

@@ -8,10 +8,10 @@ from kafka.errors import InvalidRequestError, PolicyViolationError
 from kafka.protocol.admin import CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse
 
 from kafka_txn_broker.apis.context import RequestContext, denied
-from kafka_txn_broker.apis.errors import error_code, error_message
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.configs import config_helper, log_config
-from kafka_txn_broker.metadata import INTERNAL_TOPICS
+from kafka_txn_broker.formats.errors import error_code, error_message
+from kafka_txn_broker.server.metadata import INTERNAL_TOPICS
 
 CR = CreateTopicsResponse
 DR = DeleteTopicsResponse

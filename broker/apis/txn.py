@@ -21,9 +21,10 @@ from kafka.protocol.producer import (
 )
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.errors import GROUP_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.txn import errors as E
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import GROUP_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, partition_for
 from kafka_txn_broker.txn.transaction_metadata import TopicPartition
 
 APR = AddPartitionsToTxnResponse
@@ -53,7 +54,7 @@ def _check_partitions(ctx: RequestContext, partitions: list[TopicPartition], fro
                       ) -> dict[TopicPartition, int] | None:
     """Per-partition errors if any partition is unknown (or internal, for clients): then nothing is added
     and the valid partitions get OPERATION_NOT_ATTEMPTED."""
-    meta = ctx.node.cluster.metadata
+    meta = ctx.node.metadata
     errors: dict[TopicPartition, int] = {}
     for topic, partition in partitions:
         t = meta.topics.get(topic)
@@ -125,8 +126,11 @@ async def handle_add_offsets(ctx: RequestContext, req: Any) -> Any:
     elif not ctx.authorize("READ", "GROUP", req.group_id):
         code = GROUP_AUTHORIZATION_FAILED
     else:
-        code = ctx.node.txn_coordinator.add_offsets_to_transaction(req.transactional_id, req.producer_id,
-                                                                   req.producer_epoch, req.group_id)
+        # Kafka's handler adds the group's __consumer_offsets partition to the transaction.
+        offsets = ctx.node.internal_topic(GROUP_TOPIC)
+        tp = (GROUP_TOPIC, partition_for(req.group_id, len(offsets.partitions)))
+        code = ctx.node.txn_coordinator.add_partitions_to_transaction(req.transactional_id, req.producer_id,
+                                                                      req.producer_epoch, [tp])
     return AddOffsetsToTxnResponse[ctx.api_version](throttle_time_ms=0, error_code=_old_fenced(code, ctx.api_version))
 
 

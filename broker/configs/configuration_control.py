@@ -18,7 +18,7 @@ from kafka.errors import InvalidConfigurationError, InvalidRequestError, Unknown
 from kafka_txn_broker.config import BrokerConfig
 from kafka_txn_broker.configs import dynamic_broker_config, group_config, log_config
 from kafka_txn_broker.configs.config_def import ConfigType, OpType, ResourceType, split_list, to_string
-from kafka_txn_broker.metadata import ClusterMetadata, validate_topic_name
+from kafka_txn_broker.server.metadata import ClusterMetadata, validate_topic_name
 
 Op = tuple[str, int, str | None]  # (config name, OpType, value)
 

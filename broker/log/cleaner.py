@@ -43,10 +43,8 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kafka.errors import CorruptRecordError
-
-from kafka_txn_broker.log import file_cache
-from kafka_txn_broker.log.record_batch import (
+from kafka_txn_broker.formats.errors import CorruptRecordError
+from kafka_txn_broker.formats.record_batch import (
     INT32_MAX,
     BatchHeader,
     UnsupportedCompressionError,
@@ -54,10 +52,11 @@ from kafka_txn_broker.log.record_batch import (
     iter_records,
     rebuild_batch,
 )
+from kafka_txn_broker.log import file_cache
 from kafka_txn_broker.log.segment import LogSegment, segment_name
 
 if TYPE_CHECKING:
-    from kafka_txn_broker.log.log import Log
+    from kafka_txn_broker.log.local_log import LocalLog
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +90,7 @@ def _after_step(step: str) -> None:
 
 
 # -- which segments ------------------------------------------------------------------------------
-def cleanable_segment_count(log_: Log, first_uncleanable: int) -> int:
+def cleanable_segment_count(log_: LocalLog, first_uncleanable: int) -> int:
     """How many leading segments lie wholly below `first_uncleanable` (never the active one)."""
     segments = log_.segments
     count = 0
@@ -185,7 +184,7 @@ def filter_batch(raw: memoryview, header: BatchHeader, offsets: OffsetMap, tombs
 
 
 # -- cleaning one log ----------------------------------------------------------------------------
-def clean_log(log_: Log, count: int, tombstone_horizon: int, first_dirty: int = -1) -> CleanStats:
+def clean_log(log_: LocalLog, count: int, tombstone_horizon: int, first_dirty: int = -1) -> CleanStats:
     """Compact the first `count` segments of `log_` (the caller holds the log's lock and checked they
     lie below the first uncleanable offset). Tombstones below `tombstone_horizon` are removed; the
     offset map covers the segments holding offsets from `first_dirty` on (-1: all of them)."""
@@ -205,7 +204,7 @@ def clean_log(log_: Log, count: int, tombstone_horizon: int, first_dirty: int = 
     return stats
 
 
-def _clean_group(log_: Log, group: list[LogSegment], end: int, offsets: OffsetMap, tombstone_horizon: int,
+def _clean_group(log_: LocalLog, group: list[LogSegment], end: int, offsets: OffsetMap, tombstone_horizon: int,
                  stats: CleanStats) -> LogSegment | None:
     """Replace `group` by one cleaned segment (None: a single segment that nothing changes)."""
     base = group[0].base_offset
@@ -231,7 +230,7 @@ def _clean_group(log_: Log, group: list[LogSegment], end: int, offsets: OffsetMa
     return LogSegment(log_.dir, base, staged.size, interval)
 
 
-def _write_kept(log_: Log, group: list[LogSegment], staged: LogSegment, offsets: OffsetMap,
+def _write_kept(log_: LocalLog, group: list[LogSegment], staged: LogSegment, offsets: OffsetMap,
                 tombstone_horizon: int, stats: CleanStats) -> bool:
     """Append what survives of each batch to `staged`, and the group's aborted-txn entries (their
     markers always stay). True if anything was removed."""

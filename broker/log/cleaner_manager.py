@@ -35,7 +35,7 @@ from kafka_txn_broker.log import cleaner
 
 if TYPE_CHECKING:
     from kafka_txn_broker.log.unified_log import UnifiedLog
-    from kafka_txn_broker.partition import Partition
+    from kafka_txn_broker.replica.partition import Partition
 
 log = logging.getLogger(__name__)
 

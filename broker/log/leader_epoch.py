@@ -33,9 +33,6 @@ class LeaderEpochCache:
         while self.entries and self.entries[-1][1] >= end_offset:
             self.entries.pop()
 
-    def truncate_fully(self) -> None:
-        self.entries.clear()
-
     @property
     def latest_epoch(self) -> int:
         return self.entries[-1][0] if self.entries else UNDEFINED

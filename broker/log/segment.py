@@ -12,9 +12,9 @@ import os
 from collections.abc import Iterator
 
 from kafka_txn_broker.clock import Clock
+from kafka_txn_broker.formats.record_batch import HEADER_SIZE, MIN_BATCH_LENGTH, BatchHeader, batch_crc_ok
 from kafka_txn_broker.log import file_cache
 from kafka_txn_broker.log.offset_index import OffsetIndex
-from kafka_txn_broker.log.record_batch import HEADER_SIZE, MIN_BATCH_LENGTH, BatchHeader, batch_crc_ok
 from kafka_txn_broker.log.time_index import TimeIndex
 from kafka_txn_broker.log.transaction_index import TransactionIndex
 

@@ -8,24 +8,24 @@ whole log, and its file name gives the log end offset), so opening thousands of 
 reads no file contents. After an unclean shutdown the last segment is re-validated, its indexes
 rebuilt, and producer state replayed from the newest snapshot at or below that segment, which also
 rebuilds its `.txnindex`.
+
+Threading: like all broker state, a log is used from the cluster's event loop only, so it takes no
+lock (an append, its replication and a read never interleave within one loop step).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafka.errors import CorruptRecordError, KafkaError, KafkaStorageError, RecordListTooLargeError, UnknownError
+from kafka.errors import KafkaError, KafkaStorageError, RecordListTooLargeError, UnknownError
 
 from kafka_txn_broker.clock import Clock
 from kafka_txn_broker.config import BrokerConfig
-from kafka_txn_broker.log import cleaner, leader_epoch_checkpoint
-from kafka_txn_broker.log.leader_epoch import LeaderEpochCache
-from kafka_txn_broker.log.log import Log, scan_dir
-from kafka_txn_broker.log.record_batch import (
+from kafka_txn_broker.formats.errors import CorruptRecordError
+from kafka_txn_broker.formats.record_batch import (
     MIN_BATCH_LENGTH,
     BatchHeader,
     batch_crc_ok,
@@ -35,14 +35,17 @@ from kafka_txn_broker.log.record_batch import (
     validate_batches,
     with_base_offset,
 )
-from kafka_txn_broker.log.segment import LogSegment
-from kafka_txn_broker.log.transaction_index import AbortedTxn
-from kafka_txn_broker.producer_state import (
+from kafka_txn_broker.log import cleaner, leader_epoch_checkpoint
+from kafka_txn_broker.log.leader_epoch import LeaderEpochCache
+from kafka_txn_broker.log.local_log import LocalLog, scan_dir
+from kafka_txn_broker.log.producer_state import (
     AppendOrigin,
     CompletedTxn,
     ProducerAppendInfo,
     ProducerStateManager,
 )
+from kafka_txn_broker.log.segment import LogSegment
+from kafka_txn_broker.log.transaction_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +79,10 @@ class FetchDataInfo:
 
 
 class UnifiedLog:
-    __slots__ = ("dir", "config", "clock", "log", "_psm", "_psm_loaded", "_high_watermark", "_lock", "_epochs",
+    __slots__ = ("dir", "config", "clock", "log", "_psm", "_psm_loaded", "_high_watermark", "_epochs",
                  "_pending_epochs", "_epochs_written")
 
-    def __init__(self, directory: Path, config: BrokerConfig, clock: Clock, local_log: Log,
+    def __init__(self, directory: Path, config: BrokerConfig, clock: Clock, local_log: LocalLog,
                  psm: ProducerStateManager) -> None:
         self.dir = directory
         self.config = config
@@ -88,7 +91,6 @@ class UnifiedLog:
         self._psm = psm
         self._psm_loaded = False
         self._high_watermark = local_log.log_start_offset
-        self._lock = threading.RLock()
         self._epochs: LeaderEpochCache | None = None  # built on first use
         # Epoch starts recorded before the cache was built: (epoch, start offset), in order.
         self._pending_epochs: list[tuple[int, int]] | None = None
@@ -104,7 +106,7 @@ class UnifiedLog:
         os.makedirs(path, exist_ok=True)
         listing = scan_dir(path)
         hint = listing.snapshots[-1] if listing.snapshots else None
-        local_log = Log.open(path, config, clock, listing, next_offset_hint=hint, segment_bytes=segment_bytes)
+        local_log = LocalLog.open(path, config, clock, listing, next_offset_hint=hint, segment_bytes=segment_bytes)
         psm = ProducerStateManager(path, config["producer.id.expiration.ms"], listing.snapshots, clock=clock)
         ulog = cls(Path(directory), config, clock, local_log, psm)
         if not local_log.was_clean and listing.segments:
@@ -161,31 +163,27 @@ class UnifiedLog:
 
     @high_watermark.setter
     def high_watermark(self, value: int) -> None:
-        with self._lock:
-            hw = min(max(value, self.log.log_start_offset), self.log.log_end_offset)
-            self._high_watermark = hw
-            if self._psm_loaded:
-                self._psm.on_high_watermark_updated(hw)
+        hw = min(max(value, self.log.log_start_offset), self.log.log_end_offset)
+        self._high_watermark = hw
+        if self._psm_loaded:
+            self._psm.on_high_watermark_updated(hw)
 
     @property
     def producer_state(self) -> ProducerStateManager:
-        with self._lock:
-            return self._ensure_loaded()
+        return self._ensure_loaded()
 
     @property
     def first_unstable_offset(self) -> int | None:
-        with self._lock:
-            return self._ensure_loaded().first_unstable_offset()
+        return self._ensure_loaded().first_unstable_offset()
 
     @property
     def last_stable_offset(self) -> int:
-        with self._lock:
-            first = self._ensure_loaded().first_unstable_offset()
-            return self._high_watermark if first is None else min(first, self._high_watermark)
+        first = self._ensure_loaded().first_unstable_offset()
+        return self._high_watermark if first is None else min(first, self._high_watermark)
 
     @property
     def offline(self) -> bool:
-        """A storage error left this log unusable until the node restarts (see log.py)."""
+        """A storage error left this log unusable until the node restarts (see local_log.py)."""
         return self.log.offline is not None
 
     @property
@@ -197,20 +195,19 @@ class UnifiedLog:
         """Validate, assign offsets from the log end, append. A retried batch (same producer, epoch and
         sequence range as one of its last 5) is not written: the original offsets come back."""
         src = AppendOrigin(origin)
-        with self._lock:
-            self._ensure_loaded()
-            limit = self.log.max_message_bytes
-            batches = validate_batches(records, self.config["message.max.bytes"] if limit is None else limit,
-                                       from_client=src is AppendOrigin.CLIENT)
-            self._check_set_size(len(records))
-            if src is AppendOrigin.CLIENT:
-                dup = self._find_duplicate(batches)
-                if dup is not None:
-                    return dup
-            buf = bytearray(records)
-            assigned = self._assign_offsets(buf, batches, leader_epoch)
-            infos, completed = self._validate_producers(buf, assigned, src)
-            return self._write(buf, assigned, infos, completed)
+        self._ensure_loaded()
+        limit = self.log.max_message_bytes
+        batches = validate_batches(records, self.config["message.max.bytes"] if limit is None else limit,
+                                   from_client=src is AppendOrigin.CLIENT)
+        self._check_set_size(len(records))
+        if src is AppendOrigin.CLIENT:
+            dup = self._find_duplicate(batches)
+            if dup is not None:
+                return dup
+        buf = bytearray(records)
+        assigned = self._assign_offsets(buf, batches, leader_epoch)
+        infos, completed = self._validate_producers(buf, assigned, src)
+        return self._write(buf, assigned, infos, completed)
 
     def _check_set_size(self, size: int) -> None:
         if size > self.log.segment_bytes:
@@ -277,8 +274,8 @@ class UnifiedLog:
         return AppendInfo(first, last, -1, self.log_start_offset, False, count, max_ts, buf, batches)
 
     def _offline(self, exc: OSError) -> KafkaStorageError:
-        """An OSError the Log did not handle itself (a snapshot at roll, a .txnindex entry after the
-        batch was written) leaves memory and disk apart: take the log offline (see log.py). Appends
+        """An OSError the LocalLog did not handle itself (a snapshot at roll, a .txnindex entry after the
+        batch was written) leaves memory and disk apart: take the log offline (see local_log.py). Appends
         catch it inline (try/except, not a context manager: they run tens of thousands of times a second)."""
         self.log.mark_offline(exc)
         return KafkaStorageError(f"storage error in {self.dir}: {exc}")
@@ -310,16 +307,15 @@ class UnifiedLog:
                            leader_epoch: int, *, transaction_version: int = 1,
                            txn_start_offset: int | None = None) -> AppendInfo:
         """append_marker, returning the AppendInfo (with the marker batch, for in-process followers)."""
-        with self._lock:
-            psm = self._ensure_loaded()
-            offset = self.log.log_end_offset
-            now = self.clock.millis()
-            info = psm.prepare_update(producer_id, AppendOrigin.COORDINATOR)
-            done = info.append_end_txn_marker(commit, coordinator_epoch, producer_epoch, offset, now,
-                                              transaction_version, txn_start_offset)
-            batch = build_control_batch(producer_id, producer_epoch, commit, coordinator_epoch, now,
-                                        base_offset=offset, partition_leader_epoch=leader_epoch)
-            return self._write(batch, [(0, BatchHeader.parse(batch))], {producer_id: info}, [done] if done else [])
+        psm = self._ensure_loaded()
+        offset = self.log.log_end_offset
+        now = self.clock.millis()
+        info = psm.prepare_update(producer_id, AppendOrigin.COORDINATOR)
+        done = info.append_end_txn_marker(commit, coordinator_epoch, producer_epoch, offset, now,
+                                          transaction_version, txn_start_offset)
+        batch = build_control_batch(producer_id, producer_epoch, commit, coordinator_epoch, now,
+                                    base_offset=offset, partition_leader_epoch=leader_epoch)
+        return self._write(batch, [(0, BatchHeader.parse(batch))], {producer_id: info}, [done] if done else [])
 
     def append_as_follower(self, records: Records, *, verified: bool = False,
                            batches: list[tuple[int, BatchHeader]] | None = None, allow_gap: bool = False) -> None:
@@ -333,26 +329,25 @@ class UnifiedLog:
         start past it (a Kafka follower accepts that too); they must never start before it."""
         if len(records) == 0:
             return
-        with self._lock:
-            psm = self._ensure_loaded()
-            if not verified:
-                batches = _check_replicated(records)
-            elif batches is None:
-                batches = list(iter_batches(records))
-            first = batches[0][1].base_offset
-            if first < self.log.log_end_offset or (first > self.log.log_end_offset and not allow_gap):
-                raise UnexpectedAppendOffsetError(
-                    f"follower append at offset {first} but the log end offset of {self.dir} is "
-                    f"{self.log.log_end_offset}")
-            self._check_set_size(len(records))
-            try:
-                self._maybe_roll(len(records), batches[-1][1].last_offset)
-                self.log.append(records, batches, sum(h.record_count for _, h in batches))
-                self._note_epochs(batches)
-                self._replay_producers(records, batches, psm)
-            except OSError as exc:
-                raise self._offline(exc) from exc
-            psm.update_map_end_offset(self.log.log_end_offset)
+        psm = self._ensure_loaded()
+        if not verified:
+            batches = _check_replicated(records)
+        elif batches is None:
+            batches = list(iter_batches(records))
+        first = batches[0][1].base_offset
+        if first < self.log.log_end_offset or (first > self.log.log_end_offset and not allow_gap):
+            raise UnexpectedAppendOffsetError(
+                f"follower append at offset {first} but the log end offset of {self.dir} is "
+                f"{self.log.log_end_offset}")
+        self._check_set_size(len(records))
+        try:
+            self._maybe_roll(len(records), batches[-1][1].last_offset)
+            self.log.append(records, batches, sum(h.record_count for _, h in batches))
+            self._note_epochs(batches)
+            self._replay_producers(records, batches, psm)
+        except OSError as exc:
+            raise self._offline(exc) from exc
+        psm.update_map_end_offset(self.log.log_end_offset)
 
     def _replay_producers(self, records: Records, batches: list[tuple[int, BatchHeader]],
                           psm: ProducerStateManager) -> None:
@@ -410,37 +405,33 @@ class UnifiedLog:
         OffsetForLeaderEpoch knows it before the first append. Building the cache reads every batch
         header of the log, and a node restart moves the leadership of thousands of idle partitions:
         until the cache is first needed, the start is only noted."""
-        with self._lock:
-            if self._epochs is not None:
-                self._epochs.assign(leader_epoch, self.log.log_end_offset)
-                self._save_epochs()
-            else:
-                self._pending_epochs = [*(self._pending_epochs or ()), (leader_epoch, self.log.log_end_offset)]
+        if self._epochs is not None:
+            self._epochs.assign(leader_epoch, self.log.log_end_offset)
+            self._save_epochs()
+        else:
+            self._pending_epochs = [*(self._pending_epochs or ()), (leader_epoch, self.log.log_end_offset)]
 
     @property
     def latest_epoch(self) -> int:
-        with self._lock:
-            return self._epoch_cache().latest_epoch
+        return self._epoch_cache().latest_epoch
 
     def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (largest epoch <= leader_epoch, its end offset), or (-1, -1)."""
-        with self._lock:
-            return self._epoch_cache().end_offset_for(leader_epoch, self.log.log_end_offset)
+        return self._epoch_cache().end_offset_for(leader_epoch, self.log.log_end_offset)
 
     # -- reads -----------------------------------------------------------------------------
     def read(self, fetch_offset: int, max_bytes: int, isolation_read_committed: bool,
              min_one_batch: bool = True) -> FetchDataInfo:
         """Batches from `fetch_offset` up to the high watermark (read_uncommitted) or the last stable
         offset (read_committed, with the aborted transactions overlapping the returned range)."""
-        with self._lock:
-            upper = self.last_stable_offset if isolation_read_committed else self._high_watermark
-            data = self.log.read(fetch_offset, max_bytes, upper, min_one_batch)
-            if not isolation_read_committed:
-                return FetchDataInfo(data, None)
-            if not data:
-                return FetchDataInfo(data, [])
-            end = _next_offset_after(data)
-            return FetchDataInfo(data, self.collect_aborted_transactions(fetch_offset, end))
+        upper = self.last_stable_offset if isolation_read_committed else self._high_watermark
+        data = self.log.read(fetch_offset, max_bytes, upper, min_one_batch)
+        if not isolation_read_committed:
+            return FetchDataInfo(data, None)
+        if not data:
+            return FetchDataInfo(data, [])
+        end = _next_offset_after(data)
+        return FetchDataInfo(data, self.collect_aborted_transactions(fetch_offset, end))
 
     def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
         """Aborted txns overlapping [start_offset, upper_bound_offset), from the segment holding
@@ -455,128 +446,115 @@ class UnifiedLog:
 
     def read_for_replication(self, fetch_offset: int, max_bytes: int) -> bytes:
         """Whole batches from `fetch_offset` up to the log end (a follower copies past the HW)."""
-        with self._lock:
-            return self.log.read(fetch_offset, max_bytes, self.log.log_end_offset, True)
+        return self.log.read(fetch_offset, max_bytes, self.log.log_end_offset, True)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= `timestamp` (ListOffsets)."""
-        with self._lock:
-            return self.log.offset_for_timestamp(timestamp)
+        return self.log.offset_for_timestamp(timestamp)
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record carrying the log's largest timestamp
         (ListOffsets MAX_TIMESTAMP, -3); None for an empty log."""
-        with self._lock:
-            return self.log.max_timestamp_offset()
+        return self.log.max_timestamp_offset()
 
     # -- maintenance -----------------------------------------------------------------------
     def truncate_to(self, offset: int) -> None:
         """Drop everything at or above `offset` (to a batch boundary), with producer state and txn
         index; snapshots above the new end are deleted and the state reloaded."""
-        with self._lock:
-            if offset >= self.log.log_end_offset:
-                return
-            if offset <= self.log.log_start_offset:
-                self.log.truncate_fully_and_start_at(offset)
-                self._psm.truncate_fully_and_start_at(offset)
-                self._psm_loaded = True
-            else:
-                self.log.truncate_to(offset)
-                self._psm.delete_snapshots_above(self.log.log_end_offset)
-                self._load_producer_state()
-            self._high_watermark = min(self._high_watermark, self.log.log_end_offset)
-            self._psm.on_high_watermark_updated(self._high_watermark)
-            if self._epochs is not None:
-                self._epochs.truncate_from_end(self.log.log_end_offset)
-                self._save_epochs()
-            elif self._pending_epochs:
-                end = self.log.log_end_offset
-                self._pending_epochs = [(e, start) for e, start in self._pending_epochs if start < end] or None
+        if offset >= self.log.log_end_offset:
+            return
+        if offset <= self.log.log_start_offset:
+            self.log.truncate_fully_and_start_at(offset)
+            self._psm.truncate_fully_and_start_at(offset)
+            self._psm_loaded = True
+        else:
+            self.log.truncate_to(offset)
+            self._psm.delete_snapshots_above(self.log.log_end_offset)
+            self._load_producer_state()
+        self._high_watermark = min(self._high_watermark, self.log.log_end_offset)
+        self._psm.on_high_watermark_updated(self._high_watermark)
+        if self._epochs is not None:
+            self._epochs.truncate_from_end(self.log.log_end_offset)
+            self._save_epochs()
+        elif self._pending_epochs:
+            end = self.log.log_end_offset
+            self._pending_epochs = [(e, start) for e, start in self._pending_epochs if start < end] or None
 
     # -- compaction (log/cleaner.py does the work; log/cleaner_manager.py decides when) -------
     def first_uncleanable_offset(self, min_compaction_lag_ms: int, now_ms: int) -> int:
         """Kafka's LogCleanerManager.cleanableOffsets: nothing at or above the active segment, the high
         watermark, the first unstable offset (an open or hanging transaction pins it), or the first
         segment holding a record younger than min.compaction.lag.ms is ever cleaned."""
-        with self._lock:
-            first = min(self.log.active.base_offset, self._high_watermark)
-            unstable = self._ensure_loaded().first_unstable_offset()
-            if unstable is not None:
-                first = min(first, unstable)
-            if min_compaction_lag_ms > 0:
-                for segment in self.log.segments[:-1]:
-                    if segment.base_offset >= first:
-                        break
-                    if segment.max_timestamp_hint() > now_ms - min_compaction_lag_ms:
-                        return segment.base_offset
-            return first
+        first = min(self.log.active.base_offset, self._high_watermark)
+        unstable = self._ensure_loaded().first_unstable_offset()
+        if unstable is not None:
+            first = min(first, unstable)
+        if min_compaction_lag_ms > 0:
+            for segment in self.log.segments[:-1]:
+                if segment.base_offset >= first:
+                    break
+                if segment.max_timestamp_hint() > now_ms - min_compaction_lag_ms:
+                    return segment.base_offset
+        return first
 
     def compact(self, first_uncleanable: int, tombstone_horizon: int, first_dirty: int = -1
                 ) -> cleaner.CleanStats | None:
         """Clean the segments wholly below `first_uncleanable` (the offset map covers `first_dirty` on);
         None if there are none."""
-        with self._lock:
-            self.log.check_online()
-            count = cleaner.cleanable_segment_count(self.log, first_uncleanable)
-            if count == 0:
-                return None
-            # The leader-epoch cache is rebuilt from batch headers: build it while every batch is still
-            # there and save it, so an epoch whose batches compaction removes stays known, restarts included.
-            self._epoch_cache()
-            self._save_epochs()
-            try:
-                return cleaner.clean_log(self.log, count, tombstone_horizon, first_dirty)
-            except cleaner.SwapIncomplete as exc:
-                raise self._offline(exc) from exc
-            except OSError as exc:  # before the commit: the old segments are intact and still in use
-                raise KafkaStorageError(f"cannot compact {self.dir}: {exc}") from exc
+        self.log.check_online()
+        count = cleaner.cleanable_segment_count(self.log, first_uncleanable)
+        if count == 0:
+            return None
+        # The leader-epoch cache is rebuilt from batch headers: build it while every batch is still
+        # there and save it, so an epoch whose batches compaction removes stays known, restarts included.
+        self._epoch_cache()
+        self._save_epochs()
+        try:
+            return cleaner.clean_log(self.log, count, tombstone_horizon, first_dirty)
+        except cleaner.SwapIncomplete as exc:
+            raise self._offline(exc) from exc
+        except OSError as exc:  # before the commit: the old segments are intact and still in use
+            raise KafkaStorageError(f"cannot compact {self.dir}: {exc}") from exc
 
     def take_snapshot(self) -> Path | None:
-        with self._lock:
-            psm = self._ensure_loaded()
-            psm.update_map_end_offset(self.log.log_end_offset)
-            return psm.take_snapshot()
+        psm = self._ensure_loaded()
+        psm.update_map_end_offset(self.log.log_end_offset)
+        return psm.take_snapshot()
 
     def flush(self) -> None:
-        with self._lock:
-            self.log.flush()
+        self.log.flush()
 
     def flush_if_due(self) -> bool:
         """Apply log.flush.interval.ms without an append (for a periodic caller). True if flushed."""
-        with self._lock:
-            return self.log.flush_if_due()
+        return self.log.flush_if_due()
 
     def has_late_transaction(self, now_ms: int) -> bool:
         """For PartitionsWithLateTransactionsCount (a leader-side metric)."""
-        with self._lock:
-            return self._ensure_loaded().has_late_transaction(now_ms, self.config["transaction.max.timeout.ms"])
+        return self._ensure_loaded().has_late_transaction(now_ms, self.config["transaction.max.timeout.ms"])
 
     def remove_expired_producers(self, now_ms: int) -> list[int]:
         """Expire idle producers of a loaded producer state. An unloaded one (idle since a clean start) is
         left alone: the periodic check must not read every snapshot of every replica, and nothing looks
         at those producers until the state is loaded, after which the next check expires them."""
-        with self._lock:
-            if not self._psm_loaded:
-                return []
-            return self._psm.remove_expired_producers(now_ms)
+        if not self._psm_loaded:
+            return []
+        return self._psm.remove_expired_producers(now_ms)
 
     def close(self) -> None:
         """Flush, snapshot producer state at the log end, leave the clean-shutdown marker (an offline
         log is only released: its state in memory may not match its files)."""
-        with self._lock:
-            if self.log.offline is not None:
-                self.log.close(clean=False)
-                return
-            end = self.log.log_end_offset
-            has_data = self.log.active.size > 0 or len(self.log.segments) > 1
-            # The snapshot at the log end doubles as the record of that end offset for the next open.
-            if has_data and (self._psm_loaded or end not in self._psm.snapshots):
-                self.take_snapshot()
-            self.log.close(clean=True)
+        if self.log.offline is not None:
+            self.log.close(clean=False)
+            return
+        end = self.log.log_end_offset
+        has_data = self.log.active.size > 0 or len(self.log.segments) > 1
+        # The snapshot at the log end doubles as the record of that end offset for the next open.
+        if has_data and (self._psm_loaded or end not in self._psm.snapshots):
+            self.take_snapshot()
+        self.log.close(clean=True)
 
     def delete(self) -> None:
-        with self._lock:
-            self.log.delete()
+        self.log.delete()
 
     def __repr__(self) -> str:
         return f"UnifiedLog({self.dir}, start={self.log_start_offset}, end={self.log_end_offset})"

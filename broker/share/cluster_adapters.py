@@ -16,8 +16,8 @@ from kafka_txn_broker.group.modern.assignor import TopicMetadata
 from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC, ShareCoordinator
 
 if TYPE_CHECKING:
-    from kafka_txn_broker.cluster import Cluster
-    from kafka_txn_broker.metadata import ClusterMetadata
+    from kafka_txn_broker.server.cluster import Cluster
+    from kafka_txn_broker.server.metadata import ClusterMetadata
     from kafka_txn_broker.share.share_partition import SharePartitionKey
     from kafka_txn_broker.share.share_partition_manager import SharePartitionManager
 

@@ -19,42 +19,38 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka.errors import CoordinatorNotAvailableError, NotCoordinatorError
 
-from kafka_txn_broker.coordinator_partition import partition_for
+from kafka_txn_broker.formats.partitioning import partition_for
 from kafka_txn_broker.share.share_coordinator_shard import ShareCoordinatorShard
 
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock
-    from kafka_txn_broker.metadata import ClusterMetadata, PartitionState
+    from kafka_txn_broker.replica.coordinator_log import CoordinatorLog
+    from kafka_txn_broker.server.metadata import MetadataView, PartitionState
 
 log = logging.getLogger(__name__)
 
 SHARE_STATE_TOPIC = "__share_group_state"
-LOAD_CHUNK_BYTES = 1024 * 1024
-
-
-class Replicas(Protocol):
-    def get(self, topic: str, partition: int) -> Any: ...
 
 
 class _PartitionWriter:
     """Appends to this node's leader replica of one `__share_group_state` partition (acks=all)."""
 
-    def __init__(self, replicas: Replicas, partition: int) -> None:
-        self.replicas = replicas
+    def __init__(self, log: CoordinatorLog, partition: int) -> None:
+        self.log = log
         self.partition = partition
 
     def append(self, batch: bytes) -> int:
-        part = self.replicas.get(SHARE_STATE_TOPIC, self.partition)
-        if part is None:
-            raise NotCoordinatorError(f"no replica of {SHARE_STATE_TOPIC}-{self.partition} here")
-        return int(part.append_as_leader(batch, -1, origin="coordinator").first_offset)
+        return self.log.append(self.partition, batch)
 
 
 class ShareCoordinator:
-    def __init__(self, node_id: int, replicas: Replicas, metadata: ClusterMetadata, clock: Clock,
+    """Collaborators come through the constructor: the node's replicas of `__share_group_state` as a
+    CoordinatorLog, the metadata view (who leads a partition), the clock and the snapshot interval."""
+
+    def __init__(self, node_id: int, log: CoordinatorLog, metadata: MetadataView, clock: Clock,
                  updates_per_snapshot: int) -> None:
         self.node_id = node_id
-        self.replicas = replicas
+        self.log = log
         self.metadata = metadata
         self.clock = clock
         self.updates_per_snapshot = updates_per_snapshot
@@ -62,10 +58,10 @@ class ShareCoordinator:
 
     def shard(self, partition: int) -> ShareCoordinatorShard:
         """The loaded shard of a partition this node leads, else NOT_COORDINATOR."""
-        topic = self.metadata.topics.get(SHARE_STATE_TOPIC)
-        if topic is None or not 0 <= partition < len(topic.partitions):
+        count = self.metadata.partition_count(SHARE_STATE_TOPIC)
+        if count is None or not 0 <= partition < count:
             raise CoordinatorNotAvailableError(f"{SHARE_STATE_TOPIC}-{partition} does not exist")
-        if topic.partitions[partition].leader != self.node_id:
+        if self.metadata.leader(SHARE_STATE_TOPIC, partition) != self.node_id:
             raise NotCoordinatorError(f"node {self.node_id} does not lead {SHARE_STATE_TOPIC}-{partition}")
         shard = self.shards.get(partition)
         if shard is None:
@@ -76,16 +72,11 @@ class ShareCoordinator:
         return list(self.shards.values())
 
     def _load(self, partition: int) -> ShareCoordinatorShard:
-        shard = ShareCoordinatorShard(partition, _PartitionWriter(self.replicas, partition), self.clock,
+        shard = ShareCoordinatorShard(partition, _PartitionWriter(self.log, partition), self.clock,
                                       self.updates_per_snapshot)
-        part = self.replicas.get(SHARE_STATE_TOPIC, partition)
-        position = part.log.log_start_offset if part is not None else 0
-        while part is not None and position < part.log.log_end_offset:
-            chunk = bytes(part.log.read_for_replication(position, LOAD_CHUNK_BYTES))
-            after = shard.replay(chunk, position) if chunk else position
-            if after <= position:
-                raise RuntimeError(f"no progress replaying {SHARE_STATE_TOPIC}-{partition} at offset {position}")
-            position = after
+        position = 0
+        for chunk in self.log.read(partition):
+            position = shard.replay(chunk, position)
         shard.finish_load()
         log.info("node %s loaded %s-%s: %d share-partitions", self.node_id, SHARE_STATE_TOPIC, partition,
                  len(shard.states))

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from kafka.errors import FencedLeaderEpochError, FencedStateEpochError, InvalidRequestError
 
+from kafka_txn_broker.formats.record_batch import build_batch, iter_batches, iter_records
 from kafka_txn_broker.formats.share_coordinator_records import (
     SHARE_SNAPSHOT,
     SHARE_UPDATE,
@@ -31,7 +32,6 @@ from kafka_txn_broker.formats.share_coordinator_records import (
     encode_update_value,
 )
 from kafka_txn_broker.formats.share_state import ShareGroupOffset, StateKey, apply_record, combine
-from kafka_txn_broker.log.record_batch import build_batch, iter_batches, iter_records
 
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock

@@ -37,7 +37,7 @@ from kafka.errors import (
 )
 
 from kafka_txn_broker.configs.group_config import ShareAutoOffsetReset
-from kafka_txn_broker.log.record_batch import BatchHeader, iter_batches
+from kafka_txn_broker.formats.record_batch import BatchHeader, iter_batches
 from kafka_txn_broker.share.share_partition import (
     AckBatch,
     AcquiredRange,
@@ -49,7 +49,7 @@ from kafka_txn_broker.share.share_session import FINAL_EPOCH, INITIAL_EPOCH, Sha
 
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock
-    from kafka_txn_broker.metadata import PartitionState
+    from kafka_txn_broker.server.metadata import PartitionState
 
 log = logging.getLogger(__name__)
 

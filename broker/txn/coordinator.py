@@ -7,6 +7,10 @@ PREPARE_* is durable; the marker channel then writes markers and COMPLETE_*. TV1
 (KIP-890: the epoch is bumped by every commit/abort, EndTxn v5+ returns the new epoch) both follow
 Kafka's tables, including the retry cases.
 
+Collaborators come through the constructor (Kafka's TransactionCoordinator takes its state manager,
+marker channel and producer id manager the same way); like all broker state, it lives on the cluster's
+event loop.
+
 Test-only fault hook: with the environment variable KAFKA_TXN_BROKER_FAULT=exit-after-prepare-commit
 the process exits (os._exit(137), as kill -9 would) right after a PREPARE_COMMIT record is durable,
 before any marker is written or the client is answered. tests/e2e use it to prove recovery.
@@ -16,35 +20,30 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Protocol
 
 from kafka.errors import ProducerFencedError
 
-from kafka_txn_broker.coordinator_partition import GROUP_TOPIC, TXN_TOPIC, partition_for
-from kafka_txn_broker.txn import errors as E
-from kafka_txn_broker.txn.errors import CoordinatorError
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.partitioning import TXN_TOPIC
+from kafka_txn_broker.formats.transactions import MAX_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionState
 from kafka_txn_broker.txn.marker_channel import TransactionMarkerChannelManager
-from kafka_txn_broker.txn.state_manager import TransactionListing, TransactionStateManager
+from kafka_txn_broker.txn.state_manager import CoordinatorError, TransactionListing, TransactionStateManager
 from kafka_txn_broker.txn.transaction_metadata import (
-    MAX_EPOCH,
-    NO_PRODUCER_EPOCH,
-    NO_PRODUCER_ID,
     IllegalTransitionError,
     TopicPartition,
     TransactionMetadata,
-    TransactionState,
     TxnTransitMetadata,
     supports_epoch_bump,
 )
-from kafka_txn_broker.txn.verification import verify_produce
 
 if TYPE_CHECKING:
     import re
 
-    from kafka_txn_broker.apis.context import RequestContext
-    from kafka_txn_broker.metadata import PartitionState
-    from kafka_txn_broker.node import BrokerNode
+    from kafka_txn_broker.clock import Clock
+    from kafka_txn_broker.config import BrokerConfig
+    from kafka_txn_broker.server.metadata import PartitionState
 
 log = logging.getLogger(__name__)
 
@@ -59,13 +58,25 @@ def _error(code: int) -> PidResult:
     return code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
 
 
+class ProducerIdGenerator(Protocol):
+    def generate(self) -> int:
+        """A producer id never handed out before (ProducerIdManager)."""
+        ...
+
+
 class TransactionCoordinator:
-    def __init__(self, node: BrokerNode) -> None:
-        self.node = node
-        self.state_manager = TransactionStateManager(node)
-        self.marker_channel = TransactionMarkerChannelManager(node, self.state_manager)
+    def __init__(self, node_id: int, config: BrokerConfig, clock: Clock, state_manager: TransactionStateManager,
+                 marker_channel: TransactionMarkerChannelManager, producer_ids: ProducerIdGenerator,
+                 online: Callable[[], bool]) -> None:
+        self.node_id = node_id
+        self.config = config
+        self.clock = clock
+        self.state_manager = state_manager
+        self.marker_channel = marker_channel
+        self.producer_ids = producer_ids
+        self._online = online
         # Scan schedules are monotonic seconds: a wall clock stepped back must not pause the reaper.
-        now = node.clock.monotonic()
+        now = clock.monotonic()
         self._last_abort_scan = now
         self._last_expiration_scan = now
 
@@ -75,7 +86,7 @@ class TransactionCoordinator:
         for state in changed:
             if state.topic != TXN_TOPIC:
                 continue
-            if state.leader == self.node.node_id and self.node.online:
+            if state.leader == self.node_id and self._online():
                 self._on_election(state.partition, state.leader_epoch)
             elif self.state_manager.owns(state.partition):
                 self._on_resignation(state.partition)
@@ -94,8 +105,8 @@ class TransactionCoordinator:
 
     def tick(self, now_ms: int) -> None:
         self.marker_channel.drive()
-        cfg = self.node.config
-        mono = self.node.clock.monotonic()
+        cfg = self.config
+        mono = self.clock.monotonic()
         if (mono - self._last_abort_scan) * 1000 >= cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"]:
             self._last_abort_scan = mono
             self.abort_timed_out_transactions(now_ms)
@@ -108,12 +119,6 @@ class TransactionCoordinator:
         self.marker_channel.clear()
         self.state_manager.clear()
 
-    # ---- the produce path --------------------------------------------------------------------
-    def verify_produce(self, ctx: RequestContext, req: Any, topic: str, partition: int,
-                       records: Any) -> Exception | None:
-        """transaction.partition.verification.enable: see verification.py."""
-        return verify_produce(ctx, req, topic, partition, records)
-
     # ---- InitProducerId ----------------------------------------------------------------------
     async def handle_init_producer_id(self, transactional_id: str | None, timeout_ms: int, producer_id: int = -1,
                                       producer_epoch: int = -1) -> PidResult:
@@ -122,7 +127,7 @@ class TransactionCoordinator:
     def init_producer_id(self, transactional_id: str | None, timeout_ms: int, producer_id: int = -1,
                          producer_epoch: int = -1) -> PidResult:
         if transactional_id is None:
-            return E.NONE, self.node.producer_ids.generate(), 0
+            return E.NONE, self.producer_ids.generate(), 0
         if not transactional_id:
             return _error(E.INVALID_REQUEST)
         if (producer_id == NO_PRODUCER_ID) != (producer_epoch == NO_PRODUCER_EPOCH):
@@ -152,9 +157,9 @@ class TransactionCoordinator:
         epoch, md = self.state_manager.get(transactional_id)
         if md is not None:
             return epoch, md
-        created = TransactionMetadata(transactional_id, self.node.producer_ids.generate(),
+        created = TransactionMetadata(transactional_id, self.producer_ids.generate(),
                                       txn_timeout_ms=timeout_ms,
-                                      txn_last_update_timestamp=self.node.clock.millis())
+                                      txn_last_update_timestamp=self.clock.millis())
         return self.state_manager.put_if_not_exists(created)
 
     def _prepare_init_transit(self, md: TransactionMetadata, timeout_ms: int,
@@ -168,9 +173,9 @@ class TransactionCoordinator:
         if md.state is S.ONGOING:
             return md.prepare_fence_producer_epoch()
         if md.state in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT):
-            now = self.node.clock.millis()
+            now = self.clock.millis()
             if md.is_producer_epoch_exhausted and (expected is None or expected[1] == md.producer_epoch):
-                return md.prepare_producer_id_rotation(self.node.producer_ids.generate(), timeout_ms, now,
+                return md.prepare_producer_id_rotation(self.producer_ids.generate(), timeout_ms, now,
                                                        expected is not None)
             try:
                 return md.prepare_increment_producer_epoch(timeout_ms, None if expected is None else expected[1], now)
@@ -208,7 +213,7 @@ class TransactionCoordinator:
             raise CoordinatorError(E.CONCURRENT_TRANSACTIONS)
         if md.state is S.ONGOING and parts <= md.topic_partitions:
             return None  # already there: answer at once, nothing to write
-        return md.prepare_add_partitions(parts, self.node.clock.millis(), client_tv)
+        return md.prepare_add_partitions(parts, self.clock.millis(), client_tv)
 
     def verify_partitions_in_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
                                          partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
@@ -228,14 +233,6 @@ class TransactionCoordinator:
             return dict.fromkeys(parts, E.CONCURRENT_TRANSACTIONS)
         # The pending state is not checked: the append re-validates (Kafka's verification guard).
         return {tp: E.NONE if tp in md.topic_partitions else E.TRANSACTION_ABORTABLE for tp in parts}
-
-    def add_offsets_to_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                                   group_id: str) -> int:
-        cfg = self.node.config
-        topic = self.node.cluster.ensure_internal_topic(GROUP_TOPIC, cfg["offsets.topic.num.partitions"],
-                                                        cfg["offsets.topic.replication.factor"])
-        tp = (GROUP_TOPIC, partition_for(group_id, len(topic.partitions)))
-        return self.add_partitions_to_transaction(transactional_id, producer_id, producer_epoch, [tp])
 
     # ---- EndTxn ------------------------------------------------------------------------------
     def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool, *,
@@ -295,7 +292,7 @@ class TransactionCoordinator:
             if not commit and md.pending_state is S.PREPARE_EPOCH_FENCE:
                 self._apply_fence(md, producer_epoch)
             target = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
-            return md.prepare_abort_or_commit(target, 0, NO_PRODUCER_ID, self.node.clock.millis(), False)
+            return md.prepare_abort_or_commit(target, 0, NO_PRODUCER_ID, self.clock.millis(), False)
         raise CoordinatorError(_completed_or_invalid(md.state, commit, retry=True))
 
     def _prepare_end_tv2(self, md: TransactionMetadata, producer_id: int, producer_epoch: int, commit: bool,
@@ -325,10 +322,10 @@ class TransactionCoordinator:
     def _tv2_completion(self, md: TransactionMetadata, target: TransactionState, no_partition_added: bool,
                         is_fence: bool, producer_epoch: int, client_tv: int) -> TxnTransitMetadata:
         # Rotate to a new producer id when the bump would exhaust the epoch (also for fences, KAFKA-20090).
-        next_pid = self.node.producer_ids.generate() if md.is_producer_epoch_exhausted else NO_PRODUCER_ID
+        next_pid = self.producer_ids.generate() if md.is_producer_epoch_exhausted else NO_PRODUCER_ID
         if is_fence:
             self._apply_fence(md, producer_epoch)
-        return md.prepare_abort_or_commit(target, client_tv, next_pid, self.node.clock.millis(), no_partition_added,
+        return md.prepare_abort_or_commit(target, client_tv, next_pid, self.clock.millis(), no_partition_added,
                                           is_epoch_fence=is_fence)
 
     @staticmethod
@@ -357,7 +354,7 @@ class TransactionCoordinator:
         expected = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
         if md.state is not expected:
             return _error(E.INVALID_TXN_STATE)
-        transit = md.prepare_complete(self.node.clock.millis())
+        transit = md.prepare_complete(self.clock.millis())
         self.marker_channel.add_txn_markers_to_send(coordinator_epoch, commit, md, transit)
         if not supports_epoch_bump(client_tv):
             return E.NONE, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
@@ -401,10 +398,10 @@ class TransactionCoordinator:
 
     def list_transactions(self, producer_ids: set[int], states: set[str], duration_ms: int,
                           pattern: re.Pattern[str] | None) -> tuple[int, list[str], list[TransactionListing]]:
-        if not self.node.online:
+        if not self._online():
             return E.COORDINATOR_NOT_AVAILABLE, [], []
         return self.state_manager.list_transaction_states(producer_ids, states, duration_ms, pattern,
-                                                          self.node.clock.millis())
+                                                          self.clock.millis())
 
 
 def _is_valid_producer_id(md: TransactionMetadata, producer_id: int, producer_epoch: int) -> bool:

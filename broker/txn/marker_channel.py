@@ -7,26 +7,30 @@ transactional offset commits); each partition that acknowledges leaves the set, 
 then-current leader, and once the set is empty COMPLETE_* is appended to __transaction_state.
 
 Kafka sends WriteTxnMarkers requests from a sender thread; here every node shares one event loop, so
-a marker is written by calling the leader replica directly (`write_marker`, the same function the
-WriteTxnMarkers API uses), on the next loop iteration after the EndTxn response, and again on every
-tick until the transaction completes or the coordinator loses the partition.
+a marker is written by a direct call to the leader (the `MarkerWriter`; the node's writes on the leader
+replica exactly as the WriteTxnMarkers API does), on the next loop iteration after the EndTxn response,
+and again on every tick until the transaction completes or the coordinator loses the partition. Like
+all broker state, this class lives on the cluster's event loop.
+
+Collaborators come through the constructor: the state manager (ownership and the COMPLETE_* append),
+the metadata view (does a partition still exist, who leads it), the marker writer, and whether the
+node is still online. Unit tests give it fakes (tests/broker/txn/test_marker_channel.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from kafka_txn_broker.apis.errors import error_code
-from kafka_txn_broker.txn import errors as E
-from kafka_txn_broker.txn.errors import CoordinatorError
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.txn.state_manager import CoordinatorError
 from kafka_txn_broker.txn.transaction_metadata import TopicPartition, TransactionMetadata, TxnTransitMetadata
 
 if TYPE_CHECKING:
-    from kafka_txn_broker.node import BrokerNode
-    from kafka_txn_broker.partition import Partition
+    from kafka_txn_broker.server.metadata import MetadataView
     from kafka_txn_broker.txn.state_manager import TransactionStateManager
 
 log = logging.getLogger(__name__)
@@ -39,19 +43,12 @@ _PERMANENT = frozenset({E.INVALID_PRODUCER_EPOCH, E.TRANSACTION_COORDINATOR_FENC
 _SKIP = frozenset({E.UNSUPPORTED_FOR_MESSAGE_FORMAT, E.UNSUPPORTED_VERSION})
 
 
-def write_marker(part: Partition, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
-                 transaction_version: int, txn_start_offset: int | None = None) -> int:
-    """Append one marker on a leader replica with acks=all semantics; the Kafka error code of the result."""
-    try:
-        part.check_leader()
-        isr, needed = len(part.state.isr), part.manager.min_insync_replicas(part.topic)
-        if isr < needed:
-            return E.NOT_ENOUGH_REPLICAS
-        part.append_marker(producer_id, producer_epoch, commit, coordinator_epoch,
-                           transaction_version=transaction_version, txn_start_offset=txn_start_offset)
-    except Exception as exc:  # the log raises Kafka errors (epoch fencing, KIP-664 start offset)
-        return error_code(exc)
-    return E.NONE
+class MarkerWriter(Protocol):
+    def write_marker(self, leader: int, tp: TopicPartition, producer_id: int, producer_epoch: int, commit: bool,
+                     coordinator_epoch: int, transaction_version: int) -> int:
+        """Write one partition's marker on node `leader` (WriteTxnMarkers): the Kafka error code of the
+        answer; NOT_LEADER_OR_FOLLOWER when that node is down or does not lead the partition."""
+        ...
 
 
 @dataclass
@@ -67,9 +64,12 @@ class PendingCompleteTxn:
 
 
 class TransactionMarkerChannelManager:
-    def __init__(self, node: BrokerNode, state_manager: TransactionStateManager) -> None:
-        self.node = node
+    def __init__(self, state_manager: TransactionStateManager, metadata: MetadataView, markers: MarkerWriter,
+                 online: Callable[[], bool]) -> None:
         self.state_manager = state_manager
+        self.metadata = metadata
+        self.markers = markers
+        self._online = online
         self.pending: dict[str, PendingCompleteTxn] = {}
         self._scheduled = False
 
@@ -94,7 +94,7 @@ class TransactionMarkerChannelManager:
 
     def _run_scheduled(self) -> None:
         self._scheduled = False
-        if self.node.online:
+        if self._online():
             self.drive()
 
     def remove_markers_for_txn_topic_partition(self, partition: int) -> None:
@@ -157,16 +157,14 @@ class TransactionMarkerChannelManager:
 
     def _write_to_leader(self, tp: TopicPartition, producer_id: int, producer_epoch: int, commit: bool,
                          coordinator_epoch: int, transaction_version: int) -> int:
-        cluster = self.node.cluster
-        topic = cluster.metadata.topics.get(tp[0])
-        if topic is None or not 0 <= tp[1] < len(topic.partitions):
+        leader = self.metadata.leader(*tp)
+        if leader is None:
             # Kafka drops partitions that were deleted so the transaction can still complete.
             return E.UNSUPPORTED_FOR_MESSAGE_FORMAT
-        leader = cluster.live_node(topic.partitions[tp[1]].leader)
-        part = leader.replica_manager.get(tp[0], tp[1]) if leader is not None else None
-        if part is None:
+        if leader < 0:
             return E.NOT_LEADER_OR_FOLLOWER
-        return write_marker(part, producer_id, producer_epoch, commit, coordinator_epoch, transaction_version)
+        return self.markers.write_marker(leader, tp, producer_id, producer_epoch, commit, coordinator_epoch,
+                                         transaction_version)
 
     def _write_completion(self, txn: PendingCompleteTxn) -> None:
         code = self.state_manager.append_transaction_to_log(

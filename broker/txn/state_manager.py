@@ -8,7 +8,12 @@ cache changes; the append re-checks the coordinator epoch, so a node that lost l
 answers NOT_COORDINATOR instead of applying a stale transition.
 
 Appends, replication and loading are synchronous here (replication is in-process), so Kafka's
-loading window (COORDINATOR_LOAD_IN_PROGRESS) is never observed by clients, and no locks are needed.
+loading window (COORDINATOR_LOAD_IN_PROGRESS) is never observed by clients, and no locks are needed:
+like all broker state, this class lives on the cluster's event loop.
+
+Collaborators come through the constructor: the node's replicas of __transaction_state as a
+CoordinatorLog (append, read), the metadata view (the topic's partition count), the config and the clock. Unit
+tests give it fakes (tests/broker/txn/test_state_manager.py).
 
 Timers run on the monotonic clock: the wall-clock timestamps of a transaction are recorded (and
 reported) as Kafka does, but the timeout reaper and transactional.id expiration measure elapsed time
@@ -26,31 +31,33 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kafka_txn_broker.apis.errors import error_code
-from kafka_txn_broker.coordinator_partition import TXN_TOPIC, partition_for
-from kafka_txn_broker.log.record_batch import build_batch, iter_batches, iter_records
-from kafka_txn_broker.txn import errors as E
-from kafka_txn_broker.txn.errors import CoordinatorError
-from kafka_txn_broker.txn.transaction_log import (
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import ApiError, error_code
+from kafka_txn_broker.formats.partitioning import TXN_TOPIC, partition_for
+from kafka_txn_broker.formats.record_batch import build_batch, iter_batches, iter_records
+from kafka_txn_broker.formats.transaction_log import (
     TransactionLogError,
-    key_to_bytes,
-    read_key,
-    read_value,
-    value_to_bytes,
+    UnknownKeyError,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+    value_version_for,
 )
-from kafka_txn_broker.txn.transaction_metadata import (
-    TransactionMetadata,
-    TransactionState,
-    TxnTransitMetadata,
-)
+from kafka_txn_broker.formats.transactions import TransactionState
+from kafka_txn_broker.txn.transaction_metadata import TransactionMetadata, TxnTransitMetadata
 
 if TYPE_CHECKING:
-    from kafka_txn_broker.node import BrokerNode
-    from kafka_txn_broker.partition import Partition
+    from kafka_txn_broker.clock import Clock
+    from kafka_txn_broker.config import BrokerConfig
+    from kafka_txn_broker.replica.coordinator_log import CoordinatorLog
+    from kafka_txn_broker.server.metadata import MetadataView
 
 log = logging.getLogger(__name__)
 
-LOAD_BUFFER_BYTES = 5 * 1024 * 1024  # transaction.state.log.load.buffer.size
+
+# How much of __transaction_state a load reads at a time (transaction.state.log.load.buffer.size).
+LOAD_BUFFER_BYTES = 5 * 1024 * 1024
 
 # Append errors become the coordinator errors clients know how to handle (Kafka's updateCacheCallback).
 _APPEND_ERROR_MAP = {
@@ -63,6 +70,14 @@ _APPEND_ERROR_MAP = {
     E.MESSAGE_TOO_LARGE: E.UNKNOWN_SERVER_ERROR,
     E.RECORD_LIST_TOO_LARGE: E.UNKNOWN_SERVER_ERROR,
 }
+
+
+class CoordinatorError(ApiError):
+    """A coordinator outcome other than NONE (NOT_COORDINATOR, CONCURRENT_TRANSACTIONS...), carried
+    through helpers that would otherwise return tuples."""
+
+    def __init__(self, code: int, message: str = "") -> None:
+        super().__init__(message, code)
 
 
 @dataclass
@@ -90,8 +105,13 @@ class TransactionListing:
 
 
 class TransactionStateManager:
-    def __init__(self, node: BrokerNode) -> None:
-        self.node = node
+    def __init__(self, node_id: int, config: BrokerConfig, clock: Clock, log: CoordinatorLog,
+                 metadata: MetadataView) -> None:
+        self.node_id = node_id
+        self.config = config
+        self.clock = clock
+        self.log = log
+        self.metadata = metadata
         self.cache: dict[int, TxnMetadataCacheEntry] = {}
         self.loading: set[int] = set()
         # Monotonic seconds: when each id's current transaction started, and when the id last changed.
@@ -101,18 +121,18 @@ class TransactionStateManager:
     # ---- configuration ---------------------------------------------------------------------
     @property
     def partition_count(self) -> int:
-        topic = self.node.cluster.metadata.topics.get(TXN_TOPIC)
-        return len(topic.partitions) if topic is not None else self.node.config["transaction.state.log.num.partitions"]
+        count = self.metadata.partition_count(TXN_TOPIC)
+        return count if count is not None else int(self.config["transaction.state.log.num.partitions"])
 
     def partition_for(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self.partition_count)
 
     def transaction_version_level(self) -> int:
         """The cluster's finalized transaction.version (advertised by ApiVersions)."""
-        return int(self.node.config["transaction.version"])
+        return int(self.config["transaction.version"])
 
     def validate_transaction_timeout_ms(self, timeout_ms: int) -> bool:
-        return 0 < timeout_ms <= self.node.config["transaction.max.timeout.ms"]
+        return 0 < timeout_ms <= self.config["transaction.max.timeout.ms"]
 
     # ---- cache -----------------------------------------------------------------------------
     def get(self, transactional_id: str) -> tuple[int, TransactionMetadata | None]:
@@ -122,7 +142,7 @@ class TransactionStateManager:
             raise CoordinatorError(E.COORDINATOR_LOAD_IN_PROGRESS)
         entry = self.cache.get(p)
         if entry is None:
-            raise CoordinatorError(E.NOT_COORDINATOR, f"node {self.node.node_id} does not lead {TXN_TOPIC}-{p}")
+            raise CoordinatorError(E.NOT_COORDINATOR, f"node {self.node_id} does not lead {TXN_TOPIC}-{p}")
         return entry.coordinator_epoch, entry.metadata.get(transactional_id)
 
     def put_if_not_exists(self, metadata: TransactionMetadata) -> tuple[int, TransactionMetadata]:
@@ -150,26 +170,20 @@ class TransactionStateManager:
             return exc.code
         if metadata is None or epoch != coordinator_epoch:
             return E.NOT_COORDINATOR
-        code = self._append(transactional_id, value_to_bytes(transit, self.transaction_version_level()))
+        value = encode_value(transit.to_log_value(), value_version_for(self.transaction_version_level()))
+        code = self._append(transactional_id, value)
         if code != E.NONE:
             self._on_append_failure(transactional_id, coordinator_epoch, code, retry_on_error)
             return code
         return self._complete(transactional_id, coordinator_epoch, transit)
 
-    def _leader_replica(self, partition: int) -> Partition | None:
-        part = self.node.replica_manager.get(TXN_TOPIC, partition)
-        return part if part is not None and part.is_leader else None
-
     def _append(self, transactional_id: str, value: bytes | None) -> int:
-        records = build_batch([(key_to_bytes(transactional_id), value)], timestamp_ms=self.node.clock.millis())
+        records = build_batch([(encode_key(transactional_id), value)], timestamp_ms=self.clock.millis())
         return self._append_records(self.partition_for(transactional_id), records)
 
     def _append_records(self, partition: int, records: bytes) -> int:
-        part = self._leader_replica(partition)
-        if part is None:
-            return E.NOT_COORDINATOR
         try:
-            part.append_as_leader(records, -1, origin="coordinator")
+            self.log.append(partition, records)
         except Exception as exc:  # storage errors carry their Kafka code
             code = error_code(exc)
             return _APPEND_ERROR_MAP.get(code, code)
@@ -185,14 +199,14 @@ class TransactionStateManager:
             return E.NOT_COORDINATOR
         was_ongoing = metadata.state is TransactionState.ONGOING
         metadata.complete_transition_to(transit)
-        now = self.node.clock.monotonic()
+        now = self.clock.monotonic()
         if metadata.state is TransactionState.ONGOING and not was_ongoing:
             self._started[transactional_id] = now  # the first partition started a transaction
         self._touched[transactional_id] = now
         return E.NONE
 
     def _mark_loaded(self, loaded: dict[str, TransactionMetadata]) -> None:
-        wall, mono = self.node.clock.millis(), self.node.clock.monotonic()
+        wall, mono = self.clock.millis(), self.clock.monotonic()
         for txn_id, md in loaded.items():
             self._started[txn_id] = mono - max(0, wall - md.txn_start_timestamp) / 1000.0
             self._touched[txn_id] = mono - max(0, wall - md.txn_last_update_timestamp) / 1000.0
@@ -202,8 +216,8 @@ class TransactionStateManager:
         from its wall-clock timestamp."""
         mark = marks.get(transactional_id)
         if mark is None:
-            return float(max(0, self.node.clock.millis() - wall_since))
-        return (self.node.clock.monotonic() - mark) * 1000.0
+            return float(max(0, self.clock.millis() - wall_since))
+        return (self.clock.monotonic() - mark) * 1000.0
 
     def _on_append_failure(self, transactional_id: str, coordinator_epoch: int, code: int,
                            retry_on_error: Callable[[int], bool]) -> None:
@@ -225,31 +239,22 @@ class TransactionStateManager:
             self.loading.discard(partition)
         self.cache[partition] = TxnMetadataCacheEntry(coordinator_epoch, loaded)
         self._mark_loaded(loaded)
-        now = self.node.clock.millis()
+        now = self.clock.millis()
         pending = []
         for txn_id, md in loaded.items():
             if md.state in (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT):
                 commit = md.state is TransactionState.PREPARE_COMMIT
                 pending.append(PendingCompletion(txn_id, coordinator_epoch, commit, md, md.prepare_complete(now)))
         log.info("node %s loaded %d transactional ids from %s-%s at coordinator epoch %s (%d to complete)",
-                 self.node.node_id, len(loaded), TXN_TOPIC, partition, coordinator_epoch, len(pending))
+                 self.node_id, len(loaded), TXN_TOPIC, partition, coordinator_epoch, len(pending))
         return pending
 
     def _read_partition(self, partition: int) -> dict[str, TransactionMetadata]:
-        part = self.node.replica_manager.get(TXN_TOPIC, partition)
         loaded: dict[str, TransactionMetadata] = {}
-        if part is None:
-            return loaded  # a topic just created: its replicas are being opened, nothing to load
-        ulog = part.log
-        offset = ulog.log_start_offset
-        while offset < ulog.log_end_offset:
-            chunk = ulog.read_for_replication(offset, LOAD_BUFFER_BYTES)
-            if not chunk:
-                break
+        for chunk in self.log.read(partition):
             for pos, header in iter_batches(chunk):
                 if not header.is_control:
                     _apply_batch(loaded, memoryview(chunk)[pos:pos + header.size])
-                offset = header.next_offset
         return loaded
 
     def remove_partition(self, partition: int) -> None:
@@ -257,7 +262,7 @@ class TransactionStateManager:
         entry = self.cache.pop(partition, None)
         if entry is not None:
             self._forget(entry.metadata)
-            log.info("node %s unloaded %s-%s", self.node.node_id, TXN_TOPIC, partition)
+            log.info("node %s unloaded %s-%s", self.node_id, TXN_TOPIC, partition)
 
     def _forget(self, ids: Iterable[str]) -> None:
         for txn_id in ids:
@@ -286,7 +291,7 @@ class TransactionStateManager:
 
     def remove_expired_transactional_ids(self, now_ms: int) -> list[str]:
         """Write tombstones for ids idle past transactional.id.expiration.ms; drop them once durable."""
-        idle_ms = self.node.config["transactional.id.expiration.ms"]
+        idle_ms = self.config["transactional.id.expiration.ms"]
         removed: list[str] = []
         for partition, entry in list(self.cache.items()):
             expired = [md for md in entry.metadata.values()
@@ -300,7 +305,7 @@ class TransactionStateManager:
     def _write_tombstones(self, partition: int, entry: TxnMetadataCacheEntry, expired: list[TransactionMetadata],
                           now_ms: int) -> list[str]:
         transits = [(md, md.prepare_dead()) for md in expired]
-        records = build_batch([(key_to_bytes(md.transactional_id), None) for md in expired], timestamp_ms=now_ms)
+        records = build_batch([(encode_key(md.transactional_id), None) for md in expired], timestamp_ms=now_ms)
         code = self._append_records(partition, records)
         removed = []
         for md, transit in transits:
@@ -343,14 +348,18 @@ def _apply_batch(loaded: dict[str, TransactionMetadata], batch: memoryview) -> N
         if record.key is None:
             log.warning("skipping a %s record without a key", TXN_TOPIC)
             continue
-        txn_id = read_key(record.key)
-        if txn_id is None:
+        try:
+            txn_id = decode_key(record.key)
+        except UnknownKeyError:
             log.warning("skipping a %s record with an unknown key type", TXN_TOPIC)
+            continue
+        except TransactionLogError as exc:
+            log.warning("skipping a %s record with an undecodable key: %s", TXN_TOPIC, exc)
             continue
         if record.value is None:
             loaded.pop(txn_id, None)  # tombstone: the id expired
             continue
         try:
-            loaded[txn_id] = read_value(record.value).to_metadata(txn_id)
+            loaded[txn_id] = TransactionMetadata.from_log(txn_id, decode_value(record.value))
         except TransactionLogError as exc:
             log.warning("skipping undecodable %s record for %r: %s", TXN_TOPIC, txn_id, exc)

@@ -9,49 +9,19 @@ live fields. A pending state blocks any other transition (clients get CONCURRENT
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import IntEnum
 
 from kafka.errors import ProducerFencedError
 
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
-MAX_EPOCH = 32767  # Short.MAX_VALUE
-TWO_PC_TIMEOUT_MS = 2**31 - 1  # Integer.MAX_VALUE marks a 2PC transaction that never times out
+from kafka_txn_broker.formats.transaction_log import TransactionLogValue
+from kafka_txn_broker.formats.transactions import (
+    MAX_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    TWO_PC_TIMEOUT_MS,
+    TransactionState,
+)
 
 TopicPartition = tuple[str, int]
-
-
-class TransactionState(IntEnum):
-    EMPTY = 0
-    ONGOING = 1
-    PREPARE_COMMIT = 2
-    PREPARE_ABORT = 3
-    COMPLETE_COMMIT = 4
-    COMPLETE_ABORT = 5
-    DEAD = 6
-    PREPARE_EPOCH_FENCE = 7
-
-    @property
-    def state_name(self) -> str:
-        """The name on the wire (DescribeTransactions, ListTransactions)."""
-        return _NAMES[self]
-
-    @property
-    def expiration_allowed(self) -> bool:
-        return self in (TransactionState.EMPTY, TransactionState.COMPLETE_COMMIT, TransactionState.COMPLETE_ABORT)
-
-    @classmethod
-    def from_name(cls, name: str) -> TransactionState | None:
-        return _BY_NAME.get(name)
-
-
-_NAMES = {
-    TransactionState.EMPTY: "Empty", TransactionState.ONGOING: "Ongoing",
-    TransactionState.PREPARE_COMMIT: "PrepareCommit", TransactionState.PREPARE_ABORT: "PrepareAbort",
-    TransactionState.COMPLETE_COMMIT: "CompleteCommit", TransactionState.COMPLETE_ABORT: "CompleteAbort",
-    TransactionState.DEAD: "Dead", TransactionState.PREPARE_EPOCH_FENCE: "PrepareEpochFence",
-}
-_BY_NAME = {v: k for k, v in _NAMES.items()}
 
 S = TransactionState
 # Kafka's VALID_PREVIOUS_STATES: the states each state may be entered from.
@@ -95,6 +65,13 @@ class TxnTransitMetadata:
     txn_last_update_timestamp: int
     client_transaction_version: int
 
+    def to_log_value(self) -> TransactionLogValue:
+        """The `__transaction_state` value of this transition (partitions sorted: a stable record)."""
+        return TransactionLogValue(
+            self.producer_id, self.producer_epoch, self.txn_timeout_ms, self.state,
+            tuple(sorted(self.topic_partitions)), self.txn_last_update_timestamp, self.txn_start_timestamp,
+            self.prev_producer_id, self.next_producer_id, self.client_transaction_version)
+
 
 @dataclass
 class TransactionMetadata:
@@ -113,6 +90,13 @@ class TransactionMetadata:
     pending_state: TransactionState | None = None
     # Set when a fence's log write failed: the next fence must not bump the epoch again (KAFKA-9666).
     has_failed_epoch_fence: bool = False
+
+    @classmethod
+    def from_log(cls, transactional_id: str, v: TransactionLogValue) -> TransactionMetadata:
+        # Kafka does not persist lastProducerEpoch: a loaded transaction starts without it.
+        return cls(transactional_id, v.producer_id, v.prev_producer_id, v.next_producer_id, v.producer_epoch,
+                   NO_PRODUCER_EPOCH, v.timeout_ms, v.state, set(v.partitions), v.start_ms, v.last_update_ms,
+                   v.client_transaction_version)
 
     # ---- queries -----------------------------------------------------------------------------
     @property

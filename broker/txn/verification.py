@@ -24,13 +24,12 @@ from kafka.errors import (
     for_code,
 )
 
-from kafka_txn_broker.coordinator_partition import TXN_TOPIC, partition_for
-from kafka_txn_broker.log.record_batch import HEADER_SIZE, iter_batches
-from kafka_txn_broker.txn import errors as E
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.record_batch import HEADER_SIZE, iter_batches
 
 if TYPE_CHECKING:
     from kafka_txn_broker.apis.context import RequestContext
-    from kafka_txn_broker.node import BrokerNode
+    from kafka_txn_broker.server.node import BrokerNode
 
 # Produce versions: v11 understands TRANSACTION_ABORTABLE, v12 is a TV2 client (KIP-890).
 GENERIC_ERROR_PRODUCE_VERSION = 11
@@ -77,14 +76,9 @@ def verify_produce(ctx: RequestContext, req: Any, topic: str, partition: int, re
 def ask_coordinator(node: BrokerNode, transactional_id: str, producer_id: int, epoch: int, tp: tuple[str, int],
                     *, add: bool) -> int:
     """Verify (or, for TV2 clients, add) one partition with the transactional id's coordinator."""
-    txn_topic = node.cluster.metadata.topics.get(TXN_TOPIC)
-    if txn_topic is None:
+    txn = node.txn_coordinator_of(transactional_id)
+    if txn is None:
         return E.COORDINATOR_NOT_AVAILABLE
-    state = txn_topic.partitions[partition_for(transactional_id, len(txn_topic.partitions))]
-    coordinator = node.cluster.live_node(state.leader)
-    if coordinator is None:
-        return E.COORDINATOR_NOT_AVAILABLE
-    txn = coordinator.txn_coordinator
     if add:
         return txn.add_partitions_to_transaction(transactional_id, producer_id, epoch, [tp], client_tv=2)
     return txn.verify_partitions_in_transaction(transactional_id, producer_id, epoch, [tp])[tp]

@@ -15,7 +15,7 @@ from typing import Any
 from kafka_txn_tools.admin.capabilities import require
 from kafka_txn_tools.admin.errors import error_code
 from kafka_txn_tools.admin.scan import ScanClient, Scope, plan_requests
-from kafka_txn_tools.models import ClusterInfo, PartitionProducers, ScanError, TransactionListing
+from kafka_txn_tools.models import DEAD_STATE, ClusterInfo, PartitionProducers, ScanError, TransactionListing
 
 Row = dict[str, Any]
 
@@ -95,7 +95,7 @@ def _collect_transactions(client: ScanClient, cluster: ClusterInfo, now_ms: Call
         d = described.descriptions.get(txn_id)
         if d is None:
             # Unknown to its coordinator -> Dead (schema rule); any other failure -> state from the listing.
-            state = "Dead" if txn_id in described.not_found else listing.state
+            state = DEAD_STATE if txn_id in described.not_found else listing.state
             out.transactions.append(_listing_only_row(listing, state, captured))
             continue
         out.transactions.append({

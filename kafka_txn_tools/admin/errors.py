@@ -1,7 +1,8 @@
 """Errors the admin layer raises for people: each names the thing that failed and the fix.
 
 The CLI maps the classes to exit codes (cli/errors.py); nothing here prints or exits.
-Kafka error codes are turned into names lazily so importing this module stays cheap.
+Kafka error codes are named by kafka_txn_broker.formats.errors (the project's one table), imported
+lazily so importing this module stays cheap.
 """
 
 from __future__ import annotations
@@ -56,27 +57,24 @@ class MissingApi(KafkaTxnError):
         self.api = api
 
 
-# Codes newer than kafka-python 3.0.12's table (name, Kafka's description).
-_NEWER = {128: ("INVALID_REGULAR_EXPRESSION", "The regular expression is not valid.")}
-
-
 def error_name(code: int) -> str:
     """Kafka's name for an error code (29 -> TOPIC_AUTHORIZATION_FAILED)."""
-    from kafka import errors  # lazy: importing kafka costs ~0.1 s
+    from kafka_txn_broker.formats import errors  # lazy, like every use of the broker package in the CLI
 
-    if code in _NEWER:
-        return _NEWER[code][0]
-    if code not in errors.kafka_errors:
-        return f"UNKNOWN_ERROR_{code}"
-    return str(errors.kafka_errors[code].message)
+    return errors.name(code)
 
 
 def error_description(code: int) -> str:
-    from kafka import errors
+    """Kafka's description of a code, as the upstream tool prints it (kafka-python carries Kafka's texts)."""
+    from kafka import errors  # lazy: importing kafka costs ~0.1 s
 
-    if code in _NEWER:
-        return _NEWER[code][1]
+    if code not in errors.kafka_errors:
+        return _NEWER_DESCRIPTIONS.get(code, error_name(code))
     return str(errors.for_code(code).description)
+
+
+# Descriptions of codes newer than kafka-python 3.0.12.
+_NEWER_DESCRIPTIONS = {128: "The regular expression is not valid."}
 
 
 # What an operator does about the errors these commands meet most (names as Kafka spells them).
@@ -110,12 +108,7 @@ def fix_for(error: str) -> str | None:
 
 def error_code(name: str) -> int:
     """Kafka's code for an error name (TOPIC_AUTHORIZATION_FAILED -> 29); -1 for names of ours."""
-    from kafka import errors
+    from kafka_txn_broker.formats import errors
 
-    for code, (known, _text) in _NEWER.items():
-        if known == name:
-            return code
-    for cls in errors.kafka_errors.values():
-        if getattr(cls, "message", None) == name:
-            return int(cls.errno)
-    return -1
+    found = errors.code(name)
+    return -1 if found is None else found

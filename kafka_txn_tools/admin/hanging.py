@@ -12,7 +12,9 @@ The flow (admin/scan.py does the I/O between the steps):
    completed while we looked closed its partition before the coordinator reported it complete, so
    the re-read no longer shows it; re-reading the coordinator instead would reopen that race.
 
-Reasons, checked in this order (the first that applies wins):
+The rules themselves (`reason_against`, `judge`) are pure functions over a CoordinatorView, shared with
+the sweep (spark/classify.py), so both front ends give one verdict for the same facts. Reasons, checked
+in this order (the first that applies wins):
 
 - no-transactional-id: no coordinator lists the producer id. Either the coordinator forgot the
   transaction (KAFKA-9144) or the principal lacks DESCRIBE on the transactional id (ListTransactions
@@ -31,10 +33,11 @@ Reasons, checked in this order (the first that applies wins):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kafka_txn_tools.models import (
+    ONGOING_STATES,
     HangingReason,
     HangingTransaction,
     OpenTransaction,
@@ -44,8 +47,6 @@ from kafka_txn_tools.models import (
     TransactionDescription,
     TransactionListing,
 )
-
-DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = 15 * 60_000
 
 
 def select_candidates(
@@ -70,6 +71,69 @@ def ids_by_producer(listings: Iterable[TransactionListing], producer_ids: Iterab
     return out
 
 
+# ---- the rules, shared with the sweep (spark/classify.py) ---------------------------------------------
+@dataclass(frozen=True, slots=True)
+class CoordinatorView:
+    """What one coordinator says of one transactional id, as either front end read it: a live
+    DescribeTransactions answer, or a row of a dump or a `__transaction_state` log. None is "not known"
+    (a dump may miss a field): a rule over an unknown value decides nothing, as SQL's comparisons."""
+
+    transactional_id: str
+    state: str | None  # Kafka's state name
+    producer_id: int | None
+    producer_epoch: int | None
+    # A set (membership is checked per candidate); None: the coordinator's answer is missing.
+    partitions: Collection[tuple[str | None, int | None]] | None
+    found: bool = True  # False: TRANSACTIONAL_ID_NOT_FOUND (a Dead row in a dump)
+
+
+def reason_against(topic: str, partition: int, producer_id: int, producer_epoch: int | None,
+                   view: CoordinatorView) -> HangingReason | None:
+    """The reason for an open transaction of (producer id, epoch) on (topic, partition) against one
+    coordinator view; None when the view is too incomplete to tell."""
+    if not view.found:
+        return HangingReason.TRANSACTIONAL_ID_NOT_FOUND
+    if view.state is None or view.partitions is None:
+        return None
+    if view.producer_id is not None and view.producer_id != producer_id:
+        return HangingReason.EPOCH_MISMATCH  # the id now belongs to another producer
+    if view.producer_epoch is not None and producer_epoch is not None and view.producer_epoch < producer_epoch:
+        return HangingReason.EPOCH_MISMATCH  # the coordinator's markers would be fenced
+    if view.state not in ONGOING_STATES:
+        return HangingReason.TRANSACTION_NOT_ONGOING
+    if _in_transaction(view.partitions, topic, partition) is False:
+        return HangingReason.PARTITION_NOT_IN_TRANSACTION
+    return HangingReason.LATE
+
+
+def judge(judged: Iterable[tuple[CoordinatorView, HangingReason | None]]
+          ) -> tuple[CoordinatorView | None, HangingReason | None]:
+    """The deciding view and reason among a producer's transactional ids (several while a coordinator
+    moves): no id at all is no-transactional-id; any id that cannot be told makes the whole unknown
+    (None); any live one makes it live (reporting a live transaction as hanging is the costly mistake);
+    else the first id's reason."""
+    ordered = sorted(judged, key=lambda vr: vr[0].transactional_id)
+    if not ordered:
+        return None, HangingReason.NO_TRANSACTIONAL_ID
+    for wanted in (None, HangingReason.LATE):
+        for view, why in ordered:
+            if why is wanted:
+                return view, why
+    return ordered[0]
+
+
+def _in_transaction(parts: Collection[tuple[str | None, int | None]], topic: str, partition: int) -> bool | None:
+    """Whether (topic, partition) is among the transaction's partitions; None when no entry matches
+    but some entry with an unknown field might (SQL's exists())."""
+    if (topic, partition) in parts:
+        return True
+    for part_topic, part_index in parts:  # only for a partition outside the transaction (rare)
+        if part_topic in (None, topic) and part_index in (None, partition):
+            return None
+    return False
+
+
+# ---- find-hanging's use of them ----------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Verdict:
     candidate: OpenTransaction
@@ -78,56 +142,53 @@ class Verdict:
     transactional_id: str | None = None
 
 
+def _view(txn_id: str, descriptions: Mapping[str, TransactionDescription], not_found: set[str]) -> CoordinatorView:
+    if txn_id in not_found:
+        return CoordinatorView(txn_id, None, None, None, None, found=False)
+    d = descriptions.get(txn_id)
+    if d is None:  # no answer for it: nothing can be told
+        return CoordinatorView(txn_id, None, None, None, None)
+    return CoordinatorView(txn_id, d.state, d.producer_id, d.producer_epoch, d.partitions)
+
+
 def classify(
     candidate: OpenTransaction,
     transactional_ids: Iterable[str],
     descriptions: Mapping[str, TransactionDescription],
     not_found: Iterable[str],
 ) -> Verdict | None:
-    """The verdict for one candidate; None when the coordinator's answer is missing (cannot tell).
-
-    With several ids for one producer id (possible while a coordinator moves), the candidate is
-    live if any of them says so: reporting a live transaction as hanging is the costly mistake.
-    """
-    ids = sorted(transactional_ids)
-    p = candidate.producer
-    if not ids:
-        return Verdict(candidate, HangingReason.NO_TRANSACTIONAL_ID,
-                       f"no coordinator lists producer id {p.producer_id} (the transaction was forgotten, or "
-                       "the principal lacks DESCRIBE on its transactional id)")
+    """The verdict for one candidate; None when the coordinator's answer is missing (cannot tell)."""
     missing = set(not_found)
-    verdicts: list[Verdict] = []
-    for txn_id in ids:
-        if txn_id in missing:
-            verdicts.append(Verdict(candidate, HangingReason.TRANSACTIONAL_ID_NOT_FOUND,
-                                    f"coordinator does not know transactional id {txn_id!r}", txn_id))
-            continue
-        description = descriptions.get(txn_id)
-        if description is None:
-            return None
-        verdicts.append(_against_description(candidate, description))
-    live = [v for v in verdicts if not v.reason.is_hanging]
-    return live[0] if live else verdicts[0]
+    return _decide(candidate, [_view(txn_id, descriptions, missing) for txn_id in transactional_ids])
 
 
-def _against_description(candidate: OpenTransaction, d: TransactionDescription) -> Verdict:
+def _decide(candidate: OpenTransaction, views: Iterable[CoordinatorView]) -> Verdict | None:
+    p, tp = candidate.producer, candidate.partition
+    view, why = judge((v, reason_against(tp.topic, tp.partition, p.producer_id, p.producer_epoch, v)) for v in views)
+    if why is None:
+        return None
+    txn_id = view.transactional_id if view is not None else None
+    return Verdict(candidate, why, _detail(why, candidate, view), txn_id)
+
+
+def _detail(why: HangingReason, candidate: OpenTransaction, view: CoordinatorView | None) -> str:
     p = candidate.producer
-    txn = d.transactional_id
-    if d.producer_id != p.producer_id:
-        return Verdict(candidate, HangingReason.EPOCH_MISMATCH,
-                       f"{txn!r} now belongs to producer id {d.producer_id} (epoch {d.producer_epoch})", txn)
-    if d.producer_epoch < p.producer_epoch:
-        return Verdict(candidate, HangingReason.EPOCH_MISMATCH,
-                       f"coordinator epoch {d.producer_epoch} for {txn!r} is older than the partition's "
-                       f"{p.producer_epoch}; its markers would be fenced", txn)
-    if not d.is_ongoing:
-        return Verdict(candidate, HangingReason.TRANSACTION_NOT_ONGOING,
-                       f"coordinator holds {txn!r} as {d.state}; no marker is coming", txn)
-    if candidate.partition not in d.partitions:
-        return Verdict(candidate, HangingReason.PARTITION_NOT_IN_TRANSACTION,
-                       f"{txn!r} is {d.state} without partition {candidate.partition}", txn)
-    return Verdict(candidate, HangingReason.LATE,
-                   f"{txn!r} is {d.state} with this partition; its coordinator will complete it", txn)
+    if view is None:
+        return (f"no coordinator lists producer id {p.producer_id} (the transaction was forgotten, or "
+                "the principal lacks DESCRIBE on its transactional id)")
+    txn = view.transactional_id
+    if why is HangingReason.TRANSACTIONAL_ID_NOT_FOUND:
+        return f"coordinator does not know transactional id {txn!r}"
+    if why is HangingReason.EPOCH_MISMATCH and view.producer_id != p.producer_id:
+        return f"{txn!r} now belongs to producer id {view.producer_id} (epoch {view.producer_epoch})"
+    if why is HangingReason.EPOCH_MISMATCH:
+        return (f"coordinator epoch {view.producer_epoch} for {txn!r} is older than the partition's "
+                f"{p.producer_epoch}; its markers would be fenced")
+    if why is HangingReason.TRANSACTION_NOT_ONGOING:
+        return f"coordinator holds {txn!r} as {view.state}; no marker is coming"
+    if why is HangingReason.PARTITION_NOT_IN_TRANSACTION:
+        return f"{txn!r} is {view.state} without partition {candidate.partition}"
+    return f"{txn!r} is {view.state} with this partition; its coordinator will complete it"
 
 
 def classify_all(
@@ -139,10 +200,11 @@ def classify_all(
     """Verdicts, and the candidates that could not be classified (their coordinator did not answer)."""
     by_pid = ids_by_producer(listings, (c.producer.producer_id for c in candidates))
     missing = set(not_found)
+    views = {txn_id: _view(txn_id, descriptions, missing) for ids in by_pid.values() for txn_id in ids}
     verdicts: list[Verdict] = []
     unknown: list[OpenTransaction] = []
     for c in candidates:
-        v = classify(c, by_pid.get(c.producer.producer_id, ()), descriptions, missing)
+        v = _decide(c, [views[txn_id] for txn_id in by_pid.get(c.producer.producer_id, ())])
         if v is None:
             unknown.append(c)
         else:

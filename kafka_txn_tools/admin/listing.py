@@ -12,10 +12,11 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from kafka_txn_broker.formats.transactions import STATE_NAMES
 from kafka_txn_tools.admin.api import ClusterApi
 from kafka_txn_tools.admin.capabilities import require
 from kafka_txn_tools.admin.errors import UsageError
-from kafka_txn_tools.models import ALL_STATES, ScanError, TransactionListing
+from kafka_txn_tools.models import ScanError, TransactionListing
 
 ListClient = ClusterApi
 
@@ -31,12 +32,12 @@ class ListFilters:
 
 def normalize_states(states: Iterable[str]) -> tuple[str, ...]:
     """Accept any case (`ongoing`) and answer with Kafka's spelling (`Ongoing`)."""
-    by_lower = {s.lower(): s for s in ALL_STATES}
+    by_lower = {s.lower(): s for s in STATE_NAMES}
     out = []
     for s in states:
         key = s.replace("-", "").replace("_", "").lower()
         if key not in by_lower:
-            raise UsageError(f"unknown transaction state {s!r}", f"use one of {', '.join(ALL_STATES)}")
+            raise UsageError(f"unknown transaction state {s!r}", f"use one of {', '.join(STATE_NAMES)}")
         out.append(by_lower[key])
     return tuple(out)
 

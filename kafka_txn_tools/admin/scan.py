@@ -11,12 +11,14 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 from kafka_txn_tools.admin import hanging
 from kafka_txn_tools.admin.api import ClusterApi
 from kafka_txn_tools.admin.capabilities import require
 from kafka_txn_tools.admin.errors import UsageError
 from kafka_txn_tools.models import (
     ClusterInfo,
+    HangingReason,
     HangingTransaction,
     OpenTransaction,
     PartitionInfo,
@@ -121,7 +123,7 @@ class ScanReport:
 
 @dataclass(frozen=True)
 class ScanOptions:
-    max_timeout_ms: int = hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
+    max_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
     include_late: bool = False
     # Upstream's strategy, kept for the benchmark: 500 partitions a request, one request at a time.
     sequential: bool = False
@@ -188,8 +190,8 @@ def _coordinator_verdicts(
     if listed.errors:
         # A coordinator we could not ask may be the one holding an "unmapped" producer id:
         # without its answer, no-transactional-id is a guess, and guesses are not reported.
-        unknown.extend(v.candidate for v in verdicts if v.reason is hanging.HangingReason.NO_TRANSACTIONAL_ID)
-        verdicts = [v for v in verdicts if v.reason is not hanging.HangingReason.NO_TRANSACTIONAL_ID]
+        unknown.extend(v.candidate for v in verdicts if v.reason is HangingReason.NO_TRANSACTIONAL_ID)
+        verdicts = [v for v in verdicts if v.reason is not HangingReason.NO_TRANSACTIONAL_ID]
     for c in unknown:
         errors.append(ScanError(
             "COORDINATOR_UNKNOWN",

@@ -177,7 +177,7 @@ def _persisted_states(client: AdminClient, group: str, offsets: dict[tuple[str, 
                       leaders: dict[TopicPartition, int]) -> dict[tuple[uuid.UUID, int], Any]:
     """The replayed state of each of the group's share-partitions, read from the `__share_group_state`
     partitions that hold them (partitionFor("group:topicId:partition"), as the share coordinator picks)."""
-    from kafka_txn_broker.coordinator_partition import partition_for
+    from kafka_txn_broker.formats.partitioning import partition_for
     from kafka_txn_broker.formats.share_coordinator_records import coordinator_key
 
     count = sum(1 for tp in leaders if tp.topic == SHARE_STATE_TOPIC)
@@ -197,8 +197,8 @@ def _replay_partition(client: AdminClient, leader: int, index: int, states: dict
     """Fetch one `__share_group_state` partition from its start to its high watermark into `states`."""
     from kafka.protocol.consumer import FetchRequest
 
+    from kafka_txn_broker.formats.record_batch import iter_batches, iter_records
     from kafka_txn_broker.formats.share_state import RecordFormatError, apply_record
-    from kafka_txn_broker.log.record_batch import iter_batches, iter_records
 
     T = FetchRequest.FetchTopic
     offset = 0

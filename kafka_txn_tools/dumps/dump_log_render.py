@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
+from kafka_txn_broker.formats.producer_snapshot import SnapshotEntry
+from kafka_txn_broker.formats.transactions import STATE_NAMES
 from kafka_txn_tools.dumps import transaction_log as txlog
-from kafka_txn_tools.dumps.snapshot import SnapshotEntry
 
 SNAPSHOT_STYLES = ("2.x", "3.1", "3.5")
 TXN_LOG_STYLES = ("3.x", "4.0")
@@ -65,7 +66,7 @@ def _payload(meta: txlog.TxnMetadata | None, style: str) -> str:
         "nextProducerId": -1,
         "producerEpoch": meta.producer_epoch,
         "transactionTimeoutMs": meta.timeout_ms,
-        "transactionStatus": txlog.STATE_IDS[meta.state],
+        "transactionStatus": STATE_NAMES.index(meta.state),
         "transactionPartitions": [{"topic": t, "partitionIds": ids} for t, ids in grouped.items()],
         "transactionLastUpdateTimestampMs": meta.last_update_ms,
         "transactionStartTimestampMs": -1 if meta.start_time_ms is None else meta.start_time_ms,

@@ -30,9 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
+from kafka_txn_broker.formats.partitioning import TXN_TOPIC
+from kafka_txn_broker.formats.transactions import STATE_NAMES
 from kafka_txn_tools.dumps import transaction_log as txlog
-from kafka_txn_tools.dumps.schema import TXN_STATES, Row
-from kafka_txn_tools.dumps.snapshot import parse_partition_dir
+from kafka_txn_tools.dumps.logdir import parse_partition_dir
+from kafka_txn_tools.dumps.schema import Row
 
 _DUMPING = re.compile(r"^Dumping (.+?)\s*$")
 _SNAPSHOT_LINE = re.compile(
@@ -100,10 +102,10 @@ def parse_snapshot_line(line: str, where: str = "line") -> dict[str, int] | None
 
 
 def _status(value: Any, where: str) -> str:
-    if isinstance(value, str) and value in TXN_STATES:
+    if isinstance(value, str) and value in STATE_NAMES:
         return value
     try:
-        return TXN_STATES[int(value)]
+        return STATE_NAMES[int(value)]
     except (ValueError, IndexError, TypeError) as exc:
         raise DumpLogTextError(f"{where}: unknown transactionStatus {value!r}") from exc
 
@@ -198,7 +200,7 @@ def _open_section(dump_path: str, text_file: Path, broker_override: int | None, 
     if path.name.endswith(".snapshot"):
         offset = int(path.name.split(".")[0]) if path.name.split(".")[0].isdigit() else None
         return _Section(path, broker, topic, partition, "snapshot", snapshot_offset=offset)
-    if path.name.endswith(".log") and topic == txlog.TRANSACTION_STATE_TOPIC:
+    if path.name.endswith(".log") and topic == TXN_TOPIC:
         return _Section(path, broker, topic, partition, "txnlog")
     return _Section(path, broker, topic, partition, "other")
 

@@ -27,21 +27,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kafka_txn_broker.log.record_batch import build_batch, build_control_batch
+from kafka_txn_broker.formats import producer_snapshot as snap
+from kafka_txn_broker.formats.partitioning import TXN_TOPIC, partition_for
+from kafka_txn_broker.formats.record_batch import build_batch, build_control_batch
+from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, LATE_TRANSACTION_BUFFER_MS
 from kafka_txn_tools.dumps import dump_log_render as render
-from kafka_txn_tools.dumps import snapshot as snap
 from kafka_txn_tools.dumps import transaction_log as txlog
+from kafka_txn_tools.dumps.parquet import PRODUCER_SCHEMA, TRANSACTION_SCHEMA
 from kafka_txn_tools.dumps.plan import HANGING_REASONS
-from kafka_txn_tools.dumps.schema import (
-    PRODUCER_SCHEMA,
-    PRODUCERS,
-    TRANSACTION_SCHEMA,
-    TRANSACTIONS,
-    DumpWriter,
-    Row,
-)
+from kafka_txn_tools.dumps.schema import PRODUCERS, TRANSACTIONS, DumpWriter, Row
 
-LATE_BUFFER_MS = 300_000  # ProducerStateManager.LATE_TRANSACTION_BUFFER_MS
 MINUTE = 60_000
 
 
@@ -55,7 +50,7 @@ class GeneratorConfig:
     mean_producers: float = 3.0
     max_producers: int = 50_000
     capture_time_ms: int = 1_700_000_000_000
-    max_transaction_timeout_ms: int = 900_000
+    max_transaction_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
     hanging_per_reason: int = 2
     late_live: int = 3
     healthy_open: int = 3
@@ -186,8 +181,8 @@ def _age_for(case: str, n: int, timeout: int) -> int:
         return timeout  # strict rule: exactly the timeout is not late
     if case == "late":
         # Alternate between late only by find-hanging's rule and late by the broker metric's too.
-        return timeout + (2 * MINUTE if n % 2 else LATE_BUFFER_MS + 10 * MINUTE)
-    return timeout + LATE_BUFFER_MS + (n + 1) * 7 * MINUTE
+        return timeout + (2 * MINUTE if n % 2 else LATE_TRANSACTION_BUFFER_MS + 10 * MINUTE)
+    return timeout + LATE_TRANSACTION_BUFFER_MS + (n + 1) * 7 * MINUTE
 
 
 def _attach_coordinator(inj: Injected, cluster: Cluster, n: int) -> None:
@@ -389,12 +384,8 @@ def background_transactions(cluster: Cluster, chunk: Chunk) -> list[txlog.TxnMet
     return out
 
 
-def injected_transactions(cluster: Cluster) -> list[txlog.TxnMetadata]:
-    return [i.coordinator for i in cluster.injected if i.coordinator is not None]
-
-
 def coordinator_of(cluster: Cluster, tid: str) -> int:
-    return cluster.leader(txlog.partition_for(tid, cluster.cfg.txn_state_partitions))
+    return cluster.leader(partition_for(tid, cluster.cfg.txn_state_partitions))
 
 
 def _txn_row(cluster: Cluster, meta: txlog.TxnMetadata, dead: bool, capture: int) -> Row:
@@ -440,7 +431,7 @@ def ground_truth(cluster: Cluster, kind: str = "dump") -> dict[str, Any]:
         open_on_leader = [i for i in on_leader if cluster.leader(g) in i.open_on and i.case != "closed-after-snapshot"]
         if open_on_leader:
             oldest = min(open_on_leader, key=lambda i: i.start_offset)
-            if oldest.last_timestamp_ms > 0 and now - oldest.last_timestamp_ms > timeout + LATE_BUFFER_MS:
+            if oldest.last_timestamp_ms > 0 and now - oldest.last_timestamp_ms > timeout + LATE_TRANSACTION_BUFFER_MS:
                 late_partitions[str(cluster.leader(g))] += 1
     divergence = [
         {
@@ -497,10 +488,10 @@ def write_dump(cfg: GeneratorConfig, out_dir: str | os.PathLike[str], fmt: str =
     ]
     writer.add(TRANSACTIONS, txn_rows)
     for chunk in iter_chunks(cluster):
-        writer.add(PRODUCERS, background_producer_table(cluster, chunk, capture_for))
+        writer.add_table(PRODUCERS, background_producer_table(cluster, chunk, capture_for))
         metas = background_transactions(cluster, chunk)
         if metas:
-            writer.add(TRANSACTIONS, _txn_table(cluster, metas, cfg.capture_time_ms))
+            writer.add_table(TRANSACTIONS, _txn_table(cluster, metas, cfg.capture_time_ms))
     writer.close()
     write_ground_truth(cluster, out, "dump")
     return out
@@ -593,6 +584,11 @@ def write_logdirs(cfg: GeneratorConfig, out_dir: str | os.PathLike[str]) -> Path
     return out
 
 
+def _write_snapshot(path: Path, entries: list[snap.SnapshotEntry]) -> None:
+    # Any name, unlike snap.write_snapshot: the noise below includes a `.deleted` snapshot.
+    path.write_bytes(snap.encode_snapshot(entries))
+
+
 def _write_partition_dir(
     cluster: Cluster, node: Path, g: int, broker: int, background: list[snap.SnapshotEntry]
 ) -> None:
@@ -600,16 +596,16 @@ def _write_partition_dir(
     pdir.mkdir(parents=True, exist_ok=True)
     start = int(cluster.snapshot_offset[g])
     stale = replica_entries(cluster, g, broker, background, final=False)
-    snap.write_snapshot(pdir / snap.snapshot_file_name(start), stale)
+    _write_snapshot(pdir / snap.snapshot_file_name(start), stale)
     if g % 4 == 0:
         # Noise the reader must ignore: an older snapshot claiming an open transaction, a newer
         # snapshot being deleted, and a partition dir Kafka is deleting.
         bogus = [snap.SnapshotEntry(9_999_999, 0, 0, 10, 0, 1, -1, 5)]
-        snap.write_snapshot(pdir / snap.snapshot_file_name(start - 1_000), bogus)
-        snap.write_snapshot(pdir / (snap.snapshot_file_name(start + 5_000) + ".deleted"), bogus)
+        _write_snapshot(pdir / snap.snapshot_file_name(start - 1_000), bogus)
+        _write_snapshot(pdir / (snap.snapshot_file_name(start + 5_000) + ".deleted"), bogus)
         gone = node / f"{cluster.topic(g)}-{cluster.index(g)}.a1b2c3d4e5f60718293a4b5c6d7e8f90-delete"
         gone.mkdir(exist_ok=True)
-        snap.write_snapshot(gone / snap.snapshot_file_name(start), bogus)
+        _write_snapshot(gone / snap.snapshot_file_name(start), bogus)
     segment = bytearray()
     offset = start
     for inj in cluster.markers(g):
@@ -632,7 +628,7 @@ def _txn_log_records(cluster: Cluster) -> dict[int, list[tuple[txlog.TxnLogRecor
     metas += [(i.coordinator, i.tombstoned) for i in cluster.injected if i.coordinator is not None]
     by_partition: dict[int, list[tuple[txlog.TxnLogRecord, bool]]] = {}
     for meta, tombstoned in metas:
-        n = txlog.partition_for(meta.transactional_id, cluster.cfg.txn_state_partitions)
+        n = partition_for(meta.transactional_id, cluster.cfg.txn_state_partitions)
         recs = by_partition.setdefault(n, [])
         first = txlog.TxnMetadata(
             meta.transactional_id,
@@ -665,12 +661,12 @@ def _write_transaction_logs(cluster: Cluster, out: Path, text_style: str | None)
             # A lagging follower misses some ids' latest record: the sweep must prefer the newest.
             kept = [rec for k, (rec, last) in enumerate(recs) if r == 0 or not (last and k % 3 == 0)]
             if text_style is None:
-                pdir = out / f"node-{broker}" / f"{txlog.TRANSACTION_STATE_TOPIC}-{n}"
+                pdir = out / f"node-{broker}" / f"{TXN_TOPIC}-{n}"
                 pdir.mkdir(parents=True, exist_ok=True)
                 txlog.write_segment(pdir / f"{0:020d}.log", kept, version=n % 2)
             else:
                 style = render.TXN_LOG_STYLES[n % len(render.TXN_LOG_STYLES)] if text_style == "mixed" else text_style
-                path = f"/var/lib/kafka/node-{broker}/{txlog.TRANSACTION_STATE_TOPIC}-{n}/{0:020d}.log"
+                path = f"/var/lib/kafka/node-{broker}/{TXN_TOPIC}-{n}/{0:020d}.log"
                 texts[broker] = texts.get(broker, "") + render.render_transaction_log(path, kept, style)
     return texts
 

@@ -18,17 +18,17 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from kafka_txn_tools.dumps import record_batch as rb
-from kafka_txn_tools.dumps import snapshot as snap
+from kafka_txn_broker.formats import producer_snapshot as snap
+from kafka_txn_broker.formats.partitioning import TXN_TOPIC
+from kafka_txn_broker.formats.record_batch import BatchHeader
+from kafka_txn_tools.dumps import segments
 from kafka_txn_tools.dumps import transaction_log as txlog
 from kafka_txn_tools.dumps.schema import Row
 
-if TYPE_CHECKING:
-    from kafka_txn_broker.log.record_batch import BatchHeader
-
 _NODE_COMPONENT = re.compile(r"^(?:node|broker)-(\d+)$")
+# Kafka renames partition dirs it is deleting or moving; their state is not the replica's state.
+SKIPPED_DIR_SUFFIXES = ("-delete", "-future", "-stray")
 _ID_LINE = re.compile(r"^\s*(node\.id|broker\.id)\s*[=:]\s*(-?\d+)\s*$")
 
 
@@ -45,7 +45,17 @@ class PartitionDir:
 
     @property
     def is_transaction_log(self) -> bool:
-        return self.topic == txlog.TRANSACTION_STATE_TOPIC
+        return self.topic == TXN_TOPIC
+
+
+def parse_partition_dir(name: str) -> tuple[str, int] | None:
+    """'orders-3' -> ('orders', 3); None for dirs that are not live partition dirs."""
+    if name.endswith(SKIPPED_DIR_SUFFIXES):
+        return None
+    topic, sep, index = name.rpartition("-")
+    if not sep or not topic or not index.isdigit():
+        return None
+    return topic, int(index)
 
 
 def node_id_from_meta(log_dir: Path) -> int | None:
@@ -95,11 +105,11 @@ def list_partition_dirs(root: str | os.PathLike[str], broker_id: int | None = No
         here = Path(current)
         keep = []
         for name in sorted(dirs):
-            parsed = snap.parse_partition_dir(name)
+            parsed = parse_partition_dir(name)
             child = here / name
             if parsed and _holds_log_files(child):
                 found.append(PartitionDir(str(child), parsed[0], parsed[1], broker_of(here, broker_id)))
-            elif not name.endswith(snap.SKIPPED_DIR_SUFFIXES):
+            elif not name.endswith(SKIPPED_DIR_SUFFIXES):
                 keep.append(name)
         dirs[:] = keep  # do not descend into partition dirs or dirs Kafka is deleting
     return found
@@ -142,7 +152,7 @@ class _Replay:
     def _marker(entry: list[int], header: BatchHeader, body: bytes | None) -> None:
         if body is None:
             return
-        records = rb.decode_records(body)
+        records = segments.decode_records(body)
         if not records or records[0].key is None or len(records[0].key) < 4:
             return
         control_type = struct.unpack(">hh", records[0].key[:4])[1]
@@ -165,12 +175,12 @@ def producer_rows(pdir: PartitionDir, capture_time_ms: int | None = None, replay
     mtimes = [_mtime_ms(latest)] if latest else []
     replayed = False
     if replay or latest is None:
-        segments = rb.segment_files(path)
-        for i, segment in enumerate(segments):
-            next_base = rb.segment_base_offset(segments[i + 1]) if i + 1 < len(segments) else None
+        files = segments.segment_files(path)
+        for i, segment in enumerate(files):
+            next_base = segments.segment_base_offset(files[i + 1]) if i + 1 < len(files) else None
             if next_base is not None and next_base <= start:
                 continue  # wholly before the snapshot
-            for header, body in rb.scan_segment(segment, start):
+            for header, body in segments.scan_segment(segment, start):
                 state.apply(header, body)
                 end = max(end, header.last_offset + 1)
                 replayed = True
@@ -202,10 +212,10 @@ def producer_rows(pdir: PartitionDir, capture_time_ms: int | None = None, replay
 def coordinator_rows(pdir: PartitionDir, capture_time_ms: int | None = None) -> list[Row]:
     """Coordinator-state rows from one `__transaction_state-N` replica."""
     path = Path(pdir.path)
-    segments = rb.segment_files(path)
-    if not segments:
+    files = segments.segment_files(path)
+    if not files:
         return []
-    captured = capture_time_ms if capture_time_ms is not None else max(_mtime_ms(s) for s in segments)
+    captured = capture_time_ms if capture_time_ms is not None else max(_mtime_ms(s) for s in files)
     states = txlog.read_transaction_log(path)
     return [txlog.to_row(meta, pdir.broker_id, captured, "transaction-log") for _, meta in sorted(states.items())]
 

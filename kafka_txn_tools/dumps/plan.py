@@ -15,7 +15,7 @@ YAML, one document::
         producer_epoch: 3
         coordinator_epoch: 7           # -1 when the producer never received a marker (optional)
         transactional_id: null         # the id the coordinator maps to, when one exists
-        reason: no-transactional-id    # see kafka_txn_tools.spark.classify.REASONS (optional)
+        reason: no-transactional-id    # see kafka_txn_tools.models.HANGING_REASONS (optional)
         last_timestamp_ms: 1699990000000   # (optional)
         leader_broker_id: 1            # hint only: the abort re-resolves the leader
         replica_broker_ids: [1, 2, 3]  # replicas where the transaction was seen open
@@ -36,15 +36,10 @@ from typing import Any
 
 import yaml
 
+from kafka_txn_tools.models import HANGING_REASONS
+
 PLAN_VERSION = 1
 PLAN_KIND = "kafka-txn-abort-plan"
-HANGING_REASONS = (
-    "no-transactional-id",
-    "transactional-id-not-found",
-    "partition-not-in-transaction",
-    "epoch-mismatch",
-    "transaction-not-ongoing",
-)  # the CLI's HangingReason values, less `late`
 
 
 class PlanError(ValueError):

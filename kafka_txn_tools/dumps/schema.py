@@ -8,7 +8,9 @@ A dump is a directory::
     DIR/errors/*.parquet         partial failures, one per failed request item       (or *.jsonl)
 
 One format per dump (all Parquet or all JSONL). JSONL is one JSON object per line with exactly the
-column names below; `partitions` is a list of {"topic": str, "partition": int} objects.
+column names below; `partitions` is a list of {"topic": str, "partition": int} objects. This module
+is the format without its Parquet side, so JSONL dumps and the log-dir readers need no pyarrow; the
+Arrow schemas and Parquet I/O are in parquet.py.
 
 Parquet producer files put the rows with an open transaction in row groups of their own, first,
 then the others in row groups of `PRODUCER_ROW_GROUP` rows: the row-group statistics of
@@ -42,7 +44,7 @@ Coordinator-state rows (`TRANSACTION_SCHEMA`; ListTransactions + DescribeTransac
 | transactional_id| string                       | no   | transactional id                               |
 | producer_id     | int64                        | no   | producer id the coordinator holds for the id   |
 | producer_epoch  | int32                        | no   | producer epoch                                 |
-| state           | string                       | no   | Kafka state name (TXN_STATES)                  |
+| state           | string                       | no   | Kafka state name (STATE_NAMES)                 |
 | timeout_ms      | int32                        | yes  | transaction timeout; null unknown              |
 | start_time_ms   | int64                        | yes  | current transaction start, -1 none, null unknown|
 | last_update_ms  | int64                        | yes  | last state change; null unknown (live dumps)   |
@@ -80,10 +82,12 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
+from kafka_txn_broker.formats.transactions import STATE_NAMES
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 FORMAT_VERSION = 1
 PRODUCERS = "producers"
@@ -92,72 +96,73 @@ ERRORS = "errors"
 KINDS = (PRODUCERS, TRANSACTIONS, ERRORS)
 MANIFEST = "manifest.json"
 
-TXN_STATES = (
-    "Empty",
-    "Ongoing",
-    "PrepareCommit",
-    "PrepareAbort",
-    "CompleteCommit",
-    "CompleteAbort",
-    "Dead",
-    "PrepareEpochFence",
+# Column types: int32, int64, bool, string, and `partitions` (list<struct<topic: string, partition: int32>>).
+PARTITIONS = "partitions"
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    type: str
+    nullable: bool
+
+
+def _columns(*spec: tuple[str, str, bool]) -> tuple[Column, ...]:
+    return tuple(Column(*c) for c in spec)
+
+
+PRODUCER_COLUMNS = _columns(
+    ("broker_id", "int32", False),
+    ("topic", "string", False),
+    ("partition", "int32", False),
+    ("is_leader", "bool", True),
+    ("producer_id", "int64", False),
+    ("producer_epoch", "int32", False),
+    ("last_sequence", "int32", False),
+    ("last_timestamp_ms", "int64", False),
+    ("coordinator_epoch", "int32", False),
+    ("current_txn_start_offset", "int64", False),
+    ("snapshot_offset", "int64", True),
+    ("capture_time_ms", "int64", False),
+    ("source", "string", False),
 )
 
-PARTITION_STRUCT = pa.struct([pa.field("topic", pa.string(), False), pa.field("partition", pa.int32(), False)])
-
-PRODUCER_SCHEMA = pa.schema(
-    [
-        pa.field("broker_id", pa.int32(), False),
-        pa.field("topic", pa.string(), False),
-        pa.field("partition", pa.int32(), False),
-        pa.field("is_leader", pa.bool_(), True),
-        pa.field("producer_id", pa.int64(), False),
-        pa.field("producer_epoch", pa.int32(), False),
-        pa.field("last_sequence", pa.int32(), False),
-        pa.field("last_timestamp_ms", pa.int64(), False),
-        pa.field("coordinator_epoch", pa.int32(), False),
-        pa.field("current_txn_start_offset", pa.int64(), False),
-        pa.field("snapshot_offset", pa.int64(), True),
-        pa.field("capture_time_ms", pa.int64(), False),
-        pa.field("source", pa.string(), False),
-    ]
+TRANSACTION_COLUMNS = _columns(
+    ("coordinator_id", "int32", False),
+    ("transactional_id", "string", False),
+    ("producer_id", "int64", False),
+    ("producer_epoch", "int32", False),
+    ("state", "string", False),
+    ("timeout_ms", "int32", True),
+    ("start_time_ms", "int64", True),
+    ("last_update_ms", "int64", True),
+    ("partitions", PARTITIONS, True),
+    ("capture_time_ms", "int64", False),
+    ("source", "string", False),
 )
 
-TRANSACTION_SCHEMA = pa.schema(
-    [
-        pa.field("coordinator_id", pa.int32(), False),
-        pa.field("transactional_id", pa.string(), False),
-        pa.field("producer_id", pa.int64(), False),
-        pa.field("producer_epoch", pa.int32(), False),
-        pa.field("state", pa.string(), False),
-        pa.field("timeout_ms", pa.int32(), True),
-        pa.field("start_time_ms", pa.int64(), True),
-        pa.field("last_update_ms", pa.int64(), True),
-        pa.field("partitions", pa.list_(PARTITION_STRUCT), True),
-        pa.field("capture_time_ms", pa.int64(), False),
-        pa.field("source", pa.string(), False),
-    ]
+ERROR_COLUMNS = _columns(
+    ("broker_id", "int32", True),
+    ("api", "string", False),
+    ("topic", "string", True),
+    ("partition", "int32", True),
+    ("transactional_id", "string", True),
+    ("error_code", "int32", False),
+    ("error_name", "string", False),
+    ("message", "string", True),
+    ("capture_time_ms", "int64", False),
 )
 
-ERROR_SCHEMA = pa.schema(
-    [
-        pa.field("broker_id", pa.int32(), True),
-        pa.field("api", pa.string(), False),
-        pa.field("topic", pa.string(), True),
-        pa.field("partition", pa.int32(), True),
-        pa.field("transactional_id", pa.string(), True),
-        pa.field("error_code", pa.int32(), False),
-        pa.field("error_name", pa.string(), False),
-        pa.field("message", pa.string(), True),
-        pa.field("capture_time_ms", pa.int64(), False),
-    ]
-)
-
-SCHEMAS: dict[str, pa.Schema] = {
-    PRODUCERS: PRODUCER_SCHEMA,
-    TRANSACTIONS: TRANSACTION_SCHEMA,
-    ERRORS: ERROR_SCHEMA,
+COLUMNS: dict[str, tuple[Column, ...]] = {
+    PRODUCERS: PRODUCER_COLUMNS,
+    TRANSACTIONS: TRANSACTION_COLUMNS,
+    ERRORS: ERROR_COLUMNS,
 }
+
+
+def column_names(kind: str) -> list[str]:
+    return [c.name for c in COLUMNS[kind]]
+
 
 Row = dict[str, Any]
 
@@ -190,26 +195,21 @@ def _coerce_partitions(value: Any) -> list[dict[str, Any]] | None:
 
 def conform_row(kind: str, row: Mapping[str, Any]) -> Row:
     """Check `row` against the schema of `kind`; fill nullable columns left out; fail naming the column."""
-    schema = SCHEMAS[kind]
+    columns = COLUMNS[kind]
     out: Row = {}
-    for fld in schema:
-        value = row.get(fld.name)
-        if value is None and not fld.nullable:
-            raise DumpFormatError(f"{kind} row is missing required column {fld.name!r}: {dict(row)!r}")
-        if fld.name == "partitions":
+    for col in columns:
+        value = row.get(col.name)
+        if value is None and not col.nullable:
+            raise DumpFormatError(f"{kind} row is missing required column {col.name!r}: {dict(row)!r}")
+        if col.type == PARTITIONS:
             value = _coerce_partitions(value)
-        out[fld.name] = value
-    unknown = set(row) - set(schema.names)
+        out[col.name] = value
+    unknown = set(row) - {c.name for c in columns}
     if unknown:
         raise DumpFormatError(f"{kind} row has unknown columns {sorted(unknown)}; the schema is in dumps/schema.py")
-    if kind == TRANSACTIONS and out["state"] not in TXN_STATES:
-        raise DumpFormatError(f"unknown transaction state {out['state']!r}: use one of {', '.join(TXN_STATES)}")
+    if kind == TRANSACTIONS and out["state"] not in STATE_NAMES:
+        raise DumpFormatError(f"unknown transaction state {out['state']!r}: use one of {', '.join(STATE_NAMES)}")
     return out
-
-
-def rows_to_table(kind: str, rows: Iterable[Mapping[str, Any]]) -> pa.Table:
-    """Plain dict rows -> an Arrow table with the exact schema of `kind`."""
-    return pa.Table.from_pylist([conform_row(kind, r) for r in rows], schema=SCHEMAS[kind])
 
 
 def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike[str], kind: str) -> int:
@@ -220,38 +220,6 @@ def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike[str],
             out.write(json.dumps(conform_row(kind, row), separators=(",", ":")) + "\n")
             count += 1
     return count
-
-
-PRODUCER_ROW_GROUP = 65_536
-
-
-def split_open(table: pa.Table) -> tuple[pa.Table, pa.Table]:
-    """(rows with an open transaction, the others), each in its original order."""
-    is_open = pc.greater_equal(table.column("current_txn_start_offset"), 0)
-    return table.filter(is_open), table.filter(pc.invert(is_open))
-
-
-def _write_producers(table: pa.Table, path: str | os.PathLike[str]) -> None:
-    import pyarrow.parquet as pq
-
-    with pq.ParquetWriter(path, table.schema, compression="snappy") as writer:
-        for part in split_open(table):
-            if part.num_rows:
-                writer.write_table(part, row_group_size=PRODUCER_ROW_GROUP)
-
-
-def write_parquet(rows: Iterable[Mapping[str, Any]] | pa.Table, path: str | os.PathLike[str], kind: str) -> int:
-    """Write rows (dicts or an Arrow table of the right schema) as one Parquet file; return the count."""
-    import pyarrow.parquet as pq
-
-    table = rows if isinstance(rows, pa.Table) else rows_to_table(kind, rows)
-    if not table.schema.equals(SCHEMAS[kind], check_metadata=False):
-        table = table.cast(SCHEMAS[kind])
-    if kind == PRODUCERS:
-        _write_producers(table, path)
-    else:
-        pq.write_table(table, path, compression="snappy")
-    return table.num_rows
 
 
 def read_jsonl(path: str | os.PathLike[str], kind: str) -> Iterator[Row]:
@@ -287,9 +255,9 @@ def read_rows(directory: str | os.PathLike[str], kind: str) -> Iterator[Row]:
         if fmt == "jsonl":
             yield from read_jsonl(path, kind)
         else:
-            import pyarrow.parquet as pq
+            from kafka_txn_tools.dumps import parquet
 
-            yield from pq.read_table(path, schema=SCHEMAS[kind]).to_pylist()
+            yield from parquet.read_rows(path, kind)
 
 
 def is_dump_dir(path: str | os.PathLike[str]) -> bool:
@@ -352,6 +320,8 @@ class DumpWriter:
     def __init__(self, directory: str | os.PathLike[str], fmt: str = "parquet", capture_time_ms: int = 0) -> None:
         if fmt not in ("parquet", "jsonl"):
             raise ValueError(f"unknown dump format {fmt!r}: use parquet or jsonl")
+        if fmt == "parquet":
+            from kafka_txn_tools.dumps import parquet  # noqa: F401  (ImportError now, before any file: no pyarrow)
         self.directory = Path(directory)
         self.format = fmt
         self.capture_time_ms = capture_time_ms
@@ -367,25 +337,34 @@ class DumpWriter:
         self._files[kind] += 1
         return self.directory / kind / f"part-{number:05d}.{self.format}"
 
-    def add(self, kind: str, rows: Iterable[Mapping[str, Any]] | pa.Table) -> int:
-        """Append one chunk of rows (dicts, or an Arrow table for large chunks)."""
+    def add(self, kind: str, rows: Iterable[Mapping[str, Any]]) -> int:
+        """Append one chunk of rows."""
+        materialized = [dict(r) for r in rows]
         path = self._next_path(kind)
-        if isinstance(rows, pa.Table):
-            count = (
-                write_parquet(rows, path, kind)
-                if self.format == "parquet"
-                else write_jsonl(rows.to_pylist(), path, kind)
-            )
-            ids = rows.column("coordinator_id" if kind == TRANSACTIONS else "broker_id").drop_null()
-            self.brokers.update(int(b) for b in pc.unique(ids).to_pylist())
-            self._saw_capture(pc.max(rows.column("capture_time_ms")).as_py())
+        if self.format == "parquet":
+            from kafka_txn_tools.dumps import parquet
+
+            count = parquet.write_parquet(materialized, path, kind)
         else:
-            materialized = [dict(r) for r in rows]
-            writer = write_parquet if self.format == "parquet" else write_jsonl
-            count = writer(materialized, path, kind)
-            key = "coordinator_id" if kind == TRANSACTIONS else "broker_id"
-            self.brokers.update(int(r[key]) for r in materialized if r.get(key) is not None)
-            self._saw_capture(max((int(r["capture_time_ms"]) for r in materialized), default=None))
+            count = write_jsonl(materialized, path, kind)
+        key = "coordinator_id" if kind == TRANSACTIONS else "broker_id"
+        self.brokers.update(int(r[key]) for r in materialized if r.get(key) is not None)
+        self._saw_capture(max((int(r["capture_time_ms"]) for r in materialized), default=None))
+        self.counts[kind] += count
+        return count
+
+    def add_table(self, kind: str, table: pa.Table) -> int:
+        """Append one chunk given as an Arrow table of the kind's schema (large generated chunks)."""
+        from kafka_txn_tools.dumps import parquet
+
+        path = self._next_path(kind)
+        if self.format == "parquet":
+            count = parquet.write_parquet(table, path, kind)
+        else:
+            count = write_jsonl(table.to_pylist(), path, kind)
+        brokers, max_capture = parquet.table_brokers_and_capture(table, kind)
+        self.brokers.update(brokers)
+        self._saw_capture(max_capture)
         self.counts[kind] += count
         return count
 

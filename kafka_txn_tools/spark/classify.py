@@ -19,8 +19,9 @@ flagged is_leader; when no input says (log dirs, dump-log text) it is inferred: 
 state reaches the highest offset, then the freshest capture, then the lowest broker id. Only each
 replica's freshest observation counts (an old snapshot may show a transaction since completed).
 
-Reasons, checked in this order against the coordinator state of the candidate's producer id, the
-same rules as the CLI's find-hanging (kafka_txn_tools/admin/hanging.py), so both give one verdict:
+Reasons, checked in this order against the coordinator state of the candidate's producer id, by the
+CLI's find-hanging rules themselves (`reason_against` and `judge` in kafka_txn_tools/admin/hanging.py,
+over a CoordinatorView made from each coordinator row), so both give one verdict:
 1. no-transactional-id: no transactional id maps to the producer id (never listed, or expired: a
    tombstone in `__transaction_state` removes the id, as the coordinator does);
 2. transactional-id-not-found: the id maps to the producer but its coordinator does not know it
@@ -46,15 +47,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_txn_tools.dumps.plan import HANGING_REASONS
+from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, LATE_TRANSACTION_BUFFER_MS
+from kafka_txn_tools.admin.hanging import CoordinatorView, judge, reason_against
+from kafka_txn_tools.models import DEAD_STATE, HANGING_REASONS, HangingReason
 
-LATE_TRANSACTION_BUFFER_MS = 5 * 60 * 1000
 REASONS = HANGING_REASONS
-NO_ID, NOT_FOUND, NOT_IN_TXN, EPOCH_MISMATCH, NOT_ONGOING = HANGING_REASONS
-LATE = "late"
+NO_ID = HangingReason.NO_TRANSACTIONAL_ID.value
+LATE = HangingReason.LATE.value
 UNKNOWN = "coordinator-state-unknown"
-# States in which the coordinator will still write markers (the CLI's models.ONGOING_STATES).
-ONGOING_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
 FOLLOWER_ONLY = "open-on-follower-not-leader"
 LEADER_ONLY = "open-on-leader-not-follower"
 MAX_LONG = (1 << 63) - 1  # the offset of a live observation: newer than any snapshot
@@ -68,7 +68,7 @@ TxnKey = tuple[str, int, int, int]  # topic, partition, producer id, start offse
 @dataclass(frozen=True)
 class SweepParams:
     now_ms: int
-    max_transaction_timeout_ms: int = 900_000
+    max_transaction_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
     include_late: bool = False
 
 
@@ -290,43 +290,20 @@ def divergence(
     ]
 
 
-def _equal(a: Any, b: Any) -> bool | None:
-    return None if a is None or b is None else a == b
-
-
-def _in_transaction(parts: Iterable[tuple[str | None, int | None]], topic: str, partition: int) -> bool | None:
-    """Whether (topic, partition) is among the transaction's partitions; None when no entry matches
-    but some entry has an unknown field (SQL's exists())."""
-    unknown = False
-    for part_topic, part_index in parts:
-        same_topic, same_index = _equal(part_topic, topic), _equal(part_index, partition)
-        if same_topic and same_index:
-            return True
-        if same_topic is not False and same_index is not False:
-            unknown = True
-    return None if unknown else False
+def _view(coordinator: Coordinator) -> CoordinatorView:
+    # A dump writes TRANSACTIONAL_ID_NOT_FOUND (and a tombstoned id) as a Dead row.
+    parts = None if coordinator.partitions is None else frozenset(coordinator.partitions)
+    return CoordinatorView(coordinator.transactional_id, coordinator.state, coordinator.producer_id,
+                           coordinator.producer_epoch, parts, found=coordinator.state != DEAD_STATE)
 
 
 def reason(candidate: OpenRow, coordinator: Coordinator | None) -> str:
     """The CLI's reason for a candidate against one coordinator row (see module docstring)."""
     if coordinator is None:
         return NO_ID
-    state = coordinator.state
-    if state == "Dead":
-        return NOT_FOUND
-    if coordinator.partitions is None or state is None:
-        return UNKNOWN
-    if _epoch_older(coordinator.producer_epoch, candidate.producer_epoch):
-        return EPOCH_MISMATCH
-    if state not in ONGOING_STATES:
-        return NOT_ONGOING
-    if _in_transaction(coordinator.partitions, candidate.topic, candidate.partition) is False:
-        return NOT_IN_TXN
-    return LATE
-
-
-def _epoch_older(coordinator_epoch: int | None, partition_epoch: int | None) -> bool:
-    return coordinator_epoch is not None and partition_epoch is not None and coordinator_epoch < partition_epoch
+    why = reason_against(candidate.topic, candidate.partition, candidate.producer_id, candidate.producer_epoch,
+                         _view(coordinator))
+    return UNKNOWN if why is None else why.value
 
 
 def verdict_of(reason_name: str) -> str:
@@ -335,15 +312,17 @@ def verdict_of(reason_name: str) -> str:
     return "late" if reason_name == LATE else "unverified"
 
 
-def judge(candidate: OpenRow, coordinators: Sequence[Coordinator]) -> tuple[Coordinator | None, str]:
-    """The coordinator row that decides and its reason. A producer id mapped by several transactional
-    ids (a coordinator moving) is judged as the CLI does: unknown if any id's state is unknown, else
-    live if any id says so, else by the first id."""
-    if not coordinators:
-        return None, NO_ID
-    judged = [(reason(candidate, c), c) for c in coordinators]
-    why, coordinator = min(judged, key=lambda rc: (rc[0] != UNKNOWN, rc[0] != LATE, rc[1].transactional_id))
-    return coordinator, why
+def decide(candidate: OpenRow, coordinators: Sequence[Coordinator],
+           views: Sequence[CoordinatorView] | None = None) -> tuple[Coordinator | None, str]:
+    """The coordinator row that decides and its reason, by the CLI's `judge`: unknown if any id's state is
+    unknown, else live if any id says so, else by the first id. `views`: the rows' views, when the caller
+    made them once for many candidates."""
+    rows = {c.transactional_id: c for c in coordinators}
+    judged = ((v, reason_against(candidate.topic, candidate.partition, candidate.producer_id, candidate.producer_epoch,
+                                 v)) for v in (views if views is not None else [_view(c) for c in coordinators]))
+    view, why = judge(judged)
+    decisive = rows[view.transactional_id] if view is not None else None
+    return decisive, UNKNOWN if why is None else why.value
 
 
 def _joined(values: Iterable[int]) -> str:
@@ -362,6 +341,7 @@ def verdicts(
     by_producer: dict[int, list[Coordinator]] = {}
     for coordinator in coordinators:
         by_producer.setdefault(coordinator.producer_id, []).append(coordinator)
+    views = {pid: [_view(c) for c in rows] for pid, rows in by_producer.items()}
     open_on: dict[TxnKey, set[int]] = {}
     for row in fresh:
         open_on.setdefault(row.key, set()).add(row.broker_id)
@@ -372,7 +352,7 @@ def verdicts(
         age = row.age_ms(params.now_ms)
         if age <= params.max_transaction_timeout_ms:
             continue
-        decisive, why = judge(row, by_producer.get(row.producer_id, []))
+        decisive, why = decide(row, by_producer.get(row.producer_id, []), views.get(row.producer_id, []))
         leader, flagged, gap = leader_table[row.partition_key], oldest.get(row.partition_key), missing.get(row.key)
         out.append(
             {

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
 from kafka_txn_tools.dumps import schema as dschema
 from kafka_txn_tools.dumps.dump_log_text import looks_like_dump_log_text
 
@@ -67,34 +65,29 @@ def classify_input(path: str) -> InputSpec:
 # --- schemas -------------------------------------------------------------------------------------
 
 
-def _spark_type(t: pa.DataType) -> DataType:
+def _spark_type(column_type: str) -> DataType:
     from pyspark.sql import types as T
 
-    if pa.types.is_int32(t):
-        return T.IntegerType()
-    if pa.types.is_int64(t):
-        return T.LongType()
-    if pa.types.is_boolean(t):
-        return T.BooleanType()
-    if pa.types.is_string(t):
-        return T.StringType()
-    if pa.types.is_list(t):
-        return T.ArrayType(_spark_type(t.value_type), True)
-    if pa.types.is_struct(t):
-        return T.StructType([T.StructField(f.name, _spark_type(f.type), True) for f in t])
-    raise TypeError(f"no Spark type for {t}")
+    simple = {"int32": T.IntegerType, "int64": T.LongType, "bool": T.BooleanType, "string": T.StringType}
+    if column_type in simple:
+        return simple[column_type]()
+    if column_type == dschema.PARTITIONS:
+        entry = T.StructType([T.StructField("topic", T.StringType(), True),
+                              T.StructField("partition", T.IntegerType(), True)])
+        return T.ArrayType(entry, True)
+    raise TypeError(f"no Spark type for {column_type}")
 
 
 def spark_schema(kind: str) -> StructType:
     """The Spark schema of a dump table (all nullable: Spark relaxes nullability on read anyway)."""
     from pyspark.sql import types as T
 
-    return T.StructType([T.StructField(f.name, _spark_type(f.type), True) for f in dschema.SCHEMAS[kind]])
+    return T.StructType([T.StructField(c.name, _spark_type(c.type), True) for c in dschema.COLUMNS[kind]])
 
 
 def row_tuple(kind: str, row: dict[str, Any]) -> tuple[Any, ...]:
     values = []
-    for name in dschema.SCHEMAS[kind].names:
+    for name in dschema.column_names(kind):
         value = row.get(name)
         if name == "partitions" and value is not None:
             value = [(p["topic"], p["partition"]) for p in value]

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 from kafka_txn_tools.dumps.plan import AbortPlan, AbortPlanEntry, write_plan
 from kafka_txn_tools.durations import parse_duration_ms
 from kafka_txn_tools.spark.session import get_session, require_java
@@ -71,22 +72,26 @@ def _capture_and_brokers(ingested: Ingested) -> tuple[int | None, set[int]]:
 
 def ship_package(spark: SparkSession) -> None:
     """Send this project's code to a cluster's executors (they may not have it installed): the
-    log-dir readers run there and decode segments with the broker's record-batch code. Its
-    dependencies (crc32c, kafka-python) must be installed on the executors."""
+    log-dir readers run there and decode segments with Kafka's formats (kafka_txn_broker.formats).
+    Their dependency crc32c must be installed on the executors."""
     spark.sparkContext.addPyFile(str(package_zip(Path(tempfile.mkdtemp(prefix="kafka-txn-pkg-")))))
 
 
 def package_zip(directory: Path) -> Path:
-    """kafka_txn_tools and kafka_txn_broker (wherever each is installed from) in one zip."""
+    """kafka_txn_tools and the broker's formats package (wherever each is installed from) in one zip:
+    the broker itself (its server, coordinators, security) never runs on an executor."""
     import kafka_txn_broker
+    import kafka_txn_broker.formats
     import kafka_txn_tools
 
     target = directory / "kafka_txn_tools.zip"
     with zipfile.ZipFile(target, "w") as zf:
-        for package in (kafka_txn_tools, kafka_txn_broker):
+        for package in (kafka_txn_tools, kafka_txn_broker.formats):
             root = Path(str(package.__file__)).resolve().parent
             for path in root.rglob("*.py"):
-                zf.write(path, Path(package.__name__) / path.relative_to(root))
+                zf.write(path, Path(*package.__name__.split(".")) / path.relative_to(root))
+        # The parent package of formats, so `import kafka_txn_broker.formats` resolves inside the zip.
+        zf.write(str(kafka_txn_broker.__file__), Path("kafka_txn_broker") / "__init__.py")
     return target
 
 
@@ -131,7 +136,7 @@ def run_sweep(
     inputs: Sequence[str],
     out_dir: str | os.PathLike[str],
     master: str | None = "local[2]",
-    max_transaction_timeout_ms: int = 900_000,
+    max_transaction_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
     as_of_ms: int | None = None,
     include_late: bool = False,
     spark: SparkSession | None = None,

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from kafka_txn_tools.models import DEAD_STATE
+
 MAX_LONG = (1 << 63) - 1
 TOMBSTONE_SOURCES = ("transaction-log", "dump-log-text")
 
@@ -48,7 +50,7 @@ def normalize_transactions(df: DataFrame) -> DataFrame:
     # A Dead row read from `__transaction_state` is a tombstone: once it is the newest state of the
     # id, the id is gone, as in the coordinator's memory. (Dead rows of a live dump stay: there the
     # coordinator listed the id but could not describe it.)
-    tombstone = (F.col("state") == "Dead") & F.col("source").isin(*TOMBSTONE_SOURCES)
+    tombstone = (F.col("state") == DEAD_STATE) & F.col("source").isin(*TOMBSTONE_SOURCES)
     return (
         df.where(F.col("transactional_id").isNotNull() & F.col("producer_id").isNotNull())
         .withColumn("_rank", F.row_number().over(window))

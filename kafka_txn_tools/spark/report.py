@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
+
 # Age buckets of open transactions, upper bounds in ms; chosen around the 15 min default timeout and
 # the metric's 20 min threshold.
 AGE_BUCKETS: list[tuple[str, int | None]] = [
@@ -102,7 +104,7 @@ def render_report(
     brokers = summary.get("late_partitions_by_broker", {})
     hanging_by_broker = summary.get("hanging_by_leader_broker", {})
     broker_ids = sorted({*brokers, *hanging_by_broker}, key=lambda b: int(b))
-    threshold = summary.get("max_transaction_timeout_ms", 900_000)
+    threshold = summary.get("max_transaction_timeout_ms", DEFAULT_MAX_TRANSACTION_TIMEOUT_MS)
     labels = [label for label, _ in AGE_BUCKETS]
     ages = [int(age_histogram.get(label, 0)) for label in labels]
     late_bucket = [upper is None or upper > threshold for _, upper in AGE_BUCKETS]

@@ -119,7 +119,7 @@ def start_broker(data_dir: Path) -> tuple[subprocess.Popen[str], str]:
 
 
 def create_topics(bootstrap: str, partitions: int, per_topic: int) -> list[str]:
-    from kafka_txn_broker.txn.raw_client import RawKafkaClient
+    from kafka_txn_broker.testing.raw_client import RawKafkaClient
 
     topics = [f"bench-{i:04d}" for i in range(max(1, partitions // per_topic))]
     with RawKafkaClient(bootstrap, timeout_s=120) as client:
@@ -130,7 +130,7 @@ def create_topics(bootstrap: str, partitions: int, per_topic: int) -> list[str]:
 
 def open_transactions(bootstrap: str, topics: list[str], per_topic: int, count: int, threads: int = 4) -> None:
     """`count` open, late-but-live transactions (backdated 30 min), one partition each."""
-    from kafka_txn_broker.txn.raw_client import RawKafkaClient
+    from kafka_txn_broker.testing.raw_client import RawKafkaClient
 
     old = int(time.time() * 1000) - 30 * 60_000
 
@@ -166,7 +166,7 @@ def main() -> int:
     ap.add_argument("--per-topic", type=int, default=100)
     ap.add_argument("--open", type=int, default=2_000)
     args = ap.parse_args()
-    from kafka_txn_broker.scenarios import ScenarioOptions, run_scenario
+    from kafka_txn_broker.testing.scenarios import ScenarioOptions, run_scenario
 
     with tempfile.TemporaryDirectory() as tmp:
         proc, bootstrap = start_broker(Path(tmp))

@@ -47,7 +47,7 @@ def bytes_on_disk(directory: Path) -> int:
 
 def write(cluster: Any, mib: int) -> float:
     """Append `mib` MiB of records to the leaders of WRITE_TOPIC (replicated to RF 3); seconds taken."""
-    from kafka_txn_broker.log.record_batch import build_batch
+    from kafka_txn_broker.formats.record_batch import build_batch
 
     core = cluster.cluster
     cluster.create_topic(WRITE_TOPIC, WRITE_PARTITIONS, 3)

@@ -1,5 +1,5 @@
 """Long wire-fuzzing run against an embedded broker (outside CI; the bounded version is
-tests/broker/test_fuzz_wire.py).
+tests/broker/apis/test_fuzz_wire.py).
 
     # structure-aware: valid requests of every API/version, mutated (the CI generator), a million inputs
     python tests/benchmarks/fuzz_long.py --engine mutate --inputs 1000000 --seed 1
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 if TYPE_CHECKING:
-    from tests.broker import fuzz_wire_support as fz
+    from tests.broker.apis import fuzz_wire_support as fz
 
 
 class Run:
@@ -165,11 +165,11 @@ def main() -> int:
         # Coverage feedback from the broker and kafka-python's protocol code only (the handler modules
         # are imported by load_all, inside the block too).
         with atheris.instrument_imports(include=["kafka_txn_broker", "kafka.protocol"]):
-            from tests.broker import fuzz_wire_support as fz
+            from tests.broker.apis import fuzz_wire_support as fz
 
             fz.apis()
     else:
-        from tests.broker import fuzz_wire_support as fz
+        from tests.broker.apis import fuzz_wire_support as fz
     from kafka_txn_broker import EmbeddedCluster
 
     data_dir = args.data_dir or tempfile.mkdtemp(prefix="fuzz-long-")

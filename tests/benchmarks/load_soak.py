@@ -57,7 +57,7 @@ from kafka.protocol.producer import (  # noqa: E402
     ProduceResponse,
 )
 
-from kafka_txn_broker.log.record_batch import build_batch  # noqa: E402
+from kafka_txn_broker.formats.record_batch import build_batch  # noqa: E402
 from tests.e2e.helpers import BrokerProcess, free_port_block  # noqa: E402
 
 TRACED_BROKER = Path(__file__).resolve().with_name("traced_broker.py")

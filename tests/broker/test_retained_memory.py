@@ -31,9 +31,9 @@ from kafka.protocol.producer import AddPartitionsToTxnRequest, EndTxnRequest, Pr
 
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.clock import ManualClock
-from kafka_txn_broker.coordinator_partition import java_string_hash
-from kafka_txn_broker.log.record_batch import build_batch
-from kafka_txn_broker.txn.raw_client import (
+from kafka_txn_broker.formats.partitioning import java_string_hash
+from kafka_txn_broker.formats.record_batch import build_batch
+from kafka_txn_broker.testing.raw_client import (
     V_ADD_PARTITIONS,
     V_END_TXN,
     V_FIND_COORDINATOR,

@@ -21,7 +21,7 @@ import pytest
 
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_tools.cli import exit_codes
-from tests.broker.security_support import USERS, broker_config, certificates
+from tests.broker.security.support import USERS, broker_config, certificates
 from tests.e2e.cli_support import Result
 
 FAST_S = 5.0  # every answer here is known within a round trip or two; --timeout is 60 s

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafka_txn_broker import EmbeddedCluster
-from kafka_txn_broker.scenarios import HANGING_PARTITION, ScenarioOptions, run_scenario
+from kafka_txn_broker.testing.scenarios import HANGING_PARTITION, ScenarioOptions, run_scenario
 from kafka_txn_tools.admin.abort import AbortTarget, execute, validate
 from kafka_txn_tools.admin.client import AdminClient
 from kafka_txn_tools.admin.config import ClientSettings

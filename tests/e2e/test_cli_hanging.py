@@ -1,4 +1,4 @@
-"""Real hanging transactions (kafka_txn_broker.scenarios) among healthy ones: find-hanging reports exactly
+"""Real hanging transactions (kafka_txn_broker.testing.scenarios) among healthy ones: find-hanging reports exactly
 the hanging ones, abort unblocks a stalled read_committed consumer, and no healthy transaction is touched.
 
 The cluster runs without transaction verification (as Kafka before 3.6), the only way the incidents
@@ -17,7 +17,7 @@ from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as CTopicPartition
 
 from kafka_txn_broker import EmbeddedCluster
-from kafka_txn_broker.scenarios import HANGING_PARTITION, ScenarioOptions, ScenarioResult, run_scenario
+from kafka_txn_broker.testing.scenarios import HANGING_PARTITION, ScenarioOptions, ScenarioResult, run_scenario
 from kafka_txn_tools.cli import exit_codes
 from tests.e2e.cli_support import kafka_transactions, kafka_txn, open_transaction
 

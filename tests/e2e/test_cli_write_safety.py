@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from kafka_txn_broker import EmbeddedCluster
-from kafka_txn_broker.scenarios import ScenarioOptions, run_scenario
+from kafka_txn_broker.testing.scenarios import ScenarioOptions, run_scenario
 from kafka_txn_tools.cli import exit_codes
 from tests.e2e.cli_support import kafka_transactions, kafka_txn, log_offsets, many_log_offsets, open_transaction
 

@@ -12,8 +12,8 @@ from kafka.admin._transactions import AbortTransactionSpec
 from kafka.structs import TopicPartition as KTP
 
 from kafka_txn_broker import EmbeddedCluster
-from kafka_txn_broker.coordinator_partition import TXN_TOPIC
-from kafka_txn_broker.log.record_batch import iter_batches
+from kafka_txn_broker.formats.partitioning import TXN_TOPIC
+from kafka_txn_broker.formats.record_batch import iter_batches
 from kafka_txn_tools.dumps.transaction_log import read_transaction_log
 from tests.e2e.helpers import consume_all
 

@@ -141,7 +141,7 @@ def test_committed_offsets_follow_the_coordinator_when_its_node_stops(cluster: E
         c.close()
     inner = cluster.cluster
     assert inner is not None
-    coordinator = inner.nodes[0].group_coordinator.partition_of("movers").leader
+    coordinator = inner.nodes[0].group_coordinator.partition_of("movers")[1]
     cluster.stop_node(coordinator)
     c = group_consumer(cluster.bootstrap_servers.replace(_address(cluster, coordinator), ""),
                        "movers", **{"enable.auto.commit": False})
@@ -159,12 +159,12 @@ def test_an_active_group_carries_on_when_its_coordinator_moves(cluster: Embedded
         poll_until([a, b], lambda r: len(r) >= 60 and len(assigned(a)) == len(assigned(b)) == 3)
         inner = cluster.cluster
         assert inner is not None
-        old = inner.nodes[0].group_coordinator.partition_of("movers2").leader
+        old = inner.nodes[0].group_coordinator.partition_of("movers2")[1]
         generation = inner.nodes[old].group_coordinator.shard("movers2").groups["movers2"].generation
         cluster.stop_node(old)
         sent = produce(bootstrap, 60, start=60)
         records = poll_until([a, b], lambda r: len(r) >= 60)
-        new = inner.nodes[(old + 1) % 3].group_coordinator.partition_of("movers2").leader
+        new = inner.nodes[(old + 1) % 3].group_coordinator.partition_of("movers2")[1]
         after = inner.nodes[new].group_coordinator.shard("movers2").groups["movers2"].generation
     finally:
         a.close()

@@ -16,7 +16,7 @@ from confluent_kafka import AcknowledgeType
 
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.clock import ManualClock
-from kafka_txn_broker.scenarios import HANGING_PARTITION, ScenarioOptions, run_scenario
+from kafka_txn_broker.testing.scenarios import HANGING_PARTITION, ScenarioOptions, run_scenario
 from tests.e2e.cli_support import kafka_txn
 from tests.e2e.share_support import (
     FAST_GROUPS,

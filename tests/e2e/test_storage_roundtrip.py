@@ -8,7 +8,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafka_txn_broker import EmbeddedCluster
-from kafka_txn_broker.log.record_batch import iter_batches
+from kafka_txn_broker.formats.record_batch import iter_batches
 from tests.e2e.helpers import consume_all
 
 

@@ -17,8 +17,8 @@ from kafka.admin._transactions import AbortTransactionSpec
 from kafka.structs import TopicPartition as KTP
 
 from kafka_txn_broker import EmbeddedCluster
-from kafka_txn_broker.coordinator_partition import TXN_TOPIC, partition_for
-from kafka_txn_broker.scenarios import HANGING_PARTITION, ScenarioOptions, run_scenario
+from kafka_txn_broker.formats.partitioning import TXN_TOPIC, partition_for
+from kafka_txn_broker.testing.scenarios import HANGING_PARTITION, ScenarioOptions, run_scenario
 from tests.e2e.helpers import consume_all
 
 QUIET = {"log_level": 3}

@@ -12,7 +12,7 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient
 
-from kafka_txn_broker.coordinator_partition import TXN_TOPIC, partition_for
+from kafka_txn_broker.formats.partitioning import TXN_TOPIC, partition_for
 from kafka_txn_broker.txn.coordinator import FAULT_ENV, FAULT_EXIT_AFTER_PREPARE_COMMIT
 from kafka_txn_tools.dumps.transaction_log import read_transaction_log
 from tests.e2e.helpers import BrokerProcess, consume_all, free_port_block

@@ -34,7 +34,7 @@ def start(
 ) -> None:
     """Start N nodes in this process; print `bootstrap.servers=...` once all are ready; stop on SIGTERM/SIGINT."""
     from kafka_txn_broker.config import BrokerConfig, ConfigError
-    from kafka_txn_broker.runner import run_foreground
+    from kafka_txn_broker.server.runner import run_foreground
 
     try:
         cfg = BrokerConfig.from_sources(config, sets)
@@ -81,8 +81,8 @@ def scenario(
     """
     import json
 
-    from kafka_txn_broker.scenarios import ScenarioError, ScenarioOptions, run_scenario
-    from kafka_txn_broker.txn.raw_client import RawClientError
+    from kafka_txn_broker.testing.raw_client import RawClientError
+    from kafka_txn_broker.testing.scenarios import ScenarioError, ScenarioOptions, run_scenario
 
     if output not in ("json", "table"):
         typer.echo(f"error: --output {output!r}: use json or table", err=True)

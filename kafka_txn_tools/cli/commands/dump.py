@@ -61,11 +61,12 @@ def dump_command(
         with connect(Connection(bootstrap_server, command_config, profile, timeout)) as client, \
                 progress_bar("dumping producer state") as (advance, set_total):
             rows = collect(client, now_ms, progress=advance, on_total=set_total)
+        from kafka_txn_tools.dumps.schema import ERRORS, PRODUCERS, TRANSACTIONS
+
         try:
-            from kafka_txn_tools.dumps.schema import ERRORS, PRODUCERS, TRANSACTIONS
-        except ImportError as exc:
-            fail(f"dump needs pyarrow ({exc}): pip install pyarrow")
-        manifest = write_dump(rows, out, fmt.value, now_ms())
+            manifest = write_dump(rows, out, fmt.value, now_ms())
+        except ImportError as exc:  # Parquet needs pyarrow (refused before any file is written); JSONL does not
+            fail(f"dump --format parquet needs pyarrow ({exc}): pip install pyarrow, or use --format jsonl")
     for err in rows.errors[:20]:
         warn(str(err["message"]))
     typer.echo(f"wrote {out}: {manifest.counts[PRODUCERS]} producer rows, {manifest.counts[TRANSACTIONS]} "

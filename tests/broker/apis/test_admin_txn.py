@@ -18,9 +18,9 @@ from kafka.protocol.admin import (
 from kafka.protocol.producer import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
 from kafka_txn_broker.clock import ManualClock
-from kafka_txn_broker.cluster import EmbeddedCluster
-from kafka_txn_broker.txn import errors as E
-from kafka_txn_broker.txn.raw_client import ProducerIdAndEpoch, RawKafkaClient
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.server.cluster import EmbeddedCluster
+from kafka_txn_broker.testing.raw_client import ProducerIdAndEpoch, RawKafkaClient
 from kafka_txn_tools.admin import wire
 
 TOPIC = "t"

@@ -19,9 +19,9 @@ from kafka.protocol.admin import (
     IncrementalAlterConfigsResponse,
 )
 
-from kafka_txn_broker.cluster import EmbeddedCluster
 from kafka_txn_broker.configs.config_def import ConfigSource, ConfigType
-from tests.broker.security_support import broker_config, call, sasl_plain_socket
+from kafka_txn_broker.server.cluster import EmbeddedCluster
+from tests.broker.security.support import broker_config, call, sasl_plain_socket
 from tests.broker.wire import roundtrip
 
 TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32

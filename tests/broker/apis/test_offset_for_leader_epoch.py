@@ -1,6 +1,6 @@
 """OffsetForLeaderEpoch over the wire on a 3-node embedded cluster: epoch ends across leader changes,
 CurrentLeaderEpoch fencing, not-leader and unknown partitions, and a leader that kept its epoch across
-a restart. Authorization is in tests/broker/test_auth_acls_wire.py, a real consumer across a leader
+a restart. Authorization is in tests/broker/apis/test_acls.py, a real consumer across a leader
 change in tests/e2e/test_consumer_leader_change.py."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 from kafka.protocol.consumer import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
-from kafka_txn_broker.cluster import EmbeddedCluster
-from kafka_txn_broker.log.record_batch import build_batch
-from kafka_txn_broker.partition import Partition
+from kafka_txn_broker.formats.record_batch import build_batch
+from kafka_txn_broker.replica.partition import Partition
+from kafka_txn_broker.server.cluster import EmbeddedCluster
 from tests.broker.wire import roundtrip
 
 TOPIC = "t"

@@ -4,8 +4,8 @@ from pathlib import Path
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.formats.record_batch import build_batch
 from kafka_txn_broker.log.leader_epoch import LeaderEpochCache
-from kafka_txn_broker.log.record_batch import build_batch
 from kafka_txn_broker.log.unified_log import UnifiedLog
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.formats.record_batch import build_batch
 from kafka_txn_broker.log import leader_epoch_checkpoint
-from kafka_txn_broker.log.record_batch import build_batch
 from kafka_txn_broker.log.unified_log import UnifiedLog
 
 TS = 1_700_000_000_000

@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafka_txn_broker.clock import ManualClock
-from kafka_txn_broker.log.record_batch import BatchHeader, build_batch
+from kafka_txn_broker.formats.record_batch import BatchHeader, build_batch
 from kafka_txn_broker.log.segment import LogSegment
 
 TS = 1_700_000_000_000

@@ -8,11 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.errors import (
-    CorruptRecordError,
     InvalidProducerEpochError,
-    InvalidRecordError,
     InvalidTxnStateError,
-    MessageSizeTooLargeError,
     OffsetOutOfRangeError,
     OutOfOrderSequenceNumberError,
     RecordListTooLargeError,
@@ -22,9 +19,10 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.formats.errors import CorruptRecordError, InvalidRecordError, MessageTooLargeError
+from kafka_txn_broker.formats.record_batch import BatchHeader, build_batch, iter_batches, parse_control_record
 from kafka_txn_broker.log import file_cache
-from kafka_txn_broker.log.log import CLEAN_SHUTDOWN_FILE
-from kafka_txn_broker.log.record_batch import BatchHeader, build_batch, iter_batches, parse_control_record
+from kafka_txn_broker.log.local_log import CLEAN_SHUTDOWN_FILE
 from kafka_txn_broker.log.transaction_index import AbortedTxn
 from kafka_txn_broker.log.unified_log import UnexpectedAppendOffsetError, UnifiedLog
 
@@ -131,7 +129,7 @@ def test_validation_errors(ulog: UnifiedLog, part_dir: Path, clock: ManualClock)
     with pytest.raises(CorruptRecordError):
         ulog.append_as_leader(bad, 0)
     small = UnifiedLog.open(part_dir.parent / "small-0", BrokerConfig({"message.max.bytes": 100}), clock)
-    with pytest.raises(MessageSizeTooLargeError):
+    with pytest.raises(MessageTooLargeError):
         small.append_as_leader(plain(1, b"x" * 200), 0)
     tiny = UnifiedLog.open(part_dir.parent / "tiny-0", BrokerConfig({"log.segment.bytes": 100}), clock)
     with pytest.raises(RecordListTooLargeError):
@@ -372,7 +370,7 @@ def test_files_parse_with_independent_reader(part_dir: Path, config: BrokerConfi
 
 
 def test_coordinator_origin_may_append_markers_as_batches(ulog: UnifiedLog) -> None:
-    from kafka_txn_broker.log.record_batch import build_control_batch
+    from kafka_txn_broker.formats.record_batch import build_control_batch
 
     t = Producer(4, txn=True)
     ulog.append_as_leader(t.batch(), 0, origin="coordinator")

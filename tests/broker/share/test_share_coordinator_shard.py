@@ -8,10 +8,10 @@ import pytest
 from kafka.errors import FencedLeaderEpochError, FencedStateEpochError
 
 from kafka_txn_broker.clock import ManualClock
+from kafka_txn_broker.formats.record_batch import iter_batches, iter_records
 from kafka_txn_broker.formats.share_coordinator_records import StateBatch, decode_key
-from kafka_txn_broker.log.record_batch import iter_batches, iter_records
 from kafka_txn_broker.share.share_coordinator_shard import ShareCoordinatorShard
-from tests.broker.groups_fakes import FakeLog
+from tests.broker.group.fakes import FakeLog
 
 KEY = ("g", uuid.UUID(int=5), 0)
 

@@ -1,4 +1,8 @@
-"""TransactionCoordinator against a live embedded cluster: Kafka's answers for every request and state."""
+"""TransactionCoordinator: Kafka's answers for every request and state.
+
+The request and state tables run on fakes (`coordinator`: no sockets, no cluster); what needs real
+partitions (markers moving the LSO, the reaper, restarts, an offline leader) runs on a live embedded
+cluster (`harness`). Both expose the same init/add/end/metadata helpers."""
 
 from __future__ import annotations
 
@@ -7,26 +11,26 @@ from pathlib import Path
 
 import pytest
 
-from kafka_txn_broker.coordinator_partition import GROUP_TOPIC
-from kafka_txn_broker.txn import errors as E
-from kafka_txn_broker.txn.transaction_metadata import MAX_EPOCH, TransactionState
-from tests.broker.txn.conftest import Harness, make_harness
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.transactions import MAX_EPOCH, TransactionState
+from tests.broker.harness import Harness, make_harness
+from tests.broker.txn.fakes import FakeCoordinator
 
 S = TransactionState
 
 
-def begin(h: Harness, txn_id: str, *parts: tuple[str, int]) -> tuple[int, int]:
+def begin(h: Harness | FakeCoordinator, txn_id: str, *parts: tuple[str, int]) -> tuple[int, int]:
     code, pid, epoch = h.init(txn_id)
     assert code == E.NONE
     assert h.add(txn_id, pid, epoch, *(parts or (("t", 0),))) == E.NONE
     return pid, epoch
 
 
-def test_init_producer_id_creates_then_bumps(harness: Harness) -> None:
-    code, pid, epoch = harness.init("a")
+def test_init_producer_id_creates_then_bumps(coordinator: FakeCoordinator) -> None:
+    code, pid, epoch = coordinator.init("a")
     assert (code, epoch) == (E.NONE, 0)
-    assert harness.init("a") == (E.NONE, pid, 1)
-    md = harness.metadata("a")
+    assert coordinator.init("a") == (E.NONE, pid, 1)
+    md = coordinator.metadata("a")
     assert md is not None and (md.state, md.producer_epoch, md.txn_timeout_ms) == (S.EMPTY, 1, 60000)
 
 
@@ -36,36 +40,29 @@ def test_init_producer_id_creates_then_bumps(harness: Harness) -> None:
     ("a", 900001, -1, -1, E.INVALID_TRANSACTION_TIMEOUT),
     ("a", 1000, 5, -1, E.INVALID_REQUEST),
 ])
-def test_init_producer_id_rejects(harness: Harness, txn_id: str, timeout: int, pid: int, epoch: int,
+def test_init_producer_id_rejects(coordinator: FakeCoordinator, txn_id: str, timeout: int, pid: int, epoch: int,
                                   code: int) -> None:
-    coordinator = harness.coord("a")
-    assert harness.run(lambda: coordinator.init_producer_id(txn_id, timeout, pid, epoch)) == (code, -1, -1)
+    assert coordinator.coord("a").init_producer_id(txn_id, timeout, pid, epoch) == (code, -1, -1)
 
 
-def test_init_with_expected_producer_id_and_epoch(harness: Harness) -> None:
-    _, pid, _ = harness.init("a")
-    _, _, e1 = harness.init("a")
-    assert harness.init("a", 60000, pid + 100, e1)[0] == E.PRODUCER_FENCED  # someone else's id
-    assert harness.init("a", 60000, pid, e1) == (E.NONE, pid, e1 + 1)  # recovering producer: bump
-    assert harness.init("a", 60000, pid, e1) == (E.NONE, pid, e1 + 1)  # its retry: same epoch back
-    assert harness.init("a", 60000, pid, 0)[0] == E.PRODUCER_FENCED  # a zombie's stale epoch
+def test_init_with_expected_producer_id_and_epoch(coordinator: FakeCoordinator) -> None:
+    _, pid, _ = coordinator.init("a")
+    _, _, e1 = coordinator.init("a")
+    assert coordinator.init("a", 60000, pid + 100, e1)[0] == E.PRODUCER_FENCED  # someone else's id
+    assert coordinator.init("a", 60000, pid, e1) == (E.NONE, pid, e1 + 1)  # recovering producer: bump
+    assert coordinator.init("a", 60000, pid, e1) == (E.NONE, pid, e1 + 1)  # its retry: same epoch back
+    assert coordinator.init("a", 60000, pid, 0)[0] == E.PRODUCER_FENCED  # a zombie's stale epoch
 
 
-def test_add_partitions_errors_and_no_op(harness: Harness) -> None:
-    assert harness.add("nobody", 1, 0, ("t", 0)) == E.INVALID_PRODUCER_ID_MAPPING
-    _, pid, epoch = harness.init("a")
-    assert harness.add("a", pid + 1, epoch, ("t", 0)) == E.INVALID_PRODUCER_ID_MAPPING
-    assert harness.add("a", pid, epoch + 1, ("t", 0)) == E.PRODUCER_FENCED
-    assert harness.add("a", pid, epoch, ("t", 0)) == E.NONE
-    node = harness.coordinator_node("a")
-    log_end = harness.run(lambda: node.replica_manager.get("__transaction_state",
-                                                           node.txn_coordinator.state_manager.partition_for("a"))
-                          .log.log_end_offset)
-    assert harness.add("a", pid, epoch, ("t", 0)) == E.NONE
-    after = harness.run(lambda: node.replica_manager.get("__transaction_state",
-                                                         node.txn_coordinator.state_manager.partition_for("a"))
-                        .log.log_end_offset)
-    assert after == log_end  # already in the transaction: answered without a write
+def test_add_partitions_errors_and_no_op(coordinator: FakeCoordinator) -> None:
+    assert coordinator.add("nobody", 1, 0, ("t", 0)) == E.INVALID_PRODUCER_ID_MAPPING
+    _, pid, epoch = coordinator.init("a")
+    assert coordinator.add("a", pid + 1, epoch, ("t", 0)) == E.INVALID_PRODUCER_ID_MAPPING
+    assert coordinator.add("a", pid, epoch + 1, ("t", 0)) == E.PRODUCER_FENCED
+    assert coordinator.add("a", pid, epoch, ("t", 0)) == E.NONE
+    written = coordinator.records_written()
+    assert coordinator.add("a", pid, epoch, ("t", 0)) == E.NONE
+    assert coordinator.records_written() == written  # already in the transaction: answered without a write
 
 
 def test_tv1_commit_writes_markers_then_complete(harness: Harness) -> None:
@@ -84,10 +81,10 @@ def test_tv1_commit_writes_markers_then_complete(harness: Harness) -> None:
     assert harness.end("a", pid, epoch + 1, True)[0] == E.PRODUCER_FENCED
 
 
-def test_end_on_empty_and_unknown(harness: Harness) -> None:
-    _, pid, epoch = harness.init("a")
-    assert harness.end("a", pid, epoch, True)[0] == E.INVALID_TXN_STATE
-    assert harness.end("nobody", pid, epoch, True)[0] == E.INVALID_PRODUCER_ID_MAPPING
+def test_end_on_empty_and_unknown(coordinator: FakeCoordinator) -> None:
+    _, pid, epoch = coordinator.init("a")
+    assert coordinator.end("a", pid, epoch, True)[0] == E.INVALID_TXN_STATE
+    assert coordinator.end("nobody", pid, epoch, True)[0] == E.INVALID_PRODUCER_ID_MAPPING
 
 
 def test_init_during_ongoing_fences_and_aborts_the_dangling_transaction(harness: Harness) -> None:
@@ -101,50 +98,49 @@ def test_init_during_ongoing_fences_and_aborts_the_dangling_transaction(harness:
     assert harness.add("a", pid, epoch, ("t", 1)) == E.PRODUCER_FENCED  # the zombie
 
 
-def test_tv2_end_bumps_the_epoch_and_follows_kafkas_retry_table(harness: Harness) -> None:
-    _, pid, e = harness.init("a")
-    assert harness.add("a", pid, e, ("t", 0), tv=2) == E.NONE
-    harness.produce("t", 0, pid, e, 0)
-    assert harness.end("a", pid, e, True, tv=2) == (E.NONE, pid, e + 1)
-    md = harness.metadata("a")
+def test_tv2_end_bumps_the_epoch_and_follows_kafkas_retry_table(coordinator: FakeCoordinator) -> None:
+    _, pid, e = coordinator.init("a")
+    assert coordinator.add("a", pid, e, ("t", 0), tv=2) == E.NONE
+    assert coordinator.end("a", pid, e, True, tv=2) == (E.NONE, pid, e + 1)
+    md = coordinator.metadata("a")
     assert md is not None and (md.state, md.producer_epoch, md.client_transaction_version) == (S.COMPLETE_COMMIT,
                                                                                                 e + 1, 2)
-    assert harness.end("a", pid, e, True, tv=2) == (E.NONE, pid, e + 1)  # retry: NONE, no new bump
-    assert harness.end("a", pid, e, False, tv=2)[0] == E.INVALID_TXN_STATE  # retry with the other result
-    assert harness.end("a", pid, e + 1, True, tv=2)[0] == E.INVALID_TXN_STATE  # commit with nothing open
-    assert harness.end("a", pid, e + 1, False, tv=2) == (E.NONE, pid, e + 2)  # abort when unsure: bump
-    assert harness.end("a", pid, e + 1, False, tv=2) == (E.NONE, pid, e + 2)  # its retry
-    assert harness.end("a", pid, e + 5, False, tv=2)[0] == E.PRODUCER_FENCED
+    assert coordinator.end("a", pid, e, True, tv=2) == (E.NONE, pid, e + 1)  # retry: NONE, no new bump
+    assert coordinator.end("a", pid, e, False, tv=2)[0] == E.INVALID_TXN_STATE  # retry with the other result
+    assert coordinator.end("a", pid, e + 1, True, tv=2)[0] == E.INVALID_TXN_STATE  # commit with nothing open
+    assert coordinator.end("a", pid, e + 1, False, tv=2) == (E.NONE, pid, e + 2)  # abort when unsure: bump
+    assert coordinator.end("a", pid, e + 1, False, tv=2) == (E.NONE, pid, e + 2)  # its retry
+    assert coordinator.end("a", pid, e + 5, False, tv=2)[0] == E.PRODUCER_FENCED
 
 
-def test_tv2_abort_from_empty_retry_is_fenced(harness: Harness) -> None:
-    _, pid, e = harness.init("b")
-    assert harness.init("b")[2] == e + 1
-    assert harness.end("b", pid, e, False, tv=2)[0] == E.PRODUCER_FENCED  # Empty + retry epoch
+def test_tv2_abort_from_empty_retry_is_fenced(coordinator: FakeCoordinator) -> None:
+    _, pid, e = coordinator.init("b")
+    assert coordinator.init("b")[2] == e + 1
+    assert coordinator.end("b", pid, e, False, tv=2)[0] == E.PRODUCER_FENCED  # Empty + retry epoch
 
 
-def test_epoch_exhaustion_rotates_the_producer_id(harness: Harness) -> None:
-    _, pid, _ = harness.init("a")
-    md = harness.metadata("a")
+def test_epoch_exhaustion_rotates_the_producer_id(coordinator: FakeCoordinator) -> None:
+    _, pid, _ = coordinator.init("a")
+    md = coordinator.metadata("a")
     assert md is not None
     md.producer_epoch = MAX_EPOCH - 1  # as if 32766 transactions had run
-    code, new_pid, epoch = harness.init("a", 60000, pid, MAX_EPOCH - 1)
+    code, new_pid, epoch = coordinator.init("a", 60000, pid, MAX_EPOCH - 1)
     assert code == E.NONE and new_pid != pid and epoch == 0
-    md = harness.metadata("a")
+    md = coordinator.metadata("a")
     assert md is not None and (md.prev_producer_id, md.last_producer_epoch) == (pid, MAX_EPOCH - 1)
     # The client never got the answer and retries with its old id and epoch: recognised, same result.
-    assert harness.init("a", 60000, pid, MAX_EPOCH - 1) == (E.NONE, new_pid, 0)
+    assert coordinator.init("a", 60000, pid, MAX_EPOCH - 1) == (E.NONE, new_pid, 0)
 
 
-def test_tv2_epoch_overflow_moves_the_client_to_a_new_producer_id(harness: Harness) -> None:
-    _, pid, _ = harness.init("a")
-    md = harness.metadata("a")
+def test_tv2_epoch_overflow_moves_the_client_to_a_new_producer_id(coordinator: FakeCoordinator) -> None:
+    _, pid, _ = coordinator.init("a")
+    md = coordinator.metadata("a")
     assert md is not None
     md.producer_epoch = MAX_EPOCH - 1
-    assert harness.add("a", pid, MAX_EPOCH - 1, ("t", 0), tv=2) == E.NONE
-    code, new_pid, epoch = harness.end("a", pid, MAX_EPOCH - 1, True, tv=2)
+    assert coordinator.add("a", pid, MAX_EPOCH - 1, ("t", 0), tv=2) == E.NONE
+    code, new_pid, epoch = coordinator.end("a", pid, MAX_EPOCH - 1, True, tv=2)
     assert code == E.NONE and new_pid != pid and epoch == 0
-    md = harness.metadata("a")
+    md = coordinator.metadata("a")
     assert md is not None and (md.producer_id, md.producer_epoch, md.state) == (new_pid, 0, S.COMPLETE_COMMIT)
 
 
@@ -176,24 +172,14 @@ def test_transactional_id_expiration_writes_a_tombstone(tmp_path: Path) -> None:
         assert h.metadata("idle") is None and h.metadata("busy") is not None
 
 
-def test_add_offsets_adds_the_group_coordinator_partition(harness: Harness) -> None:
-    _, pid, epoch = harness.init("a")
-    assert harness.run(lambda: harness.coord("a").add_offsets_to_transaction("a", pid, epoch, "grp")) == E.NONE
-    md = harness.metadata("a")
-    assert md is not None and len(md.topic_partitions) == 1
-    assert next(iter(md.topic_partitions))[0] == GROUP_TOPIC
-    assert harness.end("a", pid, epoch, True)[0] == E.NONE
-    assert harness.metadata("a").state is S.COMPLETE_COMMIT  # type: ignore[union-attr]
-
-
-def test_verify_partitions(harness: Harness) -> None:
-    pid, epoch = begin(harness, "a", ("t", 0))
-    verify = harness.coord("a").verify_partitions_in_transaction
-    assert harness.run(lambda: verify("a", pid, epoch, [("t", 0), ("t", 1)])) == {
+def test_verify_partitions(coordinator: FakeCoordinator) -> None:
+    pid, epoch = begin(coordinator, "a", ("t", 0))
+    verify = coordinator.coord("a").verify_partitions_in_transaction
+    assert verify("a", pid, epoch, [("t", 0), ("t", 1)]) == {
         ("t", 0): E.NONE, ("t", 1): E.TRANSACTION_ABORTABLE}
-    assert harness.run(lambda: verify("a", pid, epoch + 1, [("t", 0)])) == {("t", 0): E.PRODUCER_FENCED}
-    assert harness.run(lambda: verify("a", pid + 1, epoch, [("t", 0)])) == {("t", 0): E.INVALID_PRODUCER_ID_MAPPING}
-    assert harness.run(lambda: verify("", pid, epoch, [("t", 0)])) == {("t", 0): E.INVALID_REQUEST}
+    assert verify("a", pid, epoch + 1, [("t", 0)]) == {("t", 0): E.PRODUCER_FENCED}
+    assert verify("a", pid + 1, epoch, [("t", 0)]) == {("t", 0): E.INVALID_PRODUCER_ID_MAPPING}
+    assert verify("", pid, epoch, [("t", 0)]) == {("t", 0): E.INVALID_REQUEST}
 
 
 @pytest.fixture

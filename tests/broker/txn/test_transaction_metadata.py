@@ -8,13 +8,11 @@ import itertools
 import pytest
 from kafka.errors import ProducerFencedError
 
+from kafka_txn_broker.formats.transactions import MAX_EPOCH, NO_PRODUCER_EPOCH, TransactionState
 from kafka_txn_broker.txn.transaction_metadata import (
-    MAX_EPOCH,
-    NO_PRODUCER_EPOCH,
     VALID_PREVIOUS_STATES,
     IllegalTransitionError,
     TransactionMetadata,
-    TransactionState,
     is_epoch_exhausted,
 )
 

@@ -52,7 +52,7 @@ def test_config_errors_name_the_property(props, message) -> None:
 
 
 def test_pem_files() -> None:
-    from tests.broker.security_support import KEY_PASSWORD, certificates
+    from tests.broker.security.support import KEY_PASSWORD, certificates
 
     certs = certificates()
     key_and_cert = certs.dir / "client-encrypted.pem"
@@ -76,7 +76,7 @@ def p12(tmp_path: Path, name: str, password: str | None, key: bool) -> Path:
         pkcs12,
     )
 
-    from tests.broker.security_support import certificates
+    from tests.broker.security.support import certificates
 
     certs = certificates()
     ca = x509.load_pem_x509_certificate(certs.ca.read_bytes())

@@ -61,7 +61,7 @@ def oauth_props(url: str, jaas: str = JAAS) -> dict[str, str]:
 
 
 def _ca() -> Path:
-    from tests.broker.security_support import certificates
+    from tests.broker.security.support import certificates
 
     return certificates().ca
 

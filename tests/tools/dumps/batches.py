@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from kafka_txn_broker.log.record_batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, with_base_offset
+from kafka_txn_broker.formats.record_batch import NO_SEQUENCE, with_base_offset
+from kafka_txn_broker.formats.transactions import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 GZIP = 1
 

@@ -7,6 +7,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
+from kafka_txn_broker.formats.transactions import LATE_TRANSACTION_BUFFER_MS
 from kafka_txn_tools.dumps import generator as gen
 from kafka_txn_tools.dumps import logdir, schema
 from kafka_txn_tools.dumps.dump_log_text import parse_dump_log_text
@@ -73,7 +74,8 @@ def test_injected_ages_straddle_the_thresholds():
     assert ages["boundary"] == [timeout]  # strict rule: not late
     assert max(ages["healthy"]) < timeout
     late = ages["late"]
-    assert any(a <= timeout + gen.LATE_BUFFER_MS for a in late) and any(a > timeout + gen.LATE_BUFFER_MS for a in late)
+    metric_threshold = timeout + LATE_TRANSACTION_BUFFER_MS
+    assert any(a <= metric_threshold for a in late) and any(a > metric_threshold for a in late)
 
 
 def test_large_dumps_are_written_in_chunks(tmp_path):

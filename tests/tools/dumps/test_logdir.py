@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from kafka_txn_broker.log.record_batch import build_batch, build_control_batch
+from kafka_txn_broker.formats import producer_snapshot as snap
+from kafka_txn_broker.formats.record_batch import build_batch, build_control_batch
 from kafka_txn_tools.dumps import logdir
-from kafka_txn_tools.dumps import snapshot as snap
 from kafka_txn_tools.dumps import transaction_log as txlog
 
 T0 = 1_700_000_000_000
@@ -17,7 +17,7 @@ T0 = 1_700_000_000_000
 def partition(root, name, entries=(), offset=100, segment=b""):
     pdir = root / name
     pdir.mkdir(parents=True)
-    snap.write_snapshot(pdir / snap.snapshot_file_name(offset), entries)
+    snap.write_snapshot(pdir, offset, entries)
     (pdir / f"{offset:020d}.log").write_bytes(segment)
     return pdir
 
@@ -109,7 +109,7 @@ def test_without_a_snapshot_the_whole_log_is_replayed(tmp_path):
 
 def test_older_snapshots_are_ignored(tmp_path):
     pdir = partition(tmp_path / "node-1", "orders-0", [snap.SnapshotEntry(1, 0, 0, 5, 0, T0, -1, -1)], offset=100)
-    snap.write_snapshot(pdir / snap.snapshot_file_name(50), [snap.SnapshotEntry(1, 0, 0, 5, 0, T0, -1, 3)])
+    snap.write_snapshot(pdir, 50, [snap.SnapshotEntry(1, 0, 0, 5, 0, T0, -1, 3)])
     [row] = logdir.producer_rows(logdir.list_partition_dirs(tmp_path)[0])
     assert row["current_txn_start_offset"] == -1
 
@@ -127,3 +127,17 @@ def test_coordinator_rows_from_transaction_state(tmp_path):
         "state": "Ongoing", "timeout_ms": 60_000, "start_time_ms": T0 - 10, "last_update_ms": T0,
         "partitions": [{"topic": "orders", "partition": 7}], "capture_time_ms": T0 + 1, "source": "transaction-log",
     }]
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("orders-3", ("orders", 3)),
+    ("events-000-12", ("events-000", 12)),
+    ("__transaction_state-49", ("__transaction_state", 49)),
+    ("orders-3.0123456789abcdef0123456789abcdef-delete", None),
+    ("orders-3.0123456789abcdef0123456789abcdef-future", None),
+    ("orders-3.0123456789abcdef0123456789abcdef-stray", None),
+    ("lost+found", None),
+    ("orders", None),
+])
+def test_partition_dir_names(name, expected):
+    assert logdir.parse_partition_dir(name) == expected

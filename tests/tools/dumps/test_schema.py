@@ -7,7 +7,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from kafka_txn_tools.dumps import schema
+from kafka_txn_tools.dumps import parquet, schema
 
 PRODUCER = {
     "broker_id": 1, "topic": "orders", "partition": 3, "is_leader": True, "producer_id": 2000, "producer_epoch": 3,
@@ -45,7 +45,7 @@ def test_bad_rows_name_the_problem(kind, row, message):
 def test_dump_writer_roundtrip_and_manifest(tmp_path, fmt):
     writer = schema.DumpWriter(tmp_path / "d", fmt, capture_time_ms=1_700_000_000_000)
     writer.add(schema.PRODUCERS, [PRODUCER, {**PRODUCER, "broker_id": 2, "is_leader": False}])
-    writer.add(schema.PRODUCERS, schema.rows_to_table(schema.PRODUCERS, [{**PRODUCER, "broker_id": 3}]))
+    writer.add_table(schema.PRODUCERS, parquet.rows_to_table(schema.PRODUCERS, [{**PRODUCER, "broker_id": 3}]))
     writer.add(schema.TRANSACTIONS, [TXN])
     writer.add(schema.ERRORS, [ERROR])
     manifest = writer.close()
@@ -66,8 +66,8 @@ def test_dump_writer_roundtrip_and_manifest(tmp_path, fmt):
 
 def test_parquet_files_carry_the_documented_schema(tmp_path):
     path = tmp_path / "p.parquet"
-    schema.write_parquet([PRODUCER], path, schema.PRODUCERS)
-    assert pq.read_schema(path).equals(schema.PRODUCER_SCHEMA, check_metadata=False)
+    parquet.write_parquet([PRODUCER], path, schema.PRODUCERS)
+    assert pq.read_schema(path).equals(parquet.PRODUCER_SCHEMA, check_metadata=False)
 
 
 def test_jsonl_errors_name_file_and_line(tmp_path):

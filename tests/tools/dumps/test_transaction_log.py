@@ -1,4 +1,6 @@
-"""__transaction_state: keys, values v0/v1, tombstones, latest state per id, partitioning."""
+"""__transaction_state-N dirs as the sweep reads them: coordinator rows, latest state per id and
+tombstones, segments of either value version, strict errors naming the file and offset. The codec
+itself is tested with the formats (tests/broker/formats/test_transaction_log.py)."""
 
 from __future__ import annotations
 
@@ -8,82 +10,33 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_txn_broker.log.record_batch import build_batch
+from kafka_txn_broker.formats.record_batch import build_batch
+from kafka_txn_broker.formats.transaction_log import encode_key
+from kafka_txn_broker.formats.transactions import STATE_NAMES
 from kafka_txn_tools.dumps import transaction_log as txlog
-from kafka_txn_tools.dumps.schema import TXN_STATES
 from tests.tools.dumps.batches import gzip_batch
 
-# An Ongoing record written by a transaction-version-1 coordinator (flexible value v1):
-# pid 0, epoch 0, timeout 60000, Ongoing, [txtest-0], last update = start = 0x019e7b4b367a.
-V1_ONGOING = bytes.fromhex(
-    "0001" "0000000000000000" "0000" "0000ea60" "01" "02" "07" "747874657374" "02" "00000000" "00"
-    "0000019e7b4b367a" "0000019e7b4b367a" "00"
-)
 
-
-def meta(tid="t", state="Ongoing", parts=(("a", 0),), pid=5, epoch=1, update=100, start=90, tagged=None):
-    return txlog.TxnMetadata(tid, pid, epoch, 60_000, state, tuple(parts), update, start, tagged or {})
-
-
-def test_decode_flexible_v1_vector():
-    m = txlog.decode_value("my-txn-id", V1_ONGOING)
-    assert (m.producer_id, m.producer_epoch, m.timeout_ms, m.state) == (0, 0, 60_000, "Ongoing")
-    assert m.partitions == (("txtest", 0),)
-    assert m.last_update_ms == m.start_time_ms == 0x019E7B4B367A
-    assert txlog.encode_value(m, version=1) == V1_ONGOING
-
-
-def test_v1_tagged_fields_known_read_unknown_skipped():
-    base = V1_ONGOING[:-1]
-    tags = (b"\x03"  # three tagged fields
-            + b"\x00\x08" + struct.pack(">q", 41)  # PreviousProducerId
-            + b"\x02\x02" + struct.pack(">h", 2)  # ClientTransactionVersion
-            + b"\x09\x03abc")  # unknown tag 9: skipped
-    m = txlog.decode_value("x", base + tags)
-    assert m.tagged == {0: 41, 2: 2}
-    assert m.state == "Ongoing"
-
-
-def test_decode_v0_by_hand():
-    value = (struct.pack(">hqhib", 0, 77, 3, 30_000, 3) + struct.pack(">i", 1) + struct.pack(">h", 6) + b"orders"
-             + struct.pack(">iii", 2, 0, 4) + struct.pack(">qq", 1_000, -1))
-    m = txlog.decode_value("v0", value)
-    assert (m.producer_id, m.producer_epoch, m.state, m.start_time_ms) == (77, 3, "PrepareAbort", -1)
-    assert m.partitions == (("orders", 0), ("orders", 4))
+def meta(tid="t", state="Ongoing", parts=(("a", 0),), pid=5, epoch=1, update=100, start=90, **tags):
+    return txlog.TxnMetadata(tid, pid, epoch, 60_000, state, tuple(parts), update, start, **tags)
 
 
 @given(
-    st.sampled_from(TXN_STATES),
+    st.sampled_from(STATE_NAMES),
     st.lists(st.tuples(st.sampled_from(["a", "b-c", "ü"]), st.integers(0, 1000)), unique=True, max_size=6),
     st.integers(0, 2**62), st.integers(0, 2**15 - 1), st.sampled_from([0, 1]),
 )
-def test_value_roundtrip(state, parts, pid, epoch, version):
-    m = meta(state=state, parts=sorted(parts), pid=pid, epoch=epoch)
-    decoded = txlog.decode_value("t", txlog.encode_value(m, version))
-    assert decoded == m
-    assert sorted(decoded.partitions) == sorted(parts)
+def test_coordinator_row_round_trip(state, parts, pid, epoch, version):
+    m = meta(state=state, parts=() if state == "Empty" else sorted(parts), pid=pid, epoch=epoch,
+             prev_producer_id=pid - 1 if version else -1)
+    assert txlog.decode_value("t", txlog.encode_value(m, version)) == m
 
 
-def test_truncated_value_names_the_field():
-    with pytest.raises(txlog.TransactionLogError, match="TransactionTimeoutMs"):
-        txlog.decode_value("t", V1_ONGOING[:13])
-    with pytest.raises(txlog.TransactionLogError, match="status 9"):
-        txlog.decode_value("t", struct.pack(">hqhib", 0, 1, 0, 1, 9))
-
-
-def test_key():
-    assert txlog.decode_key(txlog.encode_key("my-id")) == "my-id"
-    with pytest.raises(txlog.TransactionLogError, match="key version 2"):
-        txlog.decode_key(struct.pack(">hh", 2, 1) + b"x")
-
-
-@pytest.mark.parametrize(("tid", "partition"), [("my-unique-static-tid", 33), ("kafka-txn-0", 30)])
-def test_partition_for(tid, partition):
-    assert txlog.partition_for(tid) == partition
-
-
-def test_min_value_hash_maps_to_partition_zero():
-    assert txlog.partition_for("polygenelubricants") == 0  # hashCode is Integer.MIN_VALUE: Utils.abs -> 0
+def test_a_newer_value_version_is_read_as_v1():
+    # A reader of copied logs must not fail on a newer broker's records (KIP-915: only new tagged fields).
+    v1 = txlog.encode_value(meta(), 1)
+    newer = struct.pack(">h", 3) + v1[2:-1] + b"\x01" + b"\x07\x01\x00"  # v3 with an unknown tag 7
+    assert txlog.decode_value("t", newer) == meta()
 
 
 def rec(offset, ts, tid, m):
@@ -121,7 +74,7 @@ def test_gzip_batches_of_the_transaction_log(tmp_path):
     pdir = tmp_path / "__transaction_state-1"
     pdir.mkdir()
     value = txlog.encode_value(meta("g", pid=4, parts=[("orders", i) for i in range(40)]), 1)  # compressible
-    batch = gzip_batch([(5, txlog.encode_key("g"), value)])
+    batch = gzip_batch([(5, encode_key("g"), value)])
     (pdir / "00000000000000000000.log").write_bytes(batch)
     assert txlog.read_transaction_log(pdir)["g"].producer_id == 4
 
@@ -129,7 +82,7 @@ def test_gzip_batches_of_the_transaction_log(tmp_path):
 def test_bad_record_names_file_and_offset(tmp_path):
     pdir = tmp_path / "__transaction_state-1"
     pdir.mkdir()
-    batch = build_batch([(txlog.encode_key("g"), b"\x00\x01\x00")], timestamp_ms=5, base_offset=6)
+    batch = build_batch([(encode_key("g"), b"\x00\x01\x00")], timestamp_ms=5, base_offset=6)
     (pdir / "00000000000000000006.log").write_bytes(batch)
     with pytest.raises(txlog.TransactionLogError, match=r"00000000000000000006\.log: record at offset 6"):
         txlog.read_transaction_log(pdir)

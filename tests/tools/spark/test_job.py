@@ -92,16 +92,21 @@ def test_mixed_inputs_of_the_same_cluster(spark, generated, tmp_path):
 
 
 def test_the_shipped_package_reads_log_dirs_without_an_install(tmp_path: Path) -> None:
-    # Executors of a real cluster import the project from the zip ship_package sends: both packages
-    # must come from it (the log-dir reader decodes segments with the broker's record-batch code).
+    # Executors of a real cluster import the project from the zip ship_package sends: the tools and
+    # the broker's formats package must come from it, and nothing else of the broker is shipped.
     import subprocess
     import sys
+    import zipfile
 
     from kafka_txn_tools.spark.job import package_zip
 
     archive = package_zip(tmp_path)
+    broker_files = {n for n in zipfile.ZipFile(archive).namelist() if n.startswith("kafka_txn_broker/")}
+    assert broker_files >= {"kafka_txn_broker/__init__.py", "kafka_txn_broker/formats/record_batch.py"}
+    assert all(n == "kafka_txn_broker/__init__.py" or n.startswith("kafka_txn_broker/formats/")
+               for n in broker_files), sorted(broker_files)
     code = ("import sys; sys.path.insert(0, sys.argv[1]); "
-            "import kafka_txn_tools.dumps.logdir, kafka_txn_broker.log.record_batch as rb; "
+            "import kafka_txn_tools.dumps.logdir, kafka_txn_broker.formats.record_batch as rb; "
             "print(kafka_txn_tools.dumps.logdir.__file__); print(rb.__file__)")
     out = subprocess.run([sys.executable, "-c", code, str(archive)], capture_output=True, text=True, check=True)
     assert all(line.startswith(str(archive)) for line in out.stdout.splitlines()), out.stdout

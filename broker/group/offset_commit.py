@@ -1,0 +1,122 @@
+"""OffsetCommit, TxnOffsetCommit and OffsetFetch against one shard: who may commit, what is visible."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kafka.errors import (
+    BrokerResponseError,
+    CoordinatorNotAvailableError,
+    GroupIdNotFoundError,
+    IllegalGenerationError,
+    OffsetMetadataTooLargeError,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
+    UnstableOffsetCommitError,
+)
+
+from kafka_txn_broker.formats.group_records import OffsetValue
+from kafka_txn_broker.group.append_errors import append_error_code
+from kafka_txn_broker.group.classic_group import ClassicGroup, GroupState
+from kafka_txn_broker.group.offset_store import TopicPartition
+from kafka_txn_broker.group.shard import GroupShard
+
+# Kafka's offset.metadata.max.bytes default.
+OFFSET_METADATA_MAX_BYTES = 4096
+NONE = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CommitRequest:
+    group_id: str
+    generation: int
+    member_id: str
+    group_instance_id: str | None
+    offsets: dict[TopicPartition, OffsetValue]
+    api_version: int = 0
+    # TxnOffsetCommit: (producer id, producer epoch)
+    producer: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedOffset:
+    offset: int = -1
+    leader_epoch: int = -1
+    metadata: str = ""
+    error: int = NONE
+
+
+def _group_for_commit(shard: GroupShard, req: CommitRequest) -> ClassicGroup:
+    group = shard.groups.get(req.group_id)
+    if group is not None:
+        return group
+    if req.generation < 0:
+        # No group management: a "simple" group exists only to own these offsets.
+        return shard.get_or_create(req.group_id)
+    if req.producer is None and req.api_version >= 9:
+        raise GroupIdNotFoundError(f"group {req.group_id!r} does not exist")
+    raise IllegalGenerationError(f"group {req.group_id!r} does not exist (generation {req.generation})")
+
+
+def validate_commit(shard: GroupShard, req: CommitRequest) -> ClassicGroup:
+    """The group if this member may commit now, else the Kafka error (same rules for every partition)."""
+    group = _group_for_commit(shard, req)
+    transactional = req.producer is not None
+    if group.is_in(GroupState.DEAD):
+        raise CoordinatorNotAvailableError(f"group {req.group_id!r} is being unloaded")
+    if req.generation >= 0 or req.member_id or req.group_instance_id is not None:
+        member = shard.membership.validate_member(group, req.member_id, req.group_instance_id)
+        if req.generation != group.generation:
+            raise IllegalGenerationError(f"generation {req.generation} is not the group's {group.generation}")
+        member.last_heartbeat_ms = shard.now()  # a commit proves the member is alive
+    elif not transactional and not group.is_in(GroupState.EMPTY):
+        raise UnknownMemberIdError(f"group {req.group_id!r} has members: a commit needs a member id")
+    if not transactional and group.is_in(GroupState.COMPLETING_REBALANCE):
+        raise RebalanceInProgressError(f"group {req.group_id!r} is waiting for its leader's assignment")
+    return group
+
+
+def commit(shard: GroupShard, req: CommitRequest) -> dict[TopicPartition, int]:
+    """Validate, write and apply a commit; the error code of every partition in the request."""
+    try:
+        validate_commit(shard, req)
+    except BrokerResponseError as exc:
+        return dict.fromkeys(req.offsets, int(exc.errno))
+    now = shard.now()
+    errors: dict[TopicPartition, int] = {}
+    good: dict[TopicPartition, OffsetValue] = {}
+    for tp, v in req.offsets.items():
+        if len(v.metadata.encode()) > OFFSET_METADATA_MAX_BYTES:
+            errors[tp] = int(OffsetMetadataTooLargeError.errno)
+        else:
+            good[tp] = OffsetValue(v.offset, v.leader_epoch, v.metadata, now)
+    if good:
+        errors.update(dict.fromkeys(good, _write(shard, req, good)))
+    return errors
+
+
+def _write(shard: GroupShard, req: CommitRequest, offsets: dict[TopicPartition, OffsetValue]) -> int:
+    try:
+        if req.producer is None:
+            shard.store_offsets(req.group_id, offsets)
+        else:
+            shard.store_txn_offsets(req.group_id, req.producer[0], req.producer[1], offsets)
+    except Exception as exc:
+        return append_error_code(exc)
+    return NONE
+
+
+def fetch(shard: GroupShard, group_id: str, partitions: list[TopicPartition] | None,
+          require_stable: bool) -> dict[TopicPartition, FetchedOffset]:
+    """Committed offsets (all of the group's when partitions is None); -1 where nothing is committed.
+    With require_stable, a partition with a transactional commit awaiting its marker is UNSTABLE."""
+    store = shard.offsets
+    wanted = partitions if partitions is not None else sorted(store.of_group(group_id))
+    out: dict[TopicPartition, FetchedOffset] = {}
+    for tp in wanted:
+        if require_stable and store.has_pending(group_id, tp):
+            out[tp] = FetchedOffset(error=int(UnstableOffsetCommitError.errno))
+            continue
+        c = store.get(group_id, tp)
+        out[tp] = FetchedOffset(c.offset, c.leader_epoch, c.metadata) if c is not None else FetchedOffset()
+    return out

@@ -1,0 +1,187 @@
+"""One replica of one partition on one node: its log, and (on the leader) the ISR and high watermark.
+
+Replication is in-process: after a leader append, each live follower copies the new batches from the
+leader's log into its own log (building its own producer state, as a Kafka follower does from Fetch),
+then the high watermark moves to the smallest log end offset in the ISR. Because all nodes share one
+event loop, an append and its replication happen in one step, so acks=all is satisfied on return.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from kafka.errors import KafkaStorageError, NotEnoughReplicasError, NotLeaderForPartitionError
+
+from kafka_txn_broker.formats.errors import NONE, NOT_ENOUGH_REPLICAS, error_code
+from kafka_txn_broker.formats.record_batch import BatchHeader
+from kafka_txn_broker.log.unified_log import UnifiedLog
+
+if TYPE_CHECKING:
+    from kafka_txn_broker.replica.replica_manager import ReplicaManager
+    from kafka_txn_broker.server.metadata import PartitionState
+
+_log = logging.getLogger(__name__)
+
+# Replication copies at most this much per read from the leader's log.
+_CATCH_UP_CHUNK = 8 * 1024 * 1024
+
+
+class Partition:
+    __slots__ = ("manager", "state", "log", "__weakref__")
+
+    def __init__(self, manager: ReplicaManager, state: PartitionState, log: UnifiedLog) -> None:
+        self.manager = manager
+        self.state = state
+        self.log = log
+
+    @property
+    def topic(self) -> str:
+        return self.state.topic
+
+    @property
+    def index(self) -> int:
+        return self.state.partition
+
+    @property
+    def node_id(self) -> int:
+        return self.manager.node_id
+
+    @property
+    def is_leader(self) -> bool:
+        return self.state.leader == self.manager.node_id
+
+    def check_leader(self) -> None:
+        if not self.is_leader:
+            raise NotLeaderForPartitionError(
+                f"node {self.node_id} is not the leader of {self.topic}-{self.index} (leader {self.state.leader})")
+
+    # ---- leader side -------------------------------------------------------------------------
+    def append_as_leader(self, records: Any, required_acks: int, origin: str = "client") -> Any:
+        self.check_leader()
+        if required_acks == -1 and len(self.state.isr) < self.manager.min_insync_replicas(self.topic):
+            raise NotEnoughReplicasError(
+                f"{self.topic}-{self.index} has {len(self.state.isr)} in-sync replicas, "
+                f"min.insync.replicas needs {self.manager.min_insync_replicas(self.topic)}")
+        try:
+            info = self.log.append_as_leader(records, self.state.leader_epoch, origin=origin)
+        except KafkaStorageError:
+            self._fail_over_if_offline()
+            raise
+        if not info.duplicate:
+            self.replicate(info.records, info.first_offset, info.batches)
+        return info
+
+    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                      *, transaction_version: int = 1, txn_start_offset: int | None = None) -> int:
+        self.check_leader()
+        try:
+            info = self.log.append_marker_info(producer_id, producer_epoch, commit, coordinator_epoch,
+                                               self.state.leader_epoch, transaction_version=transaction_version,
+                                               txn_start_offset=txn_start_offset)
+        except KafkaStorageError:
+            self._fail_over_if_offline()
+            raise
+        offset = info.first_offset
+        self.replicate(info.records, offset, info.batches)
+        self.manager.on_marker(self.topic, self.index, producer_id, commit)
+        return int(offset)
+
+    def write_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                     transaction_version: int, txn_start_offset: int | None = None) -> int:
+        """A transaction marker (WriteTxnMarkers, or the coordinator's marker channel) with acks=all
+        semantics: the Kafka error code of the result, never an exception."""
+        try:
+            self.check_leader()
+            needed = self.manager.min_insync_replicas(self.topic)
+            if len(self.state.isr) < needed:
+                return NOT_ENOUGH_REPLICAS
+            self.append_marker(producer_id, producer_epoch, commit, coordinator_epoch,
+                               transaction_version=transaction_version, txn_start_offset=txn_start_offset)
+        except Exception as exc:  # the log raises Kafka errors (epoch fencing, KIP-664 start offset)
+            return error_code(exc)
+        return NONE
+
+    def _fail_over_if_offline(self) -> None:
+        """After a failed write: if the log went offline, hand leadership to an in-sync replica, as
+        Kafka's controller does when a leader's log dir fails. This write still fails with
+        KAFKA_STORAGE_ERROR; the client refreshes its metadata and retries on the new leader."""
+        if self.log.offline and self.manager.metadata.leader_log_failed(self.state, self.node_id):
+            _log.warning("%s-%s: log on node %s is offline; leadership moves to node %s",
+                         self.topic, self.index, self.node_id, self.state.leader)
+
+    def _live_followers(self) -> list[tuple[int, Partition]]:
+        """(node id, replica) of every follower whose node is up; looked up once per append."""
+        me = self.manager.node_id
+        found = []
+        for replica in self.state.replicas:
+            if replica != me:
+                follower = self.manager.peer_replica(replica, self.topic, self.index)
+                if follower is not None:
+                    found.append((replica, follower))
+        return found
+
+    def replicate(self, appended: bytes | bytearray | memoryview = b"", appended_at: int = -1,
+                  batches: list[tuple[int, BatchHeader]] | None = None) -> None:
+        """Bring every live follower up to the leader's log end, then advance the high watermark.
+
+        `appended` (the batches just written at offset `appended_at`, whose positions and headers are
+        `batches`) is handed to followers that were in sync before the append, sparing a read back
+        from the leader's segment files and a second parse of the headers."""
+        followers = self._live_followers()
+        leader_end = self.log.log_end_offset
+        for replica, follower in followers:
+            if follower.log.offline:  # its log waits for a node restart: it must not count as in sync
+                self._leave_isr(replica, "its log is offline")
+                continue
+            try:
+                if appended and follower.log.log_end_offset == appended_at:
+                    follower.log.append_as_follower(appended, verified=True, batches=batches)
+                if follower.log.log_end_offset != leader_end:
+                    follower.catch_up_from(self.log)
+            except KafkaStorageError as exc:
+                # A follower's disk failed: it leaves the ISR and the partition carries on with the
+                # others (Kafka's follower takes its log dir offline the same way); it rejoins below
+                # once a later pass catches it up, or after its node restarts if its log went offline.
+                self._leave_isr(replica, str(exc))
+                continue
+            if replica not in self.state.isr and follower.log.log_end_offset >= leader_end:
+                self.manager.metadata.join_isr(self.state, replica)
+        self.update_high_watermark(followers)
+
+    def _leave_isr(self, replica: int, why: str) -> None:
+        if replica in self.state.isr:
+            _log.warning("%s-%s: replica on node %s leaves the ISR: %s", self.topic, self.index, replica, why)
+            self.manager.metadata.leave_isr(self.state, replica)
+
+    def update_high_watermark(self, followers: list[tuple[int, Partition]] | None = None) -> None:
+        if followers is None:
+            followers = self._live_followers()
+        isr = self.state.isr
+        hw = self.log.log_end_offset
+        for replica, follower in followers:
+            if replica in isr:
+                hw = min(hw, follower.log.log_end_offset)
+        hw = max(hw, self.log.log_start_offset)
+        changed = hw != self.log.high_watermark
+        self.log.high_watermark = hw
+        for _replica, follower in followers:
+            # Followers learn the high watermark from fetch responses in Kafka; same effect. A
+            # follower that becomes leader then starts from a correct high watermark.
+            follower.log.high_watermark = min(hw, follower.log.log_end_offset)
+        if changed:
+            self.manager.notify_data()
+
+    # ---- follower side -----------------------------------------------------------------------
+    def catch_up_from(self, leader_log: UnifiedLog) -> None:
+        if self.log.log_end_offset > leader_log.log_end_offset:
+            # Only possible after a crash tore the leader's tail: the follower drops what the leader lost.
+            self.log.truncate_to(leader_log.log_end_offset)
+        while self.log.log_end_offset < leader_log.log_end_offset:
+            chunk = leader_log.log.read(self.log.log_end_offset, _CATCH_UP_CHUNK, leader_log.log_end_offset)
+            if not chunk:
+                break
+            self.log.append_as_follower(chunk, allow_gap=True)  # the leader's compaction leaves gaps
+
+    def close(self) -> None:
+        self.log.close()

@@ -1,0 +1,168 @@
+"""Security of a cluster (listener protocol, TLS, SASL users, the authorizer) and of each connection.
+
+`ClusterSecurity.from_config` reads the broker config once at start and fails with a ConfigError that
+names the property to fix. Every node of the cluster uses the one `security.protocol`.
+
+An `AuthSession` follows one connection through Kafka's SASL sequence: ApiVersions (optional),
+SaslHandshake (v1: SaslAuthenticate requests follow; v0: raw length-prefixed tokens follow), then
+SaslAuthenticate until the mechanism completes. Anything else before that closes the connection, and
+so does a failed authentication once its SASL_AUTHENTICATION_FAILED answer is sent.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kafka_txn_broker.config import BrokerConfig, ConfigError
+from kafka_txn_broker.security.acl_store import AclStore
+from kafka_txn_broker.security.acls import AclError, parse_acl
+from kafka_txn_broker.security.authorizer import AclAuthorizer
+from kafka_txn_broker.security.sasl import SUPPORTED, CredentialStore, SaslFailure, SaslServer, new_server, parse_users
+
+log = logging.getLogger(__name__)
+
+ANONYMOUS = "User:ANONYMOUS"
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+AUTHORIZERS = ("kafka.security.authorizer.AclAuthorizer", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+               "kafka.security.auth.SimpleAclAuthorizer", "acl")
+
+NONE = 0
+UNSUPPORTED_SASL_MECHANISM = 33
+ILLEGAL_SASL_STATE = 34
+SASL_AUTHENTICATION_FAILED = 58
+
+
+@dataclass(frozen=True)
+class ClusterSecurity:
+    protocol: str = "PLAINTEXT"
+    ssl_context: ssl.SSLContext | None = None
+    mechanisms: tuple[str, ...] = ()
+    credentials: CredentialStore | None = None
+    authorizer: AclAuthorizer | None = None
+    # Largest frame accepted before authentication (Kafka's sasl.server.max.receive.size).
+    max_unauthenticated_frame: int = 524288
+
+    @property
+    def sasl_enabled(self) -> bool:
+        return self.protocol.startswith("SASL_")
+
+    @classmethod
+    def from_config(cls, cfg: BrokerConfig, data_dir: Path) -> ClusterSecurity:
+        protocol = cfg["security.protocol"]
+        ssl_context = None
+        if protocol in ("SSL", "SASL_SSL"):
+            from kafka_txn_broker.security.tls import server_context
+
+            ssl_context = server_context(cfg)
+        mechanisms, credentials = _sasl(cfg) if protocol.startswith("SASL_") else ((), None)
+        return cls(protocol, ssl_context, mechanisms, credentials, _authorizer(cfg, data_dir),
+                   cfg["sasl.server.max.receive.size"])
+
+    def new_session(self, peer_host: str, peer_cert: dict[str, Any] | None) -> AuthSession:
+        from kafka_txn_broker.security.tls import principal_from_cert
+
+        principal = principal_from_cert(peer_cert) if self.ssl_context is not None else None
+        return AuthSession(self, peer_host, principal or ANONYMOUS)
+
+
+def _sasl(cfg: BrokerConfig) -> tuple[tuple[str, ...], CredentialStore]:
+    mechanisms = tuple(m.strip().upper() for m in cfg["sasl.enabled.mechanisms"].split(",") if m.strip())
+    unsupported = [m for m in mechanisms if m not in SUPPORTED]
+    if unsupported or not mechanisms:
+        raise ConfigError(f"sasl.enabled.mechanisms: {', '.join(unsupported) or 'none given'} not supported; "
+                          f"use any of {', '.join(SUPPORTED)}")
+    try:
+        users = parse_users(cfg["sasl.users"])
+        if not users:
+            raise ValueError(f"security.protocol={cfg['security.protocol']} needs users: set sasl.users "
+                             "to a list of name:password")
+        return mechanisms, CredentialStore(users, mechanisms, cfg["sasl.scram.iterations"])
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _authorizer(cfg: BrokerConfig, data_dir: Path) -> AclAuthorizer | None:
+    name = cfg["authorizer.class.name"].strip()
+    if not name:
+        if cfg["authorizer.acls"]:
+            raise ConfigError("authorizer.acls is set but no authorizer is: set authorizer.class.name=acl")
+        return None
+    if name not in AUTHORIZERS:
+        raise ConfigError(f"authorizer.class.name={name} is not available: use {AUTHORIZERS[0]} (or 'acl')")
+    super_users = [u.strip() for u in cfg["super.users"].split(";") if u.strip()]
+    try:
+        static = [parse_acl(spec) for spec in cfg["authorizer.acls"]]
+        return AclAuthorizer(super_users, cfg["allow.everyone.if.no.acl.found"], static, AclStore(data_dir))
+    except AclError as exc:
+        raise ConfigError(f"authorizer.acls: {exc}") from None
+
+
+class AuthSession:
+    """One connection's authentication state; handlers and the connection loop consult it."""
+
+    def __init__(self, security: ClusterSecurity, peer_host: str, principal: str) -> None:
+        self.security = security
+        self.peer_host = peer_host
+        self.principal = principal
+        self.authenticated = not security.sasl_enabled
+        self.raw_tokens = False  # after SaslHandshake v0, tokens come as bare length-prefixed frames
+        self.close_after_response = False
+        self._server: SaslServer | None = None
+        self._mechanism = ""
+
+    @property
+    def max_frame(self) -> int | None:
+        return None if self.authenticated else self.security.max_unauthenticated_frame
+
+    def handshake(self, mechanism: str, version: int) -> tuple[int, list[str]]:
+        enabled = list(self.security.mechanisms)
+        if not self.security.sasl_enabled:
+            return ILLEGAL_SASL_STATE, enabled  # Kafka's answer on a listener without SASL
+        if self._server is not None or self.authenticated:
+            self.close_after_response = True  # no re-authentication (we grant no session lifetime)
+            return ILLEGAL_SASL_STATE, enabled
+        if mechanism not in enabled:
+            self.close_after_response = True
+            return UNSUPPORTED_SASL_MECHANISM, enabled
+        assert self.security.credentials is not None
+        self._server = new_server(mechanism, self.security.credentials)
+        self._mechanism = mechanism
+        self.raw_tokens = version == 0
+        return NONE, enabled
+
+    def authenticate(self, token: bytes) -> tuple[int, str | None, bytes]:
+        """(error code, error message, challenge) for one SaslAuthenticate request."""
+        if self._server is None or self.authenticated or self.raw_tokens:
+            self.close_after_response = True
+            return ILLEGAL_SASL_STATE, "SaslAuthenticate is only valid after a SaslHandshake v1", b""
+        try:
+            challenge = self._server.evaluate(token)
+        except SaslFailure as exc:
+            self.close_after_response = True
+            log.info("failed authentication from %s with SASL %s (user %r): %s", self.peer_host, self._mechanism,
+                     self._server.username, exc)
+            return SASL_AUTHENTICATION_FAILED, str(exc), b""
+        if self._server.complete:
+            self._complete()
+        return NONE, None, challenge
+
+    def raw_token(self, token: bytes) -> bytes | None:
+        """A SaslHandshake v0 token: the framed answer, or None to close (v0 has no error answer)."""
+        self.raw_tokens = False
+        code, _, challenge = self.authenticate(token)
+        if code != NONE:
+            return None
+        self.close_after_response = False
+        self.raw_tokens = not self.authenticated
+        return struct.pack(">i", len(challenge)) + challenge
+
+    def _complete(self) -> None:
+        assert self._server is not None and self._server.username is not None
+        self.principal = f"User:{self._server.username}"
+        self.authenticated = True
+        log.debug("%s authenticated as %s with SASL %s", self.peer_host, self.principal, self._mechanism)

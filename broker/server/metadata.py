@@ -1,0 +1,323 @@
+"""Cluster metadata: topics, replica assignment, leaders, ISR and leader epochs (the controller's view).
+
+All nodes of an embedded cluster share one ClusterMetadata, as KRaft brokers share the metadata log.
+Changes are appended to `DIR/cluster-metadata.jsonl` (one event per line) so a restart, even after
+kill -9, sees every topic and leadership decision; the file is compacted on load.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from kafka.errors import (
+    InvalidPartitionsError,
+    InvalidReplicationFactorError,
+    InvalidTopicError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
+
+from kafka_txn_broker.configs.config_def import ResourceType
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+_LEGAL = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+@dataclass(slots=True)
+class PartitionState:
+    topic: str
+    partition: int
+    replicas: list[int]
+    leader: int
+    leader_epoch: int
+    isr: list[int]
+
+
+@dataclass(slots=True)
+class TopicState:
+    name: str
+    topic_id: uuid.UUID
+    partitions: list[PartitionState]
+    configs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+LeadershipListener = Callable[[list[PartitionState]], None]
+ConfigListener = Callable[[int, str], None]  # (ResourceType, resource name) whose dynamic configs changed
+
+
+class MetadataView(Protocol):
+    """What a coordinator reads of the cluster metadata (ClusterMetadata provides it; unit tests fake it)."""
+
+    def partition_count(self, topic: str) -> int | None:
+        """The topic's number of partitions; None when the topic does not exist."""
+        ...
+
+    def leader(self, topic: str, partition: int) -> int | None:
+        """The partition's leader, -1 when it has none; None when the partition does not exist."""
+        ...
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's topic name rules: 1-249 chars of [a-zA-Z0-9._-], not '.' or '..'."""
+    if not name or name in (".", "..") or len(name) > 249 or not set(name) <= _LEGAL:
+        raise InvalidTopicError(f"invalid topic name {name!r}: use 1-249 characters from [a-zA-Z0-9._-]")
+
+
+class ClusterMetadata:
+    def __init__(self, data_dir: Path, node_ids: Iterable[int]) -> None:
+        self.node_ids = sorted(node_ids)
+        self.live_nodes: set[int] = set()
+        self.topics: dict[str, TopicState] = {}
+        self.topics_by_id: dict[uuid.UUID, TopicState] = {}
+        self.next_producer_id_block = 0
+        # Dynamic BROKER ("" = cluster default, "<id>") and GROUP configs; a topic's live on its TopicState.
+        self.configs: dict[tuple[int, str], dict[str, str]] = {}
+        self._listeners: list[LeadershipListener] = []
+        self._config_listeners: list[ConfigListener] = []
+        self._path = data_dir / "cluster-metadata.jsonl"
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self._load()
+        self._file = open(self._path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for appends
+
+    # ---- persistence -------------------------------------------------------------------------
+    def _load(self) -> None:
+        if not self._path.exists():
+            return
+        for line in self._path.read_text(encoding="utf-8").splitlines():
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                break  # torn last line after a crash: everything before it was durable
+            self._apply(event)
+        self._compact()
+
+    def _compact(self) -> None:
+        tmp = self._path.with_suffix(".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(json.dumps({"type": "producer_ids", "next": self.next_producer_id_block}) + "\n")
+            for topic in self.topics.values():
+                f.write(json.dumps(self._topic_event(topic)) + "\n")
+            for (resource_type, name), configs in self.configs.items():
+                f.write(json.dumps(self._config_event(resource_type, name, configs)) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self._path)
+
+    @staticmethod
+    def _topic_event(t: TopicState) -> dict[str, Any]:
+        return {
+            "type": "topic", "name": t.name, "id": str(t.topic_id), "configs": t.configs,
+            "partitions": [[p.replicas, p.leader, p.leader_epoch, p.isr] for p in t.partitions],
+        }
+
+    def _record(self, event: dict[str, Any]) -> None:
+        self._file.write(json.dumps(event, separators=(",", ":")) + "\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def _apply(self, e: dict[str, Any]) -> None:
+        kind = e["type"]
+        if kind == "topic":
+            parts = [PartitionState(e["name"], i, r, ldr, ep, isr)
+                     for i, (r, ldr, ep, isr) in enumerate(e["partitions"])]
+            self._put(TopicState(e["name"], uuid.UUID(e["id"]), parts, e.get("configs", {})))
+        elif kind == "delete":
+            t = self.topics.pop(e["name"], None)
+            if t is not None:
+                self.topics_by_id.pop(t.topic_id, None)
+        elif kind == "partition":
+            p = self.topics[e["topic"]].partitions[e["partition"]]
+            p.leader, p.leader_epoch, p.isr = e["leader"], e["epoch"], e["isr"]
+        elif kind == "producer_ids":
+            self.next_producer_id_block = max(self.next_producer_id_block, e["next"])
+        elif kind == "config":
+            self._put_configs(e["resource"], e["name"], e["configs"])
+
+    def _put(self, t: TopicState) -> None:
+        self.topics[t.name] = t
+        self.topics_by_id[t.topic_id] = t
+
+    def close(self) -> None:
+        self._file.close()
+
+    # ---- topics ------------------------------------------------------------------------------
+    def create_topic(self, name: str, num_partitions: int, replication_factor: int,
+                     configs: dict[str, str] | None = None, *, validate_only: bool = False) -> TopicState:
+        validate_topic_name(name)
+        if name in self.topics:
+            raise TopicAlreadyExistsError(f"topic {name!r} already exists")
+        if num_partitions < 1:
+            raise InvalidPartitionsError(f"number of partitions must be at least 1, got {num_partitions}")
+        if not 1 <= replication_factor <= len(self.node_ids):
+            raise InvalidReplicationFactorError(
+                f"replication factor {replication_factor} is outside 1..{len(self.node_ids)} (nodes in the cluster)")
+        topic = TopicState(name, uuid.uuid4(), self._assign(name, num_partitions, replication_factor),
+                           dict(configs or {}))
+        if not validate_only:
+            self._put(topic)
+            self._record(self._topic_event(topic))
+            self._notify(topic.partitions)
+        return topic
+
+    def _assign(self, name: str, count: int, rf: int) -> list[PartitionState]:
+        # Round-robin from a per-topic start, like Kafka's rack-unaware assignment, so leaders spread.
+        nodes = self.node_ids
+        start = (hash_topic(name)) % len(nodes)
+        out = []
+        for i in range(count):
+            replicas = [nodes[(start + i + j) % len(nodes)] for j in range(rf)]
+            live = [r for r in replicas if r in self.live_nodes]
+            leader = live[0] if live else -1
+            out.append(PartitionState(name, i, replicas, leader, 0, live))
+        return out
+
+    def delete_topic(self, name: str) -> TopicState:
+        topic = self.topics.get(name)
+        if topic is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        self._record({"type": "delete", "name": name})
+        self._apply({"type": "delete", "name": name})
+        return topic
+
+    def partition(self, topic: str, partition: int) -> PartitionState:
+        t = self.topics.get(topic)
+        if t is None or not 0 <= partition < len(t.partitions):
+            raise UnknownTopicOrPartitionError(f"{topic}-{partition} does not exist")
+        return t.partitions[partition]
+
+    def partition_count(self, topic: str) -> int | None:
+        t = self.topics.get(topic)
+        return len(t.partitions) if t is not None else None
+
+    def leader(self, topic: str, partition: int) -> int | None:
+        t = self.topics.get(topic)
+        if t is None or not 0 <= partition < len(t.partitions):
+            return None
+        return t.partitions[partition].leader
+
+    def all_partitions(self) -> Iterable[PartitionState]:
+        for t in self.topics.values():
+            yield from t.partitions
+
+    # ---- dynamic configs (kafka_txn_broker.configs validates them; this is their durable store) ----------
+    def resource_configs(self, resource_type: int, name: str) -> dict[str, str]:
+        """The dynamic configs of a resource (ResourceType TOPIC, BROKER or GROUP) as stored: strings."""
+        if resource_type == ResourceType.TOPIC:
+            topic = self.topics.get(name)
+            return dict(topic.configs) if topic is not None else {}
+        return dict(self.configs.get((resource_type, name), {}))
+
+    def alter_configs(self, resource_type: int, name: str, configs: dict[str, str]) -> None:
+        """Replace a resource's dynamic configs, durably, then tell the listeners (a topic must exist)."""
+        self._record(self._config_event(resource_type, name, configs))
+        self._put_configs(resource_type, name, configs)
+        for listener in list(self._config_listeners):
+            listener(resource_type, name)
+
+    def add_config_listener(self, listener: ConfigListener) -> None:
+        self._config_listeners.append(listener)
+
+    @staticmethod
+    def _config_event(resource_type: int, name: str, configs: dict[str, str]) -> dict[str, Any]:
+        return {"type": "config", "resource": resource_type, "name": name, "configs": configs}
+
+    def _put_configs(self, resource_type: int, name: str, configs: dict[str, str]) -> None:
+        if resource_type == ResourceType.TOPIC:
+            topic = self.topics.get(name)
+            if topic is not None:  # a topic deleted since is replayed without its configs
+                topic.configs = dict(configs)
+        elif configs:
+            self.configs[(resource_type, name)] = dict(configs)
+        else:
+            self.configs.pop((resource_type, name), None)
+
+    # ---- producer id blocks ------------------------------------------------------------------
+    def allocate_producer_id_block(self, size: int) -> int:
+        """Reserve [start, start+size) durably before anyone uses it, so ids are never reissued."""
+        start = self.next_producer_id_block
+        self.next_producer_id_block = start + size
+        self._record({"type": "producer_ids", "next": self.next_producer_id_block})
+        return start
+
+    # ---- leadership --------------------------------------------------------------------------
+    def add_listener(self, listener: LeadershipListener) -> None:
+        self._listeners.append(listener)
+
+    def _notify(self, changed: list[PartitionState]) -> None:
+        if changed:
+            for listener in list(self._listeners):
+                listener(changed)
+
+    def _set(self, p: PartitionState, leader: int, isr: list[int], bump: bool) -> None:
+        p.leader, p.isr = leader, isr
+        if bump:
+            p.leader_epoch += 1
+        self._record({"type": "partition", "topic": p.topic, "partition": p.partition,
+                      "leader": p.leader, "epoch": p.leader_epoch, "isr": p.isr})
+
+    def node_stopped(self, node_id: int) -> list[PartitionState]:
+        """Move leadership off a stopped node to an in-sync replica (leader epoch bump), shrink ISRs."""
+        self.live_nodes.discard(node_id)
+        changed = []
+        for p in self.all_partitions():
+            if node_id not in p.replicas:
+                continue
+            isr = [r for r in p.isr if r != node_id]
+            if p.leader == node_id:
+                alive = [r for r in isr if r in self.live_nodes]
+                # No unclean election: with no live ISR member the partition stays offline (leader -1)
+                # but keeps the stopped leader in the ISR so it can come back as leader with its data.
+                self._set(p, alive[0] if alive else -1, isr if alive else p.isr, bump=True)
+                changed.append(p)
+            elif isr != p.isr:
+                self._set(p, p.leader, isr, bump=False)
+        self._notify(changed)
+        return changed
+
+    def node_started(self, node_id: int) -> None:
+        self.live_nodes.add(node_id)
+
+    def elect(self, p: PartitionState, leader: int) -> None:
+        self._set(p, leader, p.isr if leader in p.isr else [*p.isr, leader], bump=True)
+        self._notify([p])
+
+    def join_isr(self, p: PartitionState, node_id: int) -> None:
+        if node_id not in p.isr:
+            self._set(p, p.leader, [*p.isr, node_id], bump=False)
+
+    def leader_log_failed(self, p: PartitionState, node_id: int) -> bool:
+        """The leader's log went offline (Kafka: its log dir failed): an in-sync replica on a live node
+        takes over (leader epoch bump) and the failed one leaves the ISR. With no such replica the
+        partition keeps its leader and serves KAFKA_STORAGE_ERROR (no unclean election). True if moved."""
+        if p.leader != node_id:
+            return False
+        isr = [r for r in p.isr if r != node_id]
+        alive = [r for r in isr if r in self.live_nodes]
+        if not alive:
+            return False
+        self._set(p, alive[0], isr, bump=True)
+        self._notify([p])
+        return True
+
+    def leave_isr(self, p: PartitionState, node_id: int) -> None:
+        """A follower that cannot keep up (a storage error) stops counting for the high watermark."""
+        if node_id in p.isr and node_id != p.leader:
+            self._set(p, p.leader, [r for r in p.isr if r != node_id], bump=False)
+
+
+def hash_topic(name: str) -> int:
+    """A stable (process-independent) small hash, unlike Python's salted str hash."""
+    h = 0
+    for ch in name.encode():
+        h = (h * 31 + ch) & 0x7FFFFFFF
+    return h

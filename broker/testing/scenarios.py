@@ -1,0 +1,292 @@
+"""Real hanging transactions, made the way production made them: through the Kafka protocol.
+
+No broker state is edited. Each scenario plays a misbehaving client with the raw protocol client
+(`kafka_txn_broker.testing.raw_client`), next to well-behaved clients whose transactions are healthy
+(one committed, one aborted, one still open within its timeout), so a tool must tell them apart. The
+hanging writes need a broker that does not verify transactional writes, i.e. Kafka before 3.6, or
+`transaction.partition.verification.enable=false` (embedded: `--set
+transaction.partition.verification.enable=false`); a verifying broker rejects them and the scenario
+raises ScenarioPrevented, which is itself the point of KIP-890.
+
+Every scenario returns its ground truth: which partition hangs, for which producer id / epoch, from
+which offset, and what the coordinator says about the transactional id (which never lists that
+partition: that is what makes it hanging rather than merely open).
+
+Layout of a scenario's topic (4 partitions): p0 healthy committed + aborted transactions, p1 the
+hanging transaction, p2 a healthy open transaction, p3 the misbehaving producer's legitimate work.
+
+`backdate_ms` sets the CreateTime of the misbehaving batches that long before they are sent: the
+batch of a paused or delayed producer was created before the pause. Tools that judge age by the
+producer's last timestamp (find-hanging, PartitionsWithLateTransactionsCount) then see it as old
+without anyone waiting 15 minutes.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.transactions import TransactionState as S
+from kafka_txn_broker.testing.raw_client import ProducerIdAndEpoch, RawKafkaClient
+
+PARTITIONS = 4
+HEALTHY_PARTITION, HANGING_PARTITION, OPEN_PARTITION, OWN_PARTITION = 0, 1, 2, 3
+# Codes with which a verifying leader refuses the hanging write (Produce v8: legacy error mapping).
+_VERIFICATION_REFUSALS = {E.INVALID_TXN_STATE, E.INVALID_PRODUCER_EPOCH, E.TRANSACTION_ABORTABLE}
+
+
+class ScenarioError(RuntimeError):
+    """The scenario could not run (a step failed); the message says which and why."""
+
+
+class ScenarioPrevented(ScenarioError):
+    """The broker refused the misbehaving write: transaction verification is on."""
+
+
+@dataclass(frozen=True)
+class HangingTransaction:
+    topic: str
+    partition: int
+    producer_id: int
+    producer_epoch: int
+    start_offset: int
+    transactional_id: str
+    coordinator_state: str
+    coordinator_partitions: list[str]
+
+
+@dataclass(frozen=True)
+class HealthyTransaction:
+    transactional_id: str
+    producer_id: int
+    state: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True)
+class ScenarioResult:
+    name: str
+    incident: str
+    topics: list[str]
+    hanging: list[HangingTransaction] = field(default_factory=list)
+    healthy: list[HealthyTransaction] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ScenarioOptions:
+    topic_prefix: str = "scenario"
+    backdate_ms: int = 0
+    healthy: bool = True
+    zombie_timeout_ms: int = 1000  # the zombie's transaction.timeout.ms
+    open_timeout_ms: int = 600000  # the healthy open transaction's timeout (within transaction.max.timeout.ms)
+    wait_s: float = 60.0  # how long to wait for the coordinator's timeout abort
+    replication_factor: int | None = None  # default: min(3, brokers)
+
+
+class _Run:
+    """One scenario run: a client, a fresh topic and unique transactional ids."""
+
+    def __init__(self, client: RawKafkaClient, name: str, options: ScenarioOptions) -> None:
+        self.client = client
+        self.options = options
+        self.run_id = uuid.uuid4().hex[:8]
+        self.topic = f"{options.topic_prefix}-{name}-{self.run_id}"
+        rf = options.replication_factor or min(3, client.broker_count())
+        client.create_topic(self.topic, PARTITIONS, rf)
+        self._wait_for_leaders()
+
+    def _wait_for_leaders(self) -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            leaders = self.client.partition_leaders(self.topic)
+            if len(leaders) == PARTITIONS and all(v >= 0 for v in leaders.values()):
+                return
+            time.sleep(0.2)
+        raise ScenarioError(f"topic {self.topic} has no leaders after 30 s")
+
+    def txn_id(self, role: str) -> str:
+        return f"{self.options.topic_prefix}-{self.run_id}-{role}"
+
+    def now(self) -> int:
+        return int(time.time() * 1000)
+
+    def begin(self, role: str, timeout_ms: int = 60000) -> tuple[str, ProducerIdAndEpoch]:
+        txn_id = self.txn_id(role)
+        code, pe = _retry(lambda: self.client.init_producer_id(txn_id, timeout_ms))
+        _check(code, f"InitProducerId for {txn_id}")
+        return txn_id, pe
+
+    def add(self, txn_id: str, pe: ProducerIdAndEpoch, partition: int) -> int:
+        return _retry(lambda: (self.client.add_partitions(txn_id, pe, self.topic, [partition]), None))[0]
+
+    def produce(self, txn_id: str, pe: ProducerIdAndEpoch, partition: int, seq: int, values: list[bytes],
+                timestamp_ms: int | None = None) -> tuple[int, int]:
+        ts = self.now() if timestamp_ms is None else timestamp_ms
+        return self.client.produce_transactional(txn_id, pe, self.topic, partition, seq, values, ts)
+
+    def end(self, txn_id: str, pe: ProducerIdAndEpoch, commit: bool) -> None:
+        _check(_retry(lambda: (self.client.end_txn(txn_id, pe, commit), None))[0], f"EndTxn for {txn_id}")
+
+    def describe(self, txn_id: str) -> Any:
+        return self.client.describe_transaction(txn_id)
+
+    def hanging(self, txn_id: str, pe: ProducerIdAndEpoch, offset: int) -> HangingTransaction:
+        d = self.describe(txn_id)
+        parts = sorted(f"{t.topic}-{p}" for t in (d.topics or []) for p in t.partitions)
+        return HangingTransaction(self.topic, HANGING_PARTITION, pe.producer_id, pe.epoch, offset, txn_id,
+                                  d.transaction_state if d.error_code == 0 else E.name(d.error_code), parts)
+
+
+def _retry(step: Callable[[], tuple[int, Any]], attempts: int = 50) -> tuple[int, Any]:
+    """Retry a coordinator step on the retriable errors clients retry (coordinator moving, loading)."""
+    retriable = {E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR,
+                 E.CONCURRENT_TRANSACTIONS}
+    result = step()
+    for _ in range(attempts):
+        if result[0] not in retriable:
+            break
+        time.sleep(0.1)
+        result = step()
+    return result
+
+
+def _check(code: int, what: str) -> None:
+    if code != E.NONE:
+        raise ScenarioError(f"{what} failed with {E.name(code)}")
+
+
+def _check_write(code: int, what: str) -> None:
+    if code in _VERIFICATION_REFUSALS:
+        raise ScenarioPrevented(
+            f"{what} was refused with {E.name(code)}: the broker verifies transactional writes "
+            "(transaction.partition.verification.enable=true), which prevents this incident. Run it against a "
+            "broker started with --set transaction.partition.verification.enable=false.")
+    _check(code, what)
+
+
+# ---- healthy transactions -----------------------------------------------------------------------
+def _healthy_mix(run: _Run) -> list[HealthyTransaction]:
+    out = []
+    for role, commit in (("committed", True), ("aborted", False)):
+        txn_id, pe = run.begin(role)
+        _check(run.add(txn_id, pe, HEALTHY_PARTITION), f"AddPartitionsToTxn for {txn_id}")
+        _check(run.produce(txn_id, pe, HEALTHY_PARTITION, 0, [f"{role}-{i}".encode() for i in range(3)])[0],
+               f"Produce for {txn_id}")
+        run.end(txn_id, pe, commit)
+        ended = S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT
+        out.append(HealthyTransaction(txn_id, pe.producer_id, ended.state_name, run.topic, HEALTHY_PARTITION))
+    # Open and within its timeout: it holds p2's LSO back, legitimately, until it ends or times out.
+    txn_id, pe = run.begin("open", run.options.open_timeout_ms)
+    _check(run.add(txn_id, pe, OPEN_PARTITION), f"AddPartitionsToTxn for {txn_id}")
+    _check(run.produce(txn_id, pe, OPEN_PARTITION, 0, [b"open-0", b"open-1"])[0], f"Produce for {txn_id}")
+    out.append(HealthyTransaction(txn_id, pe.producer_id, S.ONGOING.state_name, run.topic, OPEN_PARTITION))
+    return out
+
+
+# ---- the incidents --------------------------------------------------------------------------------
+def late_write_after_abort(run: _Run) -> HangingTransaction:
+    """KIP-890's motivating case (KAFKA-14402 family): a producer's Produce request is delayed in the
+    network; the client times it out and aborts (EndTxn ABORT, markers written at the same epoch); then
+    the delayed request lands. Same producer id, same epoch, sequence 0 after the marker: the leader
+    takes it as the start of a new transaction that the coordinator (CompleteAbort, no partitions)
+    never hears of. Its LSO is stuck until someone aborts it by hand."""
+    txn_id, pe = run.begin("late-write")
+    _check(run.add(txn_id, pe, HANGING_PARTITION), f"AddPartitionsToTxn for {txn_id}")
+    created = run.now() - run.options.backdate_ms  # the request was built before the client gave up
+    run.end(txn_id, pe, commit=False)
+    code, offset = run.produce(txn_id, pe, HANGING_PARTITION, 0, [b"late-0", b"late-1"], created)
+    _check_write(code, f"the delayed Produce of {txn_id}")
+    return run.hanging(txn_id, pe, offset)
+
+
+def zombie_after_timeout(run: _Run) -> HangingTransaction:
+    """A producer starts a transaction and freezes (GC pause, VM migration, stopped container) past its
+    transaction.timeout.ms. The coordinator's reaper fences it (epoch + 1) and aborts the transaction.
+    The zombie wakes up and sends its next write, to a partition new to the transaction, together with
+    the AddPartitionsToTxn for it without waiting for the answer (pipelined, as its buffered batches
+    were). The coordinator refuses the add (PRODUCER_FENCED); the leader, not verifying, appends the
+    write at the old epoch: an open transaction of a fenced producer on a partition the coordinator
+    never had in the transaction (the KIP-664 motivation, KAFKA-9144-style reports)."""
+    txn_id, pe = run.begin("zombie", run.options.zombie_timeout_ms)
+    _check(run.add(txn_id, pe, OWN_PARTITION), f"AddPartitionsToTxn for {txn_id}")
+    _check(run.produce(txn_id, pe, OWN_PARTITION, 0, [b"zombie-0"])[0], f"Produce for {txn_id}")
+    created = run.now() - run.options.backdate_ms  # buffered before the pause
+    _wait_for_timeout_abort(run, txn_id, pe)
+    run.add(txn_id, pe, HANGING_PARTITION)  # PRODUCER_FENCED, which the zombie does not wait for
+    code, offset = run.produce(txn_id, pe, HANGING_PARTITION, 0, [b"zombie-late-0", b"zombie-late-1"], created)
+    _check_write(code, f"the zombie's Produce of {txn_id}")
+    return run.hanging(txn_id, pe, offset)
+
+
+def _wait_for_timeout_abort(run: _Run, txn_id: str, pe: ProducerIdAndEpoch) -> None:
+    deadline = time.monotonic() + run.options.wait_s
+    while time.monotonic() < deadline:
+        d = run.describe(txn_id)
+        if d.error_code == 0 and d.producer_epoch > pe.epoch and d.transaction_state == "CompleteAbort":
+            return
+        time.sleep(0.2)
+    raise ScenarioError(
+        f"the coordinator did not abort {txn_id} within {run.options.wait_s:.0f} s of its "
+        f"{run.options.zombie_timeout_ms} ms timeout (transaction.abort.timed.out.transaction.cleanup.interval.ms "
+        "sets how often it checks)")
+
+
+def unregistered_partition_commit(run: _Run) -> HangingTransaction:
+    """A client writes to a partition it never added with AddPartitionsToTxn (client bugs of this kind
+    were reported against several non-Java clients) and commits. The coordinator writes COMMIT markers
+    only to the partitions it knows, so the unregistered partition's transaction never ends."""
+    txn_id, pe = run.begin("unregistered")
+    _check(run.add(txn_id, pe, OWN_PARTITION), f"AddPartitionsToTxn for {txn_id}")
+    _check(run.produce(txn_id, pe, OWN_PARTITION, 0, [b"registered-0"])[0], f"Produce for {txn_id}")
+    created = run.now() - run.options.backdate_ms
+    code, offset = run.produce(txn_id, pe, HANGING_PARTITION, 0, [b"unregistered-0", b"unregistered-1"], created)
+    _check_write(code, f"the Produce of {txn_id} to a partition not in its transaction")
+    run.end(txn_id, pe, commit=True)
+    return run.hanging(txn_id, pe, offset)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    make: Callable[[_Run], HangingTransaction]
+
+    @property
+    def incident(self) -> str:
+        return " ".join((self.make.__doc__ or "").split())
+
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
+    Scenario("late-write-after-abort", late_write_after_abort),
+    Scenario("zombie-after-timeout", zombie_after_timeout),
+    Scenario("unregistered-partition-commit", unregistered_partition_commit),
+)}
+ALL = "all"
+
+
+def scenario_names() -> list[str]:
+    return [*SCENARIOS, ALL]
+
+
+def run_scenario(name: str, bootstrap_servers: str, options: ScenarioOptions | None = None) -> list[ScenarioResult]:
+    """Run one scenario (or `all`, one topic each) and return the ground truth of each."""
+    opts = options or ScenarioOptions()
+    if name != ALL and name not in SCENARIOS:
+        raise ScenarioError(f"unknown scenario {name!r}; choose one of {', '.join(scenario_names())}")
+    chosen = list(SCENARIOS.values()) if name == ALL else [SCENARIOS[name]]
+    with RawKafkaClient(bootstrap_servers) as client:
+        return [_run_one(client, s, opts) for s in chosen]
+
+
+def _run_one(client: RawKafkaClient, scenario: Scenario, options: ScenarioOptions) -> ScenarioResult:
+    run = _Run(client, scenario.name, options)
+    healthy = _healthy_mix(run) if options.healthy else []
+    hanging = scenario.make(run)
+    return ScenarioResult(scenario.name, scenario.incident, [run.topic], [hanging], healthy)

@@ -1,0 +1,274 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kafka.errors import (
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
+    OutOfOrderSequenceNumberError,
+    TransactionCoordinatorFencedError,
+    UnknownProducerIdError,
+)
+
+from kafka_txn_broker.formats.record_batch import BatchHeader, build_batch
+from kafka_txn_broker.log.producer_state import (
+    AppendOrigin,
+    CompletedTxn,
+    ProducerStateManager,
+)
+
+TS = 1_700_000_000_000
+CLIENT = AppendOrigin.CLIENT
+
+
+class Harness:
+    """Drives a ProducerStateManager the way UnifiedLog does, with a fake log end offset."""
+
+    def __init__(self, directory: Path, expiration_ms: int = 60_000) -> None:
+        self.psm = ProducerStateManager(directory, expiration_ms)
+        self.next_offset = 0
+
+    def data(self, pid: int, epoch: int, seq: int, count: int = 1, *, txn: bool = False,
+             origin: AppendOrigin = CLIENT, ts: int = TS) -> BatchHeader:
+        raw = build_batch([(None, b"v")] * count, timestamp_ms=ts, base_offset=self.next_offset, producer_id=pid,
+                          producer_epoch=epoch, base_sequence=seq, transactional=txn)
+        header = BatchHeader.parse(raw)
+        if origin is CLIENT and self.psm.find_duplicate(header) is not None:
+            raise AssertionError("duplicate")
+        info = self.psm.prepare_update(pid, origin)
+        info.append_batch(header)
+        self.psm.update(info)
+        self.next_offset = header.next_offset
+        self.psm.update_map_end_offset(self.next_offset)
+        return header
+
+    def marker(self, pid: int, epoch: int, commit: bool, coord: int = 0, *, tv: int = 1,
+               start: int | None = None) -> CompletedTxn | None:
+        info = self.psm.prepare_update(pid, AppendOrigin.COORDINATOR)
+        done = info.append_end_txn_marker(commit, coord, epoch, self.next_offset, TS, tv, start)
+        self.psm.update(info)
+        if done is not None:
+            self.psm.complete_txn(done)
+        self.next_offset += 1
+        self.psm.update_map_end_offset(self.next_offset)
+        return done
+
+
+@pytest.fixture
+def h(tmp_path: Path) -> Harness:
+    return Harness(tmp_path)
+
+
+def test_sequences_must_be_contiguous(h: Harness) -> None:
+    h.data(1, 0, 0, 3)
+    h.data(1, 0, 3, 2)
+    with pytest.raises(OutOfOrderSequenceNumberError) as exc:
+        h.data(1, 0, 6)
+    assert exc.value.errno == 45
+    with pytest.raises(OutOfOrderSequenceNumberError):
+        h.data(1, 0, 4)
+    h.data(1, 0, 5)
+    assert h.psm.last_entry(1).last_seq == 5
+
+
+def test_duplicate_of_last_five_batches(h: Harness) -> None:
+    headers = [h.data(1, 0, i * 2, 2) for i in range(6)]
+    entry = h.psm.last_entry(1)
+    assert len(entry.batches) == 5
+    for old in headers[1:]:
+        dup = h.psm.find_duplicate(old)
+        assert dup is not None and (dup.first_offset, dup.last_offset) == (old.base_offset, old.last_offset)
+    assert h.psm.find_duplicate(headers[0]) is None  # fell out of the window
+
+
+def test_sequence_wraps_at_int32_max(h: Harness) -> None:
+    h.data(1, 0, 0)
+    h.psm.last_entry(1).batches[-1] = h.psm.last_entry(1).batches[-1]._replace(last_seq=2**31 - 3)
+    h.data(1, 0, 2**31 - 2, 2)  # ends at int32 max
+    assert h.psm.last_entry(1).last_seq == 2**31 - 1
+    h.data(1, 0, 0, 1)  # wraps to 0
+    assert h.psm.last_entry(1).last_seq == 0
+
+
+def test_epoch_fencing_and_new_epoch_starts_at_zero(h: Harness) -> None:
+    h.data(1, 3, 0, 5)
+    with pytest.raises(InvalidProducerEpochError) as exc:
+        h.data(1, 2, 5)
+    assert exc.value.errno == 47
+    with pytest.raises(OutOfOrderSequenceNumberError):
+        h.data(1, 4, 5)
+    h.data(1, 4, 0)
+    assert h.psm.last_entry(1).producer_epoch == 4 and len(h.psm.last_entry(1).batches) == 1
+
+
+def test_unknown_producer_with_nonzero_sequence(h: Harness) -> None:
+    with pytest.raises(UnknownProducerIdError) as exc:
+        h.data(9, 0, 17)
+    assert exc.value.errno == 59
+    h.data(9, 0, 0)
+
+
+def test_lenient_mode_accepts_unknown_producer(tmp_path: Path) -> None:
+    psm = ProducerStateManager(tmp_path, 1000, strict_unknown_producer=False)
+    info = psm.prepare_update(9, CLIENT)
+    info.append_batch(BatchHeader.parse(build_batch([(None, b"v")], timestamp_ms=TS, producer_id=9,
+                                                    producer_epoch=0, base_sequence=17)))
+    psm.update(info)
+    assert psm.last_entry(9).last_seq == 17
+
+
+def test_replication_and_coordinator_origins_skip_sequence_checks(h: Harness) -> None:
+    h.data(1, 0, 0)
+    h.data(1, 0, 10, origin=AppendOrigin.REPLICATION)
+    h.data(1, 0, 50, origin=AppendOrigin.COORDINATOR)
+    h.data(1, 0, 2, origin=AppendOrigin.REPLICATION)
+    h.data(1, 1, 0)
+    h.data(1, 0, 9, origin=AppendOrigin.REPLICATION)  # a lower epoch only warns on a follower
+    with pytest.raises(InvalidProducerEpochError):
+        h.data(1, -1, 0, origin=AppendOrigin.COORDINATOR)
+
+
+def test_transaction_lifecycle_and_first_unstable_offset(h: Harness) -> None:
+    assert h.psm.first_unstable_offset() is None
+    h.data(1, 0, 0, 2, txn=True)  # offsets 0-1
+    h.data(2, 0, 0, 1, txn=True)  # offset 2
+    h.data(1, 0, 2, 1, txn=True)  # offset 3, same txn
+    assert h.psm.first_unstable_offset() == 0 and h.psm.last_entry(1).current_txn_first_offset == 0
+    with pytest.raises(InvalidTxnStateError):
+        h.data(1, 0, 3, 1, txn=False)
+    done = h.marker(1, 0, commit=False, coord=5)
+    assert done == CompletedTxn(1, 0, 4, True)
+    # decided, but the marker is not below the high watermark yet
+    assert h.psm.first_unstable_offset() == 0 and h.psm.first_undecided_offset() == 2
+    h.psm.on_high_watermark_updated(5)
+    assert h.psm.first_unstable_offset() == 2
+    assert h.psm.last_entry(1).coordinator_epoch == 5 and h.psm.last_entry(1).current_txn_first_offset is None
+
+
+def test_last_stable_offset_for_abort(h: Harness) -> None:
+    h.data(1, 0, 0, 1, txn=True)  # 0
+    h.data(2, 0, 0, 1, txn=True)  # 1
+    info = h.psm.prepare_update(1, AppendOrigin.COORDINATOR)
+    done = info.append_end_txn_marker(False, 0, 0, 2, TS)
+    assert done is not None and h.psm.last_stable_offset(done) == 1  # pid 2's txn still open
+    info = h.psm.prepare_update(2, AppendOrigin.COORDINATOR)
+    done2 = info.append_end_txn_marker(False, 0, 0, 3, TS)
+    assert done2 is not None and h.psm.last_stable_offset(done2) == 0  # pid 1's txn not completed yet
+
+
+def test_marker_without_open_txn_completes_nothing(h: Harness) -> None:
+    h.data(1, 0, 0)
+    assert h.marker(1, 0, commit=True) is None
+    assert h.psm.last_entry(1).coordinator_epoch == 0
+
+
+def test_coordinator_epoch_fencing(h: Harness) -> None:
+    h.data(1, 0, 0, txn=True)
+    h.marker(1, 0, True, coord=4)
+    h.data(1, 0, 1, txn=True)
+    with pytest.raises(TransactionCoordinatorFencedError) as exc:
+        h.marker(1, 0, True, coord=3)
+    assert exc.value.errno == 52
+    assert h.marker(1, 0, True, coord=4) is not None
+
+
+def test_marker_epoch_rules_tv1_and_tv2(h: Harness) -> None:
+    h.data(1, 2, 0, txn=True)
+    with pytest.raises(InvalidProducerEpochError):
+        h.marker(1, 1, True)  # TV1: lower epoch
+    with pytest.raises(InvalidProducerEpochError):
+        h.marker(1, 2, True, tv=2)  # TV2: marker must carry the bumped epoch while the txn is open
+    assert h.marker(1, 3, True, tv=2) is not None
+    assert h.psm.last_entry(1).producer_epoch == 3
+    assert h.marker(1, 3, True, tv=2) is None  # TV2 retry of a marker already written: accepted
+    with pytest.raises(InvalidProducerEpochError):
+        h.marker(1, 2, True, tv=2)
+    h.data(1, 3, 0, txn=True)
+    assert h.marker(1, 3, False, tv=1) is not None  # TV1: same epoch is fine
+
+
+def test_marker_txn_start_offset_check(h: Harness) -> None:
+    h.data(1, 0, 0, 2)
+    h.data(1, 0, 2, 1, txn=True)  # txn starts at 2
+    with pytest.raises(InvalidTxnStateError) as exc:
+        h.marker(1, 0, False, start=0)
+    assert exc.value.errno == 48
+    assert h.marker(1, 0, False, start=2) == CompletedTxn(1, 2, 3, True)
+    with pytest.raises(InvalidTxnStateError):
+        h.marker(1, 0, False, start=2)  # nothing open any more
+
+
+def test_expiration_keeps_open_transactions(h: Harness) -> None:
+    h.data(1, 0, 0, ts=TS)
+    h.data(2, 0, 0, ts=TS, txn=True)
+    h.data(3, 0, 0, ts=TS + 50_000)
+    assert h.psm.remove_expired_producers(TS + 60_000) == [1]
+    assert sorted(p.producer_id for p in h.psm.active_producers()) == [2, 3]
+    with pytest.raises(UnknownProducerIdError):
+        h.data(1, 0, 1)  # expired producer resumes mid-sequence
+
+
+def test_active_producers_rows(h: Harness) -> None:
+    h.data(7, 1, 0, 3, txn=True, ts=TS + 5)
+    row = h.psm.active_producers()[0]
+    assert row == (7, 1, 2, TS + 5, -1, 0)
+
+
+def test_snapshot_round_trip_and_load(h: Harness, tmp_path: Path) -> None:
+    h.data(1, 0, 0, 3)
+    h.data(2, 4, 0, 1, txn=True)
+    h.marker(1, 0, True, coord=2)
+    path = h.psm.take_snapshot()
+    assert path is not None and path.name == f"{h.next_offset:020d}.snapshot"
+    assert h.psm.take_snapshot() is None  # nothing new
+    fresh = ProducerStateManager(tmp_path, 60_000)
+    assert fresh.load_snapshot(0, h.next_offset, TS) == h.next_offset
+    assert sorted(fresh.active_producers()) == sorted(h.psm.active_producers())
+    assert fresh.first_unstable_offset() == 3
+    # the dedup window keeps only the last batch after a reload
+    assert fresh.last_entry(1).batches == h.psm.last_entry(1).batches[-1:]
+
+
+def test_load_skips_snapshots_above_end_and_corrupt_ones(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    h.data(1, 0, 0)
+    h.psm.take_snapshot()  # at 1
+    h.data(1, 0, 1)
+    h.psm.take_snapshot()  # at 2
+    h.data(1, 0, 2)
+    h.psm.take_snapshot()  # at 3
+    (tmp_path / f"{2:020d}.snapshot").write_bytes(b"\x00\x01garbage")
+    fresh = ProducerStateManager(tmp_path, 60_000)
+    assert fresh.load_snapshot(0, 2, TS) == 1  # 3 is above the end; 2 is corrupt
+    assert fresh.snapshots == [1] and fresh.last_entry(1).last_seq == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{1:020d}.snapshot"]
+
+
+def test_only_a_few_snapshots_are_kept(h: Harness, tmp_path: Path) -> None:
+    for i in range(6):
+        h.data(1, 0, i)
+        h.psm.take_snapshot()
+    assert h.psm.snapshots == [4, 5, 6]
+    assert len(list(tmp_path.glob("*.snapshot"))) == 3
+
+
+def test_expired_entries_dropped_on_load(h: Harness, tmp_path: Path) -> None:
+    h.data(1, 0, 0, ts=TS)
+    h.data(2, 0, 0, ts=TS, txn=True)
+    h.psm.take_snapshot()
+    fresh = ProducerStateManager(tmp_path, 60_000)
+    fresh.load_snapshot(0, 10, TS + 120_000)
+    assert [p.producer_id for p in fresh.active_producers()] == [2]
+
+
+def test_late_transaction_uses_timeout_plus_five_minutes(h: Harness) -> None:
+    h.data(1, 0, 0, ts=TS + 1000)
+    h.data(2, 0, 0, txn=True, ts=TS)  # oldest open txn; its producer last wrote at TS
+    h.data(3, 0, 0, txn=True, ts=TS + 500)
+    assert h.psm.oldest_txn_last_timestamp() == TS
+    limit = 900_000 + 300_000
+    assert not h.psm.has_late_transaction(TS + limit, 900_000)
+    assert h.psm.has_late_transaction(TS + limit + 1, 900_000)
+    h.marker(2, 0, commit=True)
+    assert h.psm.oldest_txn_last_timestamp() == TS + 500

@@ -1,0 +1,143 @@
+"""Small stand-ins for the transaction coordinator's collaborators: no sockets, no cluster.
+
+FakePartitionLog plays this node's replicas of `__transaction_state` (a CoordinatorLog): it assigns
+offsets like a leader, keeps the batches for a later load, and fails an append when told to.
+FakeMetadata answers the metadata view; FakeMarkers plays the leaders that receive markers;
+FakeCoordinator wires a TransactionCoordinator on them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+from kafka.errors import NotLeaderForPartitionError
+
+from kafka_txn_broker.clock import ManualClock
+from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.partitioning import TXN_TOPIC
+from kafka_txn_broker.formats.record_batch import BatchHeader, iter_batches, iter_records, with_base_offset
+from kafka_txn_broker.formats.transaction_log import TransactionLogValue, decode_key, decode_value
+from kafka_txn_broker.txn.coordinator import TransactionCoordinator
+from kafka_txn_broker.txn.marker_channel import TransactionMarkerChannelManager
+from kafka_txn_broker.txn.state_manager import TransactionStateManager
+from kafka_txn_broker.txn.transaction_metadata import TransactionMetadata
+
+TopicPartition = tuple[str, int]
+T = TypeVar("T")
+
+
+class FakePartitionLog:
+    def __init__(self) -> None:
+        self.batches: dict[int, list[bytes]] = {}
+        self.led: set[int] = set()  # partitions this node leads; appends elsewhere fail
+        self.fail_with: Exception | None = None
+        self.on_append: list[Callable[[], None]] = []  # run inside the next append, once it is written
+
+    def lead(self, *partitions: int) -> None:
+        self.led.update(partitions)
+
+    def append(self, partition: int, records: bytes) -> int:
+        if partition not in self.led:
+            raise NotLeaderForPartitionError(f"not the leader of {TXN_TOPIC}-{partition}")
+        if self.fail_with is not None:
+            raise self.fail_with
+        log = self.batches.setdefault(partition, [])
+        first = sum(BatchHeader.parse(b).record_count for b in log)
+        buf = bytearray(records)
+        with_base_offset(buf, first, 0)
+        log.append(bytes(buf))
+        while self.on_append:
+            self.on_append.pop(0)()
+        return first
+
+    def read(self, partition: int) -> Iterator[bytes]:
+        yield from list(self.batches.get(partition, []))  # one chunk per batch: loads must cope
+
+    def records(self, partition: int) -> list[tuple[str, TransactionLogValue | None]]:
+        """Every record of a partition, decoded: (transactional id, value or None for a tombstone)."""
+        out = []
+        for batch in self.batches.get(partition, []):
+            for _pos, header in iter_batches(batch):
+                for rec in iter_records(batch):
+                    assert rec.key is not None and not header.is_control
+                    out.append((decode_key(rec.key), None if rec.value is None else decode_value(rec.value)))
+        return out
+
+
+class FakeMetadata:
+    def __init__(self, partitions: dict[str, int] | None = None) -> None:
+        self.partitions = dict(partitions or {})
+        self.leaders: dict[TopicPartition, int] = {}
+
+    def partition_count(self, topic: str) -> int | None:
+        return self.partitions.get(topic)
+
+    def leader(self, topic: str, partition: int) -> int | None:
+        if not 0 <= partition < self.partitions.get(topic, 0):
+            return None
+        return self.leaders.get((topic, partition), -1)
+
+
+class FakeMarkers:
+    """The leaders' answers to markers: a queue of codes per partition, NONE once it runs out."""
+
+    def __init__(self) -> None:
+        self.answers: dict[TopicPartition, deque[int]] = {}
+        self.sent: list[tuple[int, TopicPartition, int, int, bool, int, int]] = []
+
+    def answer(self, tp: TopicPartition, *codes: int) -> None:
+        self.answers.setdefault(tp, deque()).extend(codes)
+
+    def write_marker(self, leader: int, tp: TopicPartition, producer_id: int, producer_epoch: int, commit: bool,
+                     coordinator_epoch: int, transaction_version: int) -> int:
+        self.sent.append((leader, tp, producer_id, producer_epoch, commit, coordinator_epoch, transaction_version))
+        queue = self.answers.get(tp)
+        return queue.popleft() if queue else E.NONE
+
+
+class FakeCoordinator:
+    """A TransactionCoordinator on the fakes above: this node leads the one __transaction_state partition,
+    topic `t` has 3 partitions led by node 1, and every marker lands. The methods mirror the cluster
+    harness (tests/broker/harness.py), so a test can run on either."""
+
+    def __init__(self, config: dict[str, object] | None = None) -> None:
+        self.clock = ManualClock()
+        self.log = FakePartitionLog()
+        self.log.lead(0)
+        self.topics = FakeMetadata({TXN_TOPIC: 1, "t": 3})
+        self.topics.leaders.update({("t", p): 1 for p in range(3)})
+        self.markers = FakeMarkers()
+        cfg = BrokerConfig(config or {})
+        self.state = TransactionStateManager(0, cfg, self.clock, self.log, self.topics)
+        channel = TransactionMarkerChannelManager(self.state, self.topics, self.markers, lambda: True)
+        self._ids = itertools.count(1000)
+        self.coordinator = TransactionCoordinator(0, cfg, self.clock, self.state, channel, self, lambda: True)
+        self.state.load_partition(0, 1)
+
+    def generate(self) -> int:  # the ProducerIdGenerator
+        return next(self._ids)
+
+    def run(self, fn: Callable[[], T]) -> T:
+        return fn()
+
+    def coord(self, txn_id: str) -> TransactionCoordinator:
+        return self.coordinator
+
+    def metadata(self, txn_id: str) -> TransactionMetadata | None:
+        return self.state.get(txn_id)[1]
+
+    def init(self, txn_id: str, timeout_ms: int = 60000, pid: int = -1, epoch: int = -1) -> tuple[int, int, int]:
+        return self.coordinator.init_producer_id(txn_id, timeout_ms, pid, epoch)
+
+    def add(self, txn_id: str, pid: int, epoch: int, *parts: TopicPartition, tv: int = 0) -> int:
+        return self.coordinator.add_partitions_to_transaction(txn_id, pid, epoch, parts, tv)
+
+    def end(self, txn_id: str, pid: int, epoch: int, commit: bool, tv: int = 0) -> tuple[int, int, int]:
+        return self.coordinator.end_transaction(txn_id, pid, epoch, commit, client_tv=tv)
+
+    def records_written(self) -> int:
+        return len(self.log.records(0))

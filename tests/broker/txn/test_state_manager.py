@@ -1,0 +1,221 @@
+"""TransactionStateManager on fakes (no sockets, no cluster): loading a __transaction_state partition,
+appending transitions and what a failed append leaves behind, ownership, timeouts and expiration.
+
+Expected values follow Kafka's TransactionStateManager: the latest record per id wins and a tombstone
+removes the id; PREPARE_* transactions are re-driven after a load; a transition is applied only once
+its record is durable; append errors become the coordinator errors of Kafka's appendTransactionToLog.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+
+import pytest
+from kafka.errors import (
+    KafkaStorageError,
+    NotEnoughReplicasAfterAppendError,
+    NotEnoughReplicasError,
+    NotLeaderForPartitionError,
+    RequestTimedOutError,
+    UnknownTopicOrPartitionError,
+)
+
+from kafka_txn_broker.clock import ManualClock
+from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.partitioning import TXN_TOPIC
+from kafka_txn_broker.formats.record_batch import build_batch, iter_records
+from kafka_txn_broker.formats.transaction_log import TransactionLogValue, encode_key, encode_value
+from kafka_txn_broker.formats.transactions import TWO_PC_TIMEOUT_MS, TransactionState
+from kafka_txn_broker.txn.state_manager import CoordinatorError, TransactionStateManager
+from kafka_txn_broker.txn.transaction_metadata import TransactionMetadata
+from tests.broker.txn.fakes import FakeMetadata, FakePartitionLog
+
+S = TransactionState
+NOW = 1_700_000_000_000
+
+
+def make(partitions: int = 1, **config: object) -> tuple[TransactionStateManager, FakePartitionLog, ManualClock]:
+    clock = ManualClock(NOW)
+    log = FakePartitionLog()
+    log.lead(*range(partitions))
+    sm = TransactionStateManager(1, BrokerConfig(config), clock, log, FakeMetadata({TXN_TOPIC: partitions}))
+    return sm, log, clock
+
+
+def write(log: FakePartitionLog, tid: str, value: TransactionLogValue | None, version: int = 1) -> None:
+    raw = None if value is None else encode_value(value, version)
+    log.append(0, build_batch([(encode_key(tid), raw)], timestamp_ms=NOW))
+
+
+def value(state: TransactionState, pid: int = 10, epoch: int = 0, parts: tuple[tuple[str, int], ...] = (),
+          timeout: int = 60_000, start: int = -1) -> TransactionLogValue:
+    return TransactionLogValue(pid, epoch, timeout, state, parts, NOW, start)
+
+
+def begin(sm: TransactionStateManager, tid: str, pid: int = 42, timeout: int = 60_000) -> TransactionMetadata:
+    """A new id with an Ongoing transaction on ("t", 0), through real appends."""
+    epoch, md = sm.put_if_not_exists(TransactionMetadata(tid, pid, producer_epoch=0, txn_timeout_ms=timeout,
+                                                         txn_last_update_timestamp=NOW))
+    transit = md.prepare_add_partitions({("t", 0)}, sm.clock.millis(), 0)
+    assert sm.append_transaction_to_log(tid, epoch, transit) == E.NONE
+    return md
+
+
+def test_load_replays_the_latest_record_per_id_and_re_drives_prepared_ones() -> None:
+    sm, log, _clock = make()
+    write(log, "a", value(S.EMPTY))
+    write(log, "a", value(S.ONGOING, parts=(("t", 0),), start=NOW))
+    write(log, "b", value(S.COMPLETE_COMMIT, pid=11, start=NOW))
+    write(log, "b", None)  # expired
+    write(log, "c", value(S.PREPARE_COMMIT, pid=12, epoch=3, parts=(("t", 1), ("u", 0)), start=NOW), version=0)
+    log.append(0, build_batch([(struct.pack(">hh", 1, 1) + b"x", b"other record type")], timestamp_ms=NOW))
+    log.append(0, build_batch([(encode_key("e"), b"\x00\x02" + encode_value(value(S.EMPTY), 1)[2:])],
+                              timestamp_ms=NOW))  # a value version this coordinator does not know
+
+    pending = sm.load_partition(0, coordinator_epoch=7)
+
+    epoch, a = sm.get("a")
+    assert epoch == 7 and a is not None
+    assert (a.state, a.producer_id, a.topic_partitions, a.txn_start_timestamp) == (S.ONGOING, 10, {("t", 0)}, NOW)
+    assert a.last_producer_epoch == -1  # Kafka does not persist it
+    assert sm.get("b")[1] is None and sm.get("e")[1] is None
+    [c] = pending
+    assert (c.transactional_id, c.coordinator_epoch, c.commit) == ("c", 7, True)
+    assert c.metadata.topic_partitions == {("t", 1), ("u", 0)}
+    assert (c.transit.state, c.transit.producer_epoch) == (S.COMPLETE_COMMIT, 3)
+    assert sm.owns(0, 7) and not sm.owns(0, 6)
+
+
+def test_requests_during_a_load_are_told_to_wait() -> None:
+    sm, log, _clock = make()
+    write(log, "a", value(S.EMPTY))
+    seen: list[int] = []
+    real_read = log.read
+
+    def read_and_ask(partition: int) -> Iterator[bytes]:
+        for chunk in real_read(partition):
+            with pytest.raises(CoordinatorError) as exc:
+                sm.get("a")
+            seen.append(exc.value.code)
+            yield chunk
+
+    log.read = read_and_ask  # type: ignore[method-assign]
+    sm.load_partition(0, 1)
+    assert seen == [E.COORDINATOR_LOAD_IN_PROGRESS]
+    assert sm.get("a")[1] is not None
+
+
+def test_an_id_of_a_partition_this_node_does_not_own_is_not_coordinator() -> None:
+    sm, _log, _clock = make()
+    with pytest.raises(CoordinatorError) as exc:
+        sm.get("a")
+    assert exc.value.code == E.NOT_COORDINATOR
+    sm.load_partition(0, 1)
+    sm.remove_partition(0)
+    with pytest.raises(CoordinatorError):
+        sm.get("a")
+
+
+@pytest.mark.parametrize("level, version", [(0, 0), (1, 1), (2, 1)])
+def test_a_transition_is_written_then_applied(level: int, version: int) -> None:
+    sm, log, _clock = make(**{"transaction.version": level})
+    sm.load_partition(0, 3)
+    md = begin(sm, "a")
+    [(tid, written)] = log.records(0)
+    assert tid == "a" and written is not None
+    assert (written.state, written.producer_id, written.partitions, written.start_ms) == (
+        S.ONGOING, 42, (("t", 0),), NOW)
+    record = next(iter_records(log.batches[0][-1]))
+    assert record.value is not None and struct.unpack_from(">h", record.value)[0] == version
+    assert (md.state, md.pending_state, md.topic_partitions) == (S.ONGOING, None, {("t", 0)})
+
+
+@pytest.mark.parametrize("failure, code", [
+    (NotEnoughReplicasError("isr"), E.COORDINATOR_NOT_AVAILABLE),
+    (NotEnoughReplicasAfterAppendError("isr"), E.COORDINATOR_NOT_AVAILABLE),
+    (RequestTimedOutError("slow"), E.COORDINATOR_NOT_AVAILABLE),
+    (UnknownTopicOrPartitionError("gone"), E.COORDINATOR_NOT_AVAILABLE),
+    (NotLeaderForPartitionError("moved"), E.NOT_COORDINATOR),
+    (KafkaStorageError("disk"), E.NOT_COORDINATOR),
+    (E.MessageTooLargeError("big"), E.UNKNOWN_SERVER_ERROR),
+])
+def test_a_failed_append_changes_nothing_and_unblocks_the_id(failure: Exception, code: int) -> None:
+    sm, log, _clock = make()
+    sm.load_partition(0, 3)
+    epoch, md = sm.put_if_not_exists(TransactionMetadata("a", 42, producer_epoch=0, txn_last_update_timestamp=NOW))
+    transit = md.prepare_add_partitions({("t", 0)}, NOW, 0)
+    log.fail_with = failure
+    assert sm.append_transaction_to_log("a", epoch, transit) == code
+    assert (md.state, md.topic_partitions, md.pending_state) == (S.EMPTY, set(), None)
+    assert log.records(0) == []
+
+
+def test_a_failed_append_the_caller_retries_keeps_the_pending_state() -> None:
+    sm, log, _clock = make()
+    sm.load_partition(0, 3)
+    epoch, md = sm.put_if_not_exists(TransactionMetadata("a", 42, producer_epoch=0, txn_last_update_timestamp=NOW))
+    transit = md.prepare_add_partitions({("t", 0)}, NOW, 0)
+    log.fail_with = NotEnoughReplicasError("isr")
+    code = sm.append_transaction_to_log("a", epoch, transit, retry_on_error=lambda c: c == E.COORDINATOR_NOT_AVAILABLE)
+    assert code == E.COORDINATOR_NOT_AVAILABLE and md.pending_state is S.ONGOING
+    log.fail_with = None
+    assert sm.append_transaction_to_log("a", epoch, transit) == E.NONE and md.state is S.ONGOING
+
+
+def test_leadership_moving_during_the_append_answers_not_coordinator() -> None:
+    sm, log, _clock = make()
+    sm.load_partition(0, 3)
+    epoch, md = sm.put_if_not_exists(TransactionMetadata("a", 42, producer_epoch=0, txn_last_update_timestamp=NOW))
+    transit = md.prepare_add_partitions({("t", 0)}, NOW, 0)
+
+    def move_away_and_back() -> None:  # a new coordinator epoch while the record is being written
+        sm.remove_partition(0)
+        sm.load_partition(0, 4)
+
+    log.on_append.append(move_away_and_back)
+    assert sm.append_transaction_to_log("a", epoch, transit) == E.NOT_COORDINATOR
+    new_epoch, reloaded = sm.get("a")
+    assert new_epoch == 4 and reloaded is not None and reloaded is not md
+    assert reloaded.state is S.ONGOING  # the record was durable: the new coordinator read it from the log
+
+
+def test_the_partition_count_comes_from_the_topic_else_the_config() -> None:
+    clock, log = ManualClock(NOW), FakePartitionLog()
+    config = BrokerConfig({"transaction.state.log.num.partitions": 50})
+    assert TransactionStateManager(1, config, clock, log, FakeMetadata({TXN_TOPIC: 7})).partition_count == 7
+    assert TransactionStateManager(1, config, clock, log, FakeMetadata()).partition_count == 50
+
+
+def test_timed_out_transactions_on_the_monotonic_clock_but_never_2pc_ones() -> None:
+    sm, _log, clock = make()
+    sm.load_partition(0, 1)
+    begin(sm, "short", pid=1, timeout=1_000)
+    begin(sm, "2pc", pid=2, timeout=TWO_PC_TIMEOUT_MS)
+    clock.set_wall(NOW + 10 * 60_000)  # a wall-clock step is not elapsed time
+    assert sm.timed_out_transactions(clock.millis()) == []
+    clock.advance(1_001)
+    assert sm.timed_out_transactions(clock.millis()) == [("short", 1, 0)]
+
+
+def test_expired_ids_get_a_tombstone_and_leave_the_cache() -> None:
+    sm, log, clock = make(**{"transactional.id.expiration.ms": 1_000})
+    write(log, "idle", value(S.COMPLETE_COMMIT, start=NOW))
+    write(log, "busy", value(S.ONGOING, parts=(("t", 0),), start=NOW))
+    sm.load_partition(0, 1)
+    clock.advance(1_000)
+    assert sm.remove_expired_transactional_ids(clock.millis()) == ["idle"]  # Ongoing never expires
+    assert log.records(0)[-1] == ("idle", None)
+    assert sm.get("idle")[1] is None and sm.get("busy")[1] is not None
+
+
+def test_an_expiration_whose_tombstone_fails_keeps_the_id() -> None:
+    sm, log, clock = make(**{"transactional.id.expiration.ms": 1_000})
+    write(log, "idle", value(S.EMPTY))
+    sm.load_partition(0, 1)
+    clock.advance(1_000)
+    log.fail_with = NotEnoughReplicasError("isr")
+    assert sm.remove_expired_transactional_ids(clock.millis()) == []
+    md = sm.get("idle")[1]
+    assert md is not None and md.pending_state is None and md.state is S.EMPTY
