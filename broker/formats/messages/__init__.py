@@ -4,34 +4,29 @@ definitions in this package (written for kafka-txn-tools from Kafka's published 
     from kafka_txn_broker.formats.messages import ShareFetchRequest
     ShareFetchRequest[1](group_id="g", member_id="m", share_session_epoch=0, ...)
 
-The classes behave like kafka-python's own (encode/decode, versions, nested struct classes). Importing
-this module costs the class builds (a few milliseconds): the CLI imports it inside commands only.
+The classes behave like kafka-python's own (encode/decode, versions, nested struct classes). They are
+built on first use (module __getattr__), and only then is kafka-python imported: the formats package
+stays importable without it, as its other modules are.
 """
 
 from __future__ import annotations
 
-import types
 from typing import Any
 
-from kafka.protocol.api_message import ApiMessage
+MESSAGES = frozenset(f"{api}{kind}" for api in (
+    "ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge", "DescribeShareGroupOffsets",
+    "AlterShareGroupOffsets", "DeleteShareGroupOffsets") for kind in ("Request", "Response"))
+_built: dict[str, Any] = {}
 
 
-def _message(name: str) -> Any:
-    """kafka-python's class builder reads `<name>.json` from this package (the load_json class keyword)."""
-    return types.new_class(name, (ApiMessage,), {"load_json": __name__})
+def __getattr__(name: str) -> Any:
+    """The message class `name`, made by kafka-python's class builder from `<name>.json` here."""
+    if name not in MESSAGES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _built:
+        import types
 
+        from kafka.protocol.api_message import ApiMessage
 
-ShareGroupHeartbeatRequest: Any = _message("ShareGroupHeartbeatRequest")
-ShareGroupHeartbeatResponse: Any = _message("ShareGroupHeartbeatResponse")
-ShareGroupDescribeRequest: Any = _message("ShareGroupDescribeRequest")
-ShareGroupDescribeResponse: Any = _message("ShareGroupDescribeResponse")
-ShareFetchRequest: Any = _message("ShareFetchRequest")
-ShareFetchResponse: Any = _message("ShareFetchResponse")
-ShareAcknowledgeRequest: Any = _message("ShareAcknowledgeRequest")
-ShareAcknowledgeResponse: Any = _message("ShareAcknowledgeResponse")
-DescribeShareGroupOffsetsRequest: Any = _message("DescribeShareGroupOffsetsRequest")
-DescribeShareGroupOffsetsResponse: Any = _message("DescribeShareGroupOffsetsResponse")
-AlterShareGroupOffsetsRequest: Any = _message("AlterShareGroupOffsetsRequest")
-AlterShareGroupOffsetsResponse: Any = _message("AlterShareGroupOffsetsResponse")
-DeleteShareGroupOffsetsRequest: Any = _message("DeleteShareGroupOffsetsRequest")
-DeleteShareGroupOffsetsResponse: Any = _message("DeleteShareGroupOffsetsResponse")
+        _built[name] = types.new_class(name, (ApiMessage,), {"load_json": __name__})
+    return _built[name]
