@@ -154,6 +154,9 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("transaction.remove.expired.transaction.cleanup.interval.ms", int, 3600000, "expiry check period"),
     ConfigKey("transaction.partition.verification.enable", bool, True, "leader verifies with the coordinator"),
     ConfigKey("transaction.version", int, 2, "highest transaction version (1 = TV1, 2 = TV2) advertised"),
+    ConfigKey("share.transactional.acknowledgement.enable", bool, False,
+              "KIP-1289 TxnShareAcknowledge: stands in for the share.version >= 2 feature level; advertised and "
+              "served only with transaction.version >= 2 as well"),
     ConfigKey("kafka.version.emulate", str, "", "advertise and accept only the API versions of this Apache Kafka "
               "release (e.g. 2.8, 3.0, 3.8, 4.0, 4.1), as it would; empty: everything this broker implements",
               ("", *kafka_releases())),

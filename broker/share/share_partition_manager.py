@@ -43,6 +43,7 @@ from kafka.errors import (
 
 from kafka_txn_broker.configs.group_config import ShareAutoOffsetReset
 from kafka_txn_broker.formats.record_batch import BatchHeader, iter_batches
+from kafka_txn_broker.histogram import Histogram
 from kafka_txn_broker.share.share_partition import (
     AckBatch,
     AcquiredRange,
@@ -170,6 +171,7 @@ class SharePartitionManager:
         # COMMIT markers whose acknowledgements could not be written yet: (share-partition, producer id).
         self._unwritten_commits: set[tuple[SharePartitionKey, int]] = set()
         self._expired_pending_of_dropped = 0  # TxnPendingLockExpiredCount of share-partitions since unloaded
+        self.txn_ack_latency = Histogram()  # TxnShareAcknowledgeRequestLatencyMs (observed by the API handler)
 
     # ---- ShareFetch ----------------------------------------------------------------------------------
     async def fetch(self, call: ShareFetchCall) -> ShareFetchResult:
