@@ -173,7 +173,8 @@ class PendingReason(StrEnum):
     LEADER_OFFLINE = "leader-offline"  # the partition has no live leader: nowhere to write the marker
     LEADER_UNKNOWN = "leader-unknown"  # the partition is not in the metadata (deleted, or not visible)
     OPEN_TRANSACTION = "open-transaction"  # the leader still shows the producer's open transaction
-    MARKER_REJECTED = "marker-rejected"  # the leader refuses the marker (already landed, or fenced)
+    MARKER_REJECTED = "marker-rejected"  # it landed, but the leader refuses the coordinator's retries (KAFKA-19999)
+    COORDINATOR_FENCED = "coordinator-fenced"  # the leader holds a newer coordinator epoch: it refuses the marker
 
 
 # Kafka's epoch limits, as the tools judge them: a producer never gets Short.MAX_VALUE (the coordinator keeps

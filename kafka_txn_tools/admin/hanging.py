@@ -39,7 +39,8 @@ holds the transaction and cannot finish it.
   with partitions still waiting for their marker. Each pending partition says why, when that can be told
   (`pending_partition`): its leader is offline, or unknown; the leader still shows the producer's open
   transaction; or the leader refuses the marker - it already landed and a retry at the same epoch is
-  rejected (KAFKA-19999), or the leader holds a newer coordinator epoch.
+  rejected (marker-rejected, KAFKA-19999), or the leader holds a newer coordinator epoch
+  (coordinator-fenced).
 - completion-pending: a Prepare state that long with no partition left waiting: COMPLETE_* is never
   written (the coordinator cannot append to its `__transaction_state` partition).
 - epoch-exhausted: Ongoing at producer epoch Short.MAX_VALUE - 1 past its timeout, or at Short.MAX_VALUE:
@@ -360,13 +361,13 @@ class LeaderView:
 
 def time_in_state(txn: CoordinatorTxn, now_ms: int) -> tuple[int | None, str]:
     """(milliseconds in its state, how that was found); None when it cannot be told (module docstring)."""
+    start = txn.start_ms if txn.start_ms is not None and txn.start_ms >= 0 else None
+    if txn.state == ONGOING:  # Ongoing since its first partition was added (later records only add partitions)
+        return (None, "unknown") if start is None else (now_ms - start, "transaction-start")
     if txn.entered_ms is not None and txn.entered_ms >= 0:
         return now_ms - txn.entered_ms, "transaction-log"
-    start = txn.start_ms if txn.start_ms is not None and txn.start_ms >= 0 else None
     if start is None:
         return None, "unknown"
-    if txn.state == ONGOING:
-        return now_ms - start, "transaction-start"  # Ongoing since its first partition was added
     if txn.timeout_ms is None or txn.timeout_ms >= TWO_PHASE_COMMIT_TIMEOUT_MS:
         return None, "unknown"
     return max(0, now_ms - (start + txn.timeout_ms + ABORT_SCAN_INTERVAL_MS)), "lower-bound"
@@ -392,7 +393,7 @@ def pending_partition(tp: TopicPartition, view: LeaderView, txn: CoordinatorTxn,
     fenced = (p is not None and txn.coordinator_epoch is not None and p.coordinator_epoch > txn.coordinator_epoch)
     if fenced:
         assert p is not None
-        return PendingPartition(tp, leader, PendingReason.MARKER_REJECTED, (
+        return PendingPartition(tp, leader, PendingReason.COORDINATOR_FENCED, (
             f"broker {leader} holds coordinator epoch {p.coordinator_epoch} for producer {txn.producer_id}, newer "
             f"than this coordinator's {txn.coordinator_epoch}: it rejects the marker (TRANSACTION_COORDINATOR_FENCED)"))
     if p is not None and p.has_open_transaction:
@@ -465,8 +466,9 @@ def _stuck_detail(txn: CoordinatorTxn, reason: StuckReason, pending: Sequence[Pe
         key = p.reason.value if p.reason is not None else "reason unknown"
         counts[key] = counts.get(key, 0) + 1
     why = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
-    count = f"{len(pending)} partition{'s' if len(pending) != 1 else ''}"
-    return f"{txn.transactional_id!r} is {txn.state} at {where}; {count} still wait for their marker ({why})"
+    count = f"{len(pending)} partitions still wait for their marker" if len(pending) != 1 else \
+        "1 partition still waits for its marker"
+    return f"{txn.transactional_id!r} is {txn.state} at {where}; {count} ({why})"
 
 
 def _txn_log_partition(txn: CoordinatorTxn) -> str:
@@ -481,9 +483,9 @@ def _stuck_action(txn: CoordinatorTxn, reason: StuckReason, pending: Sequence[Pe
         aborts = "; ".join(
             f"kafka-txn abort --topic {p.partition.topic} --partition {p.partition.partition} --start-offset "
             f"{p.start_offset} --force" for p in pending if p.start_offset is not None)
-        free = f"; until then free each partition's LSO: {aborts}" if aborts else ""
-        return (f"upgrade the coordinators to a Kafka release with the KAFKA-20090 fixes, whose timeout abort then "
-                f"ends it (or `kafka-txn force-terminate --transactional-id {txn.transactional_id}`){free}")
+        free = f"free each partition's LSO now ({aborts}), then " if aborts else ""
+        return (f"{free}let the coordinator end it: on a Kafka release with the KAFKA-20090 fixes its timeout abort "
+                f"does, or `kafka-txn force-terminate --transactional-id {txn.transactional_id}`")
     if reason is StuckReason.COMPLETION_PENDING:
         return (f"check the in-sync replicas of {log_part} (transaction.state.log.min.isr): broker {coord} "
                 f"cannot append to it; or {move}")
@@ -499,10 +501,12 @@ def _stuck_action(txn: CoordinatorTxn, reason: StuckReason, pending: Sequence[Pe
     if unknown:
         steps.append(f"check whether {', '.join(unknown)} were deleted or are hidden by ACLs (a deleted partition's "
                      "marker is skipped once the coordinator sees the deletion)")
-    if any(p.reason is PendingReason.MARKER_REJECTED for p in pending):
-        steps.append("the leaders reject the markers: upgrade them to a release with the KAFKA-19999 fix if the "
-                     f"marker already landed, then {move}")
-    elif any(p.reason in (PendingReason.OPEN_TRANSACTION, None) for p in pending):
+    rejected = [p for p in pending if p.reason is PendingReason.MARKER_REJECTED]
+    if rejected:
+        leaders = sorted({p.leader for p in rejected if p.leader is not None})
+        steps.append(f"the markers landed but broker {_listed(leaders)} rejects the coordinator's retries "
+                     f"(KAFKA-19999): upgrade it to a Kafka release with the KAFKA-19999 fix, then {move}")
+    elif any(p.reason in (PendingReason.OPEN_TRANSACTION, PendingReason.COORDINATOR_FENCED, None) for p in pending):
         steps.append(move)
     return "; ".join(steps)
 

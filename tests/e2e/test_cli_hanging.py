@@ -33,7 +33,8 @@ def cluster(tmp_path: Path) -> Iterator[EmbeddedCluster]:
 
 
 def scenarios(bs: str) -> list[ScenarioResult]:
-    return run_scenario("all", bs, ScenarioOptions(backdate_ms=BACKDATE_MS, zombie_timeout_ms=500, wait_s=30))
+    return run_scenario("partition-side", bs, ScenarioOptions(backdate_ms=BACKDATE_MS, zombie_timeout_ms=500,
+                                                          wait_s=30))
 
 
 def truth(results: list[ScenarioResult]) -> set[tuple[str, int, int, int]]:
