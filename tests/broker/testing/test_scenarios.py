@@ -98,3 +98,12 @@ def test_a_verifying_broker_prevents_each_scenario(tmp_path: Path, name: str) ->
         out = CliRunner().invoke(app, ["broker", "scenario", name, "--bootstrap-server", cluster.bootstrap_servers,
                                        "--zombie-timeout-ms", "300"])
         assert out.exit_code == 1 and "transaction.partition.verification.enable=false" in out.output
+
+
+def test_a_coordinator_side_scenario_prints_its_ground_truth_and_the_bug_it_emulates(legacy: EmbeddedCluster) -> None:
+    out = CliRunner().invoke(app, ["broker", "scenario", "marker-retry-rejected", "--bootstrap-server",
+                                   legacy.bootstrap_servers, "--no-healthy", "-o", "table"])
+    assert out.exit_code == 0, out.output
+    assert "KAFKA-19999" in out.output.splitlines()[0]  # the incident names the upstream bug
+    [stuck] = [line for line in out.output.splitlines() if line.startswith("STUCK")]
+    assert "PrepareCommit" in stuck and "(marker-rejected)" in stuck and "emulates=KAFKA-19999" in stuck
