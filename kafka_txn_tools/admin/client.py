@@ -560,12 +560,50 @@ class AdminClient:
 
     def share_group_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition]
                             ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
-        """Each share group's start offset on `partitions` (KIP-932 DescribeShareGroupOffsets).
+        """Each read_committed share group's start offset on `partitions` (KIP-932: DescribeShareGroupOffsets
+        and DescribeConfigs of share.isolation.level at the group's coordinator). A read_uncommitted share
+        group reads past the LSO, so it is never held back there: it is left out. A cluster without share
+        groups (before Kafka 4.1) answers nothing."""
+        data = self._manager.broker_version_data
+        if not group_ids or not partitions or (
+                data is not None and wire.DESCRIBE_SHARE_GROUP_OFFSETS_KEY not in data.api_versions):
+            return {}, []
+        return self._run(self._share_async, sorted(set(group_ids)), list(partitions))
 
-        Hook: kafka-python 3.0.12 has no message class for DescribeShareGroupOffsets and this cluster API is
-        not wired yet (share groups land in the embedded broker with issue 13), so no share group is known
-        to be held back: an empty answer. admin/groups.py already asks for them and marks them as shares."""
-        return {}, []
+    async def _share_async(self, group_ids: list[str], partitions: list[TopicPartition]
+                           ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
+        try:
+            coordinators, failed = wire.parse_find_coordinators(
+                await self._send(wire.find_group_coordinators_request(group_ids)))
+        except kerrors.KafkaError as exc:
+            return {}, [_transport_error(exc, None, "FindCoordinator")]
+        errors = [ScanError(e, f"FindCoordinator for share group {g!r} failed: {e}", api="FindCoordinator",
+                            code=error_code(e)) for g, e in failed.items()]
+        by_node: dict[int, list[str]] = defaultdict(list)
+        for group, node in coordinators.items():
+            by_node[node].append(group)
+
+        async def on(node: int, groups: list[str]) -> Any:
+            try:
+                offsets, bad = wire.parse_share_offsets(
+                    await self._send(wire.share_offsets_request(groups, partitions), node))
+                levels = wire.parse_share_isolation(await self._send(wire.share_isolation_request(groups), node))
+            except kerrors.KafkaError as exc:
+                return _transport_error(exc, node, "DescribeShareGroupOffsets")
+            return {g: o for g, o in offsets.items() if levels.get(g) == "read_committed"}, bad
+
+        found: dict[str, dict[TopicPartition, int]] = {}
+        for outcome in await self._gather([(on, (node, groups)) for node, groups in by_node.items()]):
+            if isinstance(outcome, ScanError):
+                errors.append(outcome)
+            elif isinstance(outcome, BaseException):
+                raise outcome
+            else:
+                found.update(outcome[0])
+                errors += [ScanError(e, f"DescribeShareGroupOffsets for {g!r} failed: {e}",
+                                     api="DescribeShareGroupOffsets", code=error_code(e))
+                           for g, e in outcome[1].items()]
+        return found, errors
 
 
 class _BootstrapWatch(logging.Handler):

@@ -4,8 +4,8 @@ A read_committed consumer cannot read past the LSO, so a group whose committed o
 no progress on that partition until the transaction holding the LSO ends; its lag is the records up to the
 high watermark it cannot get. Consumer groups (classic and KIP-848) come from ListGroups on every broker and
 OffsetFetch at each group's coordinator; share groups (KIP-932) from their start offsets
-(AdminClient.share_group_offsets: a hook until the cluster side lands, see there). Only the partitions of
-find-hanging's results are asked about, once per run.
+(DescribeShareGroupOffsets), those with share.isolation.level=read_committed only: a read_uncommitted share
+group reads past the LSO. Only the partitions of find-hanging's results are asked about, once per run.
 """
 
 from __future__ import annotations

@@ -424,3 +424,51 @@ def parse_offset_fetch(response: Any, group_id: str | None = None
 class _SingleGroup:
     def __init__(self, group_id: str, error_code: int, topics: Any) -> None:
         self.group_id, self.error_code, self.topics = group_id, error_code, topics
+
+
+# --- DescribeShareGroupOffsets, DescribeConfigs of share groups (share groups held back) -------------------
+
+DESCRIBE_SHARE_GROUP_OFFSETS_KEY = 90  # KIP-932, Kafka 4.1+
+GROUP_RESOURCE = 32
+SHARE_ISOLATION = "share.isolation.level"
+
+
+def share_offsets_request(group_ids: Sequence[str], partitions: Iterable[TopicPartition]) -> Any:
+    """The start offset (SPSO) of each share group on `partitions`."""
+    from kafka_txn_broker.formats.messages import DescribeShareGroupOffsetsRequest as R
+
+    Group = R.DescribeShareGroupOffsetsRequestGroup
+    Topic = Group.DescribeShareGroupOffsetsRequestTopic
+    topics = [Topic(topic_name=t, partitions=ps) for t, ps in _by_topic(partitions).items()]
+    return R(groups=[Group(group_id=g, topics=topics) for g in group_ids])
+
+
+def parse_share_offsets(response: Any) -> tuple[dict[str, dict[TopicPartition, int]], dict[str, str]]:
+    """group -> {partition: start offset} (partitions it has no state for left out), group -> error name."""
+    offsets: dict[str, dict[TopicPartition, int]] = {}
+    failed: dict[str, str] = {}
+    for g in response.groups:
+        if g.error_code:
+            failed[g.group_id] = error_name(g.error_code)
+            continue
+        found = offsets.setdefault(g.group_id, {})
+        for topic in g.topics:
+            for p in topic.partitions:
+                if not p.error_code and p.start_offset >= 0:
+                    found[TopicPartition(topic.topic_name, p.partition_index)] = p.start_offset
+    return offsets, failed
+
+
+def share_isolation_request(group_ids: Sequence[str]) -> Any:
+    from kafka.protocol.admin import DescribeConfigsRequest
+
+    Resource = DescribeConfigsRequest.DescribeConfigsResource
+    return DescribeConfigsRequest(resources=[Resource(resource_type=GROUP_RESOURCE, resource_name=g,
+                                                      configuration_keys=[SHARE_ISOLATION]) for g in group_ids],
+                                  include_synonyms=False, include_documentation=False, min_version=1)
+
+
+def parse_share_isolation(response: Any) -> dict[str, str]:
+    """group -> its share.isolation.level (groups whose config could not be read left out)."""
+    return {r.resource_name: str(c.value) for r in response.results if not r.error_code
+            for c in r.configs if c.name == SHARE_ISOLATION and c.value is not None}

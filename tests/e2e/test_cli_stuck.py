@@ -258,3 +258,32 @@ def test_an_expired_id_is_named_as_the_last_owner_and_a_stalled_read_committed_g
         assert [g["group_id"] for g in row["stalled_groups"]] == ["orders-readers"]
         table = kafka_txn(bs, "find-hanging", "--all", "--wide").out
         assert f"(last: {truth.transactional_id})" in table and "orders-readers" in table
+
+
+def test_a_read_committed_share_group_held_at_the_lso_is_listed_as_a_share_group(tmp_path: Path) -> None:
+    from tests.e2e.cli_support import open_transaction
+    from tests.e2e.share_support import FAST_GROUPS, poll_until, produce, set_group_configs, share_consumer
+
+    with EmbeddedCluster(nodes=1, data_dir=tmp_path, config=FAST_GROUPS) as cluster:
+        bs = cluster.bootstrap_servers
+        cluster.create_topic("work", 1, 1)
+        produce(bs, "work", 5, 1)
+        producer = open_transaction(bs, "app", "work", [0], records=2)  # holds the LSO at 5, HW 7
+        try:
+            for group, level, records in (("share-rc", "read_committed", 5), ("share-ru", "read_uncommitted", 7)):
+                set_group_configs(bs, group, share_auto_offset_reset="earliest", share_isolation_level=level)
+                member = share_consumer(bs, group, ["work"])
+                try:  # read what it may (up to the LSO for read_committed) and acknowledge it
+                    assert len(poll_until([member], lambda got, n=records: len(got) >= n, timeout_s=10)) == records
+                    member.commit_sync(10)
+                finally:
+                    member.close()
+            r = kafka_txn(bs, "find-hanging", "--all", "--max-transaction-timeout", "0", "--include-late", "-o",
+                          "json")
+            [row] = r.json()["hanging"]
+            assert (row["reason"], row["lso"], row["high_watermark"]) == ("late", 5, 7)
+            # The read_uncommitted share group read past the LSO: it is not held back.
+            assert [(g["group_id"], g["type"], g["committed_offset"], g["lag"]) for g in row["stalled_groups"]] == [
+                ("share-rc", "share", 5, 2)]
+        finally:
+            producer.abort_transaction(30)

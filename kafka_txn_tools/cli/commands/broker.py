@@ -109,8 +109,8 @@ def scenario(
                        f"coordinator={h.coordinator_state}")
         for st in r.stuck:
             typer.echo(f"STUCK    {st.transactional_id} {st.state} producerId={st.producer_id} "
-                       f"epoch={st.producer_epoch} pending={','.join(st.pending_partitions)} ({st.pending_reason}) reason={st.reason} "
-                       f"emulates={st.emulates} clears: {st.clears}")
+                       f"epoch={st.producer_epoch} pending={','.join(st.pending_partitions)} ({st.pending_reason}) "
+                       f"reason={st.reason} emulates={st.emulates} clears: {st.clears}")
         for ok in r.healthy:
             typer.echo(f"HEALTHY  {ok.topic}-{ok.partition} producerId={ok.producer_id} {ok.state} "
                        f"transactionalId={ok.transactional_id}")

@@ -76,7 +76,8 @@ def test_backdated_batches_carry_old_create_times(legacy: EmbeddedCluster) -> No
 
 def test_cli_prints_the_ground_truth(legacy: EmbeddedCluster) -> None:
     out = CliRunner().invoke(app, ["broker", "scenario", "partition-side", "--bootstrap-server",
-                                   legacy.bootstrap_servers, "--no-healthy", "--zombie-timeout-ms", "300", "--wait-seconds", "20"])
+                                   legacy.bootstrap_servers, "--no-healthy", "--zombie-timeout-ms", "300",
+                                   "--wait-seconds", "20"])
     assert out.exit_code == 0, out.output
     doc = json.loads(out.output)
     assert [s["name"] for s in doc["scenarios"]] == list(PARTITION_SIDE)
