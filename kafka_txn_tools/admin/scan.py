@@ -189,9 +189,12 @@ def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options:
     found, errors = stuck.candidates(client, cluster.broker_ids(), now, options.max_prepare_ms,
                                      lambda d: _in_scope(d, scope, cluster))
     report.errors.extend(errors)
-    log = _read_transaction_state(client, confirmed, found, options, report)
-    views = stuck.leader_views(client, {tp: d.producer_id for d in found for tp in d.partitions})
-    txn_partitions = stuck.txn_partition_count(client.metadata([stuck.TXN_TOPIC])) if found else None
+    orphans = [v for v in confirmed if v.reason is HangingReason.NO_TRANSACTIONAL_ID]
+    txn_meta = _txn_topic(client, cluster) if found or orphans else None
+    log = _read_transaction_state(client, txn_meta, orphans, found, options, report) if txn_meta else None
+    wanted = {tp: d.producer_id for d in found for tp in d.partitions}
+    views = stuck.leader_views(client, wanted, cluster if _covers(cluster, wanted) else None)
+    txn_partitions = stuck.txn_partition_count(txn_meta) if txn_meta is not None else None
     rows = stuck.confirm(client, stuck.judge(found, log, views, now, options.max_prepare_ms, txn_partitions))
     pending = [p.partition for r in rows for p in r.pending_partitions if p.leader is not None and p.leader >= 0]
     offsets = _offsets(client, cluster, [*(v.candidate.partition for v in confirmed), *pending], views)
@@ -205,6 +208,18 @@ def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options:
         if r.reason is HangingReason.NO_TRANSACTIONAL_ID else None) for r in results]
     report.stuck = [replace(r, stalled_groups=_joined(held, (p.partition for p in r.pending_partitions)))
                     for r in rows]
+
+
+def _txn_topic(client: ScanClient, cluster: ClusterInfo) -> ClusterInfo:
+    """`__transaction_state`'s metadata: from the scan's own when it has it (--all), else asked for."""
+    if any(i.partition.topic == stuck.TXN_TOPIC for i in cluster.partitions):
+        return cluster
+    return client.metadata([stuck.TXN_TOPIC])
+
+
+def _covers(cluster: ClusterInfo, wanted: dict[TopicPartition, int]) -> bool:
+    topics = {i.partition.topic for i in cluster.partitions}
+    return all(tp.topic in topics for tp in wanted)
 
 
 def _in_scope(d: TransactionDescription, scope: Scope, cluster: ClusterInfo) -> bool:
@@ -222,22 +237,19 @@ def _in_scope(d: TransactionDescription, scope: Scope, cluster: ClusterInfo) -> 
     return True
 
 
-def _read_transaction_state(client: ScanClient, confirmed: list[hanging.Verdict],
+def _read_transaction_state(client: ScanClient, txn_meta: ClusterInfo, orphans: list[hanging.Verdict],
                             found: list[TransactionDescription], options: ScanOptions, report: ScanReport
-                            ) -> transaction_state.TxnStateRead | None:
+                            ) -> transaction_state.TxnStateRead:
     """The one read of `__transaction_state`: every partition if some producer id needs its last owner,
     else only the candidates' own partitions; from the earliest time a record asked about can have."""
-    orphans = [v for v in confirmed if v.reason is HangingReason.NO_TRANSACTIONAL_ID]
-    if not orphans and not found:
-        return None
     since = [d.start_time_ms for d in found]
     since += [v.candidate.producer.last_timestamp_ms - options.max_timeout_ms - LATE_TRANSACTION_BUFFER_MS
               for v in orphans]
     partitions = None
     if not orphans:
-        count = stuck.txn_partition_count(client.metadata([stuck.TXN_TOPIC]))
+        count = stuck.txn_partition_count(txn_meta)
         partitions = transaction_state.partitions_of((d.transactional_id for d in found), count) if count else set()
-    log = transaction_state.read(client, partitions, min(since) - CLOCK_SLACK_MS)
+    log = transaction_state.read(client, partitions, min(since) - CLOCK_SLACK_MS, txn_meta=txn_meta)
     report.notes += log.notes
     return log
 

@@ -25,7 +25,7 @@ from kafka_txn_broker.formats.partitioning import TXN_TOPIC, partition_for
 from kafka_txn_tools.admin.api import ClusterApi
 from kafka_txn_tools.admin.hanging import Ownership
 from kafka_txn_tools.dumps.transaction_log import TxnMetadata
-from kafka_txn_tools.models import ScanError, TopicPartition
+from kafka_txn_tools.models import ClusterInfo, ScanError, TopicPartition
 
 MAX_BYTES = 64 << 20
 MIN_PARTITION_BYTES = 1 << 20
@@ -66,11 +66,12 @@ def partitions_of(transactional_ids: Iterable[str], count: int) -> set[int]:
     return {partition_for(txn_id, count) for txn_id in transactional_ids}
 
 
-def read(client: ClusterApi, partitions: set[int] | None, since_ms: int, max_bytes: int = MAX_BYTES
-         ) -> TxnStateRead:
-    """Read the given partitions of `__transaction_state` (None: all of them) from `since_ms` on."""
+def read(client: ClusterApi, partitions: set[int] | None, since_ms: int, max_bytes: int = MAX_BYTES,
+         txn_meta: ClusterInfo | None = None) -> TxnStateRead:
+    """Read the given partitions of `__transaction_state` (None: all of them) from `since_ms` on.
+    `txn_meta`: metadata holding the topic's partitions, when the caller has it."""
     out = TxnStateRead()
-    cluster = client.metadata([TXN_TOPIC])
+    cluster = txn_meta if txn_meta is not None else client.metadata([TXN_TOPIC])
     leaders = {i.partition: i.leader for i in cluster.partitions if i.partition.topic == TXN_TOPIC}
     if not leaders:
         error = dict(cluster.topic_errors).get(TXN_TOPIC, "UNKNOWN_TOPIC_OR_PARTITION")
