@@ -171,23 +171,25 @@ def find_hanging(
     candidates = hanging.select_candidates(replicas, report.now_ms, options.max_timeout_ms)
     report.candidates = len(candidates)
     confirmed: list[hanging.Verdict] = []
+    described: dict[str, TransactionDescription] = {}
     if candidates:
-        verdicts = _coordinator_verdicts(client, cluster, candidates, report.errors)
+        verdicts = _coordinator_verdicts(client, cluster, candidates, report.errors, described)
         to_check = [v for v in verdicts if v.reason.is_hanging or options.include_late]
         confirmed = _recheck(client, to_check, report.errors)
     if not options.coordinator_side:
         offsets = _offsets(client, cluster, (v.candidate.partition for v in confirmed))
         report.results = hanging.to_results(confirmed, report.now_ms, options.include_late, offsets)
         return report
-    _both_sides(client, cluster, scope, options, confirmed, report)
+    _both_sides(client, cluster, scope, options, confirmed, described, report)
     return report
 
 
 def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options: ScanOptions,
-                confirmed: list[hanging.Verdict], report: ScanReport) -> None:
+                confirmed: list[hanging.Verdict], described: dict[str, TransactionDescription],
+                report: ScanReport) -> None:
     now = report.now_ms
     found, errors = stuck.candidates(client, cluster.broker_ids(), now, options.max_prepare_ms,
-                                     lambda d: _in_scope(d, scope, cluster))
+                                     lambda d: _in_scope(d, scope, cluster), described)
     report.errors.extend(errors)
     orphans = [v for v in confirmed if v.reason is HangingReason.NO_TRANSACTIONAL_ID]
     txn_meta = _txn_topic(client, cluster) if found or orphans else None
@@ -303,13 +305,16 @@ def _describe(
 
 def _coordinator_verdicts(
     client: ScanClient, cluster: ClusterInfo, candidates: list[OpenTransaction], errors: list[ScanError],
+    described_out: dict[str, TransactionDescription],
 ) -> list[hanging.Verdict]:
+    """The partition side's verdicts; the descriptions asked for go to `described_out` for the coordinator side."""
     pids = sorted({c.producer.producer_id for c in candidates})
     listed = client.list_transactions(cluster.broker_ids(), producer_ids=pids)
     errors.extend(listed.errors)
     ids = {listing.transactional_id for listing in listed.listings}
     described = client.describe_transactions(ids)
     errors.extend(described.errors)
+    described_out.update(described.descriptions)
     verdicts, unknown = hanging.classify_all(candidates, listed.listings, described.descriptions,
                                              described.not_found)
     if listed.errors:

@@ -45,18 +45,24 @@ def is_candidate(d: TransactionDescription) -> bool:
 
 
 def candidates(client: ClusterApi, broker_ids: list[int], now_ms: int, max_prepare_ms: int,
-               in_scope: Callable[[TransactionDescription], bool]) -> tuple[list[TransactionDescription],
-                                                                             list[ScanError]]:
-    """Steps 1 and 2: the described Prepare* / exhausted Ongoing transactions older than the threshold."""
+               in_scope: Callable[[TransactionDescription], bool],
+               known: Mapping[str, TransactionDescription] | None = None
+               ) -> tuple[list[TransactionDescription], list[ScanError]]:
+    """Steps 1 and 2: the described Prepare* / exhausted Ongoing transactions older than the threshold.
+    `known`: descriptions the scan already has (the partition side's); one still in the state listed is not
+    asked again (a late-but-live transaction is listed here too: the big share of a busy cluster's list)."""
     listed = client.list_transactions(broker_ids, states=LISTED_STATES, duration_ms=max_prepare_ms)
-    ids = sorted({t.transactional_id for t in listed.listings})
-    if not ids:
-        return [], listed.errors
-    described = client.describe_transactions(ids)
-    found = [d for d in described.descriptions.values()
+    known = known or {}
+    reuse = {t.transactional_id: known[t.transactional_id] for t in listed.listings
+             if t.transactional_id in known and known[t.transactional_id].state == t.state}
+    ask = sorted({t.transactional_id for t in listed.listings} - reuse.keys())
+    described = client.describe_transactions(ask) if ask else None
+    errors = [*listed.errors, *(described.errors if described is not None else [])]
+    descriptions = [*reuse.values(), *(described.descriptions.values() if described is not None else [])]
+    found = [d for d in descriptions
              if is_candidate(d) and d.start_time_ms >= 0 and now_ms - d.start_time_ms > max_prepare_ms and in_scope(d)]
     # An id gone since it was listed (TRANSACTIONAL_ID_NOT_FOUND) completed and expired: nothing to report.
-    return sorted(found, key=lambda d: d.transactional_id), [*listed.errors, *described.errors]
+    return sorted(found, key=lambda d: d.transactional_id), errors
 
 
 def leader_views(client: ClusterApi, wanted: Mapping[TopicPartition, int], cluster: ClusterInfo | None = None

@@ -134,6 +134,12 @@ def test_a_partition_without_a_leader_names_its_offline_replica_and_the_action_s
     assert row.action.startswith("bring broker 2 back or reassign orders-1 to live brokers")
 
 
+def test_a_leader_the_metadata_still_names_on_a_stopped_broker_is_offline_too() -> None:
+    row, p = one_pending(hanging.LeaderView(2, online=False, offline_replicas=(2,)))
+    assert (p.leader, p.reason, p.offline_replicas) == (2, PendingReason.LEADER_OFFLINE, (2,))
+    assert row.action.startswith("bring broker 2 back")
+
+
 def test_the_leader_still_showing_the_transaction_open_means_move_the_coordinator() -> None:
     row, p = one_pending(hanging.LeaderView(1, producer=producer(7, 40, 20 * MIN, epoch=3)))
     assert p.reason is PendingReason.OPEN_TRANSACTION and p.start_offset == 40

@@ -219,3 +219,18 @@ def test_kafka_transactions_leaves_the_coordinator_side_out() -> None:
     c, _ = stuck_cluster()
     report = scan(c, coordinator_side=False)
     assert report.stuck == [] and c.log_reads == []
+
+
+def test_the_coordinator_side_reuses_what_the_partition_side_described() -> None:
+    """A late-but-live transaction is also listed as Ongoing by the coordinator side: described once."""
+    c = mixed()
+    asked: list[str] = []
+    real = c.describe_transactions
+
+    def describe(ids):  # type: ignore[no-untyped-def]
+        asked.extend(ids)
+        return real(ids)
+
+    c.describe_transactions = describe  # type: ignore[method-assign]
+    scan(c, include_late=True, max_prepare_ms=0)
+    assert asked.count("live") == 1
