@@ -23,7 +23,8 @@ true hanging transactions.
 
 --compare-with DIR: kafka-txn's find-hanging from another checkout (its kafka_txn_tools and broker packages)
 and from this one take turns against the same cluster, `--rounds` times each, old first; the ratio of the
-medians says what a change costs (issue 11: the coordinator side, `__transaction_state` and the groups).
+medians says what a change costs; this checkout also runs without the coordinator side (issue 11: the
+coordinator side, `__transaction_state` and the groups), which says what those checks cost.
 The cluster then also holds transactions stuck at their coordinator (`scenario coordinator-side`), so the
 new checks have something to find.
 """
@@ -60,9 +61,11 @@ else:
     now = lambda: time.time_ns() // 1_000_000
     with AdminClient(ClientSettings(bootstrap_servers=bootstrap), timeout_ms=120000) as client:
         connected = time.perf_counter()
-        if strategy == "kafka-txn":
-            from kafka_txn_tools.admin.scan import Scope, find_hanging
-            report = find_hanging(client, Scope(all=True), now)
+        if strategy.startswith("kafka-txn"):
+            from kafka_txn_tools.admin.scan import ScanOptions, Scope, find_hanging
+            # kafka-txn-partition-side: without issue 11's coordinator side, `__transaction_state` and groups
+            options = ScanOptions(coordinator_side=False) if strategy == "kafka-txn-partition-side" else ScanOptions()
+            report = find_hanging(client, Scope(all=True), now, options)
             assert not report.errors, report.errors[:3]
             found = {(h.partition.topic, h.partition.partition, h.producer.producer_id,
                       h.producer.current_txn_start_offset) for h in report.hanging}
@@ -224,19 +227,24 @@ def main() -> int:
 
 
 def compare(bootstrap: str, other: Path, rounds: int, truth: set[tuple[str, int, int, int]]) -> int:
-    """kafka-txn from `other` (old) and from this checkout (new), alternating, old first."""
+    """kafka-txn from `other` (old) and from this checkout (new), alternating, old first; then this checkout
+    without the coordinator side (partition side only: what the new checks cost)."""
     import statistics
 
-    times: dict[str, list[float]] = {"old": [], "new": []}
+    times: dict[str, list[float]] = {"old": [], "new": [], "new-partition-side": []}
+    runs = (("old", "kafka-txn", other), ("new", "kafka-txn", None),
+            ("new-partition-side", "kafka-txn-partition-side", None))
     for i in range(rounds):
-        for name, tree in (("old", other), ("new", None)):
-            r = run_strategy("kafka-txn", bootstrap, tree)
+        for name, strategy, tree in runs:
+            r = run_strategy(strategy, bootstrap, tree)
             times[name].append(float(r["scan_s"]))  # type: ignore[arg-type]
             hits = len(truth & {tuple(f) for f in r["found"]})  # type: ignore[attr-defined]
             print(f"round {i + 1} {name}: scan {float(r['scan_s']):.2f} s, wall {float(r['wall_s']):.2f} s, "  # type: ignore[arg-type]
                   f"{hits}/{len(truth)} hanging")
     old, new = statistics.median(times["old"]), statistics.median(times["new"])
-    print(f"median scan: old {old:.2f} s, new {new:.2f} s: new/old = {new / old:.2f}")
+    side = statistics.median(times["new-partition-side"])
+    print(f"median scan: old {old:.2f} s, new {new:.2f} s: new/old = {new / old:.2f}; new without the coordinator "
+          f"side {side:.2f} s: the new checks cost {new - side:+.2f} s")
     return 0
 
 
