@@ -133,6 +133,21 @@ def fit_columns(rows: Sequence[Row], columns: Sequence[Column], width: int) -> t
     return shown, total() <= width
 
 
+def wrap_lines(text: str, width: int | None) -> str:
+    """Prose after a table, each line wrapped at spaces to `width` (None: as it is), continuation lines
+    indented as the line they continue; a word longer than the width stays whole."""
+    if width is None or not text:
+        return text
+    import textwrap
+
+    out = []
+    for line in text.split("\n"):
+        indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
+        out += textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=False,
+                             break_on_hyphens=False) or [line]
+    return "\n".join(out)
+
+
 @dataclass
 class Output:
     """Everything a command prints; `emit` picks the format."""
@@ -165,7 +180,7 @@ class Output:
             return upstream_table(self.kafka_headers, self.kafka_rows)
         if not self.rows and self.empty_message:
             return self.empty_message + "\n"
-        return self._table(width, out) + self.footer
+        return self._table(width, out) + wrap_lines(self.footer, width)
 
     def _table(self, width: int | None, out: TextIO | None) -> str:
         self.hidden = []
