@@ -1,17 +1,26 @@
-"""CreateTopics and DeleteTopics."""
+"""CreateTopics, DeleteTopics and CreatePartitions."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from kafka.errors import InvalidRequestError, PolicyViolationError
-from kafka.protocol.admin import CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse
+from kafka.protocol.admin import (
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
 
 from kafka_txn_broker.apis.context import RequestContext, denied
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.configs import config_helper, log_config
+from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.errors import error_code, error_message
 from kafka_txn_broker.server.metadata import INTERNAL_TOPICS
+from kafka_txn_broker.server.replication_control import MAX_PARTITIONS_PER_REQUEST
 
 CR = CreateTopicsResponse
 DR = DeleteTopicsResponse
@@ -43,11 +52,9 @@ def _create(ctx: RequestContext, t: Any, validate_only: bool) -> Any:
                                        num_partitions=-1, replication_factor=-1, configs=None)
 
 
-# Kafka's controller refuses more new partitions than this in one request (KAFKA-17870); without the
-# bound a single request (or one flipped bit in num_partitions) would have the node build millions.
-MAX_PARTITIONS_PER_REQUEST = 10000
-
-
+# Kafka's controller refuses more new partitions than MAX_PARTITIONS_PER_REQUEST in one request
+# (KAFKA-17870); without the bound a single request (or one flipped bit in num_partitions) would have the
+# node build millions.
 def _too_many_partitions(ctx: RequestContext, req: Any) -> bool:
     default = ctx.node.config["num.partitions"]
     total = 0
@@ -100,3 +107,37 @@ async def handle_delete(ctx: RequestContext, req: Any) -> Any:
     else:
         results = [_delete(ctx, n, None) for n in req.topic_names]
     return DR[ctx.api_version](throttle_time_ms=0, responses=results)
+
+
+# ---- CreatePartitions ----------------------------------------------------------------------------------
+PR = CreatePartitionsResponse
+PResult = PR.CreatePartitionsTopicResult
+
+
+def _add_partitions(ctx: RequestContext, t: Any, validate_only: bool) -> Any:
+    try:
+        assignments = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
+        ctx.node.cluster.replication.create_partitions(t.name, t.count, assignments, validate_only)
+        return PResult(name=t.name, error_code=0, error_message=None)
+    except Exception as exc:
+        return PResult(name=t.name, error_code=error_code(exc), error_message=error_message(exc))
+
+
+@api(CreatePartitionsRequest, CreatePartitionsResponse, 0, 3)
+async def handle_create_partitions(ctx: RequestContext, req: Any) -> Any:
+    """Kafka's order: a topic named twice is INVALID_REQUEST, then ALTER on each topic, then the controller."""
+    names = [t.name for t in req.topics]
+    twice = {n for n in names if names.count(n) > 1}
+    results = [PResult(name=n, error_code=E.INVALID_REQUEST, error_message="Duplicate topic name.")
+               for n in sorted(twice)]
+    allowed = ctx.authorized("ALTER", "TOPIC", (n for n in names if n not in twice))
+    done: set[str] = set()
+    for t in req.topics:
+        if t.name in twice or t.name in done:
+            continue
+        done.add(t.name)
+        if t.name not in allowed:
+            results.append(PResult(name=t.name, error_code=E.TOPIC_AUTHORIZATION_FAILED, error_message=None))
+        else:
+            results.append(_add_partitions(ctx, t, bool(req.validate_only)))
+    return PR[ctx.api_version](throttle_time_ms=0, results=results)
