@@ -18,7 +18,7 @@ from kafka_txn_broker.apis.context import RequestContext, denied
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.configs import config_helper, log_config
 from kafka_txn_broker.formats import errors as E
-from kafka_txn_broker.formats.errors import error_code, error_message
+from kafka_txn_broker.formats.errors import ApiError, error_code, error_message
 from kafka_txn_broker.server.metadata import INTERNAL_TOPICS
 from kafka_txn_broker.server.replication_control import MAX_PARTITIONS_PER_REQUEST
 
@@ -32,16 +32,19 @@ def _create(ctx: RequestContext, t: Any, validate_only: bool) -> Any:
     try:
         if not (ctx.authorize("CREATE", "CLUSTER") or ctx.authorize("CREATE", "TOPIC", t.name)):
             raise denied(ctx.principal, "CREATE", "TOPIC", t.name)
-        if t.assignments:
-            raise InvalidRequestError("manual replica assignments are not supported by the embedded broker")
-        partitions = cfg["num.partitions"] if t.num_partitions == -1 else t.num_partitions
-        rf = cfg["default.replication.factor"] if t.replication_factor == -1 else t.replication_factor
+        placed = _manual_assignments(ctx, t)
+        if placed is not None:
+            partitions, rf = len(placed), len(placed[0])
+        else:
+            partitions = cfg["num.partitions"] if t.num_partitions == -1 else t.num_partitions
+            rf = cfg["default.replication.factor"] if t.replication_factor == -1 else t.replication_factor
         configs = {c.name: c.value for c in t.configs}
         log_config.validate(configs, ctx.node.config)  # INVALID_CONFIG, nothing created
         if validate_only:
-            topic = cluster.metadata.create_topic(t.name, partitions, rf, configs, validate_only=True)
+            topic = cluster.metadata.create_topic(t.name, partitions, rf, configs, validate_only=True,
+                                                  assignments=placed)
         else:
-            topic = cluster.create_topic(t.name, partitions, rf, configs)
+            topic = cluster.create_topic(t.name, partitions, rf, configs, assignments=placed)
         described = [CR.CreatableTopicResult.CreatableTopicConfigs(
             name=e.name, value=e.value, read_only=e.read_only, config_source=e.source, is_sensitive=e.sensitive)
             for e in config_helper.describe_topic(topic.configs, ctx.node.config)]
@@ -52,6 +55,24 @@ def _create(ctx: RequestContext, t: Any, validate_only: bool) -> Any:
                                        num_partitions=-1, replication_factor=-1, configs=None)
 
 
+def _manual_assignments(ctx: RequestContext, t: Any) -> list[list[int]] | None:
+    """kafka-topics.sh --replica-assignment: the replicas of each partition, checked as Kafka checks them."""
+    if not t.assignments:
+        return None
+    if t.replication_factor != -1:
+        raise InvalidRequestError("A manual partition assignment was specified, but replication factor was not "
+                                  "set to -1.")
+    if t.num_partitions != -1:
+        raise InvalidRequestError("A manual partition assignment was specified, but numPartitions was not set to -1.")
+    found: dict[int, list[int]] = {}
+    for a in t.assignments:
+        if a.partition_index in found:
+            raise ApiError(f"Found multiple manual partition assignments for partition {a.partition_index}",
+                           E.INVALID_REPLICA_ASSIGNMENT)
+        found[a.partition_index] = list(a.broker_ids)
+    return ctx.node.cluster.replication.topic_assignments(found)
+
+
 # Kafka's controller refuses more new partitions than MAX_PARTITIONS_PER_REQUEST in one request
 # (KAFKA-17870); without the bound a single request (or one flipped bit in num_partitions) would have the
 # node build millions.
@@ -59,7 +80,10 @@ def _too_many_partitions(ctx: RequestContext, req: Any) -> bool:
     default = ctx.node.config["num.partitions"]
     total = 0
     for t in req.topics:
-        total += default if t.num_partitions == -1 else max(t.num_partitions, 0)
+        if t.assignments:
+            total += len(t.assignments)
+        else:
+            total += default if t.num_partitions == -1 else max(t.num_partitions, 0)
         if total > MAX_PARTITIONS_PER_REQUEST:
             return True
     return False

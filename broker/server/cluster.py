@@ -177,11 +177,12 @@ class Cluster:
         return min((node_id for node_id, node in self.nodes.items() if node.online), default=-1)
 
     def create_topic(self, name: str, partitions: int, replication_factor: int,
-                     configs: Mapping[str, str] | None = None, *, cap_replication: bool = False) -> TopicState:
+                     configs: Mapping[str, str] | None = None, *, cap_replication: bool = False,
+                     assignments: list[list[int]] | None = None) -> TopicState:
         # Auto-created and internal topics take what the cluster can give (as Kafka caps the internal
         # topics' factor on small clusters); an explicit CreateTopics gets INVALID_REPLICATION_FACTOR.
         rf = min(replication_factor, len(self.nodes)) if cap_replication else replication_factor
-        topic = self.metadata.create_topic(name, partitions, rf, dict(configs or {}))
+        topic = self.metadata.create_topic(name, partitions, rf, dict(configs or {}), assignments=assignments)
         for node in self.nodes.values():
             if node.online:
                 node.replica_manager.add_topic(topic.partitions)
@@ -309,10 +310,18 @@ class EmbeddedCluster:
         self.call(self.cluster.start())
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
-                     configs: Mapping[str, str] | None = None) -> None:
+                     configs: Mapping[str, str] | None = None, *, assignments: list[list[int]] | None = None) -> None:
+        """A topic placed round-robin, or as `assignments` say (partition i on the nodes assignments[i],
+        the first one leading): then `partitions` and `replication_factor` come from them."""
         assert self.cluster is not None
         cluster = self.cluster
-        self.call_soon(cluster.create_topic, name, partitions, replication_factor, configs)
+        if assignments is not None:
+            partitions, replication_factor = len(assignments), len(assignments[0])
+
+        def create() -> None:
+            cluster.create_topic(name, partitions, replication_factor, configs, assignments=assignments)
+
+        self.call_soon(create)
 
     def tick(self) -> None:
         assert self.cluster is not None

@@ -165,7 +165,9 @@ class ClusterMetadata:
 
     # ---- topics ------------------------------------------------------------------------------
     def create_topic(self, name: str, num_partitions: int, replication_factor: int,
-                     configs: dict[str, str] | None = None, *, validate_only: bool = False) -> TopicState:
+                     configs: dict[str, str] | None = None, *, validate_only: bool = False,
+                     assignments: list[list[int]] | None = None) -> TopicState:
+        """A new topic, placed round-robin, or as `assignments` say (checked by the caller, replication_control)."""
         validate_topic_name(name)
         if name in self.topics:
             raise TopicAlreadyExistsError(f"topic {name!r} already exists")
@@ -174,19 +176,19 @@ class ClusterMetadata:
         if not 1 <= replication_factor <= len(self.node_ids):
             raise InvalidReplicationFactorError(
                 f"replication factor {replication_factor} is outside 1..{len(self.node_ids)} (nodes in the cluster)")
-        topic = TopicState(name, uuid.uuid4(), self._assign(name, num_partitions, replication_factor),
-                           dict(configs or {}))
+        placed = self.place(name, 0, num_partitions, replication_factor) if assignments is None else assignments
+        topic = TopicState(name, uuid.uuid4(), self._partitions(name, placed), dict(configs or {}))
         if not validate_only:
             self._put(topic)
             self._record(self._topic_event(topic))
             self._notify(topic.partitions)
         return topic
 
-    def _assign(self, name: str, count: int, rf: int) -> list[PartitionState]:
+    def _partitions(self, name: str, placed: list[list[int]]) -> list[PartitionState]:
         out = []
-        for i, replicas in enumerate(self.place(name, 0, count, rf)):
+        for i, replicas in enumerate(placed):
             live = [r for r in replicas if r in self.live_nodes]
-            out.append(PartitionState(name, i, replicas, live[0] if live else -1, 0, live))
+            out.append(PartitionState(name, i, list(replicas), live[0] if live else -1, 0, live))
         return out
 
     def place(self, name: str, first: int, count: int, rf: int) -> list[list[int]]:

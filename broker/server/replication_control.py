@@ -91,6 +91,20 @@ class ReplicationControlManager:
             return []
         return self.metadata.add_partitions(topic, placed)
 
+    def topic_assignments(self, assignments: dict[int, list[int]]) -> list[list[int]]:
+        """CreateTopics' manual placement (kafka-topics.sh --replica-assignment), checked as Kafka checks it:
+        partitions 0..n-1, one replication factor, known brokers, each partition with a live one."""
+        factor: int | None = None
+        for index, replicas in assignments.items():
+            self.validate_manual_assignment(replicas, factor)
+            factor = len(replicas)
+            if not any(r in self.metadata.live_nodes for r in replicas):
+                raise _error(E.INVALID_REPLICA_ASSIGNMENT, "All brokers specified in the manual partition "
+                             f"assignment for partition {index} are fenced or in controlled shutdown.")
+        if sorted(assignments) != list(range(len(assignments))):
+            raise _error(E.INVALID_REPLICA_ASSIGNMENT, "partitions should be a consecutive 0-based integer sequence")
+        return [assignments[i] for i in range(len(assignments))]
+
     def validate_manual_assignment(self, replicas: list[int], replication_factor: int | None) -> None:
         if not replicas:
             raise _error(E.INVALID_REPLICA_ASSIGNMENT,

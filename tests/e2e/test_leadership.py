@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import ElectionType, KafkaException, Producer, TopicPartition
+from confluent_kafka import ElectionType, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient
 from kafka import TopicPartition as KTP
