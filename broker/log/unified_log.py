@@ -461,6 +461,18 @@ class UnifiedLog:
         """The leader epoch that wrote `offset` (ListOffsets answers with it); -1 when unknown."""
         return self._epoch_cache().epoch_for(offset)
 
+    def divergence_with(self, leader: UnifiedLog) -> int:
+        """Where this (follower) log stops agreeing with `leader`'s, by leader epoch (Kafka's
+        OffsetsForLeaderEpoch truncation): the end of this log's latest epoch on the leader, or, when the
+        leader never had that epoch, the end of the latest epoch both know. Never above this log's end."""
+        mine = self.latest_epoch
+        epoch, leader_end = leader.end_offset_for_epoch(mine)
+        if epoch < 0:
+            return min(leader.log_end_offset, self.log.log_end_offset, self._high_watermark)
+        if epoch != mine:
+            leader_end = min(leader_end, self.end_offset_for_epoch(epoch)[1])
+        return min(leader_end, self.log.log_end_offset)
+
     def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (largest epoch <= leader_epoch, its end offset), or (-1, -1)."""
         return self._epoch_cache().end_offset_for(leader_epoch, self.log.log_end_offset)

@@ -36,12 +36,14 @@ DELETE_TO_HIGH_WATERMARK = -1
 
 
 class Partition:
-    __slots__ = ("manager", "state", "log", "__weakref__")
+    __slots__ = ("manager", "state", "log", "follows_epoch", "__weakref__")
 
     def __init__(self, manager: ReplicaManager, state: PartitionState, log: UnifiedLog) -> None:
         self.manager = manager
         self.state = state
         self.log = log
+        # As a follower: the leader epoch whose leader this replica's log was last reconciled with.
+        self.follows_epoch = -1
 
     @property
     def topic(self) -> str:
@@ -143,6 +145,9 @@ class Partition:
                 self._leave_isr(replica, "its log is offline")
                 continue
             try:
+                if follower.follows_epoch != self.state.leader_epoch:
+                    follower.truncate_divergence(self.log)
+                    follower.follows_epoch = self.state.leader_epoch
                 if appended and follower.log.log_end_offset == appended_at:
                     follower.log.append_as_follower(appended, verified=True, batches=batches)
                 if follower.log.log_end_offset != leader_end:
@@ -187,6 +192,22 @@ class Partition:
             self.manager.notify_data()
 
     # ---- follower side -----------------------------------------------------------------------
+    def truncate_divergence(self, leader_log: UnifiedLog) -> None:
+        """First contact with a new leader: drop what this replica has that the leader's log does not (Kafka's
+        follower truncation by leader epoch). Replication here is synchronous, so only a replica that was out
+        of sync when its leader was elected uncleanly can differ. The common case costs two batch reads: the
+        batch holding this log's last offset carries the same leader epoch on both sides."""
+        end = self.log.log_end_offset
+        if end <= self.log.log_start_offset or end <= leader_log.log_start_offset:
+            return  # nothing to compare: catch_up_from starts this log over at the leader's start
+        if leader_log.log_end_offset >= end and _epoch_at(leader_log, end - 1) == _epoch_at(self.log, end - 1):
+            return
+        offset = self.log.divergence_with(leader_log)
+        if offset < end:
+            _log.warning("%s-%s: replica on node %s drops offsets %d-%d, which its leader does not have",
+                         self.topic, self.index, self.node_id, offset, end - 1)
+            self.log.truncate_to(offset)
+
     def catch_up_from(self, leader_log: UnifiedLog) -> None:
         if self.log.log_end_offset > leader_log.log_end_offset:
             # After a crash tore the leader's tail, or an unclean election: the follower drops what the
@@ -225,3 +246,9 @@ class Partition:
 
     def close(self) -> None:
         self.log.close()
+
+
+def _epoch_at(log: UnifiedLog, offset: int) -> int | None:
+    """The leader epoch of the batch holding `offset` (None when the log has no batch there)."""
+    data = log.read_for_replication(offset, 1)
+    return next(iter_batches(data))[1].partition_leader_epoch if data else None

@@ -95,8 +95,16 @@ def test_unclean_election(cluster: EmbeddedCluster) -> None:
     after = state(cluster)
     assert (after.leader, after.isr) == (second, [second])
     produce(cluster, "t", 0, 1)
-    cluster.start_node(first)  # it drops what the new leader never had and follows
+    cluster.start_node(first)  # it drops what the new leader never had (its offsets 0-2) and follows
     assert consume(cluster, "t", 0, 0, expect=1) == [0]
+    assert replica_bytes(cluster, first) == replica_bytes(cluster, second)  # the same offset 0, not its own
+
+
+def replica_bytes(cluster: EmbeddedCluster, node: int) -> bytes:
+    assert cluster.cluster is not None
+    part = cluster.cluster.nodes[node].replica_manager.get("t", 0)
+    assert part is not None
+    return bytes(cluster.call_soon(part.log.read_for_replication, 0, 1 << 20))
 
 
 def test_unclean_election_without_a_live_replica(cluster: EmbeddedCluster) -> None:
