@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import ElectionType, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 from kafka import KafkaAdminClient
 from kafka import TopicPartition as KTP
 from kafka.errors import InvalidReplicationAssignmentError, NoReassignmentInProgressError, UnknownTopicOrPartitionError
@@ -161,6 +161,42 @@ def test_reassignment_waits_for_catch_up_and_can_be_cancelled(cluster: EmbeddedC
     cluster.start_node(target)
     assert (state(cluster).replicas, state(cluster).leader, kadmin.list_partition_reassignments()) == (
         [target], target, {})
+    assert consume(cluster, "t", 0, 0, expect=2) == [0, 1]
+
+
+def test_reassign_partitions_tool_flow(cluster: EmbeddedCluster, kadmin: KafkaAdminClient) -> None:
+    """What kafka-reassign-partitions.sh --execute --throttle, then --verify, send: throttles on the topic and
+    the brokers (accepted and described; replication here is not throttled), the reassignment, the check
+    that nothing is ongoing and the replicas are the target, then the throttles removed."""
+    cluster.create_topic("t", 1, 2, assignments=[[0, 1]])
+    produce(cluster, "t", 0, 2)
+    a = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+
+    def configure(resource: ConfigResource) -> None:
+        a.incremental_alter_configs([resource])[resource].result(10)
+
+    set_, delete = AlterConfigOpType.SET, AlterConfigOpType.DELETE
+    topic_keys = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+    broker_keys = ("leader.replication.throttled.rate", "follower.replication.throttled.rate",
+                   "replica.alter.log.dirs.io.max.bytes.per.second")
+    configure(ConfigResource(ResourceType.TOPIC, "t", incremental_configs=[
+        ConfigEntry(topic_keys[0], "0:0,0:1", incremental_operation=set_),
+        ConfigEntry(topic_keys[1], "0:2", incremental_operation=set_)]))
+    for broker in range(3):
+        configure(ConfigResource(ResourceType.BROKER, str(broker), incremental_configs=[
+            ConfigEntry(k, "1048576", incremental_operation=set_) for k in broker_keys[:2]]))
+    assert kadmin.alter_partition_reassignments({KTP("t", 0): [1, 2]}) == {KTP("t", 0): None}
+    # --verify
+    assert kadmin.list_partition_reassignments({"t": [0]}) == {}
+    assert a.list_topics("t").topics["t"].partitions[0].replicas == [1, 2]
+    configure(ConfigResource(ResourceType.TOPIC, "t", incremental_configs=[
+        ConfigEntry(k, None, incremental_operation=delete) for k in topic_keys]))
+    for broker in range(3):
+        configure(ConfigResource(ResourceType.BROKER, str(broker), incremental_configs=[
+            ConfigEntry(k, None, incremental_operation=delete) for k in broker_keys]))
+    resource = ConfigResource(ResourceType.BROKER, "1")
+    described = a.describe_configs([resource])[resource].result(10)
+    assert described["leader.replication.throttled.rate"].value == str(2**63 - 1)  # Kafka's default again
     assert consume(cluster, "t", 0, 0, expect=2) == [0, 1]
 
 
