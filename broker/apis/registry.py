@@ -72,6 +72,9 @@ def load_all() -> dict[int, ApiSpec]:
         producer_id,
         reassignments,
         sasl,
+        share_fetch,
+        share_group,
+        share_group_offsets,
         topics,
         txn,
     )
