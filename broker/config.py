@@ -39,6 +39,20 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("log.index.interval.bytes", int, 4096, "bytes between offset index entries"),
     ConfigKey("log.flush.interval.messages", int, 2**63 - 1, "fsync after this many messages"),
     ConfigKey("log.flush.interval.ms", int, 2**63 - 1, "fsync when unflushed data is this old"),
+    ConfigKey("log.retention.check.interval.ms", int, 300000,
+              "how often segments wholly below a log's start offset (DeleteRecords) are deleted"),
+    ConfigKey("unclean.leader.election.enable", bool, False,
+              "let an out-of-sync replica lead a partition whose in-sync replicas are all down (data loss)"),
+    ConfigKey("auto.leader.rebalance.enable", bool, True,
+              "move leadership back to the preferred replica when its node comes back"),
+    # kafka-reassign-partitions.sh --throttle sets these and --verify deletes them: kept and described; the
+    # in-process replication is not throttled.
+    ConfigKey("leader.replication.throttled.rate", int, 2**63 - 1,
+              "replication throttle of leaders, bytes/s (stored only: replication here is not throttled)"),
+    ConfigKey("follower.replication.throttled.rate", int, 2**63 - 1,
+              "replication throttle of followers, bytes/s (stored only: replication here is not throttled)"),
+    ConfigKey("replica.alter.log.dirs.io.max.bytes.per.second", int, 2**63 - 1,
+              "log dir move throttle, bytes/s (stored only: one log dir per node)"),
     # ---- log compaction (broker/log/cleaner.py, cleaner_manager.py); topics override with the names
     # in parentheses: min.cleanable.dirty.ratio, delete.retention.ms, min.compaction.lag.ms ----
     ConfigKey("log.cleaner.enable", bool, True, "compact the logs of topics with cleanup.policy=compact"),
