@@ -9,7 +9,10 @@
 - KIP-1289 (kafka.server:type=share-partition-manager), per node: TxnPendingRecordsCount (records held
   TX_PENDING by open transactions; the KIP's alert: > 0 for over 60 s), TxnPendingLockExpiredCount
   (records whose acquisition lock ran out while TX_PENDING: abandoned transactions or lost markers) and
-  TxnShareAcknowledgeRequestLatencyMs (a histogram of TxnShareAcknowledge handling time).
+  TxnShareAcknowledgeRequestLatencyMs (a histogram of TxnShareAcknowledge handling time). Beyond the KIP,
+  for operators (no Kafka API lists pending records), per share-partition and holding transaction:
+  TxnPendingRecords and TxnPendingOldestAgeMs, labelled with group, topic, partition, producer id and the
+  transactional id its coordinator knows for that producer id.
 
 Names follow the Prometheus JMX exporter's usual mapping of those MBeans.
 """
@@ -31,6 +34,8 @@ LSO_LAG = "kafka_cluster_partition_laststableoffsetlag"
 TXN_PENDING = "kafka_server_sharepartitionmanager_txnpendingrecordscount"
 TXN_PENDING_LOCK_EXPIRED = "kafka_server_sharepartitionmanager_txnpendinglockexpiredcount"
 TXN_ACK_LATENCY = "kafka_server_sharepartitionmanager_txnshareacknowledgerequestlatencyms"
+TXN_PENDING_BY_TXN = "kafka_server_sharepartition_txnpendingrecords"
+TXN_PENDING_AGE = "kafka_server_sharepartition_txnpendingoldestagems"
 
 
 @dataclass(frozen=True)
@@ -70,7 +75,36 @@ def collect(cluster: Cluster, now_ms: int | None = None) -> list[Sample]:
             labels = (node_label, ("topic", part.topic), ("partition", str(part.index)))
             samples.append(Sample(LSO_LAG, labels, last_stable_offset_lag(part)))
         samples += _share_txn_samples(node, node_label)
+        samples += _share_pending_samples(cluster, node, node_label)
     return samples
+
+
+def _share_pending_samples(cluster: Cluster, node: BrokerNode, node_label: tuple[str, str]) -> list[Sample]:
+    pending = node.share_partition_manager.pending_transactions()
+    if not pending:
+        return []
+    txn_ids = _transactional_ids(cluster, {t.producer_id for ts in pending.values() for t in ts})
+    now = int(node.clock.monotonic() * 1000)
+    out: list[Sample] = []
+    for key, txns in sorted(pending.items(), key=lambda kv: (kv[0].group_id, str(kv[0].topic_id), kv[0].partition)):
+        topic = cluster.metadata.topics_by_id.get(key.topic_id)
+        for t in txns:
+            labels = (node_label, ("group", key.group_id), ("topic", topic.name if topic else str(key.topic_id)),
+                      ("partition", str(key.partition)), ("producer_id", str(t.producer_id)),
+                      ("transactional_id", txn_ids.get(t.producer_id, "")))
+            out += [Sample(TXN_PENDING_BY_TXN, labels, t.records),
+                    Sample(TXN_PENDING_AGE, labels, max(now - t.oldest_staged_ms, 0))]
+    return out
+
+
+def _transactional_ids(cluster: Cluster, producer_ids: set[int]) -> dict[int, str]:
+    """producer id -> transactional id, as the transaction coordinators of the live nodes know them."""
+    found: dict[int, str] = {}
+    for node in cluster.nodes.values():
+        if node.online:
+            code, _unknown, listings = node.txn_coordinator.list_transactions(producer_ids, set(), -1, None)
+            found.update({t.producer_id: t.transactional_id for t in listings if code == 0})
+    return found
 
 
 def _share_txn_samples(node: BrokerNode, node_label: tuple[str, str]) -> list[Sample]:
@@ -92,6 +126,8 @@ _HELP = {
     TXN_PENDING: "Share records held TX_PENDING by open transactions (KIP-1289), on the share-partition leader.",
     TXN_PENDING_LOCK_EXPIRED: "Share records whose acquisition lock ran out while TX_PENDING (KIP-1289).",
     TXN_ACK_LATENCY: "Time to handle a TxnShareAcknowledge request, in milliseconds (KIP-1289).",
+    TXN_PENDING_BY_TXN: "Share records a transaction holds TX_PENDING on a share-partition (KIP-1289).",
+    TXN_PENDING_AGE: "Age of the oldest record a transaction holds TX_PENDING on a share-partition, in ms.",
 }
 _TYPES = {TXN_PENDING_LOCK_EXPIRED: "counter", TXN_ACK_LATENCY: "histogram"}
 

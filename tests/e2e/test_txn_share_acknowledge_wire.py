@@ -281,14 +281,33 @@ def test_a_stalled_transaction_holds_its_records_past_their_lock_until_the_timeo
     assert f'{metrics.TXN_PENDING}{{node="{leader}"}} 10' in text
     assert f'{metrics.TXN_PENDING_LOCK_EXPIRED}{{node="{leader}"}} 10' in text
     assert f'{metrics.TXN_ACK_LATENCY}_count{{node="{leader}"}} 1' in text
+    held = f'node="{leader}",group="{GROUP}",topic="in",partition="0",producer_id="{pe.producer_id}",' \
+           f'transactional_id="{TXN_ID}"'
+    assert f"{metrics.TXN_PENDING_BY_TXN}{{{held}}} 10" in text
+    assert f"{metrics.TXN_PENDING_AGE}{{{held}}} 30001" in text  # staged before the clock moved
     clock.advance(60_000)  # transaction.timeout.ms: the coordinator aborts the transaction
     cluster.tick()
     state = wait_for(cluster, lambda s: s["TX_PENDING"] == 0)
     cluster.tick()  # back to the member, whose lock is over: released, to be delivered again
     state = in_state(cluster)
     assert (state["start"], state["AVAILABLE"], state["ACKNOWLEDGED"]) == (0, 10, 0)
+    assert metrics.TXN_PENDING_BY_TXN + "{" not in cluster.call_soon(lambda: metrics.render(cluster.cluster))
     assert describe_state(client) == "CompleteAbort"
 
 
 def describe_state(client: RawKafkaClient) -> str:
     return str(client.describe_transaction(TXN_ID).transaction_state)
+
+
+def test_a_leadership_move_while_pending_delivers_the_records_again(cluster, setup):
+    # The KIP keeps TX_PENDING in memory only: the new share-partition leader loads the persisted state,
+    # where the staged records were never written, and hands them out again.
+    client, member, topic_id, leader = setup
+    code, pe = client.init_producer_id(TXN_ID, 60000)
+    r = txn_ack(client, leader, pe, topic_id, [(0, 9, [ACCEPT])], member_epoch=member.epoch)
+    assert (r.error_code, partition_codes(r)) == (0, [0])
+    cluster.stop_node(leader)
+    member.leader = client.partition_leaders("in")[0]
+    assert member.leader != leader
+    assert member.fetch() == [(0, 9)]
+    assert in_state(cluster)["TX_PENDING"] == 0
