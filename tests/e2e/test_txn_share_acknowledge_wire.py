@@ -33,6 +33,7 @@ from kafka_txn_broker.formats.messages import (
 )
 from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC
 from kafka_txn_broker.testing.raw_client import ProducerIdAndEpoch, RawKafkaClient
+from tests.e2e.cli_support import kafka_txn
 from tests.e2e.helpers import consume_all
 from tests.e2e.share_support import produce, set_group_configs, share_partitions
 
@@ -192,6 +193,8 @@ def test_commit_produces_the_output_and_acknowledges_the_input_together(cluster,
     # The group's __share_group_state partition joined the transaction, as AddOffsetsToTxn would add it.
     described = client.describe_transaction(TXN_ID)
     assert SHARE_STATE_TOPIC in {t.topic for t in described.topics}
+    shown = kafka_txn(cluster.bootstrap_servers, "describe", "-t", TXN_ID, "-o", "json").json()["transactions"][0]
+    assert any(p.startswith(SHARE_STATE_TOPIC + "-") for p in shown["partitions"])  # the operator sees it
     assert in_state(cluster)["TX_PENDING"] == 4
     # A staged record refuses a plain acknowledgement, and nothing is visible or acknowledged yet.
     assert member.acknowledge(0, 0, ACCEPT) == INVALID_RECORD_STATE
