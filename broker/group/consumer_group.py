@@ -64,7 +64,7 @@ class ConsumerGroupMember(ModernGroupMember):
 class ConsumerGroup(ModernGroup[ConsumerGroupMember]):
     def __init__(self, group_id: str, group_epoch: int = 0) -> None:
         super().__init__(group_id, group_epoch)
-        self.metadata_hash = 0
+        self.metadata_hash = 0  # as last read from the log (the group epoch record)
         self.regex_matches: dict[str, frozenset[str]] = {}
         self.dead = False
 

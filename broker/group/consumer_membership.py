@@ -51,6 +51,7 @@ from kafka_txn_broker.group.current_assignment_builder import reconcile
 from kafka_txn_broker.group.modern.assignor import Assignment, PartitionAssignor, TopicCatalog
 from kafka_txn_broker.group.modern.range_assignor import RangeAssignor
 from kafka_txn_broker.group.modern.session_timers import SessionTimers
+from kafka_txn_broker.group.modern.target_assignment import metadata_hash, subscription_metadata
 from kafka_txn_broker.group.modern.uniform_assignor import UniformAssignor
 
 if TYPE_CHECKING:
@@ -321,6 +322,12 @@ class ConsumerMembership:
     def on_loaded(self) -> None:
         """Start the sessions of the members a replay restored (they must heartbeat this coordinator)."""
         for group in self.groups.values():
+            # The topics as they are now, if they are what the group's epoch was computed for (else the
+            # first heartbeat moves the epoch).
+            self._resolve_regexes(group)
+            current = subscription_metadata(group.subscribed_topic_names(), self.topics)
+            if metadata_hash(current) == group.metadata_hash:
+                group.subscription_metadata = current
             for member in group.members.values():
                 self._schedule(group, member)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from kafka_txn_broker.formats import consumer_group_records as fmt
 from kafka_txn_broker.group.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
 from kafka_txn_broker.group.modern.assignor import Assignment
-from kafka_txn_broker.group.modern.target_assignment import SubscriptionMetadata
+from kafka_txn_broker.group.modern.target_assignment import SubscriptionMetadata, metadata_hash
 
 Record = tuple[bytes, bytes | None]
 
@@ -33,6 +33,7 @@ class Snapshot:
     assignment_epoch: int
     members: dict[str, ConsumerGroupMember]
     target: dict[str, Assignment]
+    metadata_hash: int = 0
     # Not written (re-derived from live topics), but restored with the rest after a failed write.
     subscription_metadata: SubscriptionMetadata = ()
     regex_matches: tuple[tuple[str, frozenset[str]], ...] = ()
@@ -40,7 +41,8 @@ class Snapshot:
     @classmethod
     def of(cls, group: ConsumerGroup) -> Snapshot:
         return cls(group.group_epoch, group.assignment_epoch, {k: replace(m) for k, m in group.members.items()},
-                   {k: dict(v) for k, v in group.target.items()}, group.subscription_metadata,
+                   {k: dict(v) for k, v in group.target.items()}, metadata_hash(group.subscription_metadata),
+                   group.subscription_metadata,
                    tuple(group.regex_matches.items()))
 
     @classmethod
@@ -77,7 +79,7 @@ def changes(group_id: str, before: Snapshot, after: Snapshot) -> list[Record]:
         if old is None or _metadata(old) != _metadata(m):
             out.append((key(fmt.MEMBER_METADATA, group_id, member_id), fmt.encode_member_metadata(_metadata(m))))
     if before.group_epoch != after.group_epoch:
-        epoch = fmt.GroupMetadataValue(after.group_epoch)
+        epoch = fmt.GroupMetadataValue(after.group_epoch, after.metadata_hash)
         out.append((key(fmt.GROUP_METADATA, group_id), fmt.encode_group_metadata(epoch)))
     for member_id, target in after.target.items():
         if member_id in after.members and before.target.get(member_id) != target:
@@ -105,7 +107,7 @@ def replay(groups: MutableMapping[str, ConsumerGroup], k: fmt.ConsumerGroupKey, 
         if value is None:
             groups.pop(k.group_id, None)
         else:
-            _group(groups, k.group_id).group_epoch = fmt.decode_group_metadata(value).epoch
+            _replay_group_epoch(_group(groups, k.group_id), value)
         return
     if t == fmt.TARGET_ASSIGNMENT_METADATA:
         if value is not None:
@@ -129,6 +131,11 @@ def replay(groups: MutableMapping[str, ConsumerGroup], k: fmt.ConsumerGroupKey, 
         m.member_epoch, m.previous_member_epoch = v.member_epoch, v.previous_member_epoch
         m.state = MemberState.of(v.state)
         m.assigned, m.pending_revocation = dict(v.assigned), dict(v.pending_revocation)
+
+
+def _replay_group_epoch(group: ConsumerGroup, value: bytes) -> None:
+    v = fmt.decode_group_metadata(value)
+    group.group_epoch, group.metadata_hash = v.epoch, v.metadata_hash
 
 
 def _group(groups: MutableMapping[str, ConsumerGroup], group_id: str) -> ConsumerGroup:

@@ -10,6 +10,7 @@ Pure: the topics view and the assignor are passed in.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -34,6 +35,12 @@ class MemberSubscription:
     topic_names: frozenset[str]
     rack_id: str | None = None
     instance_id: str | None = None
+
+
+def metadata_hash(metadata: SubscriptionMetadata) -> int:
+    """A stable hash of the subscribed topics (Kafka writes one with the group epoch, so that a new
+    coordinator can tell whether the topics changed while nobody watched)."""
+    return zlib.crc32(";".join(f"{name}:{topic_id}:{n}" for name, topic_id, n in metadata).encode())
 
 
 def subscription_metadata(names: Iterable[str], topics: TopicsView) -> SubscriptionMetadata:

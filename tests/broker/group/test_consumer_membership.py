@@ -227,9 +227,21 @@ def test_records_rebuild_the_group_on_a_new_coordinator() -> None:
         assert (a.member_epoch, a.state, a.assigned, a.pending_revocation, a.subscribed_topic_names,
                 a.rebalance_timeout_ms) == (b.member_epoch, b.state, b.assigned, b.pending_revocation,
                                             b.subscribed_topic_names, b.rebalance_timeout_ms)
+    # The new coordinator sees the same topics the epoch was computed for: no new epoch, no rebalance.
+    env.shard = env.new_shard()
+    assert env.hb("m2", 2, {}).member_epoch == 2
     env.hb("m1", -1)
     env.hb("m2", -1)
     assert env.new_shard().consumer_groups["g"].members == {}
+
+
+def test_topics_changed_while_unloaded_move_the_epoch_on_the_new_coordinator() -> None:
+    env = Env()
+    env.join("m1")
+    env.topics.by_name["t"] = TopicMetadata(T, "t", 6)
+    env.shard = env.new_shard()
+    r = env.hb("m1", 1, {T: {0, 1, 2, 3}})
+    assert (r.member_epoch, parts(r)) == (2, set(range(6)))
 
 
 def test_a_failed_write_changes_nothing() -> None:
