@@ -290,3 +290,18 @@ def test_offset_commits_check_the_member_epoch() -> None:
     env.hb("m2", -1)
     assert _commit(env, "", -1, offset=7) == 0                     # empty group: admin commits are fine
     assert env.shard.offsets.get("g", ("t", 0)).offset == 7
+
+
+def test_deleting_a_consumer_group_needs_it_empty_and_takes_its_offsets() -> None:
+    from kafka_txn_broker.group.deletion import delete_consumer_group, delete_offsets
+
+    env = Env()
+    env.join("m1")
+    assert _commit(env, "m1", 1) == 0
+    assert delete_consumer_group(env.shard, "g") == 68                      # NON_EMPTY_GROUP
+    assert delete_offsets(env.shard, "g", [("t", 0)]) == (0, {("t", 0): 86})  # GROUP_SUBSCRIBED_TO_TOPIC
+    env.hb("m1", -1)
+    assert delete_consumer_group(env.shard, "g") == 0
+    assert "g" not in env.shard.consumer_groups and env.shard.offsets.get("g", ("t", 0)) is None
+    reloaded = env.new_shard()
+    assert "g" not in reloaded.consumer_groups and reloaded.offsets.get("g", ("t", 0)) is None
