@@ -227,11 +227,6 @@ class ConsumerMembership:
 
     def _update(self, member: ConsumerGroupMember, req: ConsumerHeartbeat) -> bool:
         """Apply the request's member fields; True if what the assignor sees changed."""
-        if req.server_assignor is not None and req.server_assignor not in ASSIGNORS:
-            raise UnsupportedAssignorError(f"ServerAssignor {req.server_assignor} is not supported. "
-                                           f"Supported assignors: {', '.join(ASSIGNORS)}.")
-        if req.subscribed_topic_regex:
-            _compile(req.subscribed_topic_regex)
         before = (member.subscribed_topic_names, member.subscribed_topic_regex, member.server_assignor,
                   member.rack_id)
         member.client_id, member.client_host = req.client_id, req.client_host
@@ -364,3 +359,9 @@ def _validate(req: ConsumerHeartbeat) -> None:
             raise InvalidRequestError("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
     elif not req.member_id:
         raise InvalidRequestError("MemberId can't be empty.")
+    # Checked before anything changes: a refused heartbeat leaves the group as it was.
+    if req.server_assignor is not None and req.server_assignor not in ASSIGNORS:
+        raise UnsupportedAssignorError(f"ServerAssignor {req.server_assignor} is not supported. "
+                                       f"Supported assignors: {', '.join(ASSIGNORS)}.")
+    if req.subscribed_topic_regex:
+        _compile(req.subscribed_topic_regex)

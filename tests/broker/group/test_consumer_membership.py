@@ -136,6 +136,7 @@ def test_epoch_and_member_errors() -> None:
     assert env.join("m3", assignor="sticky").error == 112
     assert env.hb("m1", 1, {}, group="other").error == 69          # no such group, not joining
     assert env.join("m4", regex="(").error == 128                   # INVALID_REGULAR_EXPRESSION
+    assert set(env.shard.consumer_groups["g"].members) == {"m1"}     # refused joins left nothing behind
 
 
 def test_a_lost_response_is_answered_again_at_the_previous_epoch() -> None:
