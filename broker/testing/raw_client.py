@@ -263,9 +263,17 @@ class RawKafkaClient:
     def produce_transactional(self, transactional_id: str, pe: ProducerIdAndEpoch, topic: str, partition: int,
                               base_sequence: int, values: list[bytes], timestamp_ms: int) -> tuple[int, int]:
         """One transactional batch to the partition leader, acks=all: (error code, base offset)."""
-        leader = self.partition_leaders(topic)[partition]
         batch = build_batch([(None, v) for v in values], timestamp_ms=timestamp_ms, producer_id=pe.producer_id,
                             producer_epoch=pe.epoch, base_sequence=base_sequence, transactional=True)
+        return self._produce(transactional_id, topic, partition, batch)
+
+    def produce(self, topic: str, partition: int, values: list[bytes], timestamp_ms: int) -> tuple[int, int]:
+        """One plain (non-idempotent) batch to the partition leader, acks=all: (error code, base offset)."""
+        batch = build_batch([(None, v) for v in values], timestamp_ms=timestamp_ms)
+        return self._produce(None, topic, partition, batch)
+
+    def _produce(self, transactional_id: str | None, topic: str, partition: int, batch: bytes) -> tuple[int, int]:
+        leader = self.partition_leaders(topic)[partition]
         PD = ProduceRequest.TopicProduceData.PartitionProduceData
         req = ProduceRequest[V_PRODUCE](transactional_id=transactional_id, acks=-1, timeout_ms=30000,
                                         topic_data=[ProduceRequest.TopicProduceData(

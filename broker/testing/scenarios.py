@@ -85,6 +85,26 @@ class StuckTransaction:
 
 
 @dataclass(frozen=True)
+class ShareTransaction:
+    """A transaction holding a share group's records TX_PENDING (KIP-1289), and what becomes of them."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int  # the transaction's transaction.timeout.ms
+    group: str
+    topic: str
+    partition: int
+    first_offset: int  # the staged records, first..last, all ACCEPT
+    last_offset: int
+    share_state_partitions: list[str]  # the group's __share_group_state partition in the transaction
+    leader: int  # the share partition's leader when the records were staged
+    new_leader: int  # after the scenario (differs from leader only after a move)
+    outcome: str  # what happens to the staged records
+    clears: str  # what ends it
+
+
+@dataclass(frozen=True)
 class HealthyTransaction:
     transactional_id: str
     producer_id: int
@@ -101,6 +121,7 @@ class ScenarioResult:
     hanging: list[HangingTransaction] = field(default_factory=list)
     healthy: list[HealthyTransaction] = field(default_factory=list)
     stuck: list[StuckTransaction] = field(default_factory=list)
+    share: list[ShareTransaction] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -364,7 +385,105 @@ def _wait(run: _Run, done: Callable[[], bool], what: str) -> None:
     raise ScenarioError(f"gave up waiting {run.options.wait_s:.0f} s for {what}")
 
 
-Truth = HangingTransaction | StuckTransaction
+# ---- KIP-1289: transactions holding share-group records ----------------------------------------------------
+SHARE_PARTITION = OWN_PARTITION  # the healthy mix leaves p3 alone: the share group reads only the scenario's input
+SHARE_INPUTS = 10
+
+
+def share_ack_producer_dies(run: _Run) -> ShareTransaction:
+    """KIP-1289, a read-process-write producer dies mid-transaction: it stages its share consumer's
+    acknowledgements (TxnShareAcknowledge, all ACCEPT) and sends nothing more. The records stay TX_PENDING,
+    locked to its transaction, until the coordinator's timeout abort (transaction.timeout.ms, here
+    --zombie-timeout-ms) writes ABORT markers: the records go back to the member, and, once its acquisition
+    lock is over, are delivered again (delivery count 2). Nothing is acknowledged twice or lost."""
+    staged = _stage_share(run, "share-dies", run.options.zombie_timeout_ms)
+    return staged.truth("redelivered after the coordinator's timeout abort (delivery count 2)",
+                        f"the coordinator's timeout abort, {run.options.zombie_timeout_ms} ms after staging")
+
+
+def share_ack_leadership_move(run: _Run) -> ShareTransaction:
+    """KIP-1289, the share partition's leadership moves while acknowledgements are staged: TX_PENDING lives
+    in the leader's memory only (the KIP), and the new leader loads the persisted share state, in which
+    the staged records were never written. It delivers them again at once, while the transaction is still
+    open and still lists the group's __share_group_state partition; its COMMIT later finds nothing staged
+    at the new leader (a no-op there), so the inputs are processed again: the KIP's stated limit."""
+    staged = _stage_share(run, "share-move", run.options.open_timeout_ms)
+    new_leader = move_leader_of(run, staged.leader)
+    return staged.truth("available at the new leader and delivered again while the transaction is open",
+                        "nothing: the records are already back; the transaction ends on its own",
+                        new_leader=new_leader)
+
+
+def share_ack_stalled(run: _Run) -> ShareTransaction:
+    """KIP-1289, a stalled transaction holding a share group: a producer stages acknowledgements under a
+    long transaction.timeout.ms (--open-timeout-ms) and stalls (GC pause, hung process). The records stay
+    TX_PENDING past their acquisition lock (share.record.lock.duration.ms): no member can get them and the
+    group's start offset cannot pass them until the transaction ends. TxnPendingLockExpiredCount counts
+    them; find-hanging must name the group as stalled. Aborting the transaction (or its timeout) returns
+    them for redelivery."""
+    staged = _stage_share(run, "share-stalled", run.options.open_timeout_ms)
+    return staged.truth("held TX_PENDING past their lock; the group cannot progress past them",
+                        f"abort the transaction (kafka-txn abort) or its timeout, {run.options.open_timeout_ms} ms")
+
+
+@dataclass(frozen=True)
+class _Staged:
+    run: _Run
+    txn_id: str
+    pe: ProducerIdAndEpoch
+    timeout_ms: int
+    group: str
+    leader: int
+
+    def truth(self, outcome: str, clears: str, new_leader: int | None = None) -> ShareTransaction:
+        d = self.run.describe(self.txn_id)
+        state_parts = sorted(f"{t.topic}-{p}" for t in (d.topics or []) for p in t.partitions
+                             if t.topic == "__share_group_state")
+        leader = self.leader if new_leader is None else new_leader
+        return ShareTransaction(self.txn_id, self.pe.producer_id, self.pe.epoch, self.timeout_ms, self.group,
+                                self.run.topic, SHARE_PARTITION, 0, SHARE_INPUTS - 1, state_parts, self.leader,
+                                leader, outcome, clears)
+
+
+def _stage_share(run: _Run, role: str, timeout_ms: int) -> _Staged:
+    """Inputs on p3, a member of a fresh share group that acquires them all, and a transaction
+    of `role` that stages their ACCEPT acknowledgements."""
+    from kafka_txn_broker.testing import share_client as sc
+
+    if not sc.advertises_txn_share_acknowledge(run.client):
+        raise ScenarioPrevented("the broker does not offer TxnShareAcknowledge (KIP-1289): start the embedded "
+                                "broker with --set share.transactional.acknowledgement.enable=true")
+    inputs = [f"in-{i}".encode() for i in range(SHARE_INPUTS)]
+    _check(run.client.produce(run.topic, SHARE_PARTITION, inputs, run.now())[0], "Produce of the inputs")
+    group = run.txn_id(role + "-group")
+    _check(sc.set_group_configs(run.client, group, {"share.auto.offset.reset": "earliest"}),
+           f"IncrementalAlterConfigs of share group {group}")
+    topic_id, _replicas = sc.topic_layout(run.client, run.topic)
+    leader = run.client.partition_leaders(run.topic)[SHARE_PARTITION]
+    member = sc.ShareMember(run.client, group, run.txn_id(role + "-member"), run.topic, topic_id, SHARE_PARTITION,
+                            leader)
+    _wait(run, lambda: (0, SHARE_INPUTS - 1) in member.fetch(), f"share group {group} to acquire the inputs")
+    txn_id, pe = run.begin(role, timeout_ms)
+    r = sc.txn_share_acknowledge(run.client, leader, txn_id, pe, group, member.member_id, member.epoch,
+                                 [(topic_id, SHARE_PARTITION, [(0, SHARE_INPUTS - 1, [sc.ACCEPT])])])
+    _check(r.error_code or max(sc.partition_codes(r), default=0), f"TxnShareAcknowledge for {txn_id}")
+    return _Staged(run, txn_id, pe, timeout_ms, group, leader)
+
+
+def move_leader_of(run: _Run, leader: int) -> int:
+    from kafka_txn_broker.testing import share_client as sc
+
+    _topic_id, replicas = sc.topic_layout(run.client, run.topic)
+    order = [leader, *(n for n in replicas[SHARE_PARTITION] if n != leader)]
+    if len(order) < 2:
+        raise ScenarioError(f"{run.topic}-{SHARE_PARTITION} has one replica: its leadership cannot move")
+    new_leader = sc.move_leader(run.client, run.topic, SHARE_PARTITION, order)
+    _wait(run, lambda: run.client.partition_leaders(run.topic)[SHARE_PARTITION] == new_leader,
+          f"broker {new_leader} to lead {run.topic}-{SHARE_PARTITION}")
+    return new_leader
+
+
+Truth = HangingTransaction | StuckTransaction | ShareTransaction
 
 
 @dataclass(frozen=True)
@@ -383,13 +502,20 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("unregistered-partition-commit", unregistered_partition_commit),
     Scenario("marker-retry-rejected", marker_retry_rejected),
     Scenario("epoch-exhaustion", epoch_exhaustion),
+    Scenario("share-ack-producer-dies", share_ack_producer_dies),
+    Scenario("share-ack-leadership-move", share_ack_leadership_move),
+    Scenario("share-ack-stalled", share_ack_stalled),
 )}
 ALL = "all"
 # KIP-664's class (an open transaction no coordinator will finish; needs verification off), and the TV2-era
 # class stuck at the coordinator (needs the embedded broker's fault injection).
 PARTITION_SIDE = ("late-write-after-abort", "zombie-after-timeout", "unregistered-partition-commit")
 COORDINATOR_SIDE = ("marker-retry-rejected", "epoch-exhaustion")
-GROUPS = {ALL: tuple(SCENARIOS), "partition-side": PARTITION_SIDE, "coordinator-side": COORDINATOR_SIDE}
+# KIP-1289's corner cases: need share.transactional.acknowledgement.enable. Not in `all`, which every Kafka
+# with the right settings can run.
+SHARE_SIDE = ("share-ack-producer-dies", "share-ack-leadership-move", "share-ack-stalled")
+GROUPS = {ALL: PARTITION_SIDE + COORDINATOR_SIDE, "partition-side": PARTITION_SIDE,
+          "coordinator-side": COORDINATOR_SIDE, "share-side": SHARE_SIDE}
 
 
 def scenario_names() -> list[str]:
@@ -411,6 +537,8 @@ def _run_one(client: RawKafkaClient, scenario: Scenario, options: ScenarioOption
     run = _Run(client, scenario.name, options)
     healthy = _healthy_mix(run) if options.healthy else []
     truth = scenario.make(run)
+    if isinstance(truth, ShareTransaction):
+        return ScenarioResult(scenario.name, scenario.incident, [run.topic], [], healthy, [], [truth])
     if isinstance(truth, StuckTransaction):
         return ScenarioResult(scenario.name, scenario.incident, [run.topic], [], healthy, [truth])
     return ScenarioResult(scenario.name, scenario.incident, [run.topic], [truth], healthy)

@@ -14,31 +14,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.producer import EndTxnRequest, EndTxnResponse
 
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.formats import errors as E
-from kafka_txn_broker.formats.messages import (
-    TXN_SHARE_ACKNOWLEDGE_KEY,
-    ShareAcknowledgeRequest,
-    ShareAcknowledgeResponse,
-    ShareFetchRequest,
-    ShareFetchResponse,
-    ShareGroupHeartbeatRequest,
-    ShareGroupHeartbeatResponse,
-    TxnShareAcknowledgeRequest,
-    TxnShareAcknowledgeResponse,
-)
+from kafka_txn_broker.formats.messages import TXN_SHARE_ACKNOWLEDGE_KEY
 from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC
+from kafka_txn_broker.testing import share_client
 from kafka_txn_broker.testing.raw_client import ProducerIdAndEpoch, RawKafkaClient
+from kafka_txn_broker.testing.share_client import ACCEPT, REJECT, RELEASE, partition_codes
 from tests.e2e.cli_support import kafka_txn
 from tests.e2e.helpers import consume_all
 from tests.e2e.share_support import produce, set_group_configs, share_partitions
 
 GROUP, MEMBER, TXN_ID = "txn-share-group", "member-1", "rpw-1"
-ACCEPT, RELEASE, REJECT = 1, 2, 3
 INVALID_RECORD_STATE = 121
 ENABLED = {"share.transactional.acknowledgement.enable": True, "offsets.topic.num.partitions": 3,
            "transaction.state.log.num.partitions": 3}
@@ -59,58 +49,16 @@ def cluster(tmp_path: Path, clock: ManualClock) -> Iterator[EmbeddedCluster]:
         yield c
 
 
-class ShareMember:
-    """One share-group member speaking the wire protocol: joins, fetches, acknowledges."""
-
-    def __init__(self, client: RawKafkaClient, topic_id: uuid.UUID, leader: int) -> None:
-        self.client, self.topic_id, self.leader = client, topic_id, leader
-        self.epoch = self._join()
-
-    def _join(self) -> int:
-        found = self.client.send(FindCoordinatorRequest[3](key=GROUP, key_type=0), 3, None, FindCoordinatorResponse)
-        assert found.error_code == 0
-        r = self.client.send(ShareGroupHeartbeatRequest[1](group_id=GROUP, member_id=MEMBER, member_epoch=0,
-                                                            subscribed_topic_names=["in"]),
-                             1, found.node_id, ShareGroupHeartbeatResponse)
-        assert r.error_code == 0
-        return int(r.member_epoch)
-
-    def fetch(self) -> list[tuple[int, int]]:
-        T = ShareFetchRequest.FetchTopic
-        req = ShareFetchRequest[1](group_id=GROUP, member_id=MEMBER, share_session_epoch=0, max_wait_ms=500,
-                                   min_bytes=1, max_bytes=1 << 20, max_records=100, batch_size=100,
-                                   topics=[T(topic_id=self.topic_id, partitions=[T.FetchPartition(
-                                       partition_index=0, acknowledgement_batches=[])])], forgotten_topics_data=[])
-        r = self.client.send(req, 1, self.leader, ShareFetchResponse)
-        return [(a.first_offset, a.last_offset) for t in r.responses for p in t.partitions for a in p.acquired_records]
-
-    def acknowledge(self, first: int, last: int, ack_type: int) -> int:
-        T = ShareAcknowledgeRequest.AcknowledgeTopic
-        P = T.AcknowledgePartition
-        req = ShareAcknowledgeRequest[1](group_id=GROUP, member_id=MEMBER, share_session_epoch=1, topics=[T(
-            topic_id=self.topic_id, partitions=[P(partition_index=0, acknowledgement_batches=[
-                P.AcknowledgementBatch(first_offset=first, last_offset=last, acknowledge_types=[ack_type])])])])
-        r = self.client.send(req, 1, self.leader, ShareAcknowledgeResponse)
-        return int(r.responses[0].partitions[0].error_code)
+def share_member(client: RawKafkaClient, topic_id: uuid.UUID, leader: int) -> share_client.ShareMember:
+    return share_client.ShareMember(client, GROUP, MEMBER, "in", topic_id, 0, leader)
 
 
 def txn_ack(client: RawKafkaClient, node: int, pe: ProducerIdAndEpoch, topic_id: uuid.UUID,
             batches: list[tuple[int, int, list[int]]], *, member: str = MEMBER, member_epoch: int,
             also: uuid.UUID | None = None) -> Any:
     """Stage `batches` of partition 0 of `topic_id` (and, with `also`, offset 0 of that topic's partition 0)."""
-    R = TxnShareAcknowledgeRequest
-    T = R.TxnShareAcknowledgeTopic
-    P = T.TxnShareAcknowledgePartition
-
-    def topic(tid: uuid.UUID, spans: list[tuple[int, int, list[int]]]) -> Any:
-        return T(topic_id=tid, partitions=[P(partition_index=0, acknowledgement_batches=[
-            P.TxnShareAcknowledgeBatch(first_offset=a, last_offset=b, acknowledge_types=types)
-            for a, b, types in spans])])
-
-    topics = [topic(topic_id, batches)] + ([topic(also, [(0, 0, [ACCEPT])])] if also is not None else [])
-    req = R[0](transactional_id=TXN_ID, group_id=GROUP, producer_id=pe.producer_id, producer_epoch=pe.epoch,
-               member_id=member, member_epoch=member_epoch, topics=topics)
-    return client.send(req, 0, node, TxnShareAcknowledgeResponse)
+    topics = [(topic_id, 0, batches)] + ([(also, 0, [(0, 0, [ACCEPT])])] if also is not None else [])
+    return share_client.txn_share_acknowledge(client, node, TXN_ID, pe, GROUP, member, member_epoch, topics)
 
 
 def retry_init(client: RawKafkaClient) -> ProducerIdAndEpoch:
@@ -123,10 +71,6 @@ def retry_init(client: RawKafkaClient) -> ProducerIdAndEpoch:
             return pe
         time.sleep(0.05)
     raise AssertionError("InitProducerId kept answering CONCURRENT_TRANSACTIONS")
-
-
-def partition_codes(r: Any) -> list[int]:
-    return [p.error_code for t in r.responses for p in t.partitions]
 
 
 def end_txn_v5(client: RawKafkaClient, pe: ProducerIdAndEpoch, commit: bool) -> ProducerIdAndEpoch:
@@ -173,11 +117,11 @@ def wait_for(cluster: EmbeddedCluster, done: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def setup(cluster: EmbeddedCluster) -> Iterator[tuple[RawKafkaClient, ShareMember, uuid.UUID, int]]:
+def setup(cluster: EmbeddedCluster) -> Iterator[tuple[RawKafkaClient, share_client.ShareMember, uuid.UUID, int]]:
     with RawKafkaClient(cluster.bootstrap_servers) as client:
         leader = client.partition_leaders("in")[0]
         topic_id = cluster.call_soon(lambda: cluster.cluster.metadata.topics["in"].topic_id)  # type: ignore[union-attr]
-        member = ShareMember(client, topic_id, leader)
+        member = share_member(client, topic_id, leader)
         assert member.fetch() == [(0, 9)]
         yield client, member, topic_id, leader
 

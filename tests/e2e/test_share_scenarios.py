@@ -1,0 +1,129 @@
+"""KIP-1289 scenarios (`kafka-txn broker scenario share-ack-*`): each one's ground truth against what the
+live cluster does next. The clock is the cluster's ManualClock: timeouts and lock expiry are clock moves."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafka_txn_broker import EmbeddedCluster
+from kafka_txn_broker.clock import ManualClock
+from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC
+from kafka_txn_broker.testing.raw_client import RawKafkaClient
+from kafka_txn_broker.testing.scenarios import (
+    SHARE_PARTITION,
+    ScenarioOptions,
+    ScenarioPrevented,
+    ShareTransaction,
+    run_scenario,
+)
+from kafka_txn_broker.testing.share_client import ShareMember, topic_layout
+
+ENABLED = {"share.transactional.acknowledgement.enable": True, "offsets.topic.num.partitions": 3,
+           "transaction.state.log.num.partitions": 3}
+LOCK_MS = 30_000  # share.record.lock.duration.ms, Kafka's default
+
+
+@pytest.fixture(scope="module")
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, clock: ManualClock) -> Iterator[EmbeddedCluster]:
+    with EmbeddedCluster(nodes=3, data_dir=tmp_path_factory.mktemp("share"), config=ENABLED, clock=clock) as c:
+        yield c
+
+
+def scenario(cluster: EmbeddedCluster, name: str, **options: Any) -> ShareTransaction:
+    (result,) = run_scenario(name, cluster.bootstrap_servers, ScenarioOptions(healthy=False, wait_s=20, **options))
+    (truth,) = result.share
+    assert (result.hanging, result.stuck) == ([], [])
+    assert truth.share_state_partitions and all(p.startswith(SHARE_STATE_TOPIC + "-")
+                                               for p in truth.share_state_partitions)
+    return truth
+
+
+def states_at(cluster: EmbeddedCluster, node_id: int, t: ShareTransaction) -> dict[str, int]:
+    """The share partition's records by state as broker `node_id` holds them (a former leader may keep a copy)."""
+    assert cluster.cluster is not None
+    core = cluster.cluster
+
+    def collect() -> dict[str, int]:
+        for key, sp in core.nodes[node_id].share_partition_manager.partitions.items():
+            if (key.group_id, core.metadata.topics_by_id[key.topic_id].name, key.partition) == \
+                    (t.group, t.topic, t.partition):
+                return {s.name: n for s, n in sp.counts_by_state().items()}
+        return {}
+
+    return cluster.call_soon(collect)  # type: ignore[no-any-return]
+
+
+def wait_states(cluster: EmbeddedCluster, node_id: int, t: ShareTransaction, done: Any) -> dict[str, int]:
+    import time
+
+    deadline = time.monotonic() + 10
+    while not done(state := states_at(cluster, node_id, t)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return state
+
+
+def fetch_as_new_member(cluster: EmbeddedCluster, t: ShareTransaction, leader: int) -> list[tuple[int, int]]:
+    with RawKafkaClient(cluster.bootstrap_servers) as client:
+        topic_id, _ = topic_layout(client, t.topic)
+        return ShareMember(client, t.group, "another-member", t.topic, topic_id, t.partition, leader).fetch()
+
+
+def coordinator_state(cluster: EmbeddedCluster, txn_id: str) -> str:
+    with RawKafkaClient(cluster.bootstrap_servers) as client:
+        return str(client.describe_transaction(txn_id).transaction_state)
+
+
+def test_a_producer_that_dies_has_its_staged_records_redelivered_after_its_timeout(cluster, clock):
+    t = scenario(cluster, "share-ack-producer-dies", zombie_timeout_ms=5000)
+    assert (t.partition, t.first_offset, t.last_offset, t.timeout_ms, t.new_leader) == (SHARE_PARTITION, 0, 9,
+                                                                                        5000, t.leader)
+    assert states_at(cluster, t.leader, t).get("TX_PENDING") == 10
+    assert coordinator_state(cluster, t.transactional_id) == "Ongoing"
+    clock.advance(t.timeout_ms + 1)  # the coordinator's reaper aborts it: ABORT markers
+    cluster.tick()
+    wait_states(cluster, t.leader, t, lambda s: s.get("TX_PENDING") == 0)
+    clock.advance(LOCK_MS + 1)  # back with the dead member, whose lock runs out: released
+    cluster.tick()
+    assert wait_states(cluster, t.leader, t, lambda s: s.get("AVAILABLE") == 10).get("AVAILABLE") == 10
+    assert coordinator_state(cluster, t.transactional_id) == "CompleteAbort"
+    assert fetch_as_new_member(cluster, t, t.leader) == [(0, 9)]  # delivered again, none acknowledged
+
+
+def test_a_leadership_move_while_pending_delivers_the_records_again(cluster):
+    t = scenario(cluster, "share-ack-leadership-move")
+    assert t.new_leader != t.leader
+    # The new leader loaded the persisted state, where nothing was staged: the records are free again while
+    # the transaction is still open and still holds the group's __share_group_state partition.
+    assert fetch_as_new_member(cluster, t, t.new_leader) == [(0, 9)]
+    assert states_at(cluster, t.new_leader, t).get("TX_PENDING", 0) == 0
+    assert coordinator_state(cluster, t.transactional_id) == "Ongoing"
+
+
+def test_a_stalled_transaction_holds_the_group_past_the_lock(cluster, clock):
+    from kafka_txn_broker.server import metrics
+
+    t = scenario(cluster, "share-ack-stalled")
+    clock.advance(LOCK_MS + 1)  # the member's lock runs out; the records wait for the stalled transaction
+    cluster.tick()
+    assert states_at(cluster, t.leader, t).get("TX_PENDING") == 10
+    assert fetch_as_new_member(cluster, t, t.leader) == []  # nobody can have them
+    text = cluster.call_soon(lambda: metrics.render(cluster.cluster))
+    held = f'node="{t.leader}",group="{t.group}",topic="{t.topic}",partition="{t.partition}",' \
+           f'producer_id="{t.producer_id}",transactional_id="{t.transactional_id}"'
+    assert f"{metrics.TXN_PENDING_BY_TXN}{{{held}}} 10" in text
+    assert f'{metrics.TXN_PENDING_LOCK_EXPIRED}{{node="{t.leader}"}} 10' in text
+    assert coordinator_state(cluster, t.transactional_id) == "Ongoing"
+
+
+def test_a_broker_without_the_feature_prevents_them(tmp_path: Path) -> None:
+    with EmbeddedCluster(nodes=1, data_dir=tmp_path) as c, pytest.raises(ScenarioPrevented, match="enable"):
+        run_scenario("share-ack-stalled", c.bootstrap_servers, ScenarioOptions(healthy=False))
