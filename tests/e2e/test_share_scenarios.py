@@ -82,6 +82,23 @@ def coordinator_state(cluster: EmbeddedCluster, txn_id: str) -> str:
         return str(client.describe_transaction(txn_id).transaction_state)
 
 
+def test_a_stalled_transaction_holds_the_group_past_the_lock(cluster, clock):
+    from kafka_txn_broker.server import metrics
+
+    # First in the module: the node-wide TxnPendingLockExpiredCount then counts this scenario's records only.
+    t = scenario(cluster, "share-ack-stalled")
+    clock.advance(LOCK_MS + 1)  # the member's lock runs out; the records wait for the stalled transaction
+    cluster.tick()
+    assert states_at(cluster, t.leader, t).get("TX_PENDING") == 10
+    assert fetch_as_new_member(cluster, t, t.leader) == []  # nobody can have them
+    text = cluster.call_soon(lambda: metrics.render(cluster.cluster))
+    held = f'node="{t.leader}",group="{t.group}",topic="{t.topic}",partition="{t.partition}",' \
+           f'producer_id="{t.producer_id}",transactional_id="{t.transactional_id}"'
+    assert f"{metrics.TXN_PENDING_BY_TXN}{{{held}}} 10" in text
+    assert f'{metrics.TXN_PENDING_LOCK_EXPIRED}{{node="{t.leader}"}} 10' in text
+    assert coordinator_state(cluster, t.transactional_id) == "Ongoing"
+
+
 def test_a_producer_that_dies_has_its_staged_records_redelivered_after_its_timeout(cluster, clock):
     t = scenario(cluster, "share-ack-producer-dies", zombie_timeout_ms=5000)
     assert (t.partition, t.first_offset, t.last_offset, t.timeout_ms, t.new_leader) == (SHARE_PARTITION, 0, 9,
@@ -108,22 +125,18 @@ def test_a_leadership_move_while_pending_delivers_the_records_again(cluster):
     assert coordinator_state(cluster, t.transactional_id) == "Ongoing"
 
 
-def test_a_stalled_transaction_holds_the_group_past_the_lock(cluster, clock):
-    from kafka_txn_broker.server import metrics
-
-    t = scenario(cluster, "share-ack-stalled")
-    clock.advance(LOCK_MS + 1)  # the member's lock runs out; the records wait for the stalled transaction
-    cluster.tick()
-    assert states_at(cluster, t.leader, t).get("TX_PENDING") == 10
-    assert fetch_as_new_member(cluster, t, t.leader) == []  # nobody can have them
-    text = cluster.call_soon(lambda: metrics.render(cluster.cluster))
-    held = f'node="{t.leader}",group="{t.group}",topic="{t.topic}",partition="{t.partition}",' \
-           f'producer_id="{t.producer_id}",transactional_id="{t.transactional_id}"'
-    assert f"{metrics.TXN_PENDING_BY_TXN}{{{held}}} 10" in text
-    assert f'{metrics.TXN_PENDING_LOCK_EXPIRED}{{node="{t.leader}"}} 10' in text
-    assert coordinator_state(cluster, t.transactional_id) == "Ongoing"
-
-
 def test_a_broker_without_the_feature_prevents_them(tmp_path: Path) -> None:
     with EmbeddedCluster(nodes=1, data_dir=tmp_path) as c, pytest.raises(ScenarioPrevented, match="enable"):
         run_scenario("share-ack-stalled", c.bootstrap_servers, ScenarioOptions(healthy=False))
+
+
+def test_the_cli_prints_the_share_ground_truth(cluster):
+    from typer.testing import CliRunner
+
+    from kafka_txn_tools.cli.app import app
+
+    out = CliRunner().invoke(app, ["broker", "scenario", "share-ack-stalled", "--bootstrap-server",
+                                   cluster.bootstrap_servers, "--no-healthy", "-o", "table"])
+    assert out.exit_code == 0, out.output
+    (line,) = [x for x in out.output.splitlines() if x.startswith("SHARE ")]
+    assert "pending=scenario-share-ack-stalled-" in line and f"-{SHARE_PARTITION}:0-9 " in line

@@ -61,7 +61,9 @@ def show_config() -> None:
 def scenario(
     name: str = typer.Argument(..., help="late-write-after-abort, zombie-after-timeout, "
                                          "unregistered-partition-commit (partition-side), marker-retry-rejected, "
-                                         "epoch-exhaustion (coordinator-side), a group name, or all"),
+                                         "epoch-exhaustion (coordinator-side), share-ack-producer-dies, "
+                                         "share-ack-leadership-move, share-ack-stalled (share-side), a group "
+                                         "name, or all (partition- and coordinator-side)"),
     bootstrap_server: str = typer.Option(..., "--bootstrap-server", help="host:port of any broker"),
     topic_prefix: str = typer.Option("scenario", "--topic-prefix", help="prefix of the new topic and ids"),
     backdate_minutes: float = typer.Option(0.0, "--backdate-minutes", min=0,
@@ -81,7 +83,8 @@ def scenario(
     The partition-side ones need a broker that does not verify transactional writes (Kafka < 3.6, or
     `--set transaction.partition.verification.enable=false` on the embedded broker); the coordinator-side
     ones emulate an upstream bug (KAFKA-19999, KAFKA-20090) with the embedded broker's test-only
-    `fault.injection`, switched on for their own transactional id.
+    `fault.injection`, switched on for their own transactional id. The share-side ones (KIP-1289) need
+    `--set share.transactional.acknowledgement.enable=true`.
     """
     import json
 
@@ -111,6 +114,10 @@ def scenario(
             typer.echo(f"STUCK    {st.transactional_id} {st.state} producerId={st.producer_id} "
                        f"epoch={st.producer_epoch} pending={','.join(st.pending_partitions)} ({st.pending_reason}) "
                        f"reason={st.reason} emulates={st.emulates} clears: {st.clears}")
+        for sh in r.share:
+            typer.echo(f"SHARE    {sh.transactional_id} producerId={sh.producer_id} group={sh.group} "
+                       f"pending={sh.topic}-{sh.partition}:{sh.first_offset}-{sh.last_offset} "
+                       f"leader={sh.leader}->{sh.new_leader} outcome: {sh.outcome}; clears: {sh.clears}")
         for ok in r.healthy:
             typer.echo(f"HEALTHY  {ok.topic}-{ok.partition} producerId={ok.producer_id} {ok.state} "
                        f"transactionalId={ok.transactional_id}")
