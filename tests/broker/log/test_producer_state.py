@@ -146,6 +146,18 @@ def test_transaction_lifecycle_and_first_unstable_offset(h: Harness) -> None:
     assert h.psm.last_entry(1).coordinator_epoch == 5 and h.psm.last_entry(1).current_txn_first_offset is None
 
 
+def test_completed_transaction_leaves_exactly_when_the_high_watermark_passes_its_marker(h: Harness) -> None:
+    # ProducerStateManager.onHighWatermarkUpdated -> removeUnreplicatedTransactions(highWatermark): a
+    # transaction is dropped when its lastOffset (the marker) < the high watermark, not when it equals it.
+    h.data(1, 0, 0, 2, txn=True)  # 0-1
+    h.marker(1, 0, commit=True, coord=0)  # 2
+    for hw in (0, 1, 2):
+        h.psm.on_high_watermark_updated(hw)
+        assert h.psm.first_unstable_offset() == 0, f"high watermark {hw}"
+    h.psm.on_high_watermark_updated(3)
+    assert h.psm.first_unstable_offset() is None and not h.psm.unreplicated_txns
+
+
 def test_last_stable_offset_for_abort(h: Harness) -> None:
     h.data(1, 0, 0, 1, txn=True)  # 0
     h.data(2, 0, 0, 1, txn=True)  # 1

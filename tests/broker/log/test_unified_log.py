@@ -169,6 +169,34 @@ def _batches(data: bytes | memoryview) -> list[bytes]:
     return [bytes(data[p:p + h.size]) for p, h in iter_batches(data)]
 
 
+def test_lso_is_the_high_watermark_when_the_high_watermark_is_below_an_open_transaction(ulog: UnifiedLog) -> None:
+    # Kafka's UnifiedLog.lastStableOffset: the first unstable offset only if it is below the high watermark,
+    # else the high watermark (min of the two): an open transaction above the HW never lifts the LSO past it.
+    txn = Producer(1, txn=True)
+    for _ in range(5):
+        ulog.append_as_leader(plain(), 0)  # 0-4
+    ulog.append_as_leader(txn.batch(2), 0)  # 5-6, open
+    assert ulog.first_unstable_offset == 5
+    for hw, lso in ((3, 3), (5, 5), (6, 5), (7, 5)):
+        ulog.high_watermark = hw
+        assert ulog.last_stable_offset == lso, f"high watermark {hw}"
+    ulog.high_watermark = 3
+    assert offsets(ulog.read(0, 10**6, True).records) == [0, 1, 2]  # read_committed stops at the HW
+
+
+def test_a_decided_transaction_holds_the_lso_until_the_high_watermark_passes_its_marker(ulog: UnifiedLog) -> None:
+    # Kafka's ProducerStateManager.onHighWatermarkUpdated drops a completed transaction only once its marker
+    # is below the high watermark (lastOffset < highWatermark): with the HW at the marker it still holds the
+    # LSO at its first offset, one offset later it is gone.
+    txn = Producer(1, txn=True)
+    ulog.append_as_leader(txn.batch(2), 0)  # 0-1
+    marker = ulog.append_marker(1, 0, True, 0, 0)  # 2
+    ulog.high_watermark = marker
+    assert (ulog.first_unstable_offset, ulog.last_stable_offset) == (0, 0)
+    ulog.high_watermark = marker + 1
+    assert (ulog.first_unstable_offset, ulog.last_stable_offset) == (None, marker + 1)
+
+
 def test_aborted_lso_records_other_open_txn(ulog: UnifiedLog) -> None:
     t1, t2 = Producer(1, txn=True), Producer(2, txn=True)
     ulog.append_as_leader(t1.batch(), 0)  # 0

@@ -34,22 +34,35 @@ def test_state_ids_and_wire_names_are_kafkas() -> None:
     assert S.from_name("prepareabort") is None
 
 
-def test_valid_previous_states_table() -> None:
-    assert VALID_PREVIOUS_STATES[S.PREPARE_COMMIT] == {S.ONGOING}
-    assert VALID_PREVIOUS_STATES[S.PREPARE_ABORT] == {S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT,
-                                                      S.COMPLETE_ABORT}
-    assert VALID_PREVIOUS_STATES[S.PREPARE_EPOCH_FENCE] == {S.ONGOING}
-    assert VALID_PREVIOUS_STATES[S.DEAD] == {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}
-    assert {s for s in S if s.expiration_allowed} == {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}
+# Kafka's TransactionState.java (transaction-coordinator), its static block of validPreviousStates, written out
+# here by hand, state by state: the states each state may be entered from. Not read from the implementation.
+KAFKA_VALID_PREVIOUS_STATES = {
+    S.EMPTY: {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
+    S.ONGOING: {S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
+    S.PREPARE_COMMIT: {S.ONGOING},
+    S.PREPARE_ABORT: {S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
+    S.COMPLETE_COMMIT: {S.PREPARE_COMMIT},
+    S.COMPLETE_ABORT: {S.PREPARE_ABORT},
+    S.DEAD: {S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT},
+    S.PREPARE_EPOCH_FENCE: {S.ONGOING},
+}
+# TransactionState's expirationAllowed flag (its constructor's third argument).
+KAFKA_EXPIRATION_ALLOWED = {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}
+
+
+def test_valid_previous_states_table_is_kafkas() -> None:
+    assert {dst: set(srcs) for dst, srcs in VALID_PREVIOUS_STATES.items()} == KAFKA_VALID_PREVIOUS_STATES
+    assert {s for s in S if s.expiration_allowed} == KAFKA_EXPIRATION_ALLOWED
 
 
 @pytest.mark.parametrize(("src", "dst"), list(itertools.product(S, S)))
-def test_every_pair_of_states_follows_the_table(src: TransactionState, dst: TransactionState) -> None:
+def test_every_pair_of_states_follows_kafkas_table(src: TransactionState, dst: TransactionState) -> None:
     m = md(src, epoch=3, topic_partitions={("t", 0)} if src is not S.EMPTY else set(), txn_start_timestamp=NOW)
     transit = None
     with contextlib.suppress(IllegalTransitionError):
         transit = m._transit(dst)
-    assert (transit is not None) == (src in VALID_PREVIOUS_STATES[dst])
+    assert (transit is not None) == (src in KAFKA_VALID_PREVIOUS_STATES[dst])
+    assert m.pending_state is (dst if transit is not None else None)  # a refused move leaves nothing pending
 
 
 def test_full_commit_cycle() -> None:
