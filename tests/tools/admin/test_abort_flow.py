@@ -271,7 +271,8 @@ def test_the_legacy_form_refusals() -> None:
     with pytest.raises(Refused) as exc:
         validate(c, AbortTarget(TP, producer_id=99, producer_epoch=4, coordinator_epoch=0))
     assert str(exc.value) == ("partition orders-1 has no state for producer id 99 (a wrong id, or an expired "
-                              "producer): take the producer id from `kafka-txn describe-producers --topic orders --partition 1`")
+                              "producer): take the producer id from `kafka-txn describe-producers --topic orders "
+                              "--partition 1`")
     c.open_txn(TP, producer(12, -1, 0, epoch=1))
     with pytest.raises(NothingToDo) as done:
         validate(c, AbortTarget(TP, producer_id=12, producer_epoch=1, coordinator_epoch=0))
