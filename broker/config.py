@@ -130,6 +130,16 @@ _KEYS: list[ConfigKey] = [
               "smallest share.partition.max.record.locks a group may set"),
     ConfigKey("group.share.max.partition.max.record.locks", int, 4000,
               "largest share.partition.max.record.locks a group may set"),
+    ConfigKey("group.share.max.size", int, 200, "members a share group may have (GROUP_MAX_SIZE_REACHED beyond)"),
+    ConfigKey("group.share.max.share.sessions", int, 2000,
+              "share sessions one broker keeps (SHARE_SESSION_LIMIT_REACHED beyond)"),
+    # ---- share coordinator: __share_group_state (broker/share/) ----
+    ConfigKey("share.coordinator.state.topic.num.partitions", int, 50, "partitions of __share_group_state"),
+    ConfigKey("share.coordinator.state.topic.replication.factor", int, 3,
+              "replication factor of __share_group_state (capped)"),
+    ConfigKey("share.coordinator.state.topic.segment.bytes", int, 104857600, "segment size of __share_group_state"),
+    ConfigKey("share.coordinator.snapshot.update.records.per.snapshot", int, 500,
+              "ShareUpdate records of a share-partition between two ShareSnapshot records"),
     ConfigKey("group.streams.num.standby.replicas", int, 0, "standby replicas per task of streams groups"),
     ConfigKey("group.streams.max.standby.replicas", int, 2, "largest streams.num.standby.replicas a group may set"),
     ConfigKey("group.streams.initial.rebalance.delay.ms", int, 3000, "wait before a new streams group's first "

@@ -16,10 +16,15 @@ from kafka_txn_broker.apis.registry import advertised, api
 
 R = ApiVersionsResponse
 EMULATE = "kafka.version.emulate"
+SHARE_VERSION = 1
+
+
+def _release_at_least(release: str, version: tuple[int, int]) -> bool:
+    return not release or tuple(int(p) for p in release.split(".")) >= version
 
 
 def _has_transaction_version(release: str) -> bool:
-    return not release or tuple(int(p) for p in release.split(".")) >= (4, 0)
+    return _release_at_least(release, (4, 0))
 
 
 def build_response(version: int, error_code: int = 0, transaction_version: int = 2, release: str = "") -> Any:
@@ -34,6 +39,13 @@ def build_response(version: int, error_code: int = 0, transaction_version: int =
         kwargs["finalized_features"] = [R.FinalizedFeatureKey(name="transaction.version",
                                                               max_version_level=transaction_version,
                                                               min_version_level=transaction_version)]
+        if _release_at_least(release, (4, 1)):
+            # share.version 1: share groups (KIP-932) are enabled, as on Kafka 4.1+.
+            kwargs["supported_features"].insert(0, R.SupportedFeatureKey(name="share.version", min_version=0,
+                                                                         max_version=SHARE_VERSION))
+            kwargs["finalized_features"].insert(0, R.FinalizedFeatureKey(name="share.version",
+                                                                         max_version_level=SHARE_VERSION,
+                                                                         min_version_level=SHARE_VERSION))
     return R[version](**kwargs)
 
 

@@ -1,4 +1,5 @@
-"""FindCoordinator for groups (key type 0) and transactional ids (key type 1), single and batched (v4+)."""
+"""FindCoordinator for groups (key type 0), transactional ids (key type 1) and share-partitions (key type 2,
+"group:topicId:partition": the share coordinator), single and batched (v4+)."""
 
 from __future__ import annotations
 
@@ -11,18 +12,24 @@ from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats.errors import error_code, error_message
 from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, TXN_TOPIC, partition_for
+from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC
 
 R = FindCoordinatorResponse
-GROUP, TRANSACTION = 0, 1
+GROUP, TRANSACTION, SHARE = 0, 1, 2
+TOPICS = {GROUP: GROUP_TOPIC, TRANSACTION: TXN_TOPIC, SHARE: SHARE_STATE_TOPIC}
 
 
 def coordinator_node(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str, int]:
     """The live leader of the key's internal-topic partition, creating the topic on first use."""
-    if key_type not in (GROUP, TRANSACTION):
+    if key_type not in TOPICS:
         raise InvalidRequestError(f"unknown coordinator key type {key_type}")
-    # Kafka: DESCRIBE on the group / transactional id, else GROUP_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
-    ctx.require("DESCRIBE", "GROUP" if key_type == GROUP else "TRANSACTIONAL_ID", key)
-    topic = ctx.node.internal_topic(GROUP_TOPIC if key_type == GROUP else TXN_TOPIC)
+    if key_type == SHARE:
+        # Kafka: CLUSTER_ACTION on the cluster (brokers ask this, to reach the share coordinator).
+        ctx.require("CLUSTER_ACTION", "CLUSTER")
+    else:
+        # Kafka: DESCRIBE on the group / transactional id, else GROUP_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+        ctx.require("DESCRIBE", "GROUP" if key_type == GROUP else "TRANSACTIONAL_ID", key)
+    topic = ctx.node.internal_topic(TOPICS[key_type])
     if not key:
         raise InvalidRequestError("coordinator key must not be empty")
     state = topic.partitions[partition_for(key, len(topic.partitions))]

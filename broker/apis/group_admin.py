@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import BrokerResponseError, UnknownTopicOrPartitionError
+from kafka.errors import BrokerResponseError, NonEmptyGroupError, UnknownTopicOrPartitionError
 from kafka.protocol.admin import DeleteGroupsRequest, DeleteGroupsResponse
 from kafka.protocol.consumer import OffsetDeleteRequest, OffsetDeleteResponse
 
@@ -24,7 +24,23 @@ def _delete_one(ctx: RequestContext, group_id: str) -> int:
         shard = ctx.node.group_coordinator.shard(group_id)
     except BrokerResponseError as exc:
         return error_code(exc)
+    if group_id in shard.share_groups:
+        return _delete_share_group(ctx, shard, group_id)
     return delete_group(shard, group_id)
+
+
+def _delete_share_group(ctx: RequestContext, shard: Any, group_id: str) -> int:
+    """An Empty share group goes with its state in `__share_group_state`, then its own record."""
+    if not shard.share_groups[group_id].is_empty:
+        return int(NonEmptyGroupError.errno)
+    code = ctx.node.share_group_offsets.delete_group_state(group_id)
+    if code:
+        return code
+    try:
+        shard.delete_share_group(group_id)
+    except BrokerResponseError as exc:
+        return error_code(exc)
+    return 0
 
 
 @api(DeleteGroupsRequest, DeleteGroupsResponse, 0, 2)

@@ -169,9 +169,16 @@ def _described(group_id: str, code: int, message: str | None, state: str = "", g
 
 def _describe_one(ctx: RequestContext, group_id: str) -> Any:
     try:
-        group = group_shard(ctx, group_id, "DESCRIBE").groups.get(group_id)
+        shard = group_shard(ctx, group_id, "DESCRIBE")
+        group = shard.groups.get(group_id)
     except BrokerResponseError as exc:
         return _described(group_id, error_code(exc), error_message(exc))
+    if group is None and group_id in shard.share_groups:
+        # As Kafka 4.x: v6 names the problem, older versions just see a Dead group.
+        if ctx.api_version >= 6:
+            return _described(group_id, int(GroupIdNotFoundError.errno), f"Group {group_id} is not a classic group.",
+                              "Dead")
+        return _described(group_id, 0, None, "Dead")
     if group is None:
         if ctx.api_version >= 6:
             return _described(group_id, int(GroupIdNotFoundError.errno), f"group {group_id!r} not found", "Dead")
@@ -187,6 +194,7 @@ async def describe_groups(ctx: RequestContext, req: Any) -> Any:
 
 # ---- ListGroups -----------------------------------------------------------------------------------
 CLASSIC = "classic"
+SHARE = "share"  # the group type, and the protocol type ListGroups v0-v4 report for a share group
 
 
 def _listed(group: ClassicGroup, states: set[str], types: set[str]) -> bool:
@@ -207,6 +215,10 @@ async def list_groups(ctx: RequestContext, req: Any) -> Any:
                 group_type=CLASSIC)
               for shard in coord.loaded_shards() for g in shard.groups.values()
               if _listed(g, states, types) and (everything or ctx.authorize("DESCRIBE", "GROUP", g.group_id))]
+    listed += [L(group_id=g.group_id, protocol_type=SHARE, group_state=g.state, group_type=SHARE)
+               for shard in coord.loaded_shards() for g in shard.share_groups.values()
+               if (not states or g.state.lower() in states) and (not types or SHARE in types)
+               and (everything or ctx.authorize("DESCRIBE", "GROUP", g.group_id))]
     # Kafka still answers while some partitions load, but says the list may be incomplete.
     code = int(CoordinatorLoadInProgressError.errno) if coord.loading else 0
     return ListGroupsResponse[ctx.api_version](throttle_time_ms=0, error_code=code, groups=listed)

@@ -68,6 +68,9 @@ def load_all() -> dict[int, ApiSpec]:
         produce,
         producer_id,
         sasl,
+        share_fetch,
+        share_group,
+        share_group_offsets,
         topics,
         txn,
     )

@@ -5,9 +5,14 @@
 - producer_snapshot: `<offset>.snapshot` files
 - transaction_log: `__transaction_state` keys and values
 - group_records: `__consumer_offsets` keys and values
+- share_group_records: the share groups' ShareGroupMetadata record in `__consumer_offsets`
+- share_coordinator_records: `__share_group_state` keys and values (ShareSnapshot, ShareUpdate)
+- share_state: a share-partition's state replayed from those records (ShareGroupOffset, the batch combiner)
 - partitioning: partitionFor of the internal topics (Java hashCode)
 - errors: Kafka's error codes (one table) and the exceptions that carry them
 - transactions: the coordinator's states, epoch limits, transaction timeouts
+- messages: JSON definitions of the protocol messages kafka-python 3.0.12 lacks (share groups), and the
+  message classes its class builder makes of them (the one module here that imports kafka-python)
 
 Nothing here starts a server or imports the broker: the only dependency is crc32c (and, for snappy,
 lz4 and zstd batches only, kafka-python's codec module), so the tools and Spark executors use this

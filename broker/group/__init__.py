@@ -1,4 +1,4 @@
-"""The classic group coordinator (Kafka's group coordinator), one module per concern:
+"""Group coordination (Kafka's group coordinator), one module per concern:
 
 - coordinator: GroupCoordinator, the `__consumer_offsets` partitions this node leads, loaded into shards
 - shard: GroupShard, one partition's groups, offsets and log (writes first, then memory; replay on load)
@@ -9,4 +9,7 @@
 - deletion: DeleteGroups, OffsetDelete
 - txn_verification: TxnOffsetCommit's check with the transaction coordinator (KIP-890)
 - append_errors: what a member is told when a write to `__consumer_offsets` fails
+- modern/: the machinery of the KIP-848 generation of groups (member epochs, target assignment,
+  server-side assignors, session timers)
+- share_group, share_membership: share groups (KIP-932) on top of modern/, beside the classic groups
 """

@@ -22,6 +22,7 @@ from kafka_txn_broker.group.shard import GroupShard
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock
     from kafka_txn_broker.config import BrokerConfig
+    from kafka_txn_broker.group.share_membership import ShareGroupContext
     from kafka_txn_broker.replica.coordinator_log import CoordinatorLog
     from kafka_txn_broker.server.metadata import MetadataView, PartitionState
 
@@ -44,16 +45,18 @@ class PartitionWriter:
 
 class GroupCoordinator:
     """Collaborators come through the constructor: the node's replicas of __consumer_offsets as a
-    CoordinatorLog, the metadata view (who leads a partition), the config and the clock. Like all
-    broker state, it lives on the cluster's event loop."""
+    CoordinatorLog, the metadata view (who leads a partition), the config and the clock, and what share
+    groups need (topics, group configs, the share-partition leaders to tell about leaving members).
+    Like all broker state, it lives on the cluster's event loop."""
 
     def __init__(self, node_id: int, config: BrokerConfig, clock: Clock, log: CoordinatorLog,
-                 metadata: MetadataView) -> None:
+                 metadata: MetadataView, share: ShareGroupContext | None = None) -> None:
         self.node_id = node_id
         self.config = config
         self.clock = clock
         self.log = log
         self.metadata = metadata
+        self.share = share
         self.shards: dict[int, GroupShard] = {}
         self._loads: dict[int, asyncio.Task[None]] = {}
 
@@ -109,6 +112,8 @@ class GroupCoordinator:
     def tick(self, now_ms: int) -> None:
         for shard in self.loaded_shards():
             shard.membership.tick(now_ms)
+            if shard.share_membership is not None:
+                shard.share_membership.tick()
 
     def shutdown(self) -> None:
         for partition in list(self.shards):
@@ -116,7 +121,7 @@ class GroupCoordinator:
 
     # ---- loading -----------------------------------------------------------------------------
     def _begin_load(self, partition: int) -> None:
-        shard = GroupShard(partition, self.config, self.clock, PartitionWriter(self.log, partition))
+        shard = GroupShard(partition, self.config, self.clock, PartitionWriter(self.log, partition), self.share)
         self.shards[partition] = shard
         try:
             loop = asyncio.get_running_loop()

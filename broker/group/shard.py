@@ -8,9 +8,13 @@ record is on every in-sync replica). A new leader rebuilds the same state by rep
 from __future__ import annotations
 
 import logging
+import zlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kafka.errors import GroupIdNotFoundError
+
+from kafka_txn_broker.formats import share_group_records
 from kafka_txn_broker.formats.group_records import (
     GroupKey,
     GroupValue,
@@ -36,6 +40,8 @@ from kafka_txn_broker.formats.record_batch import (
 from kafka_txn_broker.group.classic_group import ClassicGroup, GroupState, Member
 from kafka_txn_broker.group.membership import GroupMembership
 from kafka_txn_broker.group.offset_store import CommittedOffset, OffsetStore, TopicPartition
+from kafka_txn_broker.group.share_group import ShareGroup
+from kafka_txn_broker.group.share_membership import ShareGroupContext, ShareMembership
 
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock
@@ -52,7 +58,8 @@ class LogWriter(Protocol):
 
 
 class GroupShard:
-    def __init__(self, partition: int, config: Any, clock: Clock, writer: LogWriter) -> None:
+    def __init__(self, partition: int, config: Any, clock: Clock, writer: LogWriter,
+                 share: ShareGroupContext | None = None) -> None:
         self.partition = partition
         self.config = config
         self.clock = clock
@@ -61,11 +68,18 @@ class GroupShard:
         self.offsets = OffsetStore()
         self.loaded = False
         self.membership = GroupMembership(self)
+        # Share groups (KIP-932) beside the classic ones: one group id is one or the other.
+        self.share_groups: dict[str, ShareGroup] = {}
+        self.share_membership = ShareMembership(
+            self.share_groups, share, clock, max_size=int(config["group.share.max.size"]),
+            store_epoch=self.store_share_group, other_group_exists=self.groups.__contains__) if share else None
 
     def now(self) -> int:
         return self.clock.millis()
 
     def get_or_create(self, group_id: str) -> ClassicGroup:
+        if group_id in self.share_groups:
+            raise GroupIdNotFoundError(f"Group {group_id} is not a classic group.")
         group = self.groups.get(group_id)
         if group is None:
             group = self.groups[group_id] = ClassicGroup(group_id, state_timestamp_ms=self.now())
@@ -83,6 +97,18 @@ class GroupShard:
         value = GroupValue(group.protocol_type or "", group.generation, group.protocol_name, group.leader_id,
                            self.now(), [_member_value(group, m, assignments) for m in group.members.values()])
         self.append_records([(encode_group_key(group.group_id), encode_group_value(value))])
+
+    def store_share_group(self, group: ShareGroup) -> None:
+        """Write a share group's epoch (a ShareGroupMetadata record)."""
+        metadata_hash = zlib.crc32(repr(group.subscription_metadata).encode())
+        value = share_group_records.encode_value(group.group_epoch, metadata_hash)
+        self.append_records([(share_group_records.encode_key(group.group_id), value)])
+
+    def delete_share_group(self, group_id: str) -> None:
+        self.append_records([(share_group_records.encode_key(group_id), None)])
+        group = self.share_groups.pop(group_id, None)
+        if group is not None:
+            group.dead = True
 
     def store_offsets(self, group_id: str, offsets: Mapping[TopicPartition, OffsetValue]) -> None:
         first = self.append_records(_offset_records(group_id, offsets))
@@ -119,13 +145,15 @@ class GroupShard:
                 continue
             try:
                 self._replay_record(rec.key, rec.value, rec.offset, txn_pid)
-            except (RecordFormatError, UnicodeDecodeError) as exc:
+            except (RecordFormatError, share_group_records.RecordFormatError, UnicodeDecodeError) as exc:
                 log.warning("skipping unreadable __consumer_offsets-%s record at %s: %s",
                             self.partition, rec.offset, exc)
 
     def _replay_record(self, key: bytes, value: bytes | None, offset: int, txn_pid: int | None) -> None:
         k = decode_key(key)
-        if isinstance(k, OffsetKey):
+        if k is None:
+            self._replay_share_group(key, value)
+        elif isinstance(k, OffsetKey):
             tp = (k.topic, k.partition)
             if value is None:
                 self.offsets.delete(k.group, tp)
@@ -138,6 +166,17 @@ class GroupShard:
                 self.groups.pop(k.group, None)
             else:
                 self.groups[k.group] = self._restore_group(k.group, decode_group_value(value))
+
+    def _replay_share_group(self, key: bytes, value: bytes | None) -> None:
+        group_id = share_group_records.decode_key(key)
+        if group_id is None:
+            return  # another record type of the KIP-848 generation: not kept here
+        if value is None:
+            self.share_groups.pop(group_id, None)
+            return
+        epoch, _hash = share_group_records.decode_value(value)
+        # Members are not kept: they rejoin this coordinator (UNKNOWN_MEMBER_ID, then epoch 0).
+        self.share_groups[group_id] = ShareGroup(group_id, epoch)
 
     def _restore_group(self, group_id: str, v: GroupValue) -> ClassicGroup:
         # A loaded group with members is Stable: its members keep their generation and assignment and
@@ -164,6 +203,9 @@ class GroupShard:
         for group in self.groups.values():
             group.state = GroupState.DEAD
         self.groups.clear()
+        for share_group in self.share_groups.values():
+            share_group.dead = True
+        self.share_groups.clear()
         self.loaded = False
 
 

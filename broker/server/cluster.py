@@ -169,12 +169,15 @@ class Cluster:
             if node.online:
                 node.replica_manager.delete_topic(name)
 
-    def ensure_internal_topic(self, name: str, partitions: int, replication_factor: int) -> TopicState:
+    def ensure_internal_topic(self, name: str, partitions: int, replication_factor: int,
+                              configs: Mapping[str, str] | None = None) -> TopicState:
         topic = self.metadata.topics.get(name)
         if topic is None:
-            # Kafka's own topic configs for them, so DescribeConfigs shows their segment size.
-            segment_key = "transaction.state.log.segment.bytes" if name == TXN_TOPIC else "offsets.topic.segment.bytes"
-            configs = {"cleanup.policy": "compact", "segment.bytes": str(self.config[segment_key])}
+            if configs is None:
+                # Kafka's own topic configs for them, so DescribeConfigs shows their segment size.
+                segment_key = ("transaction.state.log.segment.bytes" if name == TXN_TOPIC
+                               else "offsets.topic.segment.bytes")
+                configs = {"cleanup.policy": "compact", "segment.bytes": str(self.config[segment_key])}
             topic = self.create_topic(name, partitions, replication_factor, configs, cap_replication=True)
         return topic
 

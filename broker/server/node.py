@@ -18,10 +18,21 @@ from kafka_txn_broker.configs.dynamic_broker_config import DynamicBrokerConfig
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, TXN_TOPIC, partition_for
 from kafka_txn_broker.group.coordinator import LOAD_CHUNK_BYTES, GroupCoordinator
+from kafka_txn_broker.group.share_membership import ShareGroupContext
 from kafka_txn_broker.replica.coordinator_log import ReplicaCoordinatorLog
 from kafka_txn_broker.replica.replica_manager import ReplicaManager
 from kafka_txn_broker.server.producer_id_manager import ProducerIdManager
 from kafka_txn_broker.server.socket_server import Listener
+from kafka_txn_broker.share.cluster_adapters import (
+    ClusterShareNodes,
+    MetadataTopics,
+    PartitionEnds,
+    SharePartitionLeaders,
+)
+from kafka_txn_broker.share.persister import ShareStatePersister
+from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC, ShareCoordinator, ShareCoordinatorRouter
+from kafka_txn_broker.share.share_group_offsets import ShareGroupOffsets
+from kafka_txn_broker.share.share_partition_manager import SharePartitionManager
 from kafka_txn_broker.txn.coordinator import TransactionCoordinator
 from kafka_txn_broker.txn.marker_channel import TransactionMarkerChannelManager
 from kafka_txn_broker.txn.state_manager import LOAD_BUFFER_BYTES, TransactionStateManager
@@ -58,9 +69,29 @@ class BrokerNode:
         self.listener = Listener(self, self.host, port)
         # Online from the moment its logs are open (replication needs it) until stop() begins.
         self.online = False
+        self._start_share_groups(cluster)
         offsets_log = ReplicaCoordinatorLog(self.replica_manager, GROUP_TOPIC, LOAD_CHUNK_BYTES)
-        self.group_coordinator = GroupCoordinator(node_id, self.config, self.clock, offsets_log, self.metadata)
+        share_context = ShareGroupContext(self.share_topics, cluster.group_configs, SharePartitionLeaders(cluster))
+        self.group_coordinator = GroupCoordinator(node_id, self.config, self.clock, offsets_log, self.metadata,
+                                                  share_context)
         self.txn_coordinator = self._transaction_coordinator()
+
+    def _start_share_groups(self, cluster: Cluster) -> None:
+        """The share coordinator (this node's `__share_group_state` partitions), the share-partition manager
+        (share sessions, ShareFetch, ShareAcknowledge for the partitions it leads) and the admin flows."""
+        state_log = ReplicaCoordinatorLog(self.replica_manager, SHARE_STATE_TOPIC, LOAD_CHUNK_BYTES)
+        self.share_coordinator = ShareCoordinator(
+            self.node_id, state_log, self.metadata, self.clock,
+            self.config["share.coordinator.snapshot.update.records.per.snapshot"])
+        router = ShareCoordinatorRouter(ClusterShareNodes(cluster))
+        self.share_persister = ShareStatePersister(router)
+        self.share_topics = MetadataTopics(self.metadata)
+        self.share_partition_manager = SharePartitionManager(
+            self.node_id, self.replica_manager, self.share_topics, self.share_persister, cluster.group_configs,
+            self.clock, self.config["group.share.max.share.sessions"])
+        self.share_group_offsets = ShareGroupOffsets(
+            self.share_persister, router, self.share_topics, PartitionEnds(cluster), SharePartitionLeaders(cluster),
+            lambda group_id: cluster.group_configs.share_isolation_level(group_id) == "read_committed")
 
     def _transaction_coordinator(self) -> TransactionCoordinator:
         txn_log = ReplicaCoordinatorLog(self.replica_manager, TXN_TOPIC, LOAD_BUFFER_BYTES)
@@ -93,7 +124,11 @@ class BrokerNode:
 
     # ---- lookups for the request handlers -----------------------------------------------------------
     def internal_topic(self, name: str) -> TopicState:
-        """__consumer_offsets or __transaction_state, created with its configured size on first use."""
+        """__consumer_offsets, __transaction_state or __share_group_state, created with its configured size
+        (and, for the last, Kafka's topic configs for it) on first use."""
+        if name == SHARE_STATE_TOPIC:
+            ClusterShareNodes(self.cluster).ensure_share_state_topic()
+            return self.metadata.topics[name]
         partitions, replication = _INTERNAL_TOPIC_SETTINGS[name]
         return self.cluster.ensure_internal_topic(name, self.config[partitions], self.config[replication])
 
@@ -126,6 +161,7 @@ class BrokerNode:
         await self.listener.stop()
         self.group_coordinator.shutdown()
         self.txn_coordinator.shutdown()
+        self.share_coordinator.shutdown()
         self.replica_manager.shutdown()
 
     @property
@@ -141,6 +177,8 @@ class BrokerNode:
         self.replica_manager.on_leadership_change(changed)
         self.group_coordinator.on_leadership_change(changed)
         self.txn_coordinator.on_leadership_change(changed)
+        self.share_coordinator.on_leadership_change(changed)
+        self.share_partition_manager.on_leadership_change(changed)
         self.replica_manager.notify_data()
 
     def on_config_change(self, resource_type: int, name: str) -> None:
@@ -153,3 +191,4 @@ class BrokerNode:
         self.replica_manager.tick(now)
         self.group_coordinator.tick(now)
         self.txn_coordinator.tick(now)
+        self.share_partition_manager.tick()

@@ -115,6 +115,8 @@ class Connection:
             # Last line of defence: whatever went wrong stays confined to this connection.
             log.exception("connection from %s failed", self.peer)
         finally:
+            # Share sessions opened on this connection end with it (their records are released).
+            self.node.share_partition_manager.on_connection_closed(self.session)
             self.writer.close()
             with contextlib.suppress(Exception):
                 await self.writer.wait_closed()

@@ -59,5 +59,5 @@ def test_the_formats_package_is_pure() -> None:
     assert found == []
 
 
-_STDLIB = {"contextlib", "dataclasses", "enum", "functools", "gzip", "logging", "os", "pathlib", "struct",
-           "collections", "typing"}
+_STDLIB = {"base64", "contextlib", "dataclasses", "enum", "functools", "gzip", "logging", "os", "pathlib",
+           "struct", "collections", "typing", "uuid"}

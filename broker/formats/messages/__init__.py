@@ -1,0 +1,32 @@
+"""Protocol messages kafka-python 3.0.12 has no classes for, built by its class builder from JSON
+definitions in this package (written for kafka-txn-tools from Kafka's published field lists):
+
+    from kafka_txn_broker.formats.messages import ShareFetchRequest
+    ShareFetchRequest[1](group_id="g", member_id="m", share_session_epoch=0, ...)
+
+The classes behave like kafka-python's own (encode/decode, versions, nested struct classes). They are
+built on first use (module __getattr__), and only then is kafka-python imported: the formats package
+stays importable without it, as its other modules are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MESSAGES = frozenset(f"{api}{kind}" for api in (
+    "ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge", "DescribeShareGroupOffsets",
+    "AlterShareGroupOffsets", "DeleteShareGroupOffsets") for kind in ("Request", "Response"))
+_built: dict[str, Any] = {}
+
+
+def __getattr__(name: str) -> Any:
+    """The message class `name`, made by kafka-python's class builder from `<name>.json` here."""
+    if name not in MESSAGES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _built:
+        import types
+
+        from kafka.protocol.api_message import ApiMessage
+
+        _built[name] = types.new_class(name, (ApiMessage,), {"load_json": __name__})
+    return _built[name]

@@ -1,0 +1,129 @@
+"""The share coordinator of one node (Kafka's ShareCoordinatorService): the `__share_group_state`
+partitions it leads, each replayed into a ShareCoordinatorShard on first use after it became leader.
+
+The state of share-partition (group, topic id, partition) lives in partition
+partitionFor("group:topicId:partition") (Java hashCode, topic id as Kafka prints it) of
+`__share_group_state`: 50 partitions, replication factor 3, cleanup.policy=delete as Kafka creates it
+(KIP-932: a ShareUpdate only holds what one write changed, so compaction, which keeps one record per
+key, would lose acknowledgements; Kafka drops records older than each key's last snapshot instead).
+
+`ShareCoordinatorRouter` finds the node leading a key's partition and calls its coordinator in process;
+Kafka's brokers send ReadShareGroupState / WriteShareGroupState (API 84, 85) to it instead.
+Event-loop owned; loading is synchronous.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Protocol
+
+from kafka.errors import CoordinatorNotAvailableError, NotCoordinatorError
+
+from kafka_txn_broker.formats.partitioning import partition_for
+from kafka_txn_broker.share.share_coordinator_shard import ShareCoordinatorShard
+
+if TYPE_CHECKING:
+    from kafka_txn_broker.clock import Clock
+    from kafka_txn_broker.replica.coordinator_log import CoordinatorLog
+    from kafka_txn_broker.server.metadata import MetadataView, PartitionState
+
+log = logging.getLogger(__name__)
+
+SHARE_STATE_TOPIC = "__share_group_state"
+
+
+class _PartitionWriter:
+    """Appends to this node's leader replica of one `__share_group_state` partition (acks=all)."""
+
+    def __init__(self, log: CoordinatorLog, partition: int) -> None:
+        self.log = log
+        self.partition = partition
+
+    def append(self, batch: bytes) -> int:
+        return self.log.append(self.partition, batch)
+
+
+class ShareCoordinator:
+    """Collaborators come through the constructor: the node's replicas of `__share_group_state` as a
+    CoordinatorLog, the metadata view (who leads a partition), the clock and the snapshot interval."""
+
+    def __init__(self, node_id: int, log: CoordinatorLog, metadata: MetadataView, clock: Clock,
+                 updates_per_snapshot: int) -> None:
+        self.node_id = node_id
+        self.log = log
+        self.metadata = metadata
+        self.clock = clock
+        self.updates_per_snapshot = updates_per_snapshot
+        self.shards: dict[int, ShareCoordinatorShard] = {}
+
+    def shard(self, partition: int) -> ShareCoordinatorShard:
+        """The loaded shard of a partition this node leads, else NOT_COORDINATOR."""
+        count = self.metadata.partition_count(SHARE_STATE_TOPIC)
+        if count is None or not 0 <= partition < count:
+            raise CoordinatorNotAvailableError(f"{SHARE_STATE_TOPIC}-{partition} does not exist")
+        if self.metadata.leader(SHARE_STATE_TOPIC, partition) != self.node_id:
+            raise NotCoordinatorError(f"node {self.node_id} does not lead {SHARE_STATE_TOPIC}-{partition}")
+        shard = self.shards.get(partition)
+        if shard is None:
+            shard = self.shards[partition] = self._load(partition)
+        return shard
+
+    def loaded_shards(self) -> list[ShareCoordinatorShard]:
+        return list(self.shards.values())
+
+    def _load(self, partition: int) -> ShareCoordinatorShard:
+        shard = ShareCoordinatorShard(partition, _PartitionWriter(self.log, partition), self.clock,
+                                      self.updates_per_snapshot)
+        position = 0
+        for chunk in self.log.read(partition):
+            position = shard.replay(chunk, position)
+        shard.finish_load()
+        log.info("node %s loaded %s-%s: %d share-partitions", self.node_id, SHARE_STATE_TOPIC, partition,
+                 len(shard.states))
+        return shard
+
+    def on_leadership_change(self, changed: list[PartitionState]) -> None:
+        for state in changed:
+            if state.topic == SHARE_STATE_TOPIC and state.leader != self.node_id:
+                self.shards.pop(state.partition, None)
+
+    def shutdown(self) -> None:
+        self.shards.clear()
+
+
+class Nodes(Protocol):
+    def live_share_coordinator(self, node_id: int) -> ShareCoordinator | None: ...
+
+    def ensure_share_state_topic(self) -> int:
+        """Create `__share_group_state` if needed; its partition count."""
+        ...
+
+    def leader_of(self, topic: str, partition: int) -> int: ...
+
+
+class ShareCoordinatorRouter:
+    """Finds the shard holding a share-partition's state (Kafka's persister finds the coordinator with
+    FindCoordinator key type 2, SHARE, and sends it the state RPCs)."""
+
+    def __init__(self, nodes: Nodes) -> None:
+        self.nodes = nodes
+
+    def partition_of(self, coordinator_key: str) -> int:
+        return partition_for(coordinator_key, self.nodes.ensure_share_state_topic())
+
+    def shard_for(self, coordinator_key: str) -> ShareCoordinatorShard:
+        return self._shard(self.partition_of(coordinator_key))
+
+    def _shard(self, partition: int) -> ShareCoordinatorShard:
+        coordinator = self.nodes.live_share_coordinator(self.nodes.leader_of(SHARE_STATE_TOPIC, partition))
+        if coordinator is None:
+            raise CoordinatorNotAvailableError(f"{SHARE_STATE_TOPIC}-{partition} has no live leader")
+        return coordinator.shard(partition)
+
+    def keys_of_group(self, group_id: str) -> list[tuple[str, Any, int]]:
+        """Every share-partition of the group with a persisted state, from all `__share_group_state`
+        partitions (Kafka keeps the initialized partitions of a share group in __consumer_offsets)."""
+        keys: list[tuple[str, Any, int]] = []
+        for partition in range(self.nodes.ensure_share_state_topic()):
+            keys.extend(self._shard(partition).keys_of_group(group_id))
+        return keys

@@ -1,0 +1,166 @@
+"""One `__share_group_state` partition as the share coordinator sees it (Kafka's ShareCoordinatorShard):
+the durable state of every share-partition whose key hashes to it, rebuilt by replaying the log.
+
+A write is checked against the stored epochs (a lower state epoch: FENCED_STATE_EPOCH, after the
+group's offsets were reset; a lower leader epoch: FENCED_LEADER_EPOCH, a share-partition leader that
+lost its leadership), appended to the log (acks=all), and applied only once the append succeeded.
+It is a ShareUpdate holding the batches the write changed, or, every
+`share.coordinator.snapshot.update.records.per.snapshot` updates, a ShareSnapshot of the whole state,
+so replay never has to go further back than the last snapshot of each key.
+
+Collaborators come through the constructor: the log writer, the clock, the snapshot interval.
+Threading: the broker's event loop owns it; appends are synchronous.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Protocol
+
+from kafka.errors import FencedLeaderEpochError, FencedStateEpochError, InvalidRequestError
+
+from kafka_txn_broker.formats.record_batch import build_batch, iter_batches, iter_records
+from kafka_txn_broker.formats.share_coordinator_records import (
+    SHARE_SNAPSHOT,
+    SHARE_UPDATE,
+    RecordFormatError,
+    ShareSnapshotValue,
+    ShareUpdateValue,
+    StateBatch,
+    encode_key,
+    encode_snapshot_value,
+    encode_update_value,
+)
+from kafka_txn_broker.formats.share_state import ShareGroupOffset, StateKey, apply_record, combine
+
+if TYPE_CHECKING:
+    from kafka_txn_broker.clock import Clock
+
+log = logging.getLogger(__name__)
+
+NO_EPOCH = -1
+
+
+class LogWriter(Protocol):
+    def append(self, batch: bytes) -> int:
+        """Append one batch (acks=all) and return its first offset, or raise."""
+        ...
+
+
+class ShareCoordinatorShard:
+    def __init__(self, partition: int, writer: LogWriter, clock: Clock, updates_per_snapshot: int = 500) -> None:
+        self.partition = partition
+        self.writer = writer
+        self.clock = clock
+        self.updates_per_snapshot = updates_per_snapshot
+        self.states: dict[StateKey, ShareGroupOffset] = {}
+        self.loaded = False
+
+    # ---- reads ---------------------------------------------------------------------------------------
+    def read_state(self, key: StateKey, leader_epoch: int) -> ShareGroupOffset | None:
+        """The state (None: never initialized). A share-partition leader reading with a newer leader
+        epoch records it first, so writes from its predecessor are fenced from now on."""
+        state = self.states.get(key)
+        if state is None:
+            return None
+        if leader_epoch != NO_EPOCH:
+            if leader_epoch < state.leader_epoch:
+                raise FencedLeaderEpochError(
+                    f"leader epoch {leader_epoch} of {_name(key)} is older than {state.leader_epoch}")
+            if leader_epoch > state.leader_epoch:
+                self._write(key, state.state_epoch, leader_epoch, -1, [])
+        return self.states[key]
+
+    def keys_of_group(self, group_id: str) -> list[StateKey]:
+        return [k for k in self.states if k[0] == group_id]
+
+    # ---- writes --------------------------------------------------------------------------------------
+    def write_state(self, key: StateKey, state_epoch: int, leader_epoch: int, start_offset: int,
+                    batches: list[StateBatch]) -> None:
+        if key[2] < 0 or not key[0]:
+            raise InvalidRequestError(f"invalid share-partition key {_name(key)}")
+        state = self.states.get(key)
+        if state is not None:
+            if state_epoch < state.state_epoch:
+                raise FencedStateEpochError(
+                    f"state epoch {state_epoch} of {_name(key)} is older than {state.state_epoch}")
+            if leader_epoch != NO_EPOCH and leader_epoch < state.leader_epoch:
+                raise FencedLeaderEpochError(
+                    f"leader epoch {leader_epoch} of {_name(key)} is older than {state.leader_epoch}")
+        self._write(key, state_epoch, leader_epoch, start_offset, batches)
+
+    def initialize_state(self, key: StateKey, state_epoch: int, start_offset: int) -> None:
+        """A fresh state (InitializeShareGroupState; AlterShareGroupOffsets bumps the state epoch)."""
+        self._append_snapshot(key, ShareGroupOffset(0, state_epoch, NO_EPOCH, start_offset, [],
+                                                    self.now(), self.now()))
+
+    def delete_state(self, key: StateKey) -> None:
+        """Tombstones for both record keys (DeleteShareGroupState)."""
+        if key not in self.states:
+            return
+        records = [(encode_key(t, *key), None) for t in (SHARE_SNAPSHOT, SHARE_UPDATE)]
+        self.writer.append(build_batch(records, timestamp_ms=self.now()))
+        self.states.pop(key, None)
+
+    def _write(self, key: StateKey, state_epoch: int, leader_epoch: int, start_offset: int,
+               batches: list[StateBatch]) -> None:
+        state = self.states.get(key)
+        if state is None or state.updates_since_snapshot >= self.updates_per_snapshot \
+                or state_epoch > state.state_epoch:  # an update has no state epoch: a new one needs a snapshot
+            base = state or ShareGroupOffset(-1, state_epoch, leader_epoch, start_offset, [], self.now())
+            start = start_offset if start_offset >= 0 else base.start_offset
+            merged = ShareGroupOffset(base.snapshot_epoch + 1, state_epoch,
+                                      leader_epoch if leader_epoch != NO_EPOCH else base.leader_epoch, start,
+                                      combine(base.batches, batches, start), base.create_timestamp, self.now())
+            self._append_snapshot(key, merged)
+            return
+        value = ShareUpdateValue(state.snapshot_epoch, leader_epoch if leader_epoch != NO_EPOCH else state.leader_epoch,
+                                 start_offset, list(batches))
+        self.writer.append(build_batch([(encode_key(SHARE_UPDATE, *key), encode_update_value(value))],
+                                       timestamp_ms=self.now()))
+        self._apply_update(key, value)
+
+    def _append_snapshot(self, key: StateKey, s: ShareGroupOffset) -> None:
+        value = ShareSnapshotValue(s.snapshot_epoch, s.state_epoch, s.leader_epoch, s.start_offset,
+                                   s.create_timestamp, s.write_timestamp, s.batches, s.delivery_complete_count())
+        self.writer.append(build_batch([(encode_key(SHARE_SNAPSHOT, *key), encode_snapshot_value(value))],
+                                       timestamp_ms=self.now()))
+        self._apply_snapshot(key, value)
+
+    # ---- applying records ----------------------------------------------------------------------------
+    def _apply_snapshot(self, key: StateKey, v: ShareSnapshotValue) -> None:
+        self.states[key] = ShareGroupOffset.of_snapshot(v)
+
+    def _apply_update(self, key: StateKey, v: ShareUpdateValue) -> None:
+        state = self.states.get(key)
+        if state is not None:
+            state.apply_update(v, self.now())
+
+    # ---- loading -------------------------------------------------------------------------------------
+    def replay(self, chunk: bytes, from_offset: int) -> int:
+        """Apply the whole batches of a log chunk at or after from_offset; return the next offset."""
+        next_offset = from_offset
+        for pos, header in iter_batches(chunk):
+            if header.last_offset >= from_offset and not header.is_control:
+                for rec in iter_records(chunk[pos:pos + header.size]):
+                    self._replay_record(rec.key, rec.value, rec.offset)
+            next_offset = max(next_offset, header.next_offset)
+        return next_offset
+
+    def _replay_record(self, key: bytes | None, value: bytes | None, offset: int) -> None:
+        if key is None:
+            return
+        try:
+            apply_record(self.states, key, value)
+        except (RecordFormatError, UnicodeDecodeError, ValueError) as exc:
+            log.warning("skipping unreadable __share_group_state-%s record at %s: %s", self.partition, offset, exc)
+
+    def finish_load(self) -> None:
+        self.loaded = True
+
+    def now(self) -> int:
+        return self.clock.millis()
+
+
+def _name(key: StateKey) -> str:
+    return f"{key[0]}:{key[1]}:{key[2]}"

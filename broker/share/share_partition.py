@@ -1,0 +1,551 @@
+"""SharePartition: the in-flight records of one share-partition (group, topic id, partition) on the
+partition leader (Kafka's kafka.server.share.SharePartition).
+
+In-flight records are the offsets from the share-partition start offset (SPSO) up to the end of what
+was ever fetched (SPEO). They are kept as contiguous ranges, each in one state with one delivery
+count (and, while ACQUIRED, one owner and one lock deadline):
+
+    SPSO=10  [10-14 ACKNOWLEDGED] [15-19 ACQUIRED by m1, count 1, lock until t] [20-29 AVAILABLE, count 2]
+
+- acquire(): a ShareFetch hands out AVAILABLE cached records and new records of the fetched batches;
+  under read_committed, aborted batches and markers are archived instead.
+- acknowledge(): ACCEPT / RELEASE / REJECT / GAP of records the member holds; the new states and the
+  start offset are written to the share coordinator before the call returns (an error rolls back).
+- release_member(), expire_locks(): records of a closed session or an expired lock go back to
+  AVAILABLE, or to ARCHIVED at the delivery-count limit; written the same way.
+- The SPSO moves past leading ACKNOWLEDGED / ARCHIVED records; new records are not acquired while
+  SPEO - SPSO reaches the in-flight cap.
+
+Acquisitions are not written (as in Kafka): after a restart or a leader move the new leader reads the
+persisted state, and records that were only acquired are delivered again. Every transition goes through
+record_state.transition. The clock is injectable (lock deadlines are monotonic milliseconds).
+Threading: one asyncio loop owns it; nothing here awaits.
+"""
+
+from __future__ import annotations
+
+import bisect
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+from kafka.errors import (
+    FencedLeaderEpochError,
+    FencedStateEpochError,
+    InvalidRecordStateError,
+    InvalidRequestError,
+)
+
+from kafka_txn_broker.formats.share_coordinator_records import StateBatch, coordinator_key
+from kafka_txn_broker.share.record_state import Event, RecordState, acknowledge_event, transition
+
+if TYPE_CHECKING:
+    from kafka_txn_broker.clock import Clock
+
+EMPTY_MEMBER = ""
+UNINITIALIZED = -1
+
+
+class SharePartitionKey(NamedTuple):
+    group_id: str
+    topic_id: uuid.UUID
+    partition: int
+
+    def coordinator_key(self) -> str:
+        """The partitionFor key of `__share_group_state`: "group:topicId:partition"."""
+        return coordinator_key(self.group_id, self.topic_id, self.partition)
+
+
+class LogBatch(Protocol):
+    """What acquire() reads of a fetched batch (BatchHeader has these)."""
+
+    @property
+    def base_offset(self) -> int: ...
+
+    @property
+    def last_offset(self) -> int: ...
+
+    @property
+    def producer_id(self) -> int: ...
+
+    @property
+    def is_transactional(self) -> bool: ...
+
+    @property
+    def is_control(self) -> bool: ...
+
+
+class ShareLimits(Protocol):
+    """The group's effective share configs, read each time they are used (they change dynamically)."""
+
+    def record_lock_duration_ms(self) -> int: ...
+
+    def delivery_count_limit(self) -> int: ...
+
+    def max_in_flight_records(self) -> int: ...
+
+
+class PersistedState(NamedTuple):
+    state_epoch: int
+    start_offset: int
+    batches: list[StateBatch]
+
+
+class StatePersister(Protocol):
+    """The share coordinator as a share-partition sees it (Kafka's Persister). Errors are raised as
+    Kafka exceptions (FENCED_STATE_EPOCH, FENCED_LEADER_EPOCH, COORDINATOR_NOT_AVAILABLE, ...)."""
+
+    def read_state(self, key: SharePartitionKey, leader_epoch: int) -> PersistedState: ...
+
+    def write_state(self, key: SharePartitionKey, state_epoch: int, leader_epoch: int, start_offset: int,
+                    batches: list[StateBatch]) -> None: ...
+
+
+class AcquiredRange(NamedTuple):
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+
+
+class AckBatch(NamedTuple):
+    """One AcknowledgementBatches entry: one type for the whole range, or one per offset."""
+
+    first_offset: int
+    last_offset: int
+    ack_types: Sequence[int]
+
+
+@dataclass(slots=True)
+class InFlight:
+    """Offsets first..last in one state (Kafka's InFlightBatch / InFlightState, kept per range)."""
+
+    first: int
+    last: int
+    state: RecordState
+    delivery_count: int
+    member_id: str = EMPTY_MEMBER
+    deadline_ms: int = 0
+
+    @property
+    def size(self) -> int:
+        return self.last - self.first + 1
+
+    def same_as(self, other: InFlight) -> bool:
+        return (self.state, self.delivery_count, self.member_id, self.deadline_ms) == \
+            (other.state, other.delivery_count, other.member_id, other.deadline_ms)
+
+
+def _first(b: InFlight) -> int:
+    return b.first
+
+
+class SharePartition:
+    def __init__(self, key: SharePartitionKey, leader_epoch: int, persister: StatePersister, clock: Clock,
+                 limits: ShareLimits) -> None:
+        self.key = key
+        self.leader_epoch = leader_epoch
+        self.persister = persister
+        self.clock = clock
+        self.limits = limits
+        self.state_epoch = 0
+        self.start_offset = UNINITIALIZED
+        self._end = UNINITIALIZED  # one past the last in-flight offset (SPEO + 1)
+        self._ranges: list[InFlight] = []
+        self._next_deadline: int | None = None
+        self.initialized = False
+        self.fenced = False
+
+    # ---- initialization ----------------------------------------------------------------------------
+    def initialize(self, reset_offset: Callable[[], int]) -> None:
+        """Load the persisted state; a share-partition without one starts at `reset_offset()`
+        (share.auto.offset.reset), which is written at once so a restart keeps the same start."""
+        state = self.persister.read_state(self.key, self.leader_epoch)
+        self.state_epoch = state.state_epoch
+        if state.start_offset == UNINITIALIZED:
+            start = reset_offset()
+            self.persister.write_state(self.key, self.state_epoch, self.leader_epoch, start, [])
+            self._load(start, [])
+        else:
+            self._load(state.start_offset, state.batches)
+        self.initialized = True
+
+    def _load(self, start: int, batches: Iterable[StateBatch]) -> None:
+        self.start_offset = self._end = start
+        self._ranges = []
+        for b in sorted(batches):
+            if b.last_offset < self._end:
+                continue  # below the start offset, or overlapping: the start offset covers it
+            first = max(b.first_offset, self._end)
+            if first > self._end:
+                # Never acknowledged, so never written: offsets that were fetched at most; deliverable.
+                self._ranges.append(InFlight(self._end, first - 1, RecordState.AVAILABLE, 0))
+            self._ranges.append(InFlight(first, b.last_offset, RecordState(b.delivery_state), b.delivery_count))
+            self._end = b.last_offset + 1
+        self._advance_start()
+
+    # ---- views -------------------------------------------------------------------------------------
+    @property
+    def end_offset(self) -> int:
+        """The share-partition end offset (SPEO): the last in-flight offset, or SPSO - 1 when none."""
+        return self._end - 1
+
+    def in_flight(self) -> list[InFlight]:
+        return [replace(r) for r in self._ranges]
+
+    def counts_by_state(self) -> dict[RecordState, int]:
+        counts = dict.fromkeys(RecordState, 0)
+        for r in self._ranges:
+            counts[r.state] += r.size
+        return counts
+
+    def next_fetch_offset(self) -> int:
+        """The first AVAILABLE in-flight offset, else the end of the in-flight records."""
+        for r in self._ranges:
+            if r.state is RecordState.AVAILABLE:
+                return r.first
+        return self._end
+
+    def can_acquire(self) -> bool:
+        """Something to hand out: available in-flight records, or room under the in-flight cap."""
+        if self.next_fetch_offset() < self._end:
+            return True
+        return self._end - self.start_offset < self.limits.max_in_flight_records()
+
+    def acquired_by(self, member_id: str) -> int:
+        return sum(r.size for r in self._ranges if r.state is RecordState.ACQUIRED and r.member_id == member_id)
+
+    # ---- acquire -----------------------------------------------------------------------------------
+    def acquire(self, member_id: str, batches: Sequence[LogBatch], max_records: int, *,
+                fetch_offset: int, read_committed: bool = False, aborted: Sequence[tuple[int, int]] = (),
+                record_limit: bool = False) -> list[AcquiredRange]:
+        """Acquire the records of `batches` (read from `fetch_offset`) that are AVAILABLE or new, whole
+        batches at a time, until `max_records` is reached (a soft limit, as in Kafka's batch-optimized
+        mode; with `record_limit`, ShareFetch v2's record-limit mode, a hard one that may split a batch).
+        `aborted` holds the (producer id, first offset) of aborted transactions in the read, for
+        read_committed."""
+        self._check_usable()
+        if not batches or max_records <= 0:
+            return []
+        self._archive_vanished(fetch_offset, batches[0].base_offset)
+        now = self._now()
+        lock_ms = self.limits.record_lock_duration_ms()
+        acquired: list[AcquiredRange] = []
+        count = 0
+        for batch, hidden in _classify(batches, read_committed, aborted):
+            if count >= max_records:
+                break
+            first, last = max(batch.base_offset, self.start_offset), batch.last_offset
+            if record_limit and not hidden:
+                last = min(last, self._last_within(first, last, max_records - count))
+            if last < first:
+                continue
+            if first >= self._end and not self._room_for_new():
+                break
+            if last >= self._end:
+                self._append_new(first, last)
+            event = Event.ARCHIVE if hidden else Event.ACQUIRE
+            count += self._apply_available(first, last, event, member_id, now + lock_ms, acquired)
+        self._advance_start()
+        return _merge_acquired(acquired)
+
+    def _last_within(self, first: int, last: int, budget: int) -> int:
+        """The last offset of first..last that keeps the acquired records within `budget` (offsets not
+        AVAILABLE, and offsets beyond the in-flight records, which are new, count as they come)."""
+        taken = 0
+        for r in self._ranges[max(self._index(first), 0):] if first < self._end else ():
+            if r.first > last:
+                break
+            lo, hi = max(r.first, first), min(r.last, last)
+            if r.state is RecordState.AVAILABLE:
+                if taken + hi - lo + 1 >= budget:
+                    return lo + budget - taken - 1
+                taken += hi - lo + 1
+        new_from = max(first, self._end)
+        return min(last, new_from + budget - taken - 1) if last >= new_from else last
+
+    def _room_for_new(self) -> bool:
+        return self._end - self.start_offset < self.limits.max_in_flight_records()
+
+    def _append_new(self, first: int, last: int) -> None:
+        if first > self._end:
+            # Offsets the log no longer has (compaction): nothing to deliver.
+            self._ranges.append(InFlight(self._end, first - 1, RecordState.ARCHIVED, 0))
+        start = max(first, self._end)
+        self._ranges.append(InFlight(start, last, RecordState.AVAILABLE, 0))
+        self._end = last + 1
+
+    def _apply_available(self, first: int, last: int, event: Event, member_id: str, deadline: int,
+                         acquired: list[AcquiredRange]) -> int:
+        """Move the AVAILABLE records in first..last through `event`; return how many were acquired."""
+        taken = 0
+        limit = self.limits.delivery_count_limit()
+        lo, hi = self._span(first, min(last, self._end - 1))
+        for r in self._ranges[lo:hi]:
+            if r.state is not RecordState.AVAILABLE:
+                continue
+            r.state, r.delivery_count = transition(r.state, event, r.delivery_count, limit)
+            if r.state is RecordState.ACQUIRED:
+                r.member_id, r.deadline_ms = member_id, deadline
+                taken += r.size
+                acquired.append(AcquiredRange(r.first, r.last, r.delivery_count))
+                self._next_deadline = deadline if self._next_deadline is None else min(self._next_deadline, deadline)
+        self._coalesce(lo, hi)
+        return taken
+
+    def _archive_vanished(self, fetch_offset: int, first_fetched: int) -> None:
+        """AVAILABLE in-flight records below the first batch the log returned no longer exist
+        (compaction removed them): archive them so the start offset can move (Kafka's
+        maybeArchiveStaleBatches)."""
+        last = min(first_fetched, self._end) - 1
+        if last < max(fetch_offset, self.start_offset):
+            return
+        lo, hi = self._span(max(fetch_offset, self.start_offset), last)
+        limit = self.limits.delivery_count_limit()
+        for r in self._ranges[lo:hi]:
+            if r.state is RecordState.AVAILABLE:
+                r.state, r.delivery_count = transition(r.state, Event.ARCHIVE, r.delivery_count, limit)
+        self._coalesce(lo, hi)
+
+    # ---- acknowledge -------------------------------------------------------------------------------
+    def acknowledge(self, member_id: str, acks: Sequence[AckBatch]) -> None:
+        """Apply a member's acknowledgements and write them; all or nothing.
+
+        Raises InvalidRequestError for malformed batches and InvalidRecordStateError when an offset is
+        not ACQUIRED by this member (Kafka's INVALID_RECORD_STATE), writing nothing in either case."""
+        self._check_usable()
+        plan = [(a, _ack_events(a)) for a in acks]
+        for ack, _events in plan:
+            self._check_owned(member_id, ack.first_offset, ack.last_offset)
+        saved = self._save()
+        touched: list[tuple[int, int]] = []
+        limit = self.limits.delivery_count_limit()
+        deadline = self._now() + self.limits.record_lock_duration_ms()
+        for ack, events in plan:
+            if len(events) == 1:
+                self._apply_owned(ack.first_offset, ack.last_offset, events[0], limit, deadline)
+            else:
+                for i, event in enumerate(events):
+                    offset = ack.first_offset + i
+                    self._apply_owned(offset, offset, event, limit, deadline)
+            touched.append((ack.first_offset, ack.last_offset))
+        self._persist_or_restore(saved, touched)
+
+    def _check_owned(self, member_id: str, first: int, last: int) -> None:
+        if first < self.start_offset or last >= self._end:
+            raise InvalidRecordStateError(
+                f"offsets {first}-{last} are not in flight ({self.start_offset}-{self._end - 1})")
+        i = self._index(first)
+        while i < len(self._ranges) and self._ranges[i].first <= last:
+            r = self._ranges[i]
+            if r.state is not RecordState.ACQUIRED or r.member_id != member_id:
+                held = f" by {r.member_id}" if r.state is RecordState.ACQUIRED else ""
+                raise InvalidRecordStateError(
+                    f"offsets {max(first, r.first)}-{min(last, r.last)} are {r.state.name}{held}, "
+                    f"not acquired by member {member_id}")
+            i += 1
+
+    def _apply_owned(self, first: int, last: int, event: Event, limit: int, deadline: int) -> None:
+        lo, hi = self._span(first, last)
+        for r in self._ranges[lo:hi]:
+            r.state, r.delivery_count = transition(r.state, event, r.delivery_count, limit)
+            if r.state is RecordState.ACQUIRED:  # RENEW: a new lock for the same owner
+                r.deadline_ms = deadline
+            else:
+                r.member_id, r.deadline_ms = EMPTY_MEMBER, 0
+        self._coalesce(lo, hi)
+
+    # ---- release -----------------------------------------------------------------------------------
+    def release_member(self, member_id: str) -> int:
+        """Give back everything `member_id` holds (its share session closed or it left the group)."""
+        return self._release(lambda r: r.member_id == member_id, Event.MEMBER_RELEASE)
+
+    def expire_locks(self) -> int:
+        """Release every record whose acquisition lock ran out; return how many were released."""
+        now = self._now()
+        if self._next_deadline is None or self._next_deadline > now:
+            return 0
+        released = self._release(lambda r: r.deadline_ms <= now, Event.LOCK_EXPIRED)
+        pending = [r.deadline_ms for r in self._ranges if r.state is RecordState.ACQUIRED]
+        self._next_deadline = min(pending) if pending else None
+        return released
+
+    def _release(self, selected: Callable[[InFlight], bool], event: Event) -> int:
+        if not self.initialized or self.fenced:
+            return 0
+        picked = [(r.first, r.last) for r in self._ranges if r.state is RecordState.ACQUIRED and selected(r)]
+        if not picked:
+            return 0
+        saved = self._save()
+        limit = self.limits.delivery_count_limit()
+        for first, last in picked:
+            self._apply_owned(first, last, event, limit, 0)
+        self._persist_or_restore(saved, picked)
+        return sum(last - first + 1 for first, last in picked)
+
+    def archive_below(self, offset: int) -> None:
+        """The log start moved to `offset`: records below it can no longer be delivered."""
+        if offset <= self.start_offset:
+            return
+        limit = self.limits.delivery_count_limit()
+        if offset > self._end:
+            self._ranges.clear()
+            self.start_offset = self._end = offset
+            return
+        lo, hi = self._span(self.start_offset, offset - 1)
+        for r in self._ranges[lo:hi]:
+            if not r.state.terminal:
+                r.state, r.delivery_count = transition(r.state, Event.ARCHIVE, r.delivery_count, limit)
+                r.member_id, r.deadline_ms = EMPTY_MEMBER, 0
+        self._advance_start()
+
+    # ---- persistence -------------------------------------------------------------------------------
+    def _persist_or_restore(self, saved: tuple[int, int, list[InFlight]], touched: list[tuple[int, int]]) -> None:
+        start_before = saved[0]
+        self._advance_start()
+        batches = self._batches_for(touched)
+        if not batches and self.start_offset == start_before:
+            return  # RENEW only: nothing durable changed
+        try:
+            self.persister.write_state(self.key, self.state_epoch, self.leader_epoch, self.start_offset, batches)
+        except (FencedStateEpochError, FencedLeaderEpochError):
+            self._restore(saved)
+            self.fenced = True
+            raise
+        except Exception:
+            self._restore(saved)
+            raise
+
+    def _batches_for(self, touched: list[tuple[int, int]]) -> list[StateBatch]:
+        """The state batches covering the touched offsets at or above the start offset (ACQUIRED
+        records are never written: after a restart they are deliverable again)."""
+        out: list[StateBatch] = []
+        for first, last in sorted(touched):
+            first = max(first, self.start_offset)
+            if first > last:
+                continue
+            i = self._index(first)
+            while i < len(self._ranges) and self._ranges[i].first <= last:
+                r = self._ranges[i]
+                lo, hi = max(r.first, first), min(r.last, last)
+                if r.state is not RecordState.ACQUIRED:
+                    out.append(StateBatch(lo, hi, int(r.state), r.delivery_count))
+                i += 1
+        return _merge_state_batches(out)
+
+    def _save(self) -> tuple[int, int, list[InFlight]]:
+        return self.start_offset, self._end, [replace(r) for r in self._ranges]
+
+    def _restore(self, saved: tuple[int, int, list[InFlight]]) -> None:
+        self.start_offset, self._end, self._ranges = saved[0], saved[1], saved[2]
+
+    # ---- ranges ------------------------------------------------------------------------------------
+    def _check_usable(self) -> None:
+        if self.fenced:
+            raise FencedStateEpochError(f"share-partition {self.key} was fenced; it is loaded again")
+        if not self.initialized:
+            raise InvalidRequestError(f"share-partition {self.key} is not initialized")
+
+    def _now(self) -> int:
+        return int(self.clock.monotonic() * 1000)
+
+    def _index(self, offset: int) -> int:
+        """Index of the range holding `offset` (start_offset <= offset < end)."""
+        return bisect.bisect_right(self._ranges, offset, key=_first) - 1
+
+    def _split(self, offset: int) -> int:
+        """Make a range start at `offset`; return its index (len(ranges) when offset == end)."""
+        if offset >= self._end:
+            return len(self._ranges)
+        i = self._index(offset)
+        r = self._ranges[i]
+        if r.first == offset:
+            return i
+        tail = replace(r, first=offset)
+        r.last = offset - 1
+        self._ranges.insert(i + 1, tail)
+        return i + 1
+
+    def _span(self, first: int, last: int) -> tuple[int, int]:
+        """Split at both ends; ranges[lo:hi] then cover exactly first..last."""
+        lo = self._split(first)
+        return lo, self._split(last + 1)  # the second split inserts after lo: lo stays valid
+
+    def _coalesce(self, lo: int, hi: int) -> None:
+        """Merge equal neighbours around ranges[lo:hi] so the list stays short."""
+        i = max(lo - 1, 0)
+        end = min(hi + 1, len(self._ranges))
+        while i < end - 1:
+            a, b = self._ranges[i], self._ranges[i + 1]
+            if a.same_as(b):
+                a.last = b.last
+                del self._ranges[i + 1]
+                end -= 1
+            else:
+                i += 1
+
+    def _advance_start(self) -> None:
+        k = 0
+        while k < len(self._ranges) and self._ranges[k].state.terminal:
+            k += 1
+        if k:
+            self.start_offset = self._ranges[k - 1].last + 1
+            del self._ranges[:k]
+
+
+def _ack_events(ack: AckBatch) -> list[Event]:
+    if ack.last_offset < ack.first_offset or ack.first_offset < 0:
+        raise InvalidRequestError(f"acknowledgement batch {ack.first_offset}-{ack.last_offset} is empty")
+    n = ack.last_offset - ack.first_offset + 1
+    if len(ack.ack_types) not in (1, n):
+        raise InvalidRequestError(
+            f"acknowledgement batch {ack.first_offset}-{ack.last_offset} has {len(ack.ack_types)} types; "
+            f"give 1 or {n}")
+    try:
+        return [acknowledge_event(t) for t in ack.ack_types]
+    except ValueError:
+        raise InvalidRequestError(f"unknown acknowledge type in {list(ack.ack_types)}") from None
+
+
+def _classify(batches: Sequence[LogBatch], read_committed: bool,
+              aborted: Sequence[tuple[int, int]]) -> Iterable[tuple[LogBatch, bool]]:
+    """Each batch with whether a read_committed member must never see it: data of an aborted
+    transaction, or a transaction marker (Kafka archives both instead of handing them out)."""
+    if not read_committed:
+        for b in batches:
+            yield b, False
+        return
+    pending = sorted(aborted, key=lambda a: a[1])
+    i = 0
+    open_aborts: set[int] = set()
+    for b in batches:
+        while i < len(pending) and pending[i][1] <= b.last_offset:
+            open_aborts.add(pending[i][0])
+            i += 1
+        if b.is_control:
+            open_aborts.discard(b.producer_id)
+            yield b, True
+        else:
+            yield b, b.is_transactional and b.producer_id in open_aborts
+
+
+def _merge_acquired(ranges: list[AcquiredRange]) -> list[AcquiredRange]:
+    out: list[AcquiredRange] = []
+    for r in sorted(ranges):
+        if out and out[-1].last_offset + 1 == r.first_offset and out[-1].delivery_count == r.delivery_count:
+            out[-1] = out[-1]._replace(last_offset=r.last_offset)
+        else:
+            out.append(r)
+    return out
+
+
+def _merge_state_batches(batches: list[StateBatch]) -> list[StateBatch]:
+    out: list[StateBatch] = []
+    for b in batches:
+        if out and out[-1].last_offset + 1 == b.first_offset and out[-1][2:] == b[2:]:
+            out[-1] = out[-1]._replace(last_offset=b.last_offset)
+        elif out and b.first_offset <= out[-1].last_offset:
+            continue  # the same range, touched twice in one request
+        else:
+            out.append(b)
+    return out

@@ -1,0 +1,427 @@
+"""SharePartitionManager: serves ShareFetch and ShareAcknowledge on one broker (Kafka's
+kafka.server.share.SharePartitionManager with its ShareSessionCache and delayed share fetches).
+
+A share-partition lives on the leader of its topic partition. On first use it loads its state from the
+share coordinator (or starts at share.auto.offset.reset); a leader change drops it, and the new leader
+loads it again. ShareFetch:
+1. the share session: epoch 0 opens it (acknowledgements are not allowed then), -1 closes it after its
+   acknowledgements, any other epoch must be the session's;
+2. the acknowledgements, written by each share-partition before anything is answered;
+3. long polling: acquire records from the session's partitions; with none, wait for new data (or
+   released records) until MaxWaitMs, then answer.
+Read from a partition: up to the high watermark, or under read_committed (share.isolation.level) up to
+the last stable offset, so a hanging transaction stalls the share group exactly as it does a
+read_committed consumer group.
+
+Collaborators come through the constructor: this node's replicas, the topic-id view, the persister, the
+group configs and the clock. Event-loop owned; only fetch() awaits (in the long poll).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from kafka.errors import (
+    BrokerResponseError,
+    InvalidRecordStateError,
+    InvalidRequestError,
+    InvalidShareSessionEpochError,
+    NotLeaderForPartitionError,
+    ShareSessionNotFoundError,
+    UnknownTopicIdError,
+)
+
+from kafka_txn_broker.configs.group_config import ShareAutoOffsetReset
+from kafka_txn_broker.formats.record_batch import BatchHeader, iter_batches
+from kafka_txn_broker.share.share_partition import (
+    AckBatch,
+    AcquiredRange,
+    SharePartition,
+    SharePartitionKey,
+    StatePersister,
+)
+from kafka_txn_broker.share.share_session import FINAL_EPOCH, INITIAL_EPOCH, ShareSession, ShareSessionCache
+
+if TYPE_CHECKING:
+    from kafka_txn_broker.clock import Clock
+    from kafka_txn_broker.server.metadata import PartitionState
+
+log = logging.getLogger(__name__)
+
+TopicIdPartition = tuple[uuid.UUID, int]
+NONE = 0
+UNKNOWN_SERVER_ERROR = -1
+RENEW = 4
+RECORD_LIMIT_MODE = 1
+
+
+class LeaderReplicas(Protocol):
+    """This node's replicas (ReplicaManager): a partition's replica, and the long-poll wake-up."""
+
+    def get(self, topic: str, partition: int) -> Any: ...
+
+    def notify_data(self) -> None: ...
+
+    async def wait_for_data(self, timeout_s: float) -> None: ...
+
+
+class TopicNames(Protocol):
+    def topic_name(self, topic_id: uuid.UUID) -> str | None: ...
+
+    def leader_of(self, topic: str, partition: int) -> tuple[int, int]:
+        """(leader node id, leader epoch); (-1, -1) when unknown."""
+        ...
+
+
+class GroupShareConfigs(Protocol):
+    def share_record_lock_duration_ms(self, group_id: str) -> int: ...
+
+    def share_delivery_count_limit(self, group_id: str) -> int: ...
+
+    def share_partition_max_record_locks(self, group_id: str) -> int: ...
+
+    def share_auto_offset_reset(self, group_id: str) -> ShareAutoOffsetReset: ...
+
+    def share_isolation_level(self, group_id: str) -> str: ...
+
+    def share_renew_acknowledge_enable(self, group_id: str) -> bool: ...
+
+
+class _GroupLimits:
+    """One group's share configs as a SharePartition reads them (dynamic: read at each use)."""
+
+    __slots__ = ("configs", "group_id")
+
+    def __init__(self, configs: GroupShareConfigs, group_id: str) -> None:
+        self.configs = configs
+        self.group_id = group_id
+
+    def record_lock_duration_ms(self) -> int:
+        return self.configs.share_record_lock_duration_ms(self.group_id)
+
+    def delivery_count_limit(self) -> int:
+        return self.configs.share_delivery_count_limit(self.group_id)
+
+    def max_in_flight_records(self) -> int:
+        return self.configs.share_partition_max_record_locks(self.group_id)
+
+
+@dataclass(slots=True)
+class PartitionResult:
+    """What one share-partition answers in a ShareFetch / ShareAcknowledge response."""
+
+    error: int = NONE
+    message: str | None = None
+    ack_error: int = NONE
+    ack_message: str | None = None
+    leader_id: int = -1
+    leader_epoch: int = -1
+    records: bytes = b""
+    acquired: list[AcquiredRange] = field(default_factory=list)
+    acknowledged: bool = False  # acknowledgements for it came with the request: the answer reports them
+
+
+@dataclass(frozen=True, slots=True)
+class ShareFetchCall:
+    group_id: str
+    member_id: str
+    epoch: int
+    max_wait_ms: int
+    max_bytes: int
+    max_records: int
+    fetch: list[TopicIdPartition]                      # partitions added to the session
+    acks: dict[TopicIdPartition, list[AckBatch]]       # acknowledgements, per partition
+    forget: list[TopicIdPartition]
+    connection: object | None = None
+    record_limit: bool = False  # ShareFetch v2 ShareAcquireMode 1: MaxRecords is a hard limit
+
+
+@dataclass(slots=True)
+class ShareFetchResult:
+    error: int = NONE
+    message: str | None = None
+    lock_timeout_ms: int = 0
+    partitions: dict[TopicIdPartition, PartitionResult] = field(default_factory=dict)
+
+
+class SharePartitionManager:
+    def __init__(self, node_id: int, replicas: LeaderReplicas, topics: TopicNames, persister: StatePersister,
+                 configs: GroupShareConfigs, clock: Clock, max_sessions: int = 2000) -> None:
+        self.node_id = node_id
+        self.replicas = replicas
+        self.topics = topics
+        self.persister = persister
+        self.configs = configs
+        self.clock = clock
+        self.partitions: dict[SharePartitionKey, SharePartition] = {}
+        self.sessions = ShareSessionCache(max_sessions)
+        self._rotation = 0
+
+    # ---- ShareFetch ----------------------------------------------------------------------------------
+    async def fetch(self, call: ShareFetchCall) -> ShareFetchResult:
+        try:
+            session = self._session_for_fetch(call)
+        except BrokerResponseError as exc:
+            return ShareFetchResult(int(exc.errno), _message(exc))
+        result = ShareFetchResult(lock_timeout_ms=self.configs.share_record_lock_duration_ms(call.group_id))
+        for tp, batches in call.acks.items():
+            code, message = self.acknowledge_one(call.group_id, call.member_id, tp, batches)
+            result.partitions[tp] = PartitionResult(ack_error=code, ack_message=message, acknowledged=True)
+        if session is None:  # epoch -1: acknowledgements only, then the session is gone
+            self.close_session(call.group_id, call.member_id)
+            return result
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(call.max_wait_ms, 0) / 1000.0
+        while True:
+            acquired = self._fetch_all(call, session, result)
+            remaining = deadline - loop.time()
+            failed = any(r.error for r in result.partitions.values())
+            if acquired or failed or remaining <= 0 or self.sessions.get(call.group_id, call.member_id) is not session:
+                return result
+            await self.replicas.wait_for_data(remaining)
+
+    def _session_for_fetch(self, call: ShareFetchCall) -> ShareSession | None:
+        if not call.group_id:
+            raise InvalidRequestError("GroupId can't be empty in a ShareFetch")
+        if not call.member_id:
+            raise InvalidRequestError("MemberId can't be empty in a ShareFetch")
+        if call.epoch == INITIAL_EPOCH:
+            if call.acks:
+                raise InvalidRequestError("acknowledgements cannot be sent with share session epoch 0")
+            session, old = self.sessions.open(call.group_id, call.member_id, call.connection)
+            if old is not None:
+                self._release_member(call.group_id, call.member_id)
+        elif call.epoch == FINAL_EPOCH:
+            if call.fetch:
+                raise InvalidRequestError("a ShareFetch closing its session (epoch -1) cannot fetch")
+            if self.sessions.get(call.group_id, call.member_id) is None:
+                raise ShareSessionNotFoundError(f"no share session for member {call.member_id}")
+            return None
+        else:
+            session = self.sessions.advance(call.group_id, call.member_id, call.epoch)
+        session.add(call.fetch)
+        session.forget(call.forget)
+        return session
+
+    def _fetch_all(self, call: ShareFetchCall, session: ShareSession, result: ShareFetchResult) -> int:
+        """One pass over the session's partitions (a rotating start, for fairness); acquired records."""
+        parts = session.partitions
+        if not parts:
+            return 0
+        self._rotation = (self._rotation + 1) % len(parts)
+        budget_records, budget_bytes, acquired = call.max_records, max(call.max_bytes, 1), 0
+        for tp in parts[self._rotation:] + parts[:self._rotation]:
+            if budget_records <= 0 or budget_bytes <= 0:
+                break
+            res = result.partitions.setdefault(tp, PartitionResult())
+            if res.acquired or res.error:
+                continue
+            self._fetch_partition(call, tp, budget_records, budget_bytes, res)
+            got = sum(r.last_offset - r.first_offset + 1 for r in res.acquired)
+            acquired += got
+            budget_records -= got
+            budget_bytes -= len(res.records)
+        for tp in [tp for tp, r in result.partitions.items() if _empty(r)]:
+            del result.partitions[tp]  # nothing to say about it in this answer
+        return acquired
+
+    def _fetch_partition(self, call: ShareFetchCall, tp: TopicIdPartition, max_records: int, max_bytes: int,
+                         out: PartitionResult) -> None:
+        try:
+            part = self._leader(tp, out)
+            sp = self._share_partition(call.group_id, tp, part)
+            self._acquire(sp, part, call, max_records, max_bytes, out)
+        except BrokerResponseError as exc:
+            out.error, out.message = int(exc.errno), _message(exc)
+        except Exception as exc:  # a bug must not fail the other partitions
+            log.exception("share fetch of %s for group %s failed", tp, call.group_id)
+            out.error, out.message = UNKNOWN_SERVER_ERROR, repr(exc)
+
+    def _acquire(self, sp: SharePartition, part: Any, call: ShareFetchCall, max_records: int, max_bytes: int,
+                 out: PartitionResult) -> None:
+        sp.expire_locks()
+        if not sp.can_acquire():
+            return
+        ulog = part.log
+        if sp.next_fetch_offset() < ulog.log_start_offset:
+            sp.archive_below(ulog.log_start_offset)
+        offset = sp.next_fetch_offset()
+        committed = self.configs.share_isolation_level(sp.key.group_id) == "read_committed"
+        data = ulog.read(offset, max_bytes, committed, min_one_batch=True)
+        if not data.records:
+            return
+        records = bytes(data.records)
+        batches = list(iter_batches(records))
+        aborted = [(a.producer_id, a.first_offset) for a in (data.aborted_transactions or [])]
+        acquired = sp.acquire(call.member_id, [h for _pos, h in batches], max_records, fetch_offset=offset,
+                              read_committed=committed, aborted=aborted, record_limit=call.record_limit)
+        if acquired:
+            out.acquired = acquired
+            out.records = _covering(records, batches, acquired[0].first_offset, acquired[-1].last_offset)
+
+    def _leader(self, tp: TopicIdPartition, out: PartitionResult) -> Any:
+        name = self.topics.topic_name(tp[0])
+        if name is None:
+            raise UnknownTopicIdError(f"no topic has id {tp[0]}")
+        part = self.replicas.get(name, tp[1])
+        if part is None or not part.is_leader:
+            out.leader_id, out.leader_epoch = self.topics.leader_of(name, tp[1])
+            raise NotLeaderForPartitionError(f"node {self.node_id} does not lead {name}-{tp[1]}")
+        out.leader_id, out.leader_epoch = self.node_id, part.state.leader_epoch
+        return part
+
+    def _share_partition(self, group_id: str, tp: TopicIdPartition, part: Any) -> SharePartition:
+        key = SharePartitionKey(group_id, tp[0], tp[1])
+        sp = self.partitions.get(key)
+        epoch = part.state.leader_epoch
+        if sp is not None and (sp.fenced or sp.leader_epoch != epoch):
+            del self.partitions[key]  # fenced, or from an older leadership of ours: load it again
+            sp = None
+        if sp is None:
+            sp = SharePartition(key, epoch, self.persister, self.clock, _GroupLimits(self.configs, group_id))
+            sp.initialize(lambda: self._reset_offset(group_id, part.log))
+            self.partitions[key] = sp
+        return sp
+
+    def _reset_offset(self, group_id: str, ulog: Any) -> int:
+        """share.auto.offset.reset: the high watermark (latest), the log start (earliest), or the first
+        offset of a record at most the duration old (by_duration)."""
+        strategy = self.configs.share_auto_offset_reset(group_id)
+        if strategy.strategy == "earliest":
+            return int(ulog.log_start_offset)
+        if strategy.strategy == "by_duration":
+            found = ulog.offset_for_timestamp(strategy.timestamp(self.clock.millis()))
+            if found is not None:
+                return int(found[0])
+        return int(ulog.high_watermark)
+
+    # ---- ShareAcknowledge ----------------------------------------------------------------------------
+    def acknowledge(self, group_id: str, member_id: str, epoch: int,
+                    acks: dict[TopicIdPartition, list[AckBatch]]) -> ShareFetchResult:
+        try:
+            if not group_id or not member_id:
+                raise InvalidRequestError("GroupId and MemberId can't be empty in a ShareAcknowledge")
+            if epoch == INITIAL_EPOCH:
+                raise InvalidShareSessionEpochError("a ShareAcknowledge needs an open share session")
+            if epoch != FINAL_EPOCH:
+                self.sessions.advance(group_id, member_id, epoch)
+            elif self.sessions.get(group_id, member_id) is None:
+                raise ShareSessionNotFoundError(f"no share session for member {member_id}")
+        except BrokerResponseError as exc:
+            return ShareFetchResult(int(exc.errno), _message(exc))
+        result = ShareFetchResult(lock_timeout_ms=self.configs.share_record_lock_duration_ms(group_id))
+        for tp, batches in acks.items():
+            code, message = self.acknowledge_one(group_id, member_id, tp, batches)
+            res = result.partitions[tp] = PartitionResult(error=code, message=message)
+            name = self.topics.topic_name(tp[0])
+            if code == NotLeaderForPartitionError.errno and name is not None:
+                res.leader_id, res.leader_epoch = self.topics.leader_of(name, tp[1])
+        if epoch == FINAL_EPOCH:
+            self.close_session(group_id, member_id)
+        return result
+
+    def acknowledge_one(self, group_id: str, member_id: str, tp: TopicIdPartition,
+                        batches: list[AckBatch]) -> tuple[int, str | None]:
+        try:
+            name = self.topics.topic_name(tp[0])
+            if name is None:
+                raise UnknownTopicIdError(f"no topic has id {tp[0]}")
+            part = self.replicas.get(name, tp[1])
+            if part is None or not part.is_leader:
+                raise NotLeaderForPartitionError(f"node {self.node_id} does not lead {name}-{tp[1]}")
+            if any(t == RENEW for b in batches for t in b.ack_types) \
+                    and not self.configs.share_renew_acknowledge_enable(group_id):
+                raise InvalidRequestError(f"RENEW acknowledgements are off for group {group_id} "
+                                          f"(share.renew.acknowledge.enable=false)")
+            sp = self.partitions.get(SharePartitionKey(group_id, tp[0], tp[1]))
+            if sp is None:
+                raise InvalidRecordStateError(f"member {member_id} holds no records of {name}-{tp[1]}")
+            sp.acknowledge(member_id, batches)
+        except BrokerResponseError as exc:
+            return int(exc.errno), _message(exc)
+        if any(t != 1 for b in batches for t in b.ack_types):
+            self.replicas.notify_data()  # released records: a waiting fetch may take them
+        return NONE, None
+
+    # ---- releases ------------------------------------------------------------------------------------
+    def close_session(self, group_id: str, member_id: str) -> None:
+        if self.sessions.close(group_id, member_id) is not None:
+            self._release_member(group_id, member_id)
+
+    def on_member_removed(self, group_id: str, member_id: str) -> None:
+        """The member left its share group, or its session there expired: what it holds goes back. While
+        it still has a share session here, its records wait for that session to close (a closing client
+        leaves the group and closes its sessions at once; its last acknowledgements come with the
+        session's close), for the connection to drop, or for their locks to expire."""
+        if self.sessions.get(group_id, member_id) is None:
+            self._release_member(group_id, member_id)
+
+    def on_connection_closed(self, connection: object) -> None:
+        for s in self.sessions.of_connection(connection):
+            self.close_session(s.group_id, s.member_id)
+
+    def _release_member(self, group_id: str, member_id: str) -> None:
+        released = 0
+        for key, sp in list(self.partitions.items()):
+            if key.group_id == group_id:
+                try:
+                    released += sp.release_member(member_id)
+                except BrokerResponseError as exc:
+                    # Not written: the lock still expires, and releases them then.
+                    log.warning("releasing %s for member %s failed: %s", key, member_id, exc)
+        if released:
+            self.replicas.notify_data()
+
+    def tick(self) -> None:
+        """Acquisition locks that ran out release their records (written like any release)."""
+        released = 0
+        for key, sp in list(self.partitions.items()):
+            try:
+                released += sp.expire_locks()
+            except BrokerResponseError as exc:
+                log.warning("lock expiry of %s not written yet: %s", key, exc)
+        if released:
+            self.replicas.notify_data()
+
+    def on_leadership_change(self, changed: Iterable[PartitionState]) -> None:
+        """A partition this node stopped leading (or leads at a new epoch) loses its share-partitions:
+        what was only acquired is delivered again by the new leader, from the persisted state."""
+        moved = {(s.topic, s.partition) for s in changed}
+        for key in list(self.partitions):
+            name = self.topics.topic_name(key.topic_id)
+            if name is None or (name, key.partition) in moved:
+                del self.partitions[key]
+
+    def forget(self, keys: Iterable[SharePartitionKey]) -> None:
+        """Their persisted state was reset or deleted: load it again on next use."""
+        for key in keys:
+            self.partitions.pop(key, None)
+
+    # ---- views (admin) -------------------------------------------------------------------------------
+    def share_partitions_of(self, group_id: str) -> list[SharePartition]:
+        return [sp for key, sp in self.partitions.items() if key.group_id == group_id]
+
+
+def _empty(r: PartitionResult) -> bool:
+    return not (r.error or r.ack_error or r.acquired or r.acknowledged)
+
+
+def _covering(records: bytes, batches: Sequence[tuple[int, BatchHeader]], first: int, last: int) -> bytes:
+    """The whole batches of `records` that hold offsets first..last."""
+    start = end = None
+    for pos, h in batches:
+        if start is None and h.last_offset >= first:
+            start = pos
+        if h.base_offset <= last:
+            end = pos + h.size
+    return records[start or 0:end or 0]
+
+
+def _message(exc: BaseException) -> str | None:
+    return str(exc.args[0]) if exc.args else None
+

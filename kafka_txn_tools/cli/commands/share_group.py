@@ -1,0 +1,74 @@
+"""`kafka-txn describe-share-group`: per share-partition of a share group, its start offset and its records
+in flight by state, and whether a transaction holds it at the LSO (flow: admin/share_groups.py)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from kafka_txn_tools.cli import exit_codes
+from kafka_txn_tools.cli.errors import KafkaTxnCommand, user_errors
+from kafka_txn_tools.cli.options import (
+    BootstrapOpt,
+    CommandConfigOpt,
+    OutputFormat,
+    OutputOpt,
+    ProfileOpt,
+    TimeoutOpt,
+    WideOpt,
+)
+from kafka_txn_tools.cli.session import Connection, connect
+
+EXAMPLES = """\b
+Examples:
+  kafka-txn describe-share-group --group orders-workers
+  kafka-txn describe-share-group --group orders-workers -o json
+
+--group is required. The records by state are read from __share_group_state
+(READ on that topic); DESCRIBE on the group and its topics does the rest.
+"""
+
+
+def describe_share_group_command(
+    group: Annotated[str, typer.Option("--group", metavar="GROUP", help="the share group")],
+    bootstrap_server: BootstrapOpt = None,
+    command_config: CommandConfigOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutputOpt = None,
+    wide: WideOpt = False,
+) -> None:
+    """Show a share group's partitions: start offset, LSO and high watermark, records acknowledged,
+    archived, released for redelivery and not yet acknowledged, and HELD when a read_committed group
+    waits at the LSO for a transaction."""
+    from kafka_txn_tools.admin.share_groups import describe_share_group
+    from kafka_txn_tools.cli.render import Column, Output, none_as_dash
+
+    with user_errors(), connect(Connection(bootstrap_server, command_config, profile, timeout)) as client:
+        view = describe_share_group(client, group)
+    stalled = {(p.topic, p.partition) for p in view.stalled_partitions}
+    rows = [{"group": view.group, "topic": p.topic, "partition": p.partition, "start_offset": p.start_offset,
+             "last_stable_offset": p.last_stable_offset, "high_watermark": p.high_watermark, "lag": p.lag,
+             "acknowledged": p.acknowledged, "archived": p.archived, "available": p.available,
+             "unacknowledged": p.unacknowledged, "max_delivery_count": p.max_delivery_count,
+             "held_at_lso": (p.topic, p.partition) in stalled, "error": p.error}
+            for p in view.partitions]
+    Output(
+        kind="share_group", rows=rows,
+        columns=[Column("topic", "TOPIC"), Column("partition", "PART"), Column("start_offset", "START"),
+                 Column("last_stable_offset", "LSO", none_as_dash, drop=3),
+                 Column("high_watermark", "HW", none_as_dash, drop=4), Column("lag", "LAG", none_as_dash, drop=5),
+                 Column("acknowledged", "ACKED", drop=6), Column("archived", "ARCHIVED", drop=7),
+                 Column("available", "RELEASED"), Column("unacknowledged", "NOT ACKED", none_as_dash, drop=2),
+                 Column("max_delivery_count", "MAX DELIV", drop=8),
+                 Column("held_at_lso", "HELD", lambda held: "yes" if held else "", drop=1)],
+        extra={"group": view.group, "state": view.state, "members": view.members,
+               "isolation_level": view.isolation_level},
+        empty_message=f"share group {view.group} ({view.state}) has no share-partition state yet",
+    ).emit(output or OutputFormat.table, wide=wide)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("describe-share-group", cls=KafkaTxnCommand,
+                epilog=EXAMPLES + "\n" + exit_codes.HELP_TEXT)(describe_share_group_command)
