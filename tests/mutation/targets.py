@@ -71,6 +71,12 @@ TARGETS: tuple[Target, ...] = (
         ),
         ("tests/broker/txn",),
     ),
+    Target(
+        "share",
+        "share-partition state (in-flight records, their transitions and the start offset)",
+        (Source("broker/share/share_partition.py"), Source("broker/share/record_state.py")),
+        ("tests/broker/share/test_share_partition.py", "tests/broker/share/test_record_state.py"),
+    ),
 )
 
 
