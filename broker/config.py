@@ -39,6 +39,20 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("log.index.interval.bytes", int, 4096, "bytes between offset index entries"),
     ConfigKey("log.flush.interval.messages", int, 2**63 - 1, "fsync after this many messages"),
     ConfigKey("log.flush.interval.ms", int, 2**63 - 1, "fsync when unflushed data is this old"),
+    ConfigKey("log.retention.check.interval.ms", int, 300000,
+              "how often segments wholly below a log's start offset (DeleteRecords) are deleted"),
+    ConfigKey("unclean.leader.election.enable", bool, False,
+              "let an out-of-sync replica lead a partition whose in-sync replicas are all down (data loss)"),
+    ConfigKey("auto.leader.rebalance.enable", bool, True,
+              "move leadership back to the preferred replica when its node comes back"),
+    # kafka-reassign-partitions.sh --throttle sets these and --verify deletes them: kept and described; the
+    # in-process replication is not throttled.
+    ConfigKey("leader.replication.throttled.rate", int, 2**63 - 1,
+              "replication throttle of leaders, bytes/s (stored only: replication here is not throttled)"),
+    ConfigKey("follower.replication.throttled.rate", int, 2**63 - 1,
+              "replication throttle of followers, bytes/s (stored only: replication here is not throttled)"),
+    ConfigKey("replica.alter.log.dirs.io.max.bytes.per.second", int, 2**63 - 1,
+              "log dir move throttle, bytes/s (stored only: one log dir per node)"),
     # ---- log compaction (broker/log/cleaner.py, cleaner_manager.py); topics override with the names
     # in parentheses: min.cleanable.dirty.ratio, delete.retention.ms, min.compaction.lag.ms ----
     ConfigKey("log.cleaner.enable", bool, True, "compact the logs of topics with cleanup.policy=compact"),
@@ -154,6 +168,17 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("transaction.remove.expired.transaction.cleanup.interval.ms", int, 3600000, "expiry check period"),
     ConfigKey("transaction.partition.verification.enable", bool, True, "leader verifies with the coordinator"),
     ConfigKey("transaction.version", int, 2, "highest transaction version (1 = TV1, 2 = TV2) advertised"),
+    ConfigKey("transaction.two.phase.commit.enable", bool, False,
+              "accept two-phase-commit transactions (KIP-939, InitProducerId v6 Enable2Pc): no timeout, an external "
+              "transaction manager ends them; when false, Enable2Pc gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED"),
+    # ---- TEST ONLY: emulate an upstream bug, to rehearse its incident (broker/txn/faults.py) ----
+    ConfigKey("fault.injection", str, "", "TEST ONLY, never in production: behave as Apache Kafka did before the "
+              "named fix. KAFKA-19999: a marker's response is lost once and every same-epoch retry is rejected "
+              "(TV2), leaving the transaction in PREPARE_*; KAFKA-20090: no producer id rotation when a fence "
+              "aborts at epoch exhaustion, and a fence at Short.MAX_VALUE fails, leaving it Ongoing",
+              ("", "KAFKA-19999", "KAFKA-20090")),
+    ConfigKey("fault.injection.transactional.id.prefix", str, "",
+              "TEST ONLY: fault.injection applies to transactional ids starting with this (empty: all)"),
     ConfigKey("kafka.version.emulate", str, "", "advertise and accept only the API versions of this Apache Kafka "
               "release (e.g. 2.8, 3.0, 3.8, 4.0, 4.1), as it would; empty: everything this broker implements",
               ("", *kafka_releases())),

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
 
-from kafka_txn_broker.formats.transactions import TransactionState
+from kafka_txn_broker.formats.transactions import MAX_EPOCH, TWO_PC_TIMEOUT_MS, TransactionState
 
 
 class TopicPartition(NamedTuple):
@@ -140,10 +140,56 @@ class HangingReason(StrEnum):
     PARTITION_NOT_IN_TRANSACTION = "partition-not-in-transaction"
     # Not hanging: late, but the coordinator confirms it is live (only with --include-late).
     LATE = "late"
+    # Not hanging either: a prepared two-phase-commit transaction (KIP-939, timeout Integer.MAX_VALUE)
+    # that its external transaction manager owns; age alone never makes it hanging (--include-late).
+    PREPARED_2PC = "prepared-2pc"
 
     @property
     def is_hanging(self) -> bool:
-        return self is not HangingReason.LATE
+        return self not in (HangingReason.LATE, HangingReason.PREPARED_2PC)
+
+
+class RowKind(StrEnum):
+    """find-hanging's two kinds of result: stuck on a partition (KIP-664's case), or at the coordinator."""
+
+    PARTITION = "partition"
+    COORDINATOR = "coordinator"
+
+
+class StuckReason(StrEnum):
+    """Why the coordinator holds a transaction it cannot finish (admin/hanging.py `judge_coordinator`)."""
+
+    # PrepareCommit / PrepareAbort / PrepareEpochFence too long, some partitions without their marker.
+    MARKERS_PENDING = "markers-pending"
+    # A Prepare state too long with every marker landed: COMPLETE_* is never written.
+    COMPLETION_PENDING = "completion-pending"
+    # Ongoing at the last producer epoch: neither the producer nor the coordinator can end it (KAFKA-20090).
+    EPOCH_EXHAUSTED = "epoch-exhausted"
+
+
+class PendingReason(StrEnum):
+    """Why one partition of a stuck transaction still has no marker, when that can be told."""
+
+    LEADER_OFFLINE = "leader-offline"  # the partition has no live leader: nowhere to write the marker
+    LEADER_UNKNOWN = "leader-unknown"  # the partition is not in the metadata (deleted, or not visible)
+    OPEN_TRANSACTION = "open-transaction"  # the leader still shows the producer's open transaction
+    MARKER_REJECTED = "marker-rejected"  # it landed, but the leader refuses the coordinator's retries (KAFKA-19999)
+    COORDINATOR_FENCED = "coordinator-fenced"  # the leader holds a newer coordinator epoch: it refuses the marker
+
+
+# Kafka's epoch limits, as the tools judge them: a producer never gets Short.MAX_VALUE (the coordinator keeps
+# one bump to fence with), and TransactionMetadata.isEpochExhausted is epoch >= Short.MAX_VALUE - 1.
+LAST_EPOCH = MAX_EPOCH
+EXHAUSTED_EPOCH = MAX_EPOCH - 1
+TWO_PHASE_COMMIT_TIMEOUT_MS = TWO_PC_TIMEOUT_MS
+# TransactionStateManagerConfig's default transaction.abort.timed.out.transaction.cleanup.interval.ms: how
+# late after its timeout the coordinator's reaper may start aborting (the tools cannot read broker configs
+# they are not allowed to, so they assume Kafka's default).
+ABORT_SCAN_INTERVAL_MS = 10_000
+# find-hanging --max-prepare-time's default.
+DEFAULT_MAX_PREPARE_MS = 60_000
+PREPARE_STATES = frozenset(TransactionState(s).state_name for s in (
+    TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT, TransactionState.PREPARE_EPOCH_FENCE))
 
 
 # How dumps write a transactional id its coordinator does not know (TRANSACTIONAL_ID_NOT_FOUND) or that
@@ -180,8 +226,26 @@ class PartitionOffsets:
 
 
 @dataclass(frozen=True, slots=True)
+class StalledGroup:
+    """A group held back on one partition: its committed offset is at or beyond the partition's LSO, so a
+    read_committed member cannot get further until the transaction ends. `lag`: records up to the high
+    watermark it cannot read."""
+
+    group_id: str
+    group_type: str  # "consumer" (classic or KIP-848) or "share" (KIP-932, read_committed share groups)
+    partition: TopicPartition
+    committed_offset: int
+    lag: int | None
+
+    def to_row(self) -> dict[str, Any]:
+        return {"group_id": self.group_id, "type": self.group_type, "topic": self.partition.topic,
+                "partition": self.partition.partition, "committed_offset": self.committed_offset, "lag": self.lag}
+
+
+@dataclass(frozen=True, slots=True)
 class HangingTransaction:
-    """One find-hanging result row (hanging, or late-but-live with --include-late)."""
+    """One find-hanging result row of kind "partition" (hanging, or late-but-live / prepared 2PC with
+    --include-late)."""
 
     partition: TopicPartition
     producer: ProducerState
@@ -191,10 +255,17 @@ class HangingTransaction:
     brokers: tuple[int, ...] = ()
     transactional_id: str | None = None
     offsets: PartitionOffsets | None = None
+    action: str = ""
+    # no-transactional-id: the id that last owned the producer id, per `__transaction_state` (None: not found).
+    last_known_transactional_id: str | None = None
+    stalled_groups: tuple[StalledGroup, ...] | None = None  # None: not looked up
+
+    kind = RowKind.PARTITION
 
     def to_row(self) -> dict[str, Any]:
         p = self.producer
         return {
+            "kind": self.kind.value,
             "topic": self.partition.topic,
             "partition": self.partition.partition,
             "producer_id": p.producer_id,
@@ -204,11 +275,82 @@ class HangingTransaction:
             "last_timestamp_ms": p.last_timestamp_ms,
             "duration_ms": self.duration_ms,
             "transactional_id": self.transactional_id,
+            "last_known_transactional_id": self.last_known_transactional_id,
             "reason": self.reason.value,
             "detail": self.detail,
+            "action": self.action,
             "lso": self.offsets.last_stable_offset if self.offsets else None,
             "high_watermark": self.offsets.high_watermark if self.offsets else None,
             "brokers": list(self.brokers),
+            "stalled_groups": _groups(self.stalled_groups),
+        }
+
+
+def _groups(groups: tuple[StalledGroup, ...] | None) -> list[dict[str, Any]] | None:
+    return None if groups is None else [g.to_row() for g in groups]
+
+
+@dataclass(frozen=True, slots=True)
+class PendingPartition:
+    """A partition of a stuck transaction whose marker has not landed: its leader (None: not in the
+    metadata, -1: none) and why, when that can be told (`reason` None: it cannot)."""
+
+    partition: TopicPartition
+    leader: int | None
+    reason: PendingReason | None
+    detail: str
+    start_offset: int | None = None  # where the producer's open transaction starts on the leader, if it shows
+    offline_replicas: tuple[int, ...] = ()  # leader-offline: the replicas whose return would give it a leader
+
+    def to_row(self) -> dict[str, Any]:
+        return {"topic": self.partition.topic, "partition": self.partition.partition, "leader": self.leader,
+                "reason": self.reason.value if self.reason is not None else None, "detail": self.detail,
+                "start_offset": self.start_offset, "offline_replicas": list(self.offline_replicas)}
+
+
+@dataclass(frozen=True, slots=True)
+class StuckTransaction:
+    """One find-hanging result row of kind "coordinator": a transaction its coordinator holds and cannot
+    finish (admin/hanging.py `judge_coordinator`)."""
+
+    transactional_id: str
+    state: str
+    producer_id: int
+    producer_epoch: int
+    coordinator_id: int | None
+    timeout_ms: int | None
+    # How long it has been in `state`: exact from the state's `__transaction_state` record
+    # ("transaction-log"), else a lower bound from DescribeTransactions ("lower-bound", see hanging.py).
+    time_in_state_ms: int
+    time_in_state_source: str
+    reason: StuckReason
+    detail: str
+    action: str
+    pending_partitions: tuple[PendingPartition, ...]
+    stalled_groups: tuple[StalledGroup, ...] | None = None
+
+    kind = RowKind.COORDINATOR
+
+    @property
+    def is_hanging(self) -> bool:
+        return True
+
+    def to_row(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind.value,
+            "transactional_id": self.transactional_id,
+            "state": self.state,
+            "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch,
+            "coordinator_id": self.coordinator_id,
+            "timeout_ms": self.timeout_ms,
+            "time_in_state_ms": self.time_in_state_ms,
+            "time_in_state_source": self.time_in_state_source,
+            "reason": self.reason.value,
+            "detail": self.detail,
+            "action": self.action,
+            "pending_partitions": [p.to_row() for p in self.pending_partitions],
+            "stalled_groups": _groups(self.stalled_groups),
         }
 
 

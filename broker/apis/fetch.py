@@ -11,7 +11,7 @@ from kafka.errors import FencedLeaderEpochError, UnknownLeaderEpochError
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.partitions import authorized_topic, leader
+from kafka_txn_broker.apis.partitions import NEW_LEADER_ERRORS, authorized_topic, current_leader, leader, node_endpoints
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats.errors import error_code
 
@@ -38,8 +38,9 @@ def _check_epoch(requested: int, current: int) -> None:
 
 
 def _read_one(ctx: RequestContext, req: Any, topic: Any, p: Any, budget: _Budget) -> Any:
+    name, topic_id = getattr(topic, "topic", None), getattr(topic, "topic_id", None)
     try:
-        t = authorized_topic(ctx, "READ", getattr(topic, "topic", None), getattr(topic, "topic_id", None))
+        t = authorized_topic(ctx, "READ", name, topic_id)
         part = leader(ctx, t, p.partition)
         _check_epoch(getattr(p, "current_leader_epoch", -1), part.state.leader_epoch)
         log = part.log
@@ -61,9 +62,14 @@ def _read_one(ctx: RequestContext, req: Any, topic: Any, p: Any, budget: _Budget
                   last_stable_offset=log.last_stable_offset, log_start_offset=log.log_start_offset,
                   aborted_transactions=aborted_out, preferred_read_replica=-1, records=bytes(records))
     except Exception as exc:
-        return PD(partition_index=p.partition, error_code=error_code(exc), high_watermark=-1,
+        code = error_code(exc)
+        hint = None
+        if code in NEW_LEADER_ERRORS and ctx.api_version >= 12:
+            leader_id, epoch = current_leader(ctx, name, topic_id, p.partition)
+            hint = PD.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=epoch)
+        return PD(partition_index=p.partition, error_code=code, high_watermark=-1,
                   last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None,
-                  preferred_read_replica=-1, records=b"")
+                  preferred_read_replica=-1, records=b"", current_leader=hint)
 
 
 def _read_all(ctx: RequestContext, req: Any) -> tuple[list[Any], int, bool]:
@@ -77,7 +83,15 @@ def _read_all(ctx: RequestContext, req: Any) -> tuple[list[Any], int, bool]:
     return out, budget.used, errors
 
 
-@api(FetchRequest, FetchResponse, 4, 12)
+def _leader_endpoints(ctx: RequestContext, responses: list[Any]) -> list[Any]:
+    leaders = {p.current_leader.leader_id for t in responses for p in t.partitions
+               if getattr(p, "current_leader", None) is not None and p.current_leader.leader_id >= 0}
+    return node_endpoints(ctx, leaders, R.NodeEndpoint) if leaders else []
+
+
+# v13+ name topics by id (KIP-516); v16+ answer a stale leader with the new one and its endpoint (KIP-951);
+# v15's ReplicaState, v17's directory id and v18's high watermark concern follower replicas only.
+@api(FetchRequest, FetchResponse, 4, 18)
 async def handle(ctx: RequestContext, req: Any) -> Any:
     # Long polling is network time, not broker time: a test's manual clock must not stall a Fetch.
     loop = asyncio.get_running_loop()
@@ -88,4 +102,6 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         if size >= max(req.min_bytes, 1) or errors or remaining <= 0 or not ctx.node.online:
             break
         await ctx.node.replica_manager.wait_for_data(remaining)
-    return R[ctx.api_version](throttle_time_ms=0, error_code=0, session_id=0, responses=responses)
+    endpoints = _leader_endpoints(ctx, responses) if ctx.api_version >= 16 else []
+    return R[ctx.api_version](throttle_time_ms=0, error_code=0, session_id=0, responses=responses,
+                              node_endpoints=endpoints)

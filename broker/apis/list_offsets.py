@@ -1,47 +1,81 @@
-"""ListOffsets: earliest, latest (high watermark, or LSO for read_committed), max timestamp, by time."""
+"""ListOffsets v1-v11 as Kafka 4.x answers it, on the partition leader.
+
+- LATEST (-1): the high watermark, or the last stable offset for read_committed, with the current leader epoch.
+- EARLIEST (-2) and EARLIEST_LOCAL (-4, v8): the log start offset (moved by DeleteRecords); without tiered
+  storage the local log starts there too.
+- MAX_TIMESTAMP (-3, v7, KIP-734): the first record carrying the log's largest timestamp.
+- LATEST_TIERED (-5, v9) and EARLIEST_PENDING_UPLOAD (-6, v11): offset -1, as Kafka answers without
+  tiered storage.
+- A timestamp: the first record at or after it, from the log start offset on.
+A lookup that finds nothing below the last fetchable offset (high watermark, or LSO for read_committed)
+answers offset -1 and timestamp -1 without an error. CurrentLeaderEpoch (v4+) fences stale clients.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from kafka.errors import InvalidRequestError
 from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
 
 from kafka_txn_broker.apis.context import RequestContext
+from kafka_txn_broker.apis.offset_for_leader_epoch import NO_EPOCH_CHECK, check_current_leader_epoch
 from kafka_txn_broker.apis.partitions import authorized_topic, leader
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats.errors import error_code
+from kafka_txn_broker.log.unified_log import UnifiedLog
+from kafka_txn_broker.replica.partition import Partition
 
 R = ListOffsetsResponse
 TR = R.ListOffsetsTopicResponse
 PR = TR.ListOffsetsPartitionResponse
 
-LATEST, EARLIEST = -1, -2
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
 READ_COMMITTED = 1
+NOT_FOUND = (-1, -1, -1)  # (timestamp, offset, leader epoch)
 
 
-def _lookup(ctx: RequestContext, req: Any, topic_name: str, p: Any) -> Any:
+def _found(log: UnifiedLog, hit: tuple[int, int] | None, fetchable: int) -> tuple[int, int, int]:
+    """A timestamp lookup's (timestamp, offset, epoch); not found unless below the last fetchable offset."""
+    if hit is None or hit[0] >= fetchable:
+        return NOT_FOUND
+    offset, ts = hit
+    return ts, offset, log.epoch_for_offset(offset)
+
+
+def _answer(part: Partition, timestamp: int, read_committed: bool) -> tuple[int, int, int]:
+    log = part.log
+    fetchable = log.last_stable_offset if read_committed else log.high_watermark
+    if timestamp == LATEST:
+        return -1, fetchable, part.state.leader_epoch
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        start = log.log_start_offset
+        return -1, start, log.epoch_for_offset(start)
+    if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+        return NOT_FOUND
+    if timestamp == MAX_TIMESTAMP:
+        return _found(log, log.max_timestamp_offset(), fetchable)
+    return _found(log, log.offset_for_timestamp(timestamp), fetchable)
+
+
+def _lookup(ctx: RequestContext, req: Any, topic_name: str, p: Any, twice: bool) -> Any:
     try:
+        if twice:
+            raise InvalidRequestError(f"partition {topic_name}-{p.partition_index} is named more than once")
         part = leader(ctx, authorized_topic(ctx, "DESCRIBE", topic_name, None), p.partition_index)
-        log = part.log
-        ts, offset = -1, -1
-        if p.timestamp == LATEST:
-            offset = log.last_stable_offset if req.isolation_level == READ_COMMITTED else log.high_watermark
-        elif p.timestamp == EARLIEST:
-            offset = log.log_start_offset
-        else:
-            found = log.offset_for_timestamp(p.timestamp)
-            if found is not None:
-                offset, ts = found
-        return PR(partition_index=p.partition_index, error_code=0, timestamp=ts, offset=offset,
-                  leader_epoch=part.state.leader_epoch, old_style_offsets=[offset] if offset >= 0 else [])
+        check_current_leader_epoch(getattr(p, "current_leader_epoch", NO_EPOCH_CHECK), part.state.leader_epoch)
+        ts, offset, epoch = _answer(part, p.timestamp, getattr(req, "isolation_level", 0) == READ_COMMITTED)
+        return PR(partition_index=p.partition_index, error_code=0, timestamp=ts, offset=offset, leader_epoch=epoch,
+                  old_style_offsets=[offset] if offset >= 0 else [])
     except Exception as exc:
         return PR(partition_index=p.partition_index, error_code=error_code(exc), timestamp=-1, offset=-1,
                   leader_epoch=-1, old_style_offsets=[])
 
 
-# v7 adds MAX_TIMESTAMP (-3) lookups, which the log does not index; v1-v6 cover every client here.
-@api(ListOffsetsRequest, ListOffsetsResponse, 1, 6)
+@api(ListOffsetsRequest, ListOffsetsResponse, 1, 11)
 async def handle(ctx: RequestContext, req: Any) -> Any:
-    topics = [TR(name=t.name, partitions=[_lookup(ctx, req, t.name, p) for p in t.partitions])
-              for t in req.topics]
+    named = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
+    twice = {tp for tp in named if named.count(tp) > 1} if len(named) != len(set(named)) else set()
+    topics = [TR(name=t.name, partitions=[_lookup(ctx, req, t.name, p, (t.name, p.partition_index) in twice)
+                                          for p in t.partitions]) for t in req.topics]
     return R[ctx.api_version](throttle_time_ms=0, topics=topics)

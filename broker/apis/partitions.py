@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from kafka.errors import (
+    FencedLeaderEpochError,
     InvalidTopicError,
     NotLeaderForPartitionError,
     UnknownTopicIdError,
@@ -63,3 +65,28 @@ def writable_leader(ctx: RequestContext, topic: TopicState, index: int) -> Parti
     if topic.internal:
         raise InvalidTopicError(f"clients cannot write to the internal topic {topic.name}")
     return leader(ctx, topic, index)
+
+
+# KIP-951: Produce v10+ and Fetch v16+ tell a client that hit a stale leader who leads now, and where.
+NEW_LEADER_ERRORS = frozenset({NotLeaderForPartitionError.errno, FencedLeaderEpochError.errno})
+
+
+def current_leader(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None, index: int) -> tuple[int, int]:
+    """(leader id, leader epoch) of a partition for a KIP-951 hint; (-1, -1) when unknown."""
+    meta = ctx.node.metadata
+    topic = meta.topics.get(name) if name else meta.topics_by_id.get(topic_id) if topic_id else None
+    if topic is None or not 0 <= index < len(topic.partitions):
+        return -1, -1
+    p = topic.partitions[index]
+    return p.leader, p.leader_epoch
+
+
+def node_endpoints(ctx: RequestContext, node_ids: set[int], endpoint: Any) -> list[Any]:
+    """NodeEndpoints (KIP-951) of the live nodes among `node_ids`, built with the response's class."""
+    cluster = ctx.node.cluster
+    found = []
+    for node_id in sorted(node_ids):
+        node = cluster.live_node(node_id)
+        if node is not None:
+            found.append(endpoint(node_id=node_id, host=node.host, port=node.port, rack=None))
+    return found

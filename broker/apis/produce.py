@@ -8,7 +8,13 @@ from kafka.errors import InvalidRequiredAcksError
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.partitions import authorized_topic, writable_leader
+from kafka_txn_broker.apis.partitions import (
+    NEW_LEADER_ERRORS,
+    authorized_topic,
+    current_leader,
+    node_endpoints,
+    writable_leader,
+)
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats.errors import (
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
@@ -26,8 +32,9 @@ PR = TR.PartitionProduceResponse
 
 
 def _append_one(ctx: RequestContext, req: Any, topic_data: Any, pdata: Any) -> Any:
+    name, topic_id = getattr(topic_data, "name", None), getattr(topic_data, "topic_id", None)
     try:
-        topic = authorized_topic(ctx, "WRITE", getattr(topic_data, "name", None), getattr(topic_data, "topic_id", None))
+        topic = authorized_topic(ctx, "WRITE", name, topic_id)
         part = writable_leader(ctx, topic, pdata.index)
         if pdata.records is None:
             raise CorruptRecordError("produce request without records")
@@ -41,8 +48,13 @@ def _append_one(ctx: RequestContext, req: Any, topic_data: Any, pdata: Any) -> A
                   log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset,
                   record_errors=[], error_message=None)
     except Exception as exc:  # every per-partition failure becomes that partition's error code
-        return PR(index=pdata.index, error_code=error_code(exc), base_offset=-1, log_append_time_ms=-1,
-                  log_start_offset=-1, record_errors=[], error_message=error_message(exc))
+        code = error_code(exc)
+        hint = None
+        if code in NEW_LEADER_ERRORS and ctx.api_version >= 10:
+            leader_id, epoch = current_leader(ctx, name, topic_id, pdata.index)
+            hint = PR.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=epoch)
+        return PR(index=pdata.index, error_code=code, base_offset=-1, log_append_time_ms=-1,
+                  log_start_offset=-1, record_errors=[], error_message=error_message(exc), current_leader=hint)
 
 
 def _check_keys(records: bytes, topic: str, partition: int) -> None:
@@ -80,7 +92,14 @@ def _transactional_write_refused(ctx: RequestContext, req: Any) -> bool:
     return txn_id is None or not ctx.authorize("WRITE", "TRANSACTIONAL_ID", txn_id)
 
 
-@api(ProduceRequest, ProduceResponse, 3, 12)
+def _leader_endpoints(ctx: RequestContext, responses: list[Any]) -> list[Any]:
+    leaders = {p.current_leader.leader_id for t in responses for p in t.partition_responses
+               if getattr(p, "current_leader", None) is not None and p.current_leader.leader_id >= 0}
+    return node_endpoints(ctx, leaders, R.NodeEndpoint) if leaders else []
+
+
+# v13 names topics by id (KIP-516); v10+ answers NOT_LEADER_OR_FOLLOWER with the new leader (KIP-951).
+@api(ProduceRequest, ProduceResponse, 3, 13)
 async def handle(ctx: RequestContext, req: Any) -> Any:
     refused = _transactional_write_refused(ctx, req)
     if req.acks not in (-1, 0, 1) or refused:
@@ -95,4 +114,5 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                             partition_responses=parts))
     if req.acks == 0:
         return None  # acks=0: the client expects no response at all
-    return R[ctx.api_version](responses=responses, throttle_time_ms=0)
+    endpoints = _leader_endpoints(ctx, responses) if ctx.api_version >= 10 else []
+    return R[ctx.api_version](responses=responses, throttle_time_ms=0, node_endpoints=endpoints)

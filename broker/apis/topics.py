@@ -1,17 +1,26 @@
-"""CreateTopics and DeleteTopics."""
+"""CreateTopics, DeleteTopics and CreatePartitions."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from kafka.errors import InvalidRequestError, PolicyViolationError
-from kafka.protocol.admin import CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse
+from kafka.protocol.admin import (
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
 
 from kafka_txn_broker.apis.context import RequestContext, denied
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.configs import config_helper, log_config
-from kafka_txn_broker.formats.errors import error_code, error_message
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import ApiError, error_code, error_message
 from kafka_txn_broker.server.metadata import INTERNAL_TOPICS
+from kafka_txn_broker.server.replication_control import MAX_PARTITIONS_PER_REQUEST
 
 CR = CreateTopicsResponse
 DR = DeleteTopicsResponse
@@ -23,16 +32,19 @@ def _create(ctx: RequestContext, t: Any, validate_only: bool) -> Any:
     try:
         if not (ctx.authorize("CREATE", "CLUSTER") or ctx.authorize("CREATE", "TOPIC", t.name)):
             raise denied(ctx.principal, "CREATE", "TOPIC", t.name)
-        if t.assignments:
-            raise InvalidRequestError("manual replica assignments are not supported by the embedded broker")
-        partitions = cfg["num.partitions"] if t.num_partitions == -1 else t.num_partitions
-        rf = cfg["default.replication.factor"] if t.replication_factor == -1 else t.replication_factor
+        placed = _manual_assignments(ctx, t)
+        if placed is not None:
+            partitions, rf = len(placed), len(placed[0])
+        else:
+            partitions = cfg["num.partitions"] if t.num_partitions == -1 else t.num_partitions
+            rf = cfg["default.replication.factor"] if t.replication_factor == -1 else t.replication_factor
         configs = {c.name: c.value for c in t.configs}
         log_config.validate(configs, ctx.node.config)  # INVALID_CONFIG, nothing created
         if validate_only:
-            topic = cluster.metadata.create_topic(t.name, partitions, rf, configs, validate_only=True)
+            topic = cluster.metadata.create_topic(t.name, partitions, rf, configs, validate_only=True,
+                                                  assignments=placed)
         else:
-            topic = cluster.create_topic(t.name, partitions, rf, configs)
+            topic = cluster.create_topic(t.name, partitions, rf, configs, assignments=placed)
         described = [CR.CreatableTopicResult.CreatableTopicConfigs(
             name=e.name, value=e.value, read_only=e.read_only, config_source=e.source, is_sensitive=e.sensitive)
             for e in config_helper.describe_topic(topic.configs, ctx.node.config)]
@@ -43,16 +55,35 @@ def _create(ctx: RequestContext, t: Any, validate_only: bool) -> Any:
                                        num_partitions=-1, replication_factor=-1, configs=None)
 
 
-# Kafka's controller refuses more new partitions than this in one request (KAFKA-17870); without the
-# bound a single request (or one flipped bit in num_partitions) would have the node build millions.
-MAX_PARTITIONS_PER_REQUEST = 10000
+def _manual_assignments(ctx: RequestContext, t: Any) -> list[list[int]] | None:
+    """kafka-topics.sh --replica-assignment: the replicas of each partition, checked as Kafka checks them."""
+    if not t.assignments:
+        return None
+    if t.replication_factor != -1:
+        raise InvalidRequestError("A manual partition assignment was specified, but replication factor was not "
+                                  "set to -1.")
+    if t.num_partitions != -1:
+        raise InvalidRequestError("A manual partition assignment was specified, but numPartitions was not set to -1.")
+    found: dict[int, list[int]] = {}
+    for a in t.assignments:
+        if a.partition_index in found:
+            raise ApiError(f"Found multiple manual partition assignments for partition {a.partition_index}",
+                           E.INVALID_REPLICA_ASSIGNMENT)
+        found[a.partition_index] = list(a.broker_ids)
+    return ctx.node.cluster.replication.topic_assignments(found)
 
 
+# Kafka's controller refuses more new partitions than MAX_PARTITIONS_PER_REQUEST in one request
+# (KAFKA-17870); without the bound a single request (or one flipped bit in num_partitions) would have the
+# node build millions.
 def _too_many_partitions(ctx: RequestContext, req: Any) -> bool:
     default = ctx.node.config["num.partitions"]
     total = 0
     for t in req.topics:
-        total += default if t.num_partitions == -1 else max(t.num_partitions, 0)
+        if t.assignments:
+            total += len(t.assignments)
+        else:
+            total += default if t.num_partitions == -1 else max(t.num_partitions, 0)
         if total > MAX_PARTITIONS_PER_REQUEST:
             return True
     return False
@@ -100,3 +131,37 @@ async def handle_delete(ctx: RequestContext, req: Any) -> Any:
     else:
         results = [_delete(ctx, n, None) for n in req.topic_names]
     return DR[ctx.api_version](throttle_time_ms=0, responses=results)
+
+
+# ---- CreatePartitions ----------------------------------------------------------------------------------
+PR = CreatePartitionsResponse
+PResult = PR.CreatePartitionsTopicResult
+
+
+def _add_partitions(ctx: RequestContext, t: Any, validate_only: bool) -> Any:
+    try:
+        assignments = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
+        ctx.node.cluster.replication.create_partitions(t.name, t.count, assignments, validate_only)
+        return PResult(name=t.name, error_code=0, error_message=None)
+    except Exception as exc:
+        return PResult(name=t.name, error_code=error_code(exc), error_message=error_message(exc))
+
+
+@api(CreatePartitionsRequest, CreatePartitionsResponse, 0, 3)
+async def handle_create_partitions(ctx: RequestContext, req: Any) -> Any:
+    """Kafka's order: a topic named twice is INVALID_REQUEST, then ALTER on each topic, then the controller."""
+    names = [t.name for t in req.topics]
+    twice = {n for n in names if names.count(n) > 1}
+    results = [PResult(name=n, error_code=E.INVALID_REQUEST, error_message="Duplicate topic name.")
+               for n in sorted(twice)]
+    allowed = ctx.authorized("ALTER", "TOPIC", (n for n in names if n not in twice))
+    done: set[str] = set()
+    for t in req.topics:
+        if t.name in twice or t.name in done:
+            continue
+        done.add(t.name)
+        if t.name not in allowed:
+            results.append(PResult(name=t.name, error_code=E.TOPIC_AUTHORIZATION_FAILED, error_message=None))
+        else:
+            results.append(_add_partitions(ctx, t, bool(req.validate_only)))
+    return PR[ctx.api_version](throttle_time_ms=0, results=results)

@@ -27,12 +27,18 @@ DYNAMIC = frozenset({
     "log.segment.bytes", "log.roll.ms", "log.index.interval.bytes", "log.flush.interval.messages",
     "log.flush.interval.ms", "log.cleaner.backoff.ms", "log.cleaner.min.cleanable.ratio",
     "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms", "message.max.bytes",
-    "min.insync.replicas", "transaction.partition.verification.enable",
+    "min.insync.replicas", "transaction.partition.verification.enable", "unclean.leader.election.enable",
+    "leader.replication.throttled.rate", "follower.replication.throttled.rate",
+    "replica.alter.log.dirs.io.max.bytes.per.second",
+    # Rehearsals switch an upstream bug on and off while clients run (broker/txn/faults.py).
+    "fault.injection", "fault.injection.transactional.id.prefix",
 })
 
 # Kafka's ConfigDef types where the Python type does not tell (int is INT unless listed here).
 _TYPES = {
     **dict.fromkeys(["log.roll.ms", "log.flush.interval.messages", "log.flush.interval.ms", "log.cleaner.backoff.ms",
+                     "log.retention.check.interval.ms", "leader.replication.throttled.rate",
+                     "follower.replication.throttled.rate", "replica.alter.log.dirs.io.max.bytes.per.second",
                      "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
                      "replica.lag.time.max.ms"], ConfigType.LONG),
     **dict.fromkeys(["offsets.topic.replication.factor", "transaction.state.log.replication.factor"],

@@ -122,7 +122,8 @@ DEFINITIONS = sorted_definitions([
 
 # What the embedded broker applies, on change and without a restart; the rest is stored and described.
 HONOURED = frozenset({"cleanup.policy", "delete.retention.ms", "max.message.bytes", "min.cleanable.dirty.ratio",
-                      "min.compaction.lag.ms", "min.insync.replicas", "segment.bytes", "internal.segment.bytes"})
+                      "min.compaction.lag.ms", "min.insync.replicas", "segment.bytes", "internal.segment.bytes",
+                      "unclean.leader.election.enable"})
 
 
 def validate(configs: Mapping[str, str | None], broker: BrokerConfig) -> dict[str, Any]:

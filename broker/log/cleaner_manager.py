@@ -24,7 +24,6 @@ after a restart tombstones get their full delete.retention.ms again (kept longer
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from kafka_txn_broker.config import BrokerConfig
 from kafka_txn_broker.log import cleaner
+from kafka_txn_broker.log.offset_checkpoint import read_checkpoints, write_checkpoints
 
 if TYPE_CHECKING:
     from kafka_txn_broker.log.unified_log import UnifiedLog
@@ -112,35 +112,7 @@ class _Candidate:
 
 
 CHECKPOINT_FILE = "cleaner-offset-checkpoint"
-
-
-def read_checkpoints(path: Path) -> dict[TopicPartition, int]:
-    """Kafka's offset checkpoint format: version 0, a count, then `topic partition offset` lines. An
-    unreadable file counts as empty (every log is then dirty: safe, see the module docstring)."""
-    try:
-        lines = path.read_text().splitlines()
-        if not lines or lines[0].strip() != "0":
-            return {}
-        found: dict[TopicPartition, int] = {}
-        for line in lines[2:2 + int(lines[1])]:
-            topic, partition, offset = line.rsplit(" ", 2)
-            found[(topic, int(partition))] = int(offset)
-        return found
-    except (OSError, ValueError, IndexError) as exc:
-        if not isinstance(exc, FileNotFoundError):
-            log.warning("ignoring the unreadable cleaner checkpoint file %s: %s", path, exc)
-        return {}
-
-
-def write_checkpoints(path: Path, offsets: Mapping[TopicPartition, int]) -> None:
-    """Replace the file atomically (write, fsync, rename), so a crash leaves the old or the new one."""
-    lines = ["0", str(len(offsets)), *(f"{t} {p} {o}" for (t, p), o in sorted(offsets.items()))]
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        f.write("\n".join(lines) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+# An unreadable checkpoint reads as empty: every log is then dirty (safe, see the module docstring).
 
 
 class LogCleanerManager:

@@ -33,6 +33,20 @@ class LeaderEpochCache:
         while self.entries and self.entries[-1][1] >= end_offset:
             self.entries.pop()
 
+    def truncate_from_start(self, start_offset: int) -> None:
+        """The log now starts at `start_offset` (DeleteRecords): the epoch holding it starts there, older
+        ones are gone."""
+        i = bisect.bisect_right([start for _e, start in self.entries], start_offset)
+        if i == 0:
+            return
+        epoch, start = self.entries[i - 1]
+        self.entries[:i] = [(epoch, max(start, start_offset))]
+
+    def epoch_for(self, offset: int) -> int:
+        """The epoch the record at `offset` was written in (-1 when unknown)."""
+        i = bisect.bisect_right([start for _e, start in self.entries], offset)
+        return self.entries[i - 1][0] if i else UNDEFINED
+
     @property
     def latest_epoch(self) -> int:
         return self.entries[-1][0] if self.entries else UNDEFINED

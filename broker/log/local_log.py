@@ -283,16 +283,19 @@ class LocalLog:
             for _pos, header, raw in segment.iter_batches(found[0]):
                 yield segment, header, raw
 
-    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record with timestamp >= `timestamp`, or None."""
-        for segment in self.segments:
+    def offset_for_timestamp(self, timestamp: int, min_offset: int = 0) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at or above `min_offset` (the log start offset) with
+        timestamp >= `timestamp`, or None."""
+        for segment in self.segments[self.segment_for(min_offset):]:
             if segment.size == 0:
                 continue
             start_offset = segment.time_index.offset_before(timestamp)
             start = segment.offset_index.lookup(start_offset) if start_offset is not None else 0
             for pos, header in segment.iter_headers(start):
-                if header.max_timestamp >= timestamp:
-                    return _first_record_at_or_after(segment, pos, header, timestamp)
+                if header.max_timestamp >= timestamp and header.last_offset >= min_offset:
+                    found = _first_record_at_or_after(segment, pos, header, timestamp, min_offset)
+                    if found is not None:
+                        return found
         return None
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
@@ -303,7 +306,8 @@ class LocalLog:
                     best = (segment, pos, header)
         if best is None:
             return None
-        return _first_record_at_or_after(best[0], best[1], best[2], best[2].max_timestamp)
+        return _first_record_at_or_after(best[0], best[1], best[2], best[2].max_timestamp) or \
+            (best[2].base_offset, best[2].max_timestamp)
 
     # -- truncation and removal ------------------------------------------------------------
     def truncate_to(self, offset: int) -> None:
@@ -326,6 +330,13 @@ class LocalLog:
             self._next_offset = active.read_next_offset()
             active.txn_index.truncate_to(offset)
         self._unflushed_messages = 0
+
+    def delete_first_segments(self, count: int) -> None:
+        """Remove the `count` oldest segments (never the active one) and their files."""
+        assert 0 < count < len(self.segments)
+        doomed, self.segments = self.segments[:count], self.segments[count:]
+        for segment in doomed:
+            segment.delete()
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         for segment in self.segments:
@@ -367,15 +378,16 @@ class LocalLog:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def _first_record_at_or_after(segment: LogSegment, pos: int, header: BatchHeader,
-                              timestamp: int) -> tuple[int, int]:
+def _first_record_at_or_after(segment: LogSegment, pos: int, header: BatchHeader, timestamp: int,
+                              min_offset: int = 0) -> tuple[int, int] | None:
     """Kafka answers with the record, not the batch; compressed batches we cannot decode fall back to
-    the batch's base offset and max timestamp."""
+    the batch's base offset (or `min_offset` within it) and max timestamp. None: no record qualifies."""
     raw = segment.read(pos, pos + header.size)
     try:
         for record in iter_records(raw):
-            if record.timestamp >= timestamp:
+            if record.timestamp >= timestamp and record.offset >= min_offset:
                 return record.offset, record.timestamp
+        return None
     except (ValueError, CorruptRecordError):
         pass
-    return header.base_offset, header.max_timestamp
+    return max(header.base_offset, min_offset), header.max_timestamp

@@ -442,6 +442,12 @@ class ProducerStateManager:
             snap.delete_snapshot(self.dir, at)
             self.snapshots.remove(at)
 
+    def delete_snapshots_below(self, offset: int) -> None:
+        """Segments below `offset` were deleted: their snapshots go too (Kafka's deleteSnapshotsBefore)."""
+        for at in [s for s in self.snapshots if s < offset]:
+            snap.delete_snapshot(self.dir, at)
+            self.snapshots.remove(at)
+
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self.producers.clear()
         self._active_at.clear()

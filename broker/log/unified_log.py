@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafka.errors import KafkaError, KafkaStorageError, RecordListTooLargeError, UnknownError
+from kafka.errors import KafkaError, KafkaStorageError, OffsetOutOfRangeError, RecordListTooLargeError, UnknownError
 
 from kafka_txn_broker.clock import Clock
 from kafka_txn_broker.config import BrokerConfig
@@ -80,7 +80,7 @@ class FetchDataInfo:
 
 class UnifiedLog:
     __slots__ = ("dir", "config", "clock", "log", "_psm", "_psm_loaded", "_high_watermark", "_epochs",
-                 "_pending_epochs", "_epochs_written")
+                 "_pending_epochs", "_epochs_written", "_log_start_offset")
 
     def __init__(self, directory: Path, config: BrokerConfig, clock: Clock, local_log: LocalLog,
                  psm: ProducerStateManager) -> None:
@@ -91,6 +91,9 @@ class UnifiedLog:
         self._psm = psm
         self._psm_loaded = False
         self._high_watermark = local_log.log_start_offset
+        # Kafka's logStartOffset: the first segment's base offset, or above it after DeleteRecords (the
+        # records below it stay in the segment until the whole segment is below it and is deleted).
+        self._log_start_offset = local_log.log_start_offset
         self._epochs: LeaderEpochCache | None = None  # built on first use
         # Epoch starts recorded before the cache was built: (epoch, start offset), in order.
         self._pending_epochs: list[tuple[int, int]] | None = None
@@ -99,9 +102,11 @@ class UnifiedLog:
     # -- opening ---------------------------------------------------------------------------
     @classmethod
     def open(cls, directory: Path, config: BrokerConfig, clock: Clock, *,
-             high_watermark: int | None = None, segment_bytes: int | None = None) -> UnifiedLog:
+             high_watermark: int | None = None, segment_bytes: int | None = None,
+             log_start_offset: int | None = None) -> UnifiedLog:
         """Create the partition directory or load it, recovering after an unclean shutdown.
-        `segment_bytes`: the topic's segment size (None: log.segment.bytes)."""
+        `segment_bytes`: the topic's segment size (None: log.segment.bytes); `log_start_offset`: from the
+        log dir's log-start-offset-checkpoint (kept within the log's offsets)."""
         path = os.fspath(directory)
         os.makedirs(path, exist_ok=True)
         listing = scan_dir(path)
@@ -114,6 +119,8 @@ class UnifiedLog:
         elif not listing.segments:
             psm.truncate_fully_and_start_at(local_log.log_end_offset)
             ulog._psm_loaded = True
+        if log_start_offset is not None:
+            ulog._log_start_offset = min(max(log_start_offset, local_log.log_start_offset), local_log.log_end_offset)
         if high_watermark is not None:
             ulog.high_watermark = high_watermark
         return ulog
@@ -151,7 +158,7 @@ class UnifiedLog:
     # -- offsets ---------------------------------------------------------------------------
     @property
     def log_start_offset(self) -> int:
-        return self.log.log_start_offset
+        return self._log_start_offset
 
     @property
     def log_end_offset(self) -> int:
@@ -163,7 +170,7 @@ class UnifiedLog:
 
     @high_watermark.setter
     def high_watermark(self, value: int) -> None:
-        hw = min(max(value, self.log.log_start_offset), self.log.log_end_offset)
+        hw = min(max(value, self._log_start_offset), self.log.log_end_offset)
         self._high_watermark = hw
         if self._psm_loaded:
             self._psm.on_high_watermark_updated(hw)
@@ -174,12 +181,47 @@ class UnifiedLog:
 
     @property
     def first_unstable_offset(self) -> int | None:
-        return self._ensure_loaded().first_unstable_offset()
+        """The first offset of the oldest open transaction, or the log start offset once DeleteRecords
+        moved past it (the transaction still holds back what follows, as in Kafka)."""
+        first = self._ensure_loaded().first_unstable_offset()
+        return None if first is None else max(first, self._log_start_offset)
 
     @property
     def last_stable_offset(self) -> int:
-        first = self._ensure_loaded().first_unstable_offset()
+        first = self.first_unstable_offset
         return self._high_watermark if first is None else min(first, self._high_watermark)
+
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        """DeleteRecords (and a follower learning its leader's start): records below `offset` are gone for
+        readers. Never past the high watermark (OFFSET_OUT_OF_RANGE); never backwards. True if it moved."""
+        if offset > self._high_watermark:
+            raise OffsetOutOfRangeError(
+                f"Cannot increment the log start offset to {offset} of partition {self.dir.name} since it is "
+                f"larger than the high watermark {self._high_watermark}")
+        self.log.check_online()
+        if offset <= self._log_start_offset:
+            return False
+        self._log_start_offset = offset
+        if self._epochs is not None:
+            self._epochs.truncate_from_start(offset)
+            self._save_epochs()
+        return True
+
+    def delete_segments_below_start(self) -> int:
+        """Delete the segments wholly below the log start offset (and the high watermark), as Kafka's
+        retention does for a log start offset breach. The active segment always stays. Returns how many."""
+        segments = self.log.segments
+        bound = min(self._log_start_offset, self._high_watermark)
+        count = 0
+        while count + 1 < len(segments) and segments[count + 1].base_offset <= bound:
+            count += 1
+        if count:
+            try:
+                self.log.delete_first_segments(count)
+            except OSError as exc:
+                raise self._offline(exc) from exc
+            self._psm.delete_snapshots_below(self.log.log_start_offset)
+        return count
 
     @property
     def offline(self) -> bool:
@@ -415,6 +457,22 @@ class UnifiedLog:
     def latest_epoch(self) -> int:
         return self._epoch_cache().latest_epoch
 
+    def epoch_for_offset(self, offset: int) -> int:
+        """The leader epoch that wrote `offset` (ListOffsets answers with it); -1 when unknown."""
+        return self._epoch_cache().epoch_for(offset)
+
+    def divergence_with(self, leader: UnifiedLog) -> int:
+        """Where this (follower) log stops agreeing with `leader`'s, by leader epoch (Kafka's
+        OffsetsForLeaderEpoch truncation): the end of this log's latest epoch on the leader, or, when the
+        leader never had that epoch, the end of the latest epoch both know. Never above this log's end."""
+        mine = self.latest_epoch
+        epoch, leader_end = leader.end_offset_for_epoch(mine)
+        if epoch < 0:
+            return min(leader.log_end_offset, self.log.log_end_offset, self._high_watermark)
+        if epoch != mine:
+            leader_end = min(leader_end, self.end_offset_for_epoch(epoch)[1])
+        return min(leader_end, self.log.log_end_offset)
+
     def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (largest epoch <= leader_epoch, its end offset), or (-1, -1)."""
         return self._epoch_cache().end_offset_for(leader_epoch, self.log.log_end_offset)
@@ -424,6 +482,9 @@ class UnifiedLog:
              min_one_batch: bool = True) -> FetchDataInfo:
         """Batches from `fetch_offset` up to the high watermark (read_uncommitted) or the last stable
         offset (read_committed, with the aborted transactions overlapping the returned range)."""
+        if fetch_offset < self._log_start_offset:
+            raise OffsetOutOfRangeError(f"offset {fetch_offset} is below the log start offset "
+                                        f"{self._log_start_offset} of {self.dir}")
         upper = self.last_stable_offset if isolation_read_committed else self._high_watermark
         data = self.log.read(fetch_offset, max_bytes, upper, min_one_batch)
         if not isolation_read_committed:
@@ -450,7 +511,7 @@ class UnifiedLog:
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= `timestamp` (ListOffsets)."""
-        return self.log.offset_for_timestamp(timestamp)
+        return self.log.offset_for_timestamp(timestamp, self._log_start_offset)
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record carrying the log's largest timestamp
@@ -464,9 +525,8 @@ class UnifiedLog:
         if offset >= self.log.log_end_offset:
             return
         if offset <= self.log.log_start_offset:
-            self.log.truncate_fully_and_start_at(offset)
-            self._psm.truncate_fully_and_start_at(offset)
-            self._psm_loaded = True
+            self.truncate_fully_and_start_at(offset)
+            return
         else:
             self.log.truncate_to(offset)
             self._psm.delete_snapshots_above(self.log.log_end_offset)
@@ -479,6 +539,21 @@ class UnifiedLog:
         elif self._pending_epochs:
             end = self.log.log_end_offset
             self._pending_epochs = [(e, start) for e, start in self._pending_epochs if start < end] or None
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Empty the log and start it at `offset` (a follower whose leader's log starts past its end, or
+        whose first batch straddles the leader's log start)."""
+        self.log.truncate_fully_and_start_at(offset)
+        self._psm.truncate_fully_and_start_at(offset)
+        self._psm_loaded = True
+        self._log_start_offset = offset
+        self._high_watermark = offset
+        self._psm.on_high_watermark_updated(offset)
+        if self._epochs is not None:
+            self._epochs.truncate_from_end(offset)
+            self._save_epochs()
+        else:
+            self._pending_epochs = None
 
     # -- compaction (log/cleaner.py does the work; log/cleaner_manager.py decides when) -------
     def first_uncleanable_offset(self, min_compaction_lag_ms: int, now_ms: int) -> int:

@@ -11,10 +11,16 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from kafka.errors import KafkaStorageError, NotEnoughReplicasError, NotLeaderForPartitionError
+from kafka.errors import (
+    KafkaStorageError,
+    NotEnoughReplicasError,
+    NotLeaderForPartitionError,
+    OffsetOutOfRangeError,
+    PolicyViolationError,
+)
 
 from kafka_txn_broker.formats.errors import NONE, NOT_ENOUGH_REPLICAS, error_code
-from kafka_txn_broker.formats.record_batch import BatchHeader
+from kafka_txn_broker.formats.record_batch import BatchHeader, iter_batches
 from kafka_txn_broker.log.unified_log import UnifiedLog
 
 if TYPE_CHECKING:
@@ -25,15 +31,19 @@ _log = logging.getLogger(__name__)
 
 # Replication copies at most this much per read from the leader's log.
 _CATCH_UP_CHUNK = 8 * 1024 * 1024
+# DeleteRecords' offset -1: up to the high watermark.
+DELETE_TO_HIGH_WATERMARK = -1
 
 
 class Partition:
-    __slots__ = ("manager", "state", "log", "__weakref__")
+    __slots__ = ("manager", "state", "log", "follows_epoch", "__weakref__")
 
     def __init__(self, manager: ReplicaManager, state: PartitionState, log: UnifiedLog) -> None:
         self.manager = manager
         self.state = state
         self.log = log
+        # As a follower: the leader epoch whose leader this replica's log was last reconciled with.
+        self.follows_epoch = -1
 
     @property
     def topic(self) -> str:
@@ -135,6 +145,9 @@ class Partition:
                 self._leave_isr(replica, "its log is offline")
                 continue
             try:
+                if follower.follows_epoch != self.state.leader_epoch:
+                    follower.truncate_divergence(self.log)
+                    follower.follows_epoch = self.state.leader_epoch
                 if appended and follower.log.log_end_offset == appended_at:
                     follower.log.append_as_follower(appended, verified=True, batches=batches)
                 if follower.log.log_end_offset != leader_end:
@@ -148,6 +161,9 @@ class Partition:
             if replica not in self.state.isr and follower.log.log_end_offset >= leader_end:
                 self.manager.metadata.join_isr(self.state, replica)
         self.update_high_watermark(followers)
+        if self.state.reassigning:
+            # After the pass, not inside it: completing moves replicas (and maybe leadership) on every node.
+            self.manager.metadata.maybe_complete_reassignment(self.state)
 
     def _leave_isr(self, replica: int, why: str) -> None:
         if replica in self.state.isr:
@@ -165,23 +181,74 @@ class Partition:
         hw = max(hw, self.log.log_start_offset)
         changed = hw != self.log.high_watermark
         self.log.high_watermark = hw
+        start = self.log.log_start_offset
         for _replica, follower in followers:
-            # Followers learn the high watermark from fetch responses in Kafka; same effect. A
-            # follower that becomes leader then starts from a correct high watermark.
+            # Followers learn the high watermark and the log start offset from fetch responses in Kafka;
+            # same effect. A follower that becomes leader then starts from the right offsets.
             follower.log.high_watermark = min(hw, follower.log.log_end_offset)
+            if follower.log.log_start_offset < start and not follower.log.offline:
+                follower.log.maybe_increment_log_start_offset(min(start, follower.log.high_watermark))
         if changed:
             self.manager.notify_data()
 
     # ---- follower side -----------------------------------------------------------------------
+    def truncate_divergence(self, leader_log: UnifiedLog) -> None:
+        """First contact with a new leader: drop what this replica has that the leader's log does not (Kafka's
+        follower truncation by leader epoch). Replication here is synchronous, so only a replica that was out
+        of sync when its leader was elected uncleanly can differ. The common case costs two batch reads: the
+        batch holding this log's last offset carries the same leader epoch on both sides."""
+        end = self.log.log_end_offset
+        if end <= self.log.log_start_offset or end <= leader_log.log_start_offset:
+            return  # nothing to compare: catch_up_from starts this log over at the leader's start
+        if leader_log.log_end_offset >= end and _epoch_at(leader_log, end - 1) == _epoch_at(self.log, end - 1):
+            return
+        offset = self.log.divergence_with(leader_log)
+        if offset < end:
+            _log.warning("%s-%s: replica on node %s drops offsets %d-%d, which its leader does not have",
+                         self.topic, self.index, self.node_id, offset, end - 1)
+            self.log.truncate_to(offset)
+
     def catch_up_from(self, leader_log: UnifiedLog) -> None:
         if self.log.log_end_offset > leader_log.log_end_offset:
-            # Only possible after a crash tore the leader's tail: the follower drops what the leader lost.
+            # After a crash tore the leader's tail, or an unclean election: the follower drops what the
+            # leader does not have.
             self.log.truncate_to(leader_log.log_end_offset)
+        if self.log.log_end_offset < leader_log.log_start_offset:
+            # The leader deleted records this replica never had (DeleteRecords; a new replica of a
+            # reassignment): start empty at the batch holding the leader's log start offset, as Kafka's
+            # follower does after OFFSET_OUT_OF_RANGE.
+            first = leader_log.read_for_replication(leader_log.log_start_offset, 1)
+            self.log.truncate_fully_and_start_at(
+                next(iter_batches(first))[1].base_offset if first else leader_log.log_start_offset)
         while self.log.log_end_offset < leader_log.log_end_offset:
             chunk = leader_log.log.read(self.log.log_end_offset, _CATCH_UP_CHUNK, leader_log.log_end_offset)
             if not chunk:
                 break
             self.log.append_as_follower(chunk, allow_gap=True)  # the leader's compaction leaves gaps
 
+    # ---- DeleteRecords -------------------------------------------------------------------------
+    def delete_records_on_leader(self, offset: int, delete_allowed: bool) -> tuple[int, int]:
+        """Move the log start offset to `offset` (-1: the high watermark) on the leader and its followers;
+        (the offset, the low watermark: the smallest log start offset of the live replicas).
+        `delete_allowed`: the topic's cleanup.policy includes delete (else POLICY_VIOLATION)."""
+        self.check_leader()
+        if not delete_allowed:
+            raise PolicyViolationError(f"Records of partition {self.topic}-{self.index} can not be deleted due to "
+                                       "the configured policy")
+        converted = self.log.high_watermark if offset == DELETE_TO_HIGH_WATERMARK else offset
+        if converted < 0:
+            raise OffsetOutOfRangeError(f"The offset {converted} for partition {self.topic}-{self.index} is not valid")
+        self.log.maybe_increment_log_start_offset(converted)
+        followers = self._live_followers()
+        self.update_high_watermark(followers)  # followers take the new start with the high watermark
+        low = min([self.log.log_start_offset, *(f.log.log_start_offset for _r, f in followers if not f.log.offline)])
+        return converted, low
+
     def close(self) -> None:
         self.log.close()
+
+
+def _epoch_at(log: UnifiedLog, offset: int) -> int | None:
+    """The leader epoch of the batch holding `offset` (None when the log has no batch there)."""
+    data = log.read_for_replication(offset, 1)
+    return next(iter_batches(data))[1].partition_leader_epoch if data else None

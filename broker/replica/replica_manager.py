@@ -12,9 +12,12 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kafka.errors import KafkaStorageError, NotLeaderForPartitionError
+
 from kafka_txn_broker.configs.config_def import ResourceType
 from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, TXN_TOPIC
 from kafka_txn_broker.log.cleaner_manager import LogCleanerManager
+from kafka_txn_broker.log.offset_checkpoint import read_checkpoints, write_checkpoints
 from kafka_txn_broker.log.unified_log import UnifiedLog
 from kafka_txn_broker.replica.partition import Partition
 from kafka_txn_broker.server.metadata import PartitionState
@@ -31,6 +34,8 @@ TopicPartition = tuple[str, int]
 PeerLookup = Callable[[int], "ReplicaManager | None"]
 # Told of every transaction marker a leader replica writes: (topic, partition, producer id, commit).
 MarkerListener = Callable[[str, int, int, bool], None]
+# Kafka's file of log start offsets moved past a log's first segment (DeleteRecords), one per log dir.
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 
 
 class ReplicaManager:
@@ -48,28 +53,45 @@ class ReplicaManager:
         self._data_waiters: list[asyncio.Future[None]] = []
         self._last_expiration_check = clock.monotonic()  # a wall-clock step must not pause the check
         self._last_flush_check = clock.millis()  # compared with tick's now_ms
+        self._last_retention_check = clock.millis()
         self.cleaner = LogCleanerManager(config, log_dir)
+        self._start_offsets: dict[TopicPartition, int] = {}  # read from the checkpoint when the logs open
 
     # ---- lifecycle ---------------------------------------------------------------------------
     def open_replicas(self) -> None:
-        """Open (recovering as needed) the log of every replica assigned to this node."""
+        """Open (recovering as needed) the log of every replica assigned to this node; delete the logs of
+        partitions moved away while it was down (Kafka's stray replicas), so a later move back starts clean."""
+        self._start_offsets = read_checkpoints(self.log_dir / LOG_START_OFFSET_CHECKPOINT)
         for state in self.metadata.all_partitions():
             if self.node_id in state.replicas:
                 self.ensure_replica(state)
+        self._delete_strays()
+
+    def _delete_strays(self) -> None:
+        if not self.log_dir.is_dir():
+            return
+        for entry in self.log_dir.iterdir():
+            topic, _, index = entry.name.rpartition("-")
+            t = self.metadata.topics.get(topic)
+            if entry.is_dir() and index.isdigit() and t is not None and int(index) < len(t.partitions) \
+                    and self.node_id not in t.partitions[int(index)].replicas:
+                log.info("node %s: deleting the stray replica %s (not assigned here)", self.node_id, entry.name)
+                shutil.rmtree(entry, ignore_errors=True)
 
     def ensure_replica(self, state: PartitionState) -> Partition:
         key = (state.topic, state.partition)
         part = self.partitions.get(key)
         if part is None:
             path = self.log_dir / f"{state.topic}-{state.partition}"
-            log_ = UnifiedLog.open(path, self.config, self.clock,
-                                   segment_bytes=self.segment_bytes(state.topic))
+            log_ = UnifiedLog.open(path, self.config, self.clock, segment_bytes=self.segment_bytes(state.topic),
+                                   log_start_offset=self._start_offsets.get(key))
             log_.log.max_message_bytes = self._topic_int(state.topic, "max.message.bytes")
             part = Partition(self, state, log_)
             self.partitions[key] = part
         return part
 
     def shutdown(self) -> None:
+        self.checkpoint_log_start_offsets()
         for part in self.partitions.values():
             try:
                 part.close()
@@ -82,6 +104,53 @@ class ReplicaManager:
 
     def add_topic(self, states: Iterable[PartitionState]) -> list[Partition]:
         return [self.ensure_replica(s) for s in states if self.node_id in s.replicas]
+
+    def apply_assignments(self, changed: Iterable[PartitionState]) -> None:
+        """Replicas assigned here (new partitions, a reassignment adding this node) are created; the
+        ones moved away are stopped and their logs deleted (Kafka's StopReplica with delete)."""
+        for state in changed:
+            key = (state.topic, state.partition)
+            if self.node_id in state.replicas:
+                if key not in self.partitions:
+                    self.ensure_replica(state)
+            elif key in self.partitions:
+                part = self.partitions.pop(key)
+                part.log.delete()
+                self.cleaner.forget(key)
+                self._start_offsets.pop(key, None)
+                log.info("node %s: replica of %s-%s removed", self.node_id, *key)
+
+    # ---- DeleteRecords and the log start offset -------------------------------------------------
+    def delete_records(self, topic: str, partition: int, offset: int) -> tuple[int, int]:
+        """DeleteRecords on this node's leader replica: (offset, low watermark), or the Kafka error."""
+        part = self.partitions.get((topic, partition))
+        if part is None:
+            raise NotLeaderForPartitionError(f"node {self.node_id} hosts no replica of {topic}-{partition}")
+        policy = self.topic_configs(topic).get("cleanup.policy", "delete")
+        result = part.delete_records_on_leader(offset, "delete" in policy)
+        self._checkpoint_everywhere()
+        return result
+
+    def _checkpoint_everywhere(self) -> None:
+        # At once on every node, not on Kafka's 60 s schedule: DeleteRecords is rare, and a restart must
+        # not bring deleted records back.
+        self.checkpoint_log_start_offsets()
+        for node_id in self.metadata.live_nodes:
+            peer = self._peers(node_id)
+            if peer is not None and peer is not self:
+                peer.checkpoint_log_start_offsets()
+
+    def checkpoint_log_start_offsets(self) -> None:
+        """Write `log-start-offset-checkpoint`: the logs whose start offset is past their first segment."""
+        offsets = {key: p.log.log_start_offset for key, p in self.partitions.items()
+                   if not p.log.offline and p.log.log_start_offset > p.log.log.log_start_offset}
+        path = self.log_dir / LOG_START_OFFSET_CHECKPOINT
+        if not offsets and not path.exists():
+            return
+        try:
+            write_checkpoints(path, offsets)
+        except OSError as exc:
+            log.warning("cannot write %s: %s", path, exc)
 
     def delete_topic(self, name: str) -> None:
         for key in [k for k in self.partitions if k[0] == name]:
@@ -156,6 +225,7 @@ class ReplicaManager:
                 part.replicate()
 
     def tick(self, now_ms: int) -> None:
+        self._delete_old_segments(now_ms)
         self._flush_due_logs(now_ms)
         self._expire_producers(now_ms)
         self._clean_logs(now_ms)
@@ -169,6 +239,22 @@ class ReplicaManager:
     def topic_configs(self, topic: str) -> Mapping[str, str]:
         t = self.metadata.topics.get(topic)
         return t.configs if t is not None else {}
+
+    def _delete_old_segments(self, now_ms: int) -> None:
+        """Every log.retention.check.interval.ms: segments wholly below a log's start offset go (time and
+        size retention are not applied)."""
+        if now_ms - self._last_retention_check < self.config["log.retention.check.interval.ms"]:
+            return
+        self._last_retention_check = now_ms
+        deleted = 0
+        for key, part in self.partitions.items():
+            if part.log.log_start_offset > part.log.log.log_start_offset and not part.log.offline:
+                try:
+                    deleted += part.log.delete_segments_below_start()
+                except KafkaStorageError as exc:
+                    log.warning("deleting old segments of %s-%s failed: %s", *key, exc)
+        if deleted:
+            self.checkpoint_log_start_offsets()
 
     def _flush_due_logs(self, now_ms: int) -> None:
         """log.flush.interval.ms for logs that got no append since their data became due."""

@@ -19,11 +19,14 @@ from typing import Any, TypeVar
 
 from kafka_txn_broker.clock import SYSTEM_CLOCK, Clock
 from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.configs.config_def import ResourceType
+from kafka_txn_broker.configs.dynamic_broker_config import DynamicBrokerConfig
 from kafka_txn_broker.configs.group_config_manager import GroupConfigManager
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC
 from kafka_txn_broker.security.auth import ClusterSecurity
 from kafka_txn_broker.server.metadata import ClusterMetadata, PartitionState, TopicState
 from kafka_txn_broker.server.node import BrokerNode
+from kafka_txn_broker.server.replication_control import ReplicationControlManager
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -48,6 +51,9 @@ class Cluster:
         self.metadata.add_config_listener(self._on_config_change)
         # Effective group configs for the coordinators (a group's override, else the broker default).
         self.group_configs = GroupConfigManager(self.metadata, config)
+        # The controller's broker configs: the cluster-wide dynamic values over the static ones.
+        self.controller_config = DynamicBrokerConfig(config, -1, self.metadata)
+        self.replication = ReplicationControlManager(self.metadata, self.unclean_leader_election_enabled)
         self.nodes = {i: BrokerNode(self, i, (ports or [0] * nodes)[i]) for i in range(nodes)}
         self._ticker: asyncio.Task[None] | None = None
 
@@ -81,7 +87,8 @@ class Cluster:
         if not node.online:
             return
         await node.stop()
-        self.metadata.node_stopped(node_id)
+        changed = self.metadata.node_stopped(node_id)
+        self.replication.elect_unclean_if_allowed(p for p in changed if p.leader == -1)
 
     async def start_node(self, node_id: int) -> None:
         node = self.nodes[node_id]
@@ -96,12 +103,15 @@ class Cluster:
         node.on_started()
 
     def _reconcile(self, state: PartitionState) -> None:
-        """After (re)start: bring an offline partition back, catch followers up, restore the preferred leader."""
+        """After (re)start: bring an offline partition back (an out-of-sync replica only where the topic
+        allows unclean elections), catch followers up, restore the preferred leader
+        (auto.leader.rebalance.enable)."""
         if state.leader == -1 or self.live_node(state.leader) is None:
             candidates = [r for r in state.isr if self.live_node(r) is not None]
-            if not candidates:
+            if candidates:
+                self.metadata.elect(state, candidates[0])
+            elif not self.replication.elect_unclean_if_allowed([state]):
                 return
-            self.metadata.elect(state, candidates[0])
         leader = self.live_node(state.leader)
         assert leader is not None
         part = leader.replica_manager.get(state.topic, state.partition)
@@ -109,19 +119,25 @@ class Cluster:
             return
         part.replicate()
         preferred = state.replicas[0]
-        if state.leader != preferred and preferred in state.isr and self.live_node(preferred) is not None:
+        if state.leader != preferred and preferred in state.isr and self.live_node(preferred) is not None \
+                and self.controller_config["auto.leader.rebalance.enable"]:
             self.metadata.elect(state, preferred)
 
     def _on_leadership_change(self, changed: list[PartitionState]) -> None:
-        for node in self.nodes.values():
-            if node.online:
-                node.on_leadership_change(changed)
+        online = [node for node in self.nodes.values() if node.online]
+        # Every node opens (or deletes) its replicas first, so a leader catches up a replica just added.
+        for node in online:
+            node.replica_manager.apply_assignments(changed)
+        for node in online:
+            node.on_leadership_change(changed)
 
     def _on_config_change(self, resource_type: int, name: str) -> None:
         """Dynamic configs changed (AlterConfigs): every node, online or not, applies them now."""
         for node in self.nodes.values():
             node.on_config_change(resource_type, name)
         self.group_configs.on_config_change(resource_type, name)
+        if resource_type == ResourceType.BROKER:
+            self.controller_config.reload()
 
     async def _tick_loop(self) -> None:
         while True:
@@ -146,6 +162,14 @@ class Cluster:
     def bootstrap_servers(self) -> str:
         return ",".join(n.address for n in self.nodes.values() if n.online)
 
+    def unclean_leader_election_enabled(self, topic: str) -> bool:
+        """The topic's unclean.leader.election.enable, else the broker's (dynamic cluster default, static)."""
+        t = self.metadata.topics.get(topic)
+        value = t.configs.get("unclean.leader.election.enable") if t is not None else None
+        if value is not None:
+            return value.strip().lower() == "true"
+        return bool(self.controller_config["unclean.leader.election.enable"])
+
     def controller_id(self) -> int:
         """The node Metadata and DescribeCluster name as controller: the lowest live node id, or -1
         (Kafka's "no controller") once every node went offline, e.g. while the cluster stops with clients
@@ -153,11 +177,12 @@ class Cluster:
         return min((node_id for node_id, node in self.nodes.items() if node.online), default=-1)
 
     def create_topic(self, name: str, partitions: int, replication_factor: int,
-                     configs: Mapping[str, str] | None = None, *, cap_replication: bool = False) -> TopicState:
+                     configs: Mapping[str, str] | None = None, *, cap_replication: bool = False,
+                     assignments: list[list[int]] | None = None) -> TopicState:
         # Auto-created and internal topics take what the cluster can give (as Kafka caps the internal
         # topics' factor on small clusters); an explicit CreateTopics gets INVALID_REPLICATION_FACTOR.
         rf = min(replication_factor, len(self.nodes)) if cap_replication else replication_factor
-        topic = self.metadata.create_topic(name, partitions, rf, dict(configs or {}))
+        topic = self.metadata.create_topic(name, partitions, rf, dict(configs or {}), assignments=assignments)
         for node in self.nodes.values():
             if node.online:
                 node.replica_manager.add_topic(topic.partitions)
@@ -288,10 +313,18 @@ class EmbeddedCluster:
         self.call(self.cluster.start())
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
-                     configs: Mapping[str, str] | None = None) -> None:
+                     configs: Mapping[str, str] | None = None, *, assignments: list[list[int]] | None = None) -> None:
+        """A topic placed round-robin, or as `assignments` say (partition i on the nodes assignments[i],
+        the first one leading): then `partitions` and `replication_factor` come from them."""
         assert self.cluster is not None
         cluster = self.cluster
-        self.call_soon(cluster.create_topic, name, partitions, replication_factor, configs)
+        if assignments is not None:
+            partitions, replication_factor = len(assignments), len(assignments[0])
+
+        def create() -> None:
+            cluster.create_topic(name, partitions, replication_factor, configs, assignments=assignments)
+
+        self.call_soon(create)
 
     def tick(self) -> None:
         assert self.cluster is not None

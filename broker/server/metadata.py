@@ -24,6 +24,7 @@ from kafka.errors import (
 )
 
 from kafka_txn_broker.configs.config_def import ResourceType
+from kafka_txn_broker.server import partition_change
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 _LEGAL = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -33,10 +34,17 @@ _LEGAL = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
 class PartitionState:
     topic: str
     partition: int
+    # During a reassignment: the target replicas followed by the ones being removed (Kafka's order).
     replicas: list[int]
     leader: int
     leader_epoch: int
     isr: list[int]
+    adding_replicas: list[int] = field(default_factory=list)
+    removing_replicas: list[int] = field(default_factory=list)
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding_replicas or self.removing_replicas)
 
 
 @dataclass(slots=True)
@@ -117,7 +125,7 @@ class ClusterMetadata:
     def _topic_event(t: TopicState) -> dict[str, Any]:
         return {
             "type": "topic", "name": t.name, "id": str(t.topic_id), "configs": t.configs,
-            "partitions": [[p.replicas, p.leader, p.leader_epoch, p.isr] for p in t.partitions],
+            "partitions": [_partition_row(p) for p in t.partitions],
         }
 
     def _record(self, event: dict[str, Any]) -> None:
@@ -128,9 +136,12 @@ class ClusterMetadata:
     def _apply(self, e: dict[str, Any]) -> None:
         kind = e["type"]
         if kind == "topic":
-            parts = [PartitionState(e["name"], i, r, ldr, ep, isr)
-                     for i, (r, ldr, ep, isr) in enumerate(e["partitions"])]
+            parts = [_partition_of(e["name"], i, row) for i, row in enumerate(e["partitions"])]
             self._put(TopicState(e["name"], uuid.UUID(e["id"]), parts, e.get("configs", {})))
+        elif kind == "partitions":  # CreatePartitions: more partitions at the end of a topic
+            grown = self.topics[e["topic"]]
+            grown.partitions.extend(_partition_of(grown.name, len(grown.partitions) + i, row)
+                                    for i, row in enumerate(e["partitions"]))
         elif kind == "delete":
             t = self.topics.pop(e["name"], None)
             if t is not None:
@@ -138,6 +149,8 @@ class ClusterMetadata:
         elif kind == "partition":
             p = self.topics[e["topic"]].partitions[e["partition"]]
             p.leader, p.leader_epoch, p.isr = e["leader"], e["epoch"], e["isr"]
+            if "replicas" in e:  # a reassignment's change (older events carry none)
+                p.replicas, p.adding_replicas, p.removing_replicas = e["replicas"], e["adding"], e["removing"]
         elif kind == "producer_ids":
             self.next_producer_id_block = max(self.next_producer_id_block, e["next"])
         elif kind == "config":
@@ -152,7 +165,9 @@ class ClusterMetadata:
 
     # ---- topics ------------------------------------------------------------------------------
     def create_topic(self, name: str, num_partitions: int, replication_factor: int,
-                     configs: dict[str, str] | None = None, *, validate_only: bool = False) -> TopicState:
+                     configs: dict[str, str] | None = None, *, validate_only: bool = False,
+                     assignments: list[list[int]] | None = None) -> TopicState:
+        """A new topic, placed round-robin, or as `assignments` say (checked by the caller, replication_control)."""
         validate_topic_name(name)
         if name in self.topics:
             raise TopicAlreadyExistsError(f"topic {name!r} already exists")
@@ -161,25 +176,27 @@ class ClusterMetadata:
         if not 1 <= replication_factor <= len(self.node_ids):
             raise InvalidReplicationFactorError(
                 f"replication factor {replication_factor} is outside 1..{len(self.node_ids)} (nodes in the cluster)")
-        topic = TopicState(name, uuid.uuid4(), self._assign(name, num_partitions, replication_factor),
-                           dict(configs or {}))
+        placed = self.place(name, 0, num_partitions, replication_factor) if assignments is None else assignments
+        topic = TopicState(name, uuid.uuid4(), self._partitions(name, placed), dict(configs or {}))
         if not validate_only:
             self._put(topic)
             self._record(self._topic_event(topic))
             self._notify(topic.partitions)
         return topic
 
-    def _assign(self, name: str, count: int, rf: int) -> list[PartitionState]:
-        # Round-robin from a per-topic start, like Kafka's rack-unaware assignment, so leaders spread.
-        nodes = self.node_ids
-        start = (hash_topic(name)) % len(nodes)
+    def _partitions(self, name: str, placed: list[list[int]]) -> list[PartitionState]:
         out = []
-        for i in range(count):
-            replicas = [nodes[(start + i + j) % len(nodes)] for j in range(rf)]
+        for i, replicas in enumerate(placed):
             live = [r for r in replicas if r in self.live_nodes]
-            leader = live[0] if live else -1
-            out.append(PartitionState(name, i, replicas, leader, 0, live))
+            out.append(PartitionState(name, i, list(replicas), live[0] if live else -1, 0, live))
         return out
+
+    def place(self, name: str, first: int, count: int, rf: int) -> list[list[int]]:
+        """Replicas of partitions first..first+count-1: round-robin from a per-topic start, like Kafka's
+        rack-unaware assignment, so leaders spread (and partitions added later continue the pattern)."""
+        nodes = self.node_ids
+        start = hash_topic(name) % len(nodes)
+        return [[nodes[(start + i + j) % len(nodes)] for j in range(rf)] for i in range(first, first + count)]
 
     def delete_topic(self, name: str) -> TopicState:
         topic = self.topics.get(name)
@@ -265,6 +282,31 @@ class ClusterMetadata:
         self._record({"type": "partition", "topic": p.topic, "partition": p.partition,
                       "leader": p.leader, "epoch": p.leader_epoch, "isr": p.isr})
 
+    def change_partition(self, p: PartitionState, *, leader: int, isr: list[int], replicas: list[int],
+                         adding: list[int], removing: list[int], bump: bool) -> None:
+        """The controller's PartitionChangeRecord: a new leader, ISR and replica assignment (a reassignment's
+        steps, an election), durably, then every node is told."""
+        p.leader, p.isr = leader, isr
+        p.replicas, p.adding_replicas, p.removing_replicas = replicas, adding, removing
+        if bump:
+            p.leader_epoch += 1
+        self._record({"type": "partition", "topic": p.topic, "partition": p.partition, "leader": p.leader,
+                      "epoch": p.leader_epoch, "isr": p.isr, "replicas": p.replicas, "adding": p.adding_replicas,
+                      "removing": p.removing_replicas})
+        self._notify([p])
+
+    def add_partitions(self, topic: TopicState, assignments: list[list[int]]) -> list[PartitionState]:
+        """CreatePartitions: new partitions after the topic's last, led by their first live replica."""
+        rows = []
+        for replicas in assignments:
+            live = [r for r in replicas if r in self.live_nodes]
+            rows.append([replicas, live[0] if live else -1, 0, live])
+        self._record({"type": "partitions", "topic": topic.name, "partitions": rows})
+        added = [_partition_of(topic.name, len(topic.partitions) + i, row) for i, row in enumerate(rows)]
+        topic.partitions.extend(added)
+        self._notify(added)
+        return added
+
     def node_stopped(self, node_id: int) -> list[PartitionState]:
         """Move leadership off a stopped node to an in-sync replica (leader epoch bump), shrink ISRs."""
         self.live_nodes.discard(node_id)
@@ -295,6 +337,23 @@ class ClusterMetadata:
         if node_id not in p.isr:
             self._set(p, p.leader, [*p.isr, node_id], bump=False)
 
+    def maybe_complete_reassignment(self, p: PartitionState) -> bool:
+        """The ISR grew (Kafka's AlterPartition): a reassignment whose target replicas are all in sync
+        completes, its removed replicas leave (leader epoch bump; a new leader if the old one left).
+        The leader calls this after a replication pass, not inside it, since the change reaches every
+        node at once. True if it completed."""
+        if not p.reassigning:
+            return False
+        current = partition_change.Assignment.of(p.replicas, p.isr, p.leader, p.adding_replicas,
+                                                 p.removing_replicas)
+        change = partition_change.build(current, self.live_nodes.__contains__)
+        if change is None or change.assignment.reassigning:
+            return False
+        a = change.assignment
+        self.change_partition(p, leader=a.leader, isr=list(a.isr), replicas=list(a.replicas), adding=[],
+                              removing=[], bump=change.bump_epoch)
+        return True
+
     def leader_log_failed(self, p: PartitionState, node_id: int) -> bool:
         """The leader's log went offline (Kafka: its log dir failed): an in-sync replica on a live node
         takes over (leader epoch bump) and the failed one leaves the ISR. With no such replica the
@@ -313,6 +372,18 @@ class ClusterMetadata:
         """A follower that cannot keep up (a storage error) stops counting for the high watermark."""
         if node_id in p.isr and node_id != p.leader:
             self._set(p, p.leader, [r for r in p.isr if r != node_id], bump=False)
+
+
+def _partition_row(p: PartitionState) -> list[Any]:
+    row: list[Any] = [p.replicas, p.leader, p.leader_epoch, p.isr]
+    return [*row, p.adding_replicas, p.removing_replicas] if p.reassigning else row
+
+
+def _partition_of(topic: str, index: int, row: list[Any]) -> PartitionState:
+    """A partition from its durable row: [replicas, leader, epoch, isr] (+ [adding, removing] mid-reassignment)."""
+    replicas, leader, epoch, isr, *moving = row
+    adding, removing = moving if moving else ([], [])
+    return PartitionState(topic, index, replicas, leader, epoch, isr, adding, removing)
 
 
 def hash_topic(name: str) -> int:

@@ -34,6 +34,7 @@ from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC, ShareCoo
 from kafka_txn_broker.share.share_group_offsets import ShareGroupOffsets
 from kafka_txn_broker.share.share_partition_manager import SharePartitionManager
 from kafka_txn_broker.txn.coordinator import TransactionCoordinator
+from kafka_txn_broker.txn.faults import FaultyMarkerWriter, UpstreamBugs
 from kafka_txn_broker.txn.marker_channel import TransactionMarkerChannelManager
 from kafka_txn_broker.txn.state_manager import LOAD_BUFFER_BYTES, TransactionStateManager
 
@@ -96,9 +97,11 @@ class BrokerNode:
     def _transaction_coordinator(self) -> TransactionCoordinator:
         txn_log = ReplicaCoordinatorLog(self.replica_manager, TXN_TOPIC, LOAD_BUFFER_BYTES)
         state_manager = TransactionStateManager(self.node_id, self.config, self.clock, txn_log, self.metadata)
-        channel = TransactionMarkerChannelManager(state_manager, self.metadata, self, self._is_online)
+        bugs = UpstreamBugs(self.config)  # test-only fault injection, off unless fault.injection is set
+        channel = TransactionMarkerChannelManager(state_manager, self.metadata, FaultyMarkerWriter(self, bugs),
+                                                  self._is_online)
         return TransactionCoordinator(self.node_id, self.config, self.clock, state_manager, channel,
-                                      self.producer_ids, self._is_online)
+                                      self.producer_ids, self._is_online, bugs)
 
     # ---- what the subsystems are given -------------------------------------------------------------
     def _is_online(self) -> bool:
@@ -114,13 +117,22 @@ class BrokerNode:
             self.group_coordinator.on_transaction_marker(partition, producer_id, commit)
 
     def write_marker(self, leader: int, tp: TopicPartition, producer_id: int, producer_epoch: int, commit: bool,
-                     coordinator_epoch: int, transaction_version: int) -> int:
+                     coordinator_epoch: int, transaction_version: int, transactional_id: str = "") -> int:
         """The marker channel's MarkerWriter: WriteTxnMarkers for one partition, sent to node `leader`."""
         replicas = self._peer_replicas(leader)
         part = replicas.get(*tp) if replicas is not None else None
         if part is None:
             return E.NOT_LEADER_OR_FOLLOWER
         return part.write_marker(producer_id, producer_epoch, commit, coordinator_epoch, transaction_version)
+
+    def producer_epoch_on(self, leader: int, tp: TopicPartition, producer_id: int) -> tuple[int, bool] | None:
+        """(epoch, open transaction?) of a producer on node `leader`'s replica (broker/txn/faults.py)."""
+        replicas = self._peer_replicas(leader)
+        part = replicas.get(*tp) if replicas is not None else None
+        entry = part.log.producer_state.last_entry(producer_id) if part is not None else None
+        if entry is None:
+            return None
+        return entry.producer_epoch, entry.current_txn_first_offset is not None
 
     # ---- lookups for the request handlers -----------------------------------------------------------
     def internal_topic(self, name: str) -> TopicState:

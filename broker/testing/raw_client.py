@@ -19,7 +19,10 @@ from kafka.protocol.admin import (
     CreateTopicsResponse,
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
 )
+from kafka.protocol.admin.transactions import DescribeProducersRequest, DescribeProducersResponse
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse, MetadataRequest, MetadataResponse
 from kafka.protocol.producer import (
     AddPartitionsToTxnRequest,
@@ -43,7 +46,13 @@ _RESPONSES = {
     EndTxnRequest.API_KEY: EndTxnResponse, ProduceRequest.API_KEY: ProduceResponse,
     DescribeTransactionsRequest.API_KEY: DescribeTransactionsResponse,
     CreateTopicsRequest.API_KEY: CreateTopicsResponse,
+    IncrementalAlterConfigsRequest.API_KEY: IncrementalAlterConfigsResponse,
+    DescribeProducersRequest.API_KEY: DescribeProducersResponse,
 }
+# EndTxn v5 is KIP-890's: a TV2 client (the coordinator bumps the epoch and answers the new one); InitProducerId
+# v6 is KIP-939's (Enable2Pc, KeepPreparedTxn).
+V_END_TXN_TV2, V_INIT_PID_2PC = 5, 6
+BROKER_RESOURCE, SET = 4, 0
 V_CREATE_TOPICS = 4
 TXN_KEY_TYPE = 1
 
@@ -67,6 +76,9 @@ class _Connection:
 
     def roundtrip(self, frame: bytes) -> bytes:
         self.sock.sendall(frame)
+        return self.read_frame()
+
+    def read_frame(self) -> bytes:
         (size,) = struct.unpack(">i", self._read(4))
         return struct.pack(">i", size) + self._read(size)
 
@@ -107,12 +119,15 @@ class RawKafkaClient:
         self.close()
 
     # ---- plumbing --------------------------------------------------------------------------
-    def send(self, request: Any, version: int, node_id: int | None = None, response_class: Any = None) -> Any:
-        """Send at `version` to a broker (default: the bootstrap one) and decode the answer."""
-        address = self.bootstrap if node_id is None else self.brokers[node_id]
+    def _connection(self, address: tuple[str, int]) -> _Connection:
         conn = self._conns.get(address)
         if conn is None:
             conn = self._conns[address] = _Connection(*address, self.timeout_s)
+        return conn
+
+    def send(self, request: Any, version: int, node_id: int | None = None, response_class: Any = None) -> Any:
+        """Send at `version` to a broker (default: the bootstrap one) and decode the answer."""
+        conn = self._connection(self.bootstrap if node_id is None else self.brokers[node_id])
         correlation_id = next(self._correlation)
         request.with_header(correlation_id=correlation_id, client_id=self.client_id)
         frame = bytes(request.encode(version=version, header=True, framed=True))
@@ -168,6 +183,35 @@ class RawKafkaClient:
                                                            producer_epoch=-1), V_INIT_PID, node)
         return resp.error_code, ProducerIdAndEpoch(resp.producer_id, resp.producer_epoch)
 
+    def init_producer_id_2pc(self, transactional_id: str, keep_prepared: bool = False
+                             ) -> tuple[int, ProducerIdAndEpoch]:
+        """InitProducerId v6 with Enable2Pc (KIP-939): a transaction an external manager owns, no timeout."""
+        node = self.transaction_coordinator(transactional_id)
+        resp = self.send(InitProducerIdRequest[V_INIT_PID_2PC](
+            transactional_id=transactional_id, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1,
+            enable2_pc=True, keep_prepared_txn=keep_prepared), V_INIT_PID_2PC, node)
+        return resp.error_code, ProducerIdAndEpoch(resp.producer_id, resp.producer_epoch)
+
+    def bump_epoch(self, transactional_id: str, timeout_ms: int, times: int) -> tuple[int, ProducerIdAndEpoch]:
+        """`times` InitProducerId requests in one pipelined burst (each bumps the epoch, as a producer restarting
+        in a loop would): the last answer."""
+        node = self.transaction_coordinator(transactional_id)
+        conn = self._connection(self.brokers[node])
+        frames = []
+        for _ in range(times):
+            req = InitProducerIdRequest[V_INIT_PID](
+                transactional_id=transactional_id, transaction_timeout_ms=timeout_ms, producer_id=-1, producer_epoch=-1)
+            req.with_header(correlation_id=next(self._correlation), client_id=self.client_id)
+            frames.append(bytes(req.encode(version=V_INIT_PID, header=True, framed=True)))
+        conn.sock.sendall(b"".join(frames))
+        last = None
+        for _ in frames:
+            last = InitProducerIdResponse.decode(conn.read_frame(), version=V_INIT_PID, header=True, framed=True)
+            if last.error_code:
+                break
+        assert last is not None
+        return last.error_code, ProducerIdAndEpoch(last.producer_id, last.producer_epoch)
+
     def add_partitions(self, transactional_id: str, pe: ProducerIdAndEpoch, topic: str, partitions: list[int]) -> int:
         node = self.transaction_coordinator(transactional_id)
         T = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
@@ -189,6 +233,32 @@ class RawKafkaClient:
         resp = self.send(EndTxnRequest[V_END_TXN](transactional_id=transactional_id, producer_id=pe.producer_id,
                                                   producer_epoch=pe.epoch, committed=commit), V_END_TXN, node)
         return int(resp.error_code)
+
+    def end_txn_tv2(self, transactional_id: str, pe: ProducerIdAndEpoch, commit: bool
+                    ) -> tuple[int, ProducerIdAndEpoch]:
+        """EndTxn v5 (KIP-890): the answer carries the producer id and epoch to continue with."""
+        node = self.transaction_coordinator(transactional_id)
+        resp = self.send(EndTxnRequest[V_END_TXN_TV2](transactional_id=transactional_id, producer_id=pe.producer_id,
+                                                      producer_epoch=pe.epoch, committed=commit), V_END_TXN_TV2, node)
+        return int(resp.error_code), ProducerIdAndEpoch(resp.producer_id, resp.producer_epoch)
+
+    # ---- admin ---------------------------------------------------------------------------------
+    def set_broker_configs(self, configs: dict[str, str]) -> tuple[int, str | None]:
+        """IncrementalAlterConfigs SET of cluster-wide dynamic broker configs: (error code, message)."""
+        R = IncrementalAlterConfigsRequest.AlterConfigsResource
+        resource = R(resource_type=BROKER_RESOURCE, resource_name="", configs=[
+            R.AlterableConfig(name=k, config_operation=SET, value=v) for k, v in configs.items()])
+        resp = self.send(IncrementalAlterConfigsRequest[0](resources=[resource], validate_only=False), 0)
+        answer = resp.responses[0]
+        return int(answer.error_code), answer.error_message
+
+    def describe_producer(self, topic: str, partition: int, producer_id: int) -> Any:
+        """The leader's DescribeProducers entry for one producer (None: it has none)."""
+        leader = self.partition_leaders(topic)[partition]
+        T = DescribeProducersRequest.TopicRequest
+        resp = self.send(DescribeProducersRequest[0](topics=[T(name=topic, partition_indexes=[partition])]), 0, leader)
+        p = resp.topics[0].partitions[0]
+        return next((a for a in p.active_producers if a.producer_id == producer_id), None)
 
     def produce_transactional(self, transactional_id: str, pe: ProducerIdAndEpoch, topic: str, partition: int,
                               base_sequence: int, values: list[bytes], timestamp_ms: int) -> tuple[int, int]:

@@ -12,6 +12,14 @@ Every scenario returns its ground truth: which partition hangs, for which produc
 which offset, and what the coordinator says about the transactional id (which never lists that
 partition: that is what makes it hanging rather than merely open).
 
+Two scenarios make transactions stuck on the coordinator's side, the TV2-era incidents, by switching on
+the embedded broker's test-only fault injection (`fault.injection`, broker/txn/faults.py) for their own
+transactional id through IncrementalAlterConfigs: each emulates an upstream bug before its fix, says
+which, and returns a `StuckTransaction` ground truth (state, pending partitions, the reason find-hanging
+must give, and what clears it). A broker without that property (any real Kafka) refuses the config and
+the scenario raises ScenarioPrevented. The fault stays on for that id, so the incident persists until
+someone clears it as a real operator would (`clears`).
+
 Layout of a scenario's topic (4 partitions): p0 healthy committed + aborted transactions, p1 the
 hanging transaction, p2 a healthy open transaction, p3 the misbehaving producer's legitimate work.
 
@@ -30,6 +38,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.transactions import MAX_EPOCH
 from kafka_txn_broker.formats.transactions import TransactionState as S
 from kafka_txn_broker.testing.raw_client import ProducerIdAndEpoch, RawKafkaClient
 
@@ -60,6 +69,22 @@ class HangingTransaction:
 
 
 @dataclass(frozen=True)
+class StuckTransaction:
+    """A transaction its coordinator holds and cannot finish (find-hanging's rows of kind "coordinator")."""
+
+    transactional_id: str
+    state: str
+    producer_id: int
+    producer_epoch: int
+    reason: str  # find-hanging's reason: markers-pending, epoch-exhausted
+    pending_partitions: list[str]  # topic-partition
+    pending_reason: str  # why each still has no marker (find-hanging's pending reason)
+    start_offset: int  # where the open data starts on the pending partitions (-1: the marker landed there)
+    emulates: str  # the upstream bug, before its fix
+    clears: str  # what ends it
+
+
+@dataclass(frozen=True)
 class HealthyTransaction:
     transactional_id: str
     producer_id: int
@@ -75,6 +100,7 @@ class ScenarioResult:
     topics: list[str]
     hanging: list[HangingTransaction] = field(default_factory=list)
     healthy: list[HealthyTransaction] = field(default_factory=list)
+    stuck: list[StuckTransaction] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -117,6 +143,15 @@ class _Run:
 
     def now(self) -> int:
         return int(time.time() * 1000)
+
+    def inject(self, bug: str, txn_id: str) -> None:
+        """Switch the embedded broker's fault injection on for `txn_id` alone (broker/txn/faults.py)."""
+        code, message = self.client.set_broker_configs(
+            {"fault.injection": bug, "fault.injection.transactional.id.prefix": txn_id})
+        if code != E.NONE:
+            raise ScenarioPrevented(
+                f"the broker refused fault.injection={bug} ({E.name(code)}: {message}): this scenario emulates an "
+                "upstream bug with the embedded broker's test-only fault injection, which Apache Kafka does not have")
 
     def begin(self, role: str, timeout_ms: int = 60000) -> tuple[str, ProducerIdAndEpoch]:
         txn_id = self.txn_id(role)
@@ -253,10 +288,89 @@ def unregistered_partition_commit(run: _Run) -> HangingTransaction:
     return run.hanging(txn_id, pe, offset)
 
 
+# ---- stuck on the coordinator's side (emulated upstream bugs) -------------------------------------------
+def marker_retry_rejected(run: _Run) -> StuckTransaction:
+    """KAFKA-19999 (fixed by apache/kafka#21176), emulated with the embedded broker's fault injection: a TV2
+    producer commits; the coordinator writes PREPARE_COMMIT and the marker, but the marker's response is
+    lost, and the leader rejects the retry at the same epoch (INVALID_PRODUCER_EPOCH), which the
+    coordinator takes as final. The transaction stays in PrepareCommit with the partition still listed as
+    waiting, although its leader shows the marker landed; the producer gets CONCURRENT_TRANSACTIONS forever.
+    Cleared by brokers with the fix, then moving the coordinator: here, switching fault.injection off and
+    moving the leadership of the transactional id's __transaction_state partition (e.g. restarting its
+    leader)."""
+    txn_id = run.txn_id("kafka-19999")
+    run.inject("KAFKA-19999", txn_id)
+    txn_id, pe = run.begin("kafka-19999")
+    _check(run.add(txn_id, pe, HANGING_PARTITION), f"AddPartitionsToTxn for {txn_id}")
+    _check(run.produce(txn_id, pe, HANGING_PARTITION, 0, [b"prepared-0", b"prepared-1"])[0], f"Produce for {txn_id}")
+    code, after = run.client.end_txn_tv2(txn_id, pe, commit=True)
+    _check(code, f"EndTxn(COMMIT) v5 for {txn_id}")
+    _wait(run, lambda: _marker_landed(run, txn_id, after), f"the coordinator of {txn_id} to give up its marker")
+    return StuckTransaction(txn_id, S.PREPARE_COMMIT.state_name, after.producer_id, after.epoch, "markers-pending",
+                            [f"{run.topic}-{HANGING_PARTITION}"], "marker-rejected", -1, "KAFKA-19999",
+                            "fault.injection off (brokers with the fix), then move the coordinator")
+
+
+def _marker_landed(run: _Run, txn_id: str, after: ProducerIdAndEpoch) -> bool:
+    d = run.describe(txn_id)
+    if d.error_code or d.transaction_state != S.PREPARE_COMMIT.state_name or not d.topics:
+        return False
+    entry = run.client.describe_producer(run.topic, HANGING_PARTITION, after.producer_id)
+    return entry is not None and entry.producer_epoch == after.epoch and entry.current_txn_start_offset < 0
+
+
+def epoch_exhaustion(run: _Run) -> StuckTransaction:
+    """KAFKA-20090 (fixed by apache/kafka#21506 and #21469), emulated with the embedded broker's fault
+    injection. A producer restarts until its epoch is Short.MAX_VALUE - 1 (32766 InitProducerId bumps
+    through the protocol), opens a transaction and stalls past its timeout. The coordinator fences it to
+    Short.MAX_VALUE and aborts without moving to the next producer id; the producer's delayed EndTxn(ABORT)
+    is taken as a retry and answered with epoch Short.MAX_VALUE, so it carries on there and opens another
+    transaction. That one can never end: the producer's commit would overflow the epoch and the coordinator
+    cannot fence Short.MAX_VALUE, so it stays Ongoing and holds the partition's LSO. Cleared by brokers with
+    the fix (here: fault.injection off), whose timeout abort then ends it."""
+    txn_id = run.txn_id("exhausted")
+    run.inject("KAFKA-20090", txn_id)
+    timeout = run.options.zombie_timeout_ms
+    txn_id, pe = run.begin("exhausted", timeout)
+    code, pe = run.client.bump_epoch(txn_id, timeout, MAX_EPOCH - 1 - pe.epoch)
+    _check(code, f"the InitProducerId bumps of {txn_id}")
+    if pe.epoch != MAX_EPOCH - 1:
+        raise ScenarioError(f"{txn_id} reached epoch {pe.epoch} after its bumps, not Short.MAX_VALUE - 1")
+    _check(run.add(txn_id, pe, HANGING_PARTITION), f"AddPartitionsToTxn for {txn_id}")
+    _check(run.produce(txn_id, pe, HANGING_PARTITION, 0, [b"stalled-0"])[0], f"Produce for {txn_id}")
+    _wait(run, lambda: _aborted_at(run, txn_id, MAX_EPOCH), f"the coordinator to abort {txn_id} on its timeout")
+    code, resumed = run.client.end_txn_tv2(txn_id, pe, commit=False)  # the delayed abort
+    _check(code, f"the delayed EndTxn(ABORT) of {txn_id}")
+    _check(run.add(txn_id, resumed, HANGING_PARTITION), f"AddPartitionsToTxn at epoch {resumed.epoch}")
+    created = run.now() - run.options.backdate_ms
+    code, offset = run.produce(txn_id, resumed, HANGING_PARTITION, 0, [b"last-0", b"last-1"], created)
+    _check(code, f"Produce of {txn_id} at epoch {resumed.epoch}")
+    return StuckTransaction(txn_id, S.ONGOING.state_name, resumed.producer_id, resumed.epoch, "epoch-exhausted",
+                            [f"{run.topic}-{HANGING_PARTITION}"], "open-transaction", offset, "KAFKA-20090",
+                            "fault.injection off (coordinators with the fix): the timeout abort ends it")
+
+
+def _aborted_at(run: _Run, txn_id: str, epoch: int) -> bool:
+    d = run.describe(txn_id)
+    return d.error_code == 0 and d.transaction_state == S.COMPLETE_ABORT.state_name and d.producer_epoch == epoch
+
+
+def _wait(run: _Run, done: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + run.options.wait_s
+    while time.monotonic() < deadline:
+        if done():
+            return
+        time.sleep(0.05)
+    raise ScenarioError(f"gave up waiting {run.options.wait_s:.0f} s for {what}")
+
+
+Truth = HangingTransaction | StuckTransaction
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
-    make: Callable[[_Run], HangingTransaction]
+    make: Callable[[_Run], Truth]
 
     @property
     def incident(self) -> str:
@@ -267,20 +381,28 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("late-write-after-abort", late_write_after_abort),
     Scenario("zombie-after-timeout", zombie_after_timeout),
     Scenario("unregistered-partition-commit", unregistered_partition_commit),
+    Scenario("marker-retry-rejected", marker_retry_rejected),
+    Scenario("epoch-exhaustion", epoch_exhaustion),
 )}
 ALL = "all"
+# KIP-664's class (an open transaction no coordinator will finish; needs verification off), and the TV2-era
+# class stuck at the coordinator (needs the embedded broker's fault injection).
+PARTITION_SIDE = ("late-write-after-abort", "zombie-after-timeout", "unregistered-partition-commit")
+COORDINATOR_SIDE = ("marker-retry-rejected", "epoch-exhaustion")
+GROUPS = {ALL: tuple(SCENARIOS), "partition-side": PARTITION_SIDE, "coordinator-side": COORDINATOR_SIDE}
 
 
 def scenario_names() -> list[str]:
-    return [*SCENARIOS, ALL]
+    return [*SCENARIOS, *GROUPS]
 
 
 def run_scenario(name: str, bootstrap_servers: str, options: ScenarioOptions | None = None) -> list[ScenarioResult]:
-    """Run one scenario (or `all`, one topic each) and return the ground truth of each."""
+    """Run one scenario (or a group: `all`, `partition-side`, `coordinator-side`; one topic each) and return the
+    ground truth of each."""
     opts = options or ScenarioOptions()
-    if name != ALL and name not in SCENARIOS:
+    if name not in GROUPS and name not in SCENARIOS:
         raise ScenarioError(f"unknown scenario {name!r}; choose one of {', '.join(scenario_names())}")
-    chosen = list(SCENARIOS.values()) if name == ALL else [SCENARIOS[name]]
+    chosen = [SCENARIOS[n] for n in GROUPS.get(name, (name,))]
     with RawKafkaClient(bootstrap_servers) as client:
         return [_run_one(client, s, opts) for s in chosen]
 
@@ -288,5 +410,7 @@ def run_scenario(name: str, bootstrap_servers: str, options: ScenarioOptions | N
 def _run_one(client: RawKafkaClient, scenario: Scenario, options: ScenarioOptions) -> ScenarioResult:
     run = _Run(client, scenario.name, options)
     healthy = _healthy_mix(run) if options.healthy else []
-    hanging = scenario.make(run)
-    return ScenarioResult(scenario.name, scenario.incident, [run.topic], [hanging], healthy)
+    truth = scenario.make(run)
+    if isinstance(truth, StuckTransaction):
+        return ScenarioResult(scenario.name, scenario.incident, [run.topic], [], healthy, [truth])
+    return ScenarioResult(scenario.name, scenario.incident, [run.topic], [truth], healthy)

@@ -11,9 +11,17 @@ Collaborators come through the constructor (Kafka's TransactionCoordinator takes
 marker channel and producer id manager the same way); like all broker state, it lives on the cluster's
 event loop.
 
-Test-only fault hook: with the environment variable KAFKA_TXN_BROKER_FAULT=exit-after-prepare-commit
+Two-phase commit (KIP-939, InitProducerId v6): with `transaction.two.phase.commit.enable`, Enable2Pc gives
+the transaction the timeout Integer.MAX_VALUE (the reaper never aborts it: an external transaction manager
+ends it); KeepPreparedTxn keeps an Ongoing transaction instead of fencing and aborting it, and answers its
+producer id and epoch (as OngoingTxnProducerId/Epoch too) so that manager can commit or abort it. Kafka's
+own KeepPreparedTxn (not released) hands the client a fresh epoch beside the kept one; here the client
+continues at the kept one. Without the config, Enable2Pc gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+
+Test-only fault hooks: with the environment variable KAFKA_TXN_BROKER_FAULT=exit-after-prepare-commit
 the process exits (os._exit(137), as kill -9 would) right after a PREPARE_COMMIT record is durable,
-before any marker is written or the client is answered. tests/e2e use it to prove recovery.
+before any marker is written or the client is answered. tests/e2e use it to prove recovery. And
+`UpstreamBugs` (broker/txn/faults.py, the `fault.injection` property) emulates KAFKA-20090 here.
 """
 
 from __future__ import annotations
@@ -27,7 +35,14 @@ from kafka.errors import ProducerFencedError
 
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC
-from kafka_txn_broker.formats.transactions import MAX_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionState
+from kafka_txn_broker.formats.transactions import (
+    MAX_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    TWO_PC_TIMEOUT_MS,
+    TransactionState,
+)
+from kafka_txn_broker.txn.faults import KAFKA_20090, UpstreamBugs
 from kafka_txn_broker.txn.marker_channel import TransactionMarkerChannelManager
 from kafka_txn_broker.txn.state_manager import CoordinatorError, TransactionListing, TransactionStateManager
 from kafka_txn_broker.txn.transaction_metadata import (
@@ -67,7 +82,7 @@ class ProducerIdGenerator(Protocol):
 class TransactionCoordinator:
     def __init__(self, node_id: int, config: BrokerConfig, clock: Clock, state_manager: TransactionStateManager,
                  marker_channel: TransactionMarkerChannelManager, producer_ids: ProducerIdGenerator,
-                 online: Callable[[], bool]) -> None:
+                 online: Callable[[], bool], bugs: UpstreamBugs | None = None) -> None:
         self.node_id = node_id
         self.config = config
         self.clock = clock
@@ -75,6 +90,7 @@ class TransactionCoordinator:
         self.marker_channel = marker_channel
         self.producer_ids = producer_ids
         self._online = online
+        self.bugs = bugs if bugs is not None else UpstreamBugs(config)
         # Scan schedules are monotonic seconds: a wall clock stepped back must not pause the reaper.
         now = clock.monotonic()
         self._last_abort_scan = now
@@ -121,25 +137,38 @@ class TransactionCoordinator:
 
     # ---- InitProducerId ----------------------------------------------------------------------
     async def handle_init_producer_id(self, transactional_id: str | None, timeout_ms: int, producer_id: int = -1,
-                                      producer_epoch: int = -1) -> PidResult:
-        return self.init_producer_id(transactional_id, timeout_ms, producer_id, producer_epoch)
+                                      producer_epoch: int = -1, enable_2pc: bool = False,
+                                      keep_prepared: bool = False) -> PidResult:
+        return self.init_producer_id(transactional_id, timeout_ms, producer_id, producer_epoch, enable_2pc,
+                                     keep_prepared)
 
     def init_producer_id(self, transactional_id: str | None, timeout_ms: int, producer_id: int = -1,
-                         producer_epoch: int = -1) -> PidResult:
+                         producer_epoch: int = -1, enable_2pc: bool = False, keep_prepared: bool = False) -> PidResult:
         if transactional_id is None:
             return E.NONE, self.producer_ids.generate(), 0
         if not transactional_id:
             return _error(E.INVALID_REQUEST)
         if (producer_id == NO_PRODUCER_ID) != (producer_epoch == NO_PRODUCER_EPOCH):
             return _error(E.INVALID_REQUEST)
-        if not self.state_manager.validate_transaction_timeout_ms(timeout_ms):
+        if enable_2pc and not self.config["transaction.two.phase.commit.enable"]:
+            return _error(E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)  # not an UNSUPPORTED_*: clients cannot probe
+        if keep_prepared and not enable_2pc:
+            return _error(E.INVALID_REQUEST)
+        if enable_2pc:
+            timeout_ms = TWO_PC_TIMEOUT_MS  # owned by an external transaction manager: never times out
+        elif not self.state_manager.validate_transaction_timeout_ms(timeout_ms):
             return _error(E.INVALID_TRANSACTION_TIMEOUT)
         expected = None if producer_id == NO_PRODUCER_ID else (producer_id, producer_epoch)
         try:
             coordinator_epoch, md = self._get_or_create(transactional_id, timeout_ms)
+            if keep_prepared and md.state is S.ONGOING and not md.pending_transition_in_progress:
+                return E.NONE, md.producer_id, md.producer_epoch  # the prepared transaction stays as it is
             transit = self._prepare_init_transit(md, timeout_ms, expected)
         except CoordinatorError as exc:
             return _error(exc.code)
+        except IllegalTransitionError as exc:  # Kafka's IllegalStateException: the request fails
+            log.error("InitProducerId for %s failed: %s", transactional_id, exc)
+            return _error(E.UNKNOWN_SERVER_ERROR)
         if transit.state is S.PREPARE_EPOCH_FENCE:
             # Abort the dangling transaction first; the client retries and gets a fresh epoch then.
             code, _, _ = self.end_transaction(transactional_id, transit.producer_id, transit.producer_epoch, False,
@@ -171,7 +200,7 @@ class TransactionCoordinator:
         if md.state in (S.PREPARE_ABORT, S.PREPARE_COMMIT):
             raise CoordinatorError(E.CONCURRENT_TRANSACTIONS)
         if md.state is S.ONGOING:
-            return md.prepare_fence_producer_epoch()
+            return self._prepare_fence(md)
         if md.state in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT):
             now = self.clock.millis()
             if md.is_producer_epoch_exhausted and (expected is None or expected[1] == md.producer_epoch):
@@ -319,10 +348,18 @@ class TransactionCoordinator:
             raise CoordinatorError(E.NONE)
         raise CoordinatorError(_completed_or_invalid(state, commit, retry=False))
 
+    def _prepare_fence(self, md: TransactionMetadata) -> TxnTransitMetadata:
+        if md.producer_epoch == MAX_EPOCH and self.bugs.emulates(KAFKA_20090, md.transactional_id):
+            raise IllegalTransitionError(  # as Kafka's prepareFenceProducerEpoch threw before KAFKA-20090's fix
+                f"fault injection {KAFKA_20090}: cannot fence producer {md.producer_id} at epoch Short.MAX_VALUE")
+        return md.prepare_fence_producer_epoch()
+
     def _tv2_completion(self, md: TransactionMetadata, target: TransactionState, no_partition_added: bool,
                         is_fence: bool, producer_epoch: int, client_tv: int) -> TxnTransitMetadata:
         # Rotate to a new producer id when the bump would exhaust the epoch (also for fences, KAFKA-20090).
-        next_pid = self.producer_ids.generate() if md.is_producer_epoch_exhausted else NO_PRODUCER_ID
+        rotate = md.is_producer_epoch_exhausted and not (
+            is_fence and self.bugs.emulates(KAFKA_20090, md.transactional_id))  # before the fix: not for fences
+        next_pid = self.producer_ids.generate() if rotate else NO_PRODUCER_ID
         if is_fence:
             self._apply_fence(md, producer_epoch)
         return md.prepare_abort_or_commit(target, client_tv, next_pid, self.clock.millis(), no_partition_added,
@@ -373,7 +410,11 @@ class TransactionCoordinator:
                 continue
             if md is None or md.producer_id != producer_id or md.pending_transition_in_progress:
                 continue
-            fence = md.prepare_fence_producer_epoch()
+            try:
+                fence = self._prepare_fence(md)
+            except IllegalTransitionError as exc:  # Kafka logs it and goes on with the other transactions
+                log.error("timeout abort of %s failed: %s", txn_id, exc)
+                continue
             code, _, _ = self.end_transaction(txn_id, fence.producer_id, fence.producer_epoch, False,
                                               from_client=False,
                                               client_tv=self.state_manager.transaction_version_level())

@@ -45,9 +45,10 @@ _SKIP = frozenset({E.UNSUPPORTED_FOR_MESSAGE_FORMAT, E.UNSUPPORTED_VERSION})
 
 class MarkerWriter(Protocol):
     def write_marker(self, leader: int, tp: TopicPartition, producer_id: int, producer_epoch: int, commit: bool,
-                     coordinator_epoch: int, transaction_version: int) -> int:
+                     coordinator_epoch: int, transaction_version: int, transactional_id: str = "") -> int:
         """Write one partition's marker on node `leader` (WriteTxnMarkers): the Kafka error code of the
-        answer; NOT_LEADER_OR_FOLLOWER when that node is down or does not lead the partition."""
+        answer; NOT_LEADER_OR_FOLLOWER when that node is down or does not lead the partition.
+        `transactional_id` is whose marker it is (Kafka's channel keeps it beside each marker entry)."""
         ...
 
 
@@ -143,7 +144,7 @@ class TransactionMarkerChannelManager:
         """Write the marker for one partition; False when the transaction must be abandoned."""
         md = txn.metadata
         code = self._write_to_leader(tp, md.producer_id, md.producer_epoch, txn.commit, txn.coordinator_epoch,
-                                     md.client_transaction_version)
+                                     md.client_transaction_version, txn.transactional_id)
         if code == E.NONE or code in _SKIP:
             txn.partitions.discard(tp)
             md.remove_partition(tp)
@@ -156,7 +157,7 @@ class TransactionMarkerChannelManager:
         return True
 
     def _write_to_leader(self, tp: TopicPartition, producer_id: int, producer_epoch: int, commit: bool,
-                         coordinator_epoch: int, transaction_version: int) -> int:
+                         coordinator_epoch: int, transaction_version: int, transactional_id: str) -> int:
         leader = self.metadata.leader(*tp)
         if leader is None:
             # Kafka drops partitions that were deleted so the transaction can still complete.
@@ -164,7 +165,7 @@ class TransactionMarkerChannelManager:
         if leader < 0:
             return E.NOT_LEADER_OR_FOLLOWER
         return self.markers.write_marker(leader, tp, producer_id, producer_epoch, commit, coordinator_epoch,
-                                         transaction_version)
+                                         transaction_version, transactional_id=transactional_id)
 
     def _write_completion(self, txn: PendingCompleteTxn) -> None:
         code = self.state_manager.append_transaction_to_log(

@@ -8,6 +8,7 @@ live fields. A pending state blocks any other transition (clients get CONCURRENT
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 from kafka.errors import ProducerFencedError
@@ -22,6 +23,7 @@ from kafka_txn_broker.formats.transactions import (
 )
 
 TopicPartition = tuple[str, int]
+log = logging.getLogger(__name__)
 
 S = TransactionState
 # Kafka's VALID_PREVIOUS_STATES: the states each state may be entered from.
@@ -145,9 +147,14 @@ class TransactionMetadata:
         return transit
 
     def prepare_fence_producer_epoch(self) -> TxnTransitMetadata:
+        # At Short.MAX_VALUE there is no epoch left to fence with: fence at the same epoch instead (the abort
+        # that follows rotates the producer id), as Kafka does since KAFKA-20090; before, this threw and the
+        # transaction could never be aborted (broker/txn/faults.py emulates that).
         if self.producer_epoch == MAX_EPOCH:
-            raise IllegalTransitionError("cannot fence a producer at epoch Short.MAX_VALUE")
-        bumped = self.producer_epoch if self.has_failed_epoch_fence else self.producer_epoch + 1
+            log.error("fencing producer %s of %s at epoch Short.MAX_VALUE: this must not happen unless there is a "
+                      "bug", self.producer_id, self.transactional_id)
+        keep = self.has_failed_epoch_fence or self.producer_epoch == MAX_EPOCH
+        bumped = self.producer_epoch if keep else self.producer_epoch + 1
         return self._transit(S.PREPARE_EPOCH_FENCE, producer_epoch=bumped)
 
     def prepare_increment_producer_epoch(self, new_timeout_ms: int, expected_epoch: int | None,

@@ -10,7 +10,9 @@ Nothing is written until `validate` has passed and the caller (a person, or --ye
 2. The coordinator's view (ListTransactions by producer id + DescribeTransactions, classified by
    admin/hanging.py): if the coordinator still holds the transaction as ongoing with this partition,
    it is live - aborting it would fail the producer's commit - so `refusal` is set and only --force
-   overrides it (`live` tells the caller to warn about it).
+   overrides it (`live` tells the caller to warn about it). A prepared two-phase-commit transaction
+   (KIP-939) is refused the same way, naming the external transaction manager that owns it: that
+   manager may already have decided to commit it.
 3. What the cluster cannot tell us is `unverifiable`: without DescribeProducers (Kafka before 2.8)
    the legacy form's producer cannot be checked; without ListTransactions / DescribeTransactions
    (before 3.0) neither can the coordinator's view. Such a write needs a person's confirmation on
@@ -265,6 +267,11 @@ def _add_coordinator_view(
         failures = "; ".join(e.message for e in [*listed.errors, *described.errors][:3])
         check.refusal = ("the coordinator's view could not be read, so the transaction may be live"
                          + (f" ({failures})" if failures else ""))
+    elif verdict.reason is HangingReason.PREPARED_2PC:
+        check.live = True
+        check.refusal = (f"{verdict.transactional_id!r} is a prepared two-phase-commit transaction (KIP-939) with "
+                         f"{check.partition}: an external transaction manager owns it and may already have decided to "
+                         "commit it; let that manager commit or abort it")
     elif verdict.reason is HangingReason.LATE:
         txn = verdict.transactional_id
         check.live = True

@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 DESCRIBE_PRODUCERS_BATCH = 2000
 # Requests in flight per broker connection (kafka-python refuses more than its limit of 5).
 IN_FLIGHT_PER_BROKER = 3
+# Bytes per Fetch when reading __transaction_state (its records are ~100 bytes; batches are one record).
+FETCH_BYTES = 1 << 20
 _RETRIABLE_COORDINATOR = {"COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR",
                           "CONCURRENT_TRANSACTIONS"}
 
@@ -405,14 +407,203 @@ class AdminClient:
         return {tp: PartitionOffsets(tp, lso.get(tp), hw.get(tp)) for tp in leaders}
 
     async def _offsets_on(
-        self, leader: int, tps: list[TopicPartition], level: int,
+        self, leader: int, tps: list[TopicPartition], level: int, timestamp: int = wire.LATEST,
     ) -> tuple[int, dict[TopicPartition, int]]:
         try:
-            response = await self._send(wire.list_offsets_request(tps, level), leader)
+            response = await self._send(wire.list_offsets_request(tps, level, timestamp), leader)
         except kerrors.KafkaError:
             return level, {}  # offsets are context for the operator; missing ones render as unknown
         offsets, _failed = wire.parse_list_offsets(response)
         return level, offsets
+
+
+    def offsets_for_time(self, leaders: dict[TopicPartition, int], timestamp_ms: int) -> dict[TopicPartition, int]:
+        """Per partition, the first offset whose record timestamp is at least `timestamp_ms` (ListOffsets by
+        time); -1 when no record is that recent. Partitions that could not be asked are left out."""
+        by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
+        for tp, leader in leaders.items():
+            if leader >= 0:
+                by_leader[leader].append(tp)
+
+        async def go() -> list[Any]:
+            return await self._gather([(self._offsets_on, (leader, tps, wire.READ_UNCOMMITTED, timestamp_ms))
+                                       for leader, tps in by_leader.items()])
+
+        found: dict[TopicPartition, int] = {}
+        for outcome in self._run(go):
+            if isinstance(outcome, tuple):
+                found.update(outcome[1])
+        return found
+
+    # -- Fetch ------------------------------------------------------------------------------
+
+    def read_log(self, reads: dict[TopicPartition, tuple[int, int]], max_bytes: int
+                 ) -> tuple[dict[TopicPartition, bytes], list[ScanError]]:
+        """Whole record batches of each partition from its start offset up to the high watermark or
+        `max_bytes`, read from the given leader: {tp: (leader, start offset)}. Partitions concurrently."""
+        async def go() -> list[Any]:
+            return await self._gather([(self._read_on, (tp, leader, start, max_bytes))
+                                       for tp, (leader, start) in reads.items()])
+
+        data: dict[TopicPartition, bytes] = {}
+        errors: list[ScanError] = []
+        for outcome in self._run(go):
+            if isinstance(outcome, BaseException):
+                raise outcome
+            tp, got, error = outcome
+            data[tp] = got
+            if error is not None:
+                errors.append(error)
+        return data, errors
+
+    async def _read_on(self, tp: TopicPartition, leader: int, offset: int, budget: int
+                       ) -> tuple[TopicPartition, bytes, ScanError | None]:
+        from kafka_txn_tools.dumps.segments import SegmentError, iter_batches
+
+        out = bytearray()
+        while len(out) < budget:
+            try:
+                response = await self._send(wire.fetch_request(tp, offset, min(FETCH_BYTES, budget - len(out))),
+                                            leader)
+            except kerrors.KafkaError as exc:
+                return tp, bytes(out), _transport_error(exc, leader, "Fetch")
+            records, high_watermark, error = wire.parse_fetch(response, tp)
+            if error is not None:
+                return tp, bytes(out), ScanError(error, f"reading {tp} from broker {leader} failed: {error}",
+                                                 broker_id=leader, partition=tp, api="Fetch", code=error_code(error))
+            try:
+                complete = [h for h, _ in iter_batches(records, str(tp))]  # a torn last batch ends the list
+            except SegmentError as exc:
+                return tp, bytes(out), ScanError("CORRUPT_MESSAGE", str(exc), broker_id=leader, partition=tp,
+                                                 api="Fetch")
+            if not complete or complete[-1].next_offset <= offset:
+                break  # the high watermark, or a batch bigger than the fetch size
+            out += records[:sum(h.size for h in complete)]
+            offset = complete[-1].next_offset
+            if offset >= high_watermark:
+                break
+        return tp, bytes(out), None
+
+    # -- groups -----------------------------------------------------------------------------
+
+    def list_groups(self, broker_ids: Iterable[int]) -> tuple[list[tuple[str, str]], list[ScanError]]:
+        """(group id, type) of every group on every broker (each coordinates a share of them)."""
+        async def on(broker_id: int) -> tuple[list[tuple[str, str]], ScanError | None]:
+            try:
+                groups, error = wire.parse_list_groups(await self._send(wire.list_groups_request(), broker_id))
+            except kerrors.KafkaError as exc:
+                return [], _transport_error(exc, broker_id, "ListGroups")
+            if error is not None:
+                return [], ScanError(error, f"ListGroups on broker {broker_id} failed: {error}", broker_id=broker_id,
+                                     api="ListGroups", code=error_code(error))
+            return groups, None
+
+        async def go() -> list[Any]:
+            return await self._gather([(on, (b,)) for b in broker_ids])
+
+        groups: list[tuple[str, str]] = []
+        errors: list[ScanError] = []
+        for outcome in self._run(go):
+            if isinstance(outcome, BaseException):
+                raise outcome
+            groups.extend(outcome[0])
+            if outcome[1] is not None:
+                errors.append(outcome[1])
+        return sorted(set(groups)), errors
+
+    def committed_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition]
+                          ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
+        """Each group's committed offsets on `partitions`, asked of its coordinator (OffsetFetch)."""
+        if not group_ids or not partitions:
+            return {}, []
+        return self._run(self._committed_async, sorted(set(group_ids)), list(partitions))
+
+    async def _committed_async(self, group_ids: list[str], partitions: list[TopicPartition]
+                               ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
+        errors: list[ScanError] = []
+        try:
+            response = await self._send(wire.find_group_coordinators_request(group_ids))
+            coordinators, failed = wire.parse_find_coordinators(response)
+        except kerrors.KafkaError as exc:
+            return {}, [_transport_error(exc, None, "FindCoordinator")]
+        errors += [ScanError(e, f"FindCoordinator for group {g!r} failed: {e}", api="FindCoordinator",
+                             code=error_code(e)) for g, e in failed.items()]
+        by_node: dict[int, list[str]] = defaultdict(list)
+        for group, node in coordinators.items():
+            by_node[node].append(group)
+
+        async def on(node: int, groups: list[str]) -> Any:
+            try:
+                return wire.parse_offset_fetch(await self._send(wire.offset_fetch_request(groups, partitions), node))
+            except kerrors.IncompatibleBrokerVersion:  # before Kafka 3.0: one group a request
+                merged: tuple[dict[str, dict[TopicPartition, int]], dict[str, str]] = ({}, {})
+                for g in groups:
+                    got = wire.parse_offset_fetch(
+                        await self._send(wire.offset_fetch_request_single(g, partitions), node), g)
+                    merged[0].update(got[0])
+                    merged[1].update(got[1])
+                return merged
+            except kerrors.KafkaError as exc:
+                return _transport_error(exc, node, "OffsetFetch")
+
+        offsets: dict[str, dict[TopicPartition, int]] = {}
+        for outcome in await self._gather([(on, (node, groups)) for node, groups in by_node.items()]):
+            if isinstance(outcome, ScanError):
+                errors.append(outcome)
+            elif isinstance(outcome, BaseException):
+                raise outcome
+            else:
+                offsets.update(outcome[0])
+                errors += [ScanError(e, f"OffsetFetch for group {g!r} failed: {e}", api="OffsetFetch",
+                                     code=error_code(e)) for g, e in outcome[1].items()]
+        return offsets, errors
+
+    def share_group_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition]
+                            ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
+        """Each read_committed share group's start offset on `partitions` (KIP-932: DescribeShareGroupOffsets
+        and DescribeConfigs of share.isolation.level at the group's coordinator). A read_uncommitted share
+        group reads past the LSO, so it is never held back there: it is left out. A cluster without share
+        groups (before Kafka 4.1) answers nothing."""
+        data = self._manager.broker_version_data
+        if not group_ids or not partitions or (
+                data is not None and wire.DESCRIBE_SHARE_GROUP_OFFSETS_KEY not in data.api_versions):
+            return {}, []
+        return self._run(self._share_async, sorted(set(group_ids)), list(partitions))
+
+    async def _share_async(self, group_ids: list[str], partitions: list[TopicPartition]
+                           ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
+        try:
+            coordinators, failed = wire.parse_find_coordinators(
+                await self._send(wire.find_group_coordinators_request(group_ids)))
+        except kerrors.KafkaError as exc:
+            return {}, [_transport_error(exc, None, "FindCoordinator")]
+        errors = [ScanError(e, f"FindCoordinator for share group {g!r} failed: {e}", api="FindCoordinator",
+                            code=error_code(e)) for g, e in failed.items()]
+        by_node: dict[int, list[str]] = defaultdict(list)
+        for group, node in coordinators.items():
+            by_node[node].append(group)
+
+        async def on(node: int, groups: list[str]) -> Any:
+            try:
+                offsets, bad = wire.parse_share_offsets(
+                    await self._send(wire.share_offsets_request(groups, partitions), node))
+                levels = wire.parse_share_isolation(await self._send(wire.share_isolation_request(groups), node))
+            except kerrors.KafkaError as exc:
+                return _transport_error(exc, node, "DescribeShareGroupOffsets")
+            return {g: o for g, o in offsets.items() if levels.get(g) == "read_committed"}, bad
+
+        found: dict[str, dict[TopicPartition, int]] = {}
+        for outcome in await self._gather([(on, (node, groups)) for node, groups in by_node.items()]):
+            if isinstance(outcome, ScanError):
+                errors.append(outcome)
+            elif isinstance(outcome, BaseException):
+                raise outcome
+            else:
+                found.update(outcome[0])
+                errors += [ScanError(e, f"DescribeShareGroupOffsets for {g!r} failed: {e}",
+                                     api="DescribeShareGroupOffsets", code=error_code(e))
+                           for g, e in outcome[1].items()]
+        return found, errors
 
 
 class _BootstrapWatch(logging.Handler):

@@ -22,9 +22,8 @@ from dataclasses import dataclass
 from kafka_txn_tools.admin.api import ClusterApi
 from kafka_txn_tools.admin.capabilities import missing_api_error, require
 from kafka_txn_tools.admin.errors import BrokerError, ConnectionFailed, NothingToDo
-from kafka_txn_tools.models import TransactionDescription
+from kafka_txn_tools.models import TWO_PHASE_COMMIT_TIMEOUT_MS, TransactionDescription
 
-TWO_PHASE_COMMIT_TIMEOUT_MS = 2**31 - 1  # KIP-939: a prepared transaction never times out
 IDLE_STATES = frozenset({"Empty", "CompleteCommit", "CompleteAbort"})
 
 

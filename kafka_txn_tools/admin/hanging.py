@@ -29,6 +29,36 @@ in this order (the first that applies wins):
   implies DESCRIBE, so a partition we could scan is never hidden this way.)
 - late: none of the above; the coordinator still owns it and will write the marker. Reported only
   with --include-late.
+- prepared-2pc: as late, but the transaction's timeout is Integer.MAX_VALUE (KIP-939): an external
+  transaction manager owns it and will commit or abort it; its age never makes it hanging.
+
+Coordinator-side stuck transactions (`judge_coordinator`, rows of kind "coordinator"): the coordinator
+holds the transaction and cannot finish it.
+
+- markers-pending: PrepareCommit / PrepareAbort / PrepareEpochFence for longer than --max-prepare-time
+  with partitions still waiting for their marker. Each pending partition says why, when that can be told
+  (`pending_partition`): its leader is offline, or unknown; the leader still shows the producer's open
+  transaction; or the leader refuses the marker - it already landed and a retry at the same epoch is
+  rejected (marker-rejected, KAFKA-19999), or the leader holds a newer coordinator epoch
+  (coordinator-fenced).
+- completion-pending: a Prepare state that long with no partition left waiting: COMPLETE_* is never
+  written (the coordinator cannot append to its `__transaction_state` partition).
+- epoch-exhausted: Ongoing at producer epoch Short.MAX_VALUE - 1 past its timeout, or at Short.MAX_VALUE:
+  the producer cannot end it (its EndTxn would overflow the epoch) and a coordinator without the
+  KAFKA-20090 fixes cannot fence it (KAFKA-20090).
+
+How long a transaction has been in its state (`time_in_state`): DescribeTransactions v0 (the only version
+in Kafka and kafka-python) has no last-update time - KIP-994's TransactionLastUpdateTimeMs was not
+shipped. The exact time is the TransactionLastUpdateTimestampMs of the state's own record in
+`__transaction_state`, which find-hanging reads when it may. Without it the tools use a lower bound that
+never overstates: a transaction enters a Prepare state at the latest when its coordinator's reaper
+aborts it, i.e. by its start + its timeout + the reaper's interval (Kafka's default 10 s), so the time
+since then is at most its time in the state. 2PC transactions have no such bound: without the record
+their time in state is unknown and they are not reported.
+
+Who is involved and who is held back, for both kinds: `last_known_owner` (the transactional id that last
+owned a producer id, from `__transaction_state` records) and `stalled_groups` (groups whose committed
+offset is at or beyond the partition's LSO).
 """
 
 from __future__ import annotations
@@ -37,16 +67,30 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kafka_txn_tools.models import (
+    ABORT_SCAN_INTERVAL_MS,
+    EXHAUSTED_EPOCH,
+    LAST_EPOCH,
     ONGOING_STATES,
+    PREPARE_STATES,
+    TWO_PHASE_COMMIT_TIMEOUT_MS,
     HangingReason,
     HangingTransaction,
     OpenTransaction,
     PartitionOffsets,
     PartitionProducers,
+    PendingPartition,
+    PendingReason,
+    ProducerState,
+    StalledGroup,
+    StuckReason,
+    StuckTransaction,
     TopicPartition,
     TransactionDescription,
     TransactionListing,
 )
+
+ONGOING = "Ongoing"
+TXN_TOPIC = "__transaction_state"
 
 
 def select_candidates(
@@ -85,6 +129,7 @@ class CoordinatorView:
     # A set (membership is checked per candidate); None: the coordinator's answer is missing.
     partitions: Collection[tuple[str | None, int | None]] | None
     found: bool = True  # False: TRANSACTIONAL_ID_NOT_FOUND (a Dead row in a dump)
+    timeout_ms: int | None = None  # Integer.MAX_VALUE: a 2PC transaction (KIP-939)
 
 
 def reason_against(topic: str, partition: int, producer_id: int, producer_epoch: int | None,
@@ -103,22 +148,29 @@ def reason_against(topic: str, partition: int, producer_id: int, producer_epoch:
         return HangingReason.TRANSACTION_NOT_ONGOING
     if _in_transaction(view.partitions, topic, partition) is False:
         return HangingReason.PARTITION_NOT_IN_TRANSACTION
+    if view.timeout_ms is not None and view.timeout_ms >= TWO_PHASE_COMMIT_TIMEOUT_MS:
+        return HangingReason.PREPARED_2PC
     return HangingReason.LATE
+
+
+LIVE = frozenset({HangingReason.LATE, HangingReason.PREPARED_2PC})
 
 
 def judge(judged: Iterable[tuple[CoordinatorView, HangingReason | None]]
           ) -> tuple[CoordinatorView | None, HangingReason | None]:
     """The deciding view and reason among a producer's transactional ids (several while a coordinator
     moves): no id at all is no-transactional-id; any id that cannot be told makes the whole unknown
-    (None); any live one makes it live (reporting a live transaction as hanging is the costly mistake);
-    else the first id's reason."""
+    (None); any live one (late, prepared 2PC) makes it live (reporting a live transaction as hanging is
+    the costly mistake); else the first id's reason."""
     ordered = sorted(judged, key=lambda vr: vr[0].transactional_id)
     if not ordered:
         return None, HangingReason.NO_TRANSACTIONAL_ID
-    for wanted in (None, HangingReason.LATE):
-        for view, why in ordered:
-            if why is wanted:
-                return view, why
+    for view, why in ordered:
+        if why is None:
+            return view, why
+    for view, why in ordered:
+        if why in LIVE:
+            return view, why
     return ordered[0]
 
 
@@ -148,7 +200,7 @@ def _view(txn_id: str, descriptions: Mapping[str, TransactionDescription], not_f
     d = descriptions.get(txn_id)
     if d is None:  # no answer for it: nothing can be told
         return CoordinatorView(txn_id, None, None, None, None)
-    return CoordinatorView(txn_id, d.state, d.producer_id, d.producer_epoch, d.partitions)
+    return CoordinatorView(txn_id, d.state, d.producer_id, d.producer_epoch, d.partitions, timeout_ms=d.timeout_ms)
 
 
 def classify(
@@ -188,7 +240,22 @@ def _detail(why: HangingReason, candidate: OpenTransaction, view: CoordinatorVie
         return f"coordinator holds {txn!r} as {view.state}; no marker is coming"
     if why is HangingReason.PARTITION_NOT_IN_TRANSACTION:
         return f"{txn!r} is {view.state} without partition {candidate.partition}"
+    if why is HangingReason.PREPARED_2PC:
+        return (f"{txn!r} is a prepared two-phase-commit transaction (KIP-939, no timeout) with this partition: "
+                "an external transaction manager owns it and will commit or abort it")
     return f"{txn!r} is {view.state} with this partition; its coordinator will complete it"
+
+
+def partition_action(reason: HangingReason, tp: TopicPartition, start_offset: int, transactional_id: str | None
+                     ) -> str:
+    """What to do about a partition row, precisely."""
+    abort = f"kafka-txn abort --topic {tp.topic} --partition {tp.partition} --start-offset {start_offset}"
+    if reason is HangingReason.LATE:
+        return f"nothing: the coordinator of {transactional_id!r} still owns it and will complete it (wait)"
+    if reason is HangingReason.PREPARED_2PC:
+        return (f"its external transaction manager (KIP-939) must commit or abort {transactional_id!r}; only if "
+                f"that manager is gone for good: {abort} --force")
+    return f"{abort} (no coordinator will write its marker)"
 
 
 def classify_all(
@@ -251,8 +318,241 @@ def to_results(
         HangingTransaction(
             partition=v.candidate.partition, producer=v.candidate.producer, reason=v.reason, detail=v.detail,
             duration_ms=now_ms - v.candidate.producer.last_timestamp_ms, brokers=tuple(sorted(set(brokers))),
-            transactional_id=v.transactional_id, offsets=(offsets or {}).get(v.candidate.partition))
+            transactional_id=v.transactional_id, offsets=(offsets or {}).get(v.candidate.partition),
+            action=partition_action(v.reason, v.candidate.partition, v.candidate.producer.current_txn_start_offset,
+                                    v.transactional_id))
         for v, brokers in merged.values()
     ]
     rows.sort(key=lambda h: (h.partition, h.producer.current_txn_start_offset, h.producer.producer_id))
     return rows
+
+
+# ---- coordinator-side stuck transactions, shared with the sweep -----------------------------------------
+@dataclass(frozen=True, slots=True)
+class CoordinatorTxn:
+    """One transactional id's coordinator state, as either front end read it: DescribeTransactions and the
+    id's `__transaction_state` record (live), or a dump / log-dir row (the sweep)."""
+
+    transactional_id: str
+    state: str  # Kafka's state name
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int | None
+    start_ms: int | None  # the transaction's start; None or -1: not known / none
+    # In a Prepare state, live: the partitions the coordinator still waits for (DescribeTransactions lists
+    # only those); in the sweep: the record's partitions. Ongoing: the transaction's partitions.
+    partitions: tuple[TopicPartition, ...]
+    coordinator_id: int | None = None
+    entered_ms: int | None = None  # TransactionLastUpdateTimestampMs of the state's own record
+    coordinator_epoch: int | None = None  # the leader epoch of that record's batch
+    txn_partition: int | None = None  # its __transaction_state partition
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderView:
+    """What one partition's leader shows of a stuck transaction's producer."""
+
+    leader: int | None  # None: the partition is not in the metadata; -1: it has no leader
+    online: bool = True  # the leader is a live broker
+    read: bool = True  # its producer state was read (False: it did not answer)
+    producer: ProducerState | None = None  # the transaction's producer on the leader, if it has an entry
+    offline_replicas: tuple[int, ...] = ()  # its replicas on brokers that are not live (when it has no leader)
+
+
+def time_in_state(txn: CoordinatorTxn, now_ms: int) -> tuple[int | None, str]:
+    """(milliseconds in its state, how that was found); None when it cannot be told (module docstring)."""
+    start = txn.start_ms if txn.start_ms is not None and txn.start_ms >= 0 else None
+    if txn.state == ONGOING:  # Ongoing since its first partition was added (later records only add partitions)
+        return (None, "unknown") if start is None else (now_ms - start, "transaction-start")
+    if txn.entered_ms is not None and txn.entered_ms >= 0:
+        return now_ms - txn.entered_ms, "transaction-log"
+    if start is None:
+        return None, "unknown"
+    if txn.timeout_ms is None or txn.timeout_ms >= TWO_PHASE_COMMIT_TIMEOUT_MS:
+        return None, "unknown"
+    return max(0, now_ms - (start + txn.timeout_ms + ABORT_SCAN_INTERVAL_MS)), "lower-bound"
+
+
+def pending_partition(tp: TopicPartition, view: LeaderView, txn: CoordinatorTxn,
+                      coordinator_waits: bool = True) -> PendingPartition | None:
+    """Why `tp` has no marker yet. `coordinator_waits`: the coordinator listed it as waiting (live); else it
+    is one of the record's partitions (sweep) and None means its marker evidently landed."""
+    leader, p = view.leader, view.producer
+    if leader is None:
+        return PendingPartition(tp, None, PendingReason.LEADER_UNKNOWN,
+                                f"{tp} is not in the cluster metadata or the inputs (deleted, not visible to this "
+                                "principal, or not captured)")
+    if leader < 0 or not view.online:
+        what = "has no leader" if leader < 0 else f"has its leader on broker {leader}, which is offline"
+        down = f" (its replica on broker {_listed(view.offline_replicas)} is offline)" if view.offline_replicas else ""
+        return PendingPartition(tp, leader, PendingReason.LEADER_OFFLINE,
+                                f"{tp} {what}{down}: there is no broker to write the marker to",
+                                offline_replicas=view.offline_replicas)
+    if not view.read:
+        return PendingPartition(tp, leader, None, f"its leader, broker {leader}, did not answer DescribeProducers")
+    fenced = (p is not None and txn.coordinator_epoch is not None and p.coordinator_epoch > txn.coordinator_epoch)
+    if fenced:
+        assert p is not None
+        return PendingPartition(tp, leader, PendingReason.COORDINATOR_FENCED, (
+            f"broker {leader} holds coordinator epoch {p.coordinator_epoch} for producer {txn.producer_id}, newer "
+            f"than this coordinator's {txn.coordinator_epoch}: it rejects the marker (TRANSACTION_COORDINATOR_FENCED)"))
+    if p is not None and p.has_open_transaction:
+        return PendingPartition(tp, leader, PendingReason.OPEN_TRANSACTION, (
+            f"broker {leader} still shows producer {p.producer_id} epoch {p.producer_epoch} with a transaction "
+            f"open from offset {p.current_txn_start_offset}"), p.current_txn_start_offset)
+    if not coordinator_waits:
+        return None  # the leader holds nothing open for it: the marker landed, or it never had data there
+    if p is not None and p.producer_epoch >= txn.producer_epoch:
+        return PendingPartition(tp, leader, PendingReason.MARKER_REJECTED, (
+            f"the marker landed (broker {leader} has producer {p.producer_id} at epoch {p.producer_epoch} with no "
+            "open transaction) but the coordinator still waits for it: its retries at the same epoch are "
+            "rejected (KAFKA-19999)"))
+    return PendingPartition(tp, leader, None, f"broker {leader} shows no open transaction of producer "
+                                              f"{txn.producer_id}, yet the coordinator still waits for its marker")
+
+
+def _exhausted_past_recovery(txn: CoordinatorTxn, age_ms: int) -> bool:
+    if txn.producer_epoch >= LAST_EPOCH:
+        return True  # a producer never holds Short.MAX_VALUE: nothing can end it, whatever its age
+    timeout = txn.timeout_ms
+    return (txn.producer_epoch >= EXHAUSTED_EPOCH and timeout is not None and timeout < TWO_PHASE_COMMIT_TIMEOUT_MS
+            and age_ms > timeout + ABORT_SCAN_INTERVAL_MS)
+
+
+def judge_coordinator(txn: CoordinatorTxn, leaders: Mapping[TopicPartition, LeaderView], now_ms: int,
+                      max_prepare_ms: int, coordinator_waits: bool = True) -> StuckTransaction | None:
+    """The coordinator-side verdict for one transaction (module docstring); None when it is not stuck, or
+    how long it has been in its state cannot be told."""
+    age, source = time_in_state(txn, now_ms)
+    if age is None or age <= max_prepare_ms:
+        return None
+    if txn.state in PREPARE_STATES:
+        pending = _pending(txn, leaders, coordinator_waits)
+        reason = StuckReason.MARKERS_PENDING if pending else StuckReason.COMPLETION_PENDING
+    elif txn.state == ONGOING and _exhausted_past_recovery(txn, age):
+        pending = _pending(txn, leaders, coordinator_waits=False)
+        reason = StuckReason.EPOCH_EXHAUSTED
+    else:
+        return None
+    return StuckTransaction(
+        transactional_id=txn.transactional_id, state=txn.state, producer_id=txn.producer_id,
+        producer_epoch=txn.producer_epoch, coordinator_id=txn.coordinator_id, timeout_ms=txn.timeout_ms,
+        time_in_state_ms=age, time_in_state_source=source, reason=reason,
+        detail=_stuck_detail(txn, reason, pending), action=_stuck_action(txn, reason, pending),
+        pending_partitions=tuple(pending))
+
+
+def _pending(txn: CoordinatorTxn, leaders: Mapping[TopicPartition, LeaderView],
+             coordinator_waits: bool) -> list[PendingPartition]:
+    out = []
+    for tp in sorted(set(txn.partitions)):
+        found = pending_partition(tp, leaders.get(tp, LeaderView(None)), txn, coordinator_waits)
+        if found is not None:
+            out.append(found)
+    return out
+
+
+def _stuck_detail(txn: CoordinatorTxn, reason: StuckReason, pending: Sequence[PendingPartition]) -> str:
+    where = f"coordinator broker {txn.coordinator_id}" if txn.coordinator_id is not None else "its coordinator"
+    if reason is StuckReason.EPOCH_EXHAUSTED:
+        return (f"{txn.transactional_id!r} is Ongoing at producer epoch {txn.producer_epoch}, the last one "
+                f"(Short.MAX_VALUE{'' if txn.producer_epoch >= LAST_EPOCH else ' - 1'}): the producer cannot end "
+                "it and the coordinator cannot fence it (KAFKA-20090)")
+    if reason is StuckReason.COMPLETION_PENDING:
+        return (f"{txn.transactional_id!r} is {txn.state} with every marker written, but {where} has not "
+                "recorded its completion")
+    counts: dict[str, int] = {}
+    for p in pending:
+        key = p.reason.value if p.reason is not None else "reason unknown"
+        counts[key] = counts.get(key, 0) + 1
+    why = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    count = f"{len(pending)} partitions still wait for their marker" if len(pending) != 1 else \
+        "1 partition still waits for its marker"
+    return f"{txn.transactional_id!r} is {txn.state} at {where}; {count} ({why})"
+
+
+def _txn_log_partition(txn: CoordinatorTxn) -> str:
+    return f"{TXN_TOPIC}-{txn.txn_partition}" if txn.txn_partition is not None else f"the {TXN_TOPIC} partition"
+
+
+def _stuck_action(txn: CoordinatorTxn, reason: StuckReason, pending: Sequence[PendingPartition]) -> str:
+    log_part, coord = _txn_log_partition(txn), txn.coordinator_id
+    move = (f"move leadership of {log_part} off broker {coord} (kafka-leader-election.sh, a reassignment, or a "
+            "restart of that broker): the new coordinator reloads the transaction and re-sends its markers")
+    if reason is StuckReason.EPOCH_EXHAUSTED:
+        aborts = "; ".join(
+            f"kafka-txn abort --topic {p.partition.topic} --partition {p.partition.partition} --start-offset "
+            f"{p.start_offset} --force" for p in pending if p.start_offset is not None)
+        free = f"free each partition's LSO now ({aborts}), then " if aborts else ""
+        return (f"{free}let the coordinator end it: on a Kafka release with the KAFKA-20090 fixes its timeout abort "
+                f"does, or `kafka-txn force-terminate --transactional-id {txn.transactional_id}`")
+    if reason is StuckReason.COMPLETION_PENDING:
+        return (f"check the in-sync replicas of {log_part} (transaction.state.log.min.isr): broker {coord} "
+                f"cannot append to it; or {move}")
+    steps = []
+    down = [p for p in pending if p.reason is PendingReason.LEADER_OFFLINE]
+    if down:
+        brokers = sorted({b for p in down for b in p.offline_replicas}
+                         | {p.leader for p in down if p.leader is not None and p.leader >= 0})
+        back = f"bring broker {_listed(brokers)} back" if brokers else "bring a replica back"
+        steps.append(f"{back} or reassign {_listed(str(p.partition) for p in down)} to live brokers: the "
+                     "coordinator re-sends the markers to the new leader and completes the transaction by itself")
+    unknown = [str(p.partition) for p in pending if p.reason is PendingReason.LEADER_UNKNOWN]
+    if unknown:
+        steps.append(f"check whether {', '.join(unknown)} were deleted or are hidden by ACLs (a deleted partition's "
+                     "marker is skipped once the coordinator sees the deletion)")
+    rejected = [p for p in pending if p.reason is PendingReason.MARKER_REJECTED]
+    if rejected:
+        leaders = sorted({p.leader for p in rejected if p.leader is not None})
+        steps.append(f"the markers landed but broker {_listed(leaders)} rejects the coordinator's retries "
+                     f"(KAFKA-19999): upgrade it to a Kafka release with the KAFKA-19999 fix, then {move}")
+    elif any(p.reason in (PendingReason.OPEN_TRANSACTION, PendingReason.COORDINATOR_FENCED, None) for p in pending):
+        steps.append(move)
+    return "; ".join(steps)
+
+
+def _listed(items: Iterable[object]) -> str:
+    return ", ".join(map(str, items))
+
+
+# ---- who owns a producer id, who is held back --------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Ownership:
+    """A `__transaction_state` value naming a producer id as its transactional id's (current, previous or
+    next): that id owned the producer id at `time_ms` (the record's last update time)."""
+
+    transactional_id: str
+    producer_id: int
+    time_ms: int
+
+
+def last_known_owner(producer_id: int, records: Iterable[Ownership]) -> str | None:
+    """The transactional id that last owned `producer_id`: the newest record naming it (ties: lowest id)."""
+    best: tuple[int, str] | None = None
+    for r in records:
+        if r.producer_id != producer_id:
+            continue
+        key = (r.time_ms, r.transactional_id)
+        if best is None or key[0] > best[0] or (key[0] == best[0] and key[1] < best[1]):
+            best = key
+    return best[1] if best is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedOffset:
+    group_id: str
+    group_type: str  # "consumer" or "share"
+    partition: TopicPartition
+    offset: int
+
+
+def stalled_groups(tp: TopicPartition, offsets: PartitionOffsets | None,
+                   committed: Iterable[CommittedOffset]) -> tuple[StalledGroup, ...] | None:
+    """Groups whose committed offset on `tp` is at or beyond its LSO: a read_committed member cannot get
+    past the LSO while the transaction holds it. None when the LSO is not known."""
+    if offsets is None or offsets.last_stable_offset is None:
+        return None
+    lso, hw = offsets.last_stable_offset, offsets.high_watermark
+    found = [StalledGroup(c.group_id, c.group_type, tp, c.offset, None if hw is None else max(hw - c.offset, 0))
+             for c in committed if c.partition == tp and c.offset >= lso]
+    return tuple(sorted(found, key=lambda g: (g.group_type, g.group_id)))

@@ -1,5 +1,11 @@
 """find-hanging end to end: scope -> requests -> admin/hanging.py verdicts -> confirmed results.
 
+Two kinds of result (admin/hanging.py): partition rows (an open transaction no coordinator will finish)
+and coordinator rows (admin/stuck.py: a transaction its coordinator holds and cannot finish). Then what
+involves whom: `__transaction_state` is read once for both kinds' questions (admin/transaction_state.py:
+when a transaction entered its state; the last transactional id of a producer id nobody lists), and the
+groups held back at the partitions' LSOs are looked up once (admin/groups.py).
+
 The I/O goes through a `ScanClient` (admin/client.py's AdminClient in real use), so the flow,
 including the re-check that keeps a transaction completing mid-scan out of the results, is tested
 with plain data in tests/tools/admin and against the embedded broker in tests/e2e.
@@ -8,23 +14,28 @@ with plain data in tests/tools/admin and against the embedded broker in tests/e2
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 
-from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
-from kafka_txn_tools.admin import hanging
+from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, LATE_TRANSACTION_BUFFER_MS
+from kafka_txn_tools.admin import hanging, stuck, transaction_state
 from kafka_txn_tools.admin.api import ClusterApi
 from kafka_txn_tools.admin.capabilities import require
 from kafka_txn_tools.admin.errors import UsageError
 from kafka_txn_tools.models import (
+    DEFAULT_MAX_PREPARE_MS,
     ClusterInfo,
     HangingReason,
     HangingTransaction,
     OpenTransaction,
     PartitionInfo,
+    PartitionOffsets,
     PartitionProducers,
     ScanError,
+    StalledGroup,
+    StuckTransaction,
     TopicPartition,
+    TransactionDescription,
 )
 
 ScanClient = ClusterApi  # the flows all speak the same Protocol
@@ -96,15 +107,23 @@ def _partitions_in_scope(cluster: ClusterInfo, scope: Scope) -> list[PartitionIn
 
 @dataclass
 class ScanReport:
-    results: list[HangingTransaction] = field(default_factory=list)
+    results: list[HangingTransaction] = field(default_factory=list)  # kind "partition"
+    stuck: list[StuckTransaction] = field(default_factory=list)  # kind "coordinator"
     errors: list[ScanError] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # context that could not be read (not a partial scan)
     scanned_replicas: int = 0  # partition replicas asked
     candidates: int = 0
     now_ms: int = 0
 
     @property
     def hanging(self) -> list[HangingTransaction]:
+        """The partition rows that are hanging (what an abort plan holds)."""
         return [r for r in self.results if r.reason.is_hanging]
+
+    @property
+    def found(self) -> int:
+        """What --exit-code counts: hanging partition rows and stuck coordinator rows."""
+        return len(self.hanging) + len(self.stuck)
 
     @property
     def unread_replicas(self) -> int:
@@ -127,6 +146,10 @@ class ScanOptions:
     include_late: bool = False
     # Upstream's strategy, kept for the benchmark: 500 partitions a request, one request at a time.
     sequential: bool = False
+    max_prepare_ms: int = DEFAULT_MAX_PREPARE_MS
+    # The coordinator side, `__transaction_state` and the groups (kafka-transactions leaves them out: its
+    # table has partition rows only).
+    coordinator_side: bool = True
 
 
 def find_hanging(
@@ -147,16 +170,120 @@ def find_hanging(
     report.now_ms = now_ms()  # after the read, as upstream: the producers' age at the time we saw them
     candidates = hanging.select_candidates(replicas, report.now_ms, options.max_timeout_ms)
     report.candidates = len(candidates)
-    if not candidates:
+    confirmed: list[hanging.Verdict] = []
+    described: dict[str, TransactionDescription] = {}
+    if candidates:
+        verdicts = _coordinator_verdicts(client, cluster, candidates, report.errors, described)
+        to_check = [v for v in verdicts if v.reason.is_hanging or options.include_late]
+        confirmed = _recheck(client, to_check, report.errors)
+    if not options.coordinator_side:
+        offsets = _offsets(client, cluster, (v.candidate.partition for v in confirmed))
+        report.results = hanging.to_results(confirmed, report.now_ms, options.include_late, offsets)
         return report
-    verdicts = _coordinator_verdicts(client, cluster, candidates, report.errors)
-    to_check = [v for v in verdicts if v.reason.is_hanging or options.include_late]
-    confirmed = _recheck(client, to_check, report.errors)
-    leader_of = {info.partition: info.leader for info in cluster.partitions}
-    leaders = {v.candidate.partition: leader_of.get(v.candidate.partition, -1) for v in confirmed}
-    offsets = client.partition_offsets(leaders) if leaders else {}
-    report.results = hanging.to_results(confirmed, report.now_ms, options.include_late, offsets)
+    _both_sides(client, cluster, scope, options, confirmed, described, report)
     return report
+
+
+def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options: ScanOptions,
+                confirmed: list[hanging.Verdict], described: dict[str, TransactionDescription],
+                report: ScanReport) -> None:
+    now = report.now_ms
+    found, errors = stuck.candidates(client, cluster.broker_ids(), now, options.max_prepare_ms,
+                                     lambda d: _in_scope(d, scope, cluster), described)
+    report.errors.extend(errors)
+    orphans = [v for v in confirmed if v.reason is HangingReason.NO_TRANSACTIONAL_ID]
+    txn_meta = _txn_topic(client, cluster) if found or orphans else None
+    log = _read_transaction_state(client, txn_meta, orphans, found, options, report) if txn_meta else None
+    wanted = {tp: d.producer_id for d in found for tp in d.partitions}
+    views = stuck.leader_views(client, wanted, cluster if _covers(cluster, wanted) else None)
+    txn_partitions = stuck.txn_partition_count(txn_meta) if txn_meta is not None else None
+    rows = stuck.confirm(client, stuck.judge(found, log, views, now, options.max_prepare_ms, txn_partitions))
+    pending = [p.partition for r in rows for p in r.pending_partitions if p.leader is not None and p.leader >= 0]
+    offsets = _offsets(client, cluster, [*(v.candidate.partition for v in confirmed), *pending], views)
+    results = hanging.to_results(confirmed, now, options.include_late, offsets)
+    held, notes = _held_back(client, cluster, offsets, bool(results or rows))
+    report.notes += notes
+    owners = log.owners if log is not None else []
+    report.results = [replace(
+        r, stalled_groups=held.get(r.partition),
+        last_known_transactional_id=hanging.last_known_owner(r.producer.producer_id, owners)
+        if r.reason is HangingReason.NO_TRANSACTIONAL_ID else None) for r in results]
+    report.stuck = [replace(r, stalled_groups=_joined(held, (p.partition for p in r.pending_partitions)))
+                    for r in rows]
+
+
+def _txn_topic(client: ScanClient, cluster: ClusterInfo) -> ClusterInfo:
+    """`__transaction_state`'s metadata: from the scan's own when it has it (--all), else asked for."""
+    if any(i.partition.topic == stuck.TXN_TOPIC for i in cluster.partitions):
+        return cluster
+    return client.metadata([stuck.TXN_TOPIC])
+
+
+def _covers(cluster: ClusterInfo, wanted: dict[TopicPartition, int]) -> bool:
+    topics = {i.partition.topic for i in cluster.partitions}
+    return all(tp.topic in topics for tp in wanted)
+
+
+def _in_scope(d: TransactionDescription, scope: Scope, cluster: ClusterInfo) -> bool:
+    """A coordinator row belongs to a scoped scan when one of its partitions is in scope (--topic), or
+    its coordinator or one of its partitions' replicas is the broker (--broker-id)."""
+    if scope.all:
+        return True
+    parts = d.partitions
+    if scope.topic is not None and not any(
+            tp.topic == scope.topic and scope.partition in (None, tp.partition) for tp in parts):
+        return False
+    if scope.broker_id is not None:
+        replicas = {i.partition: i.replicas for i in cluster.partitions}
+        return d.coordinator_id == scope.broker_id or any(scope.broker_id in replicas.get(tp, ()) for tp in parts)
+    return True
+
+
+def _read_transaction_state(client: ScanClient, txn_meta: ClusterInfo, orphans: list[hanging.Verdict],
+                            found: list[TransactionDescription], options: ScanOptions, report: ScanReport
+                            ) -> transaction_state.TxnStateRead:
+    """The one read of `__transaction_state`: every partition if some producer id needs its last owner,
+    else only the candidates' own partitions; from the earliest time a record asked about can have."""
+    since = [d.start_time_ms for d in found]
+    since += [v.candidate.producer.last_timestamp_ms - options.max_timeout_ms - LATE_TRANSACTION_BUFFER_MS
+              for v in orphans]
+    partitions = None
+    if not orphans:
+        count = stuck.txn_partition_count(txn_meta)
+        partitions = transaction_state.partitions_of((d.transactional_id for d in found), count) if count else set()
+    log = transaction_state.read(client, partitions, min(since) - CLOCK_SLACK_MS, txn_meta=txn_meta)
+    report.notes += log.notes
+    return log
+
+
+# Records are stamped by the coordinator's clock, producers' batches by theirs: read a little earlier.
+CLOCK_SLACK_MS = 60_000
+
+
+def _offsets(client: ScanClient, cluster: ClusterInfo, partitions: Iterable[TopicPartition],
+             views: dict[TopicPartition, hanging.LeaderView] | None = None) -> dict[TopicPartition, PartitionOffsets]:
+    leader_of = {info.partition: info.leader for info in cluster.partitions}
+    leaders = {}
+    for tp in partitions:
+        view = (views or {}).get(tp)
+        leaders[tp] = view.leader if view is not None and view.leader is not None else leader_of.get(tp, -1)
+    return client.partition_offsets(leaders) if leaders else {}
+
+
+def _held_back(client: ScanClient, cluster: ClusterInfo, offsets: dict[TopicPartition, PartitionOffsets],
+               wanted: bool) -> tuple[dict[TopicPartition, tuple[StalledGroup, ...] | None], list[str]]:
+    if not wanted:
+        return {}, []
+    from kafka_txn_tools.admin.groups import held_back
+
+    return held_back(client, cluster.broker_ids(), offsets)
+
+
+def _joined(held: dict[TopicPartition, tuple[StalledGroup, ...] | None], partitions: Iterable[TopicPartition]
+            ) -> tuple[StalledGroup, ...] | None:
+    found = [held.get(tp) for tp in partitions]
+    known = [g for groups in found if groups is not None for g in groups]
+    return None if found and all(g is None for g in found) else tuple(known)
 
 
 def _describe(
@@ -178,13 +305,16 @@ def _describe(
 
 def _coordinator_verdicts(
     client: ScanClient, cluster: ClusterInfo, candidates: list[OpenTransaction], errors: list[ScanError],
+    described_out: dict[str, TransactionDescription],
 ) -> list[hanging.Verdict]:
+    """The partition side's verdicts; the descriptions asked for go to `described_out` for the coordinator side."""
     pids = sorted({c.producer.producer_id for c in candidates})
     listed = client.list_transactions(cluster.broker_ids(), producer_ids=pids)
     errors.extend(listed.errors)
     ids = {listing.transactional_id for listing in listed.listings}
     described = client.describe_transactions(ids)
     errors.extend(described.errors)
+    described_out.update(described.descriptions)
     verdicts, unknown = hanging.classify_all(candidates, listed.listings, described.descriptions,
                                              described.not_found)
     if listed.errors:

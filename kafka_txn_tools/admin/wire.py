@@ -44,12 +44,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from kafka.protocol.admin import ListGroupsRequest
 from kafka.protocol.admin.transactions import (
     DescribeProducersRequest,
     DescribeTransactionsRequest,
     ListTransactionsRequest,
 )
 from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.consumer import FetchRequest, OffsetFetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
 from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer.transaction import InitProducerIdRequest
@@ -301,11 +303,12 @@ LATEST = -1
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 
 
-def list_offsets_request(partitions: Iterable[TopicPartition], isolation_level: int) -> Any:
-    """Latest offset per partition: the high watermark (READ_UNCOMMITTED) or the LSO (READ_COMMITTED)."""
+def list_offsets_request(partitions: Iterable[TopicPartition], isolation_level: int, timestamp: int = LATEST) -> Any:
+    """Latest offset per partition: the high watermark (READ_UNCOMMITTED) or the LSO (READ_COMMITTED); with
+    a `timestamp` (ms), the first offset whose record is at least that recent (-1: none)."""
     Topic = ListOffsetsRequest.ListOffsetsTopic
     Partition = Topic.ListOffsetsPartition
-    topics = [Topic(name=t, partitions=[Partition(partition_index=p, timestamp=LATEST) for p in ps])
+    topics = [Topic(name=t, partitions=[Partition(partition_index=p, timestamp=timestamp) for p in ps])
               for t, ps in _by_topic(partitions).items()]
     # v2 is the first version with an isolation level.
     return ListOffsetsRequest(replica_id=-1, isolation_level=isolation_level, topics=topics, min_version=2)
@@ -322,3 +325,150 @@ def parse_list_offsets(response: Any) -> tuple[dict[TopicPartition, int], dict[T
             else:
                 offsets[tp] = p.offset
     return offsets, failed
+
+
+# --- Fetch (reading __transaction_state) ---------------------------------------------------------
+
+# v12 is the last version that names topics (v13+ use topic ids); Kafka 4.x serves v4 and up.
+FETCH_VERSION = 12
+
+
+def fetch_request(tp: TopicPartition, offset: int, max_bytes: int) -> Any:
+    """One partition from `offset`, as a consumer (replica id -1), read_uncommitted, without waiting."""
+    Topic = FetchRequest.FetchTopic
+    Partition = Topic.FetchPartition
+    return FetchRequest(
+        replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=max_bytes, isolation_level=READ_UNCOMMITTED,
+        topics=[Topic(topic=tp.topic, partitions=[Partition(partition=tp.partition, fetch_offset=offset,
+                                                            partition_max_bytes=max_bytes)])],
+        max_version=FETCH_VERSION)
+
+
+def parse_fetch(response: Any, tp: TopicPartition) -> tuple[bytes, int, str | None]:
+    """(record bytes, high watermark, error name or None) of the one partition asked for."""
+    if response.error_code:
+        return b"", -1, error_name(response.error_code)
+    for topic in response.responses:
+        for p in topic.partitions:
+            if topic.topic == tp.topic and p.partition_index == tp.partition:
+                if p.error_code:
+                    return b"", -1, error_name(p.error_code)
+                return bytes(p.records or b""), p.high_watermark, None
+    return b"", -1, "UNKNOWN_SERVER_ERROR"
+
+
+# --- ListGroups, OffsetFetch (who is held back) -----------------------------------------------------
+
+GROUP_KEY_TYPE = 0
+SHARE_GROUP_TYPE = "share"
+
+
+def list_groups_request() -> Any:
+    return ListGroupsRequest()
+
+
+def parse_list_groups(response: Any) -> tuple[list[tuple[str, str]], str | None]:
+    """(group id, type) pairs - the type is KIP-848's GroupType (v5+: classic, consumer, share, streams),
+    else the protocol type - and the error name (None on success)."""
+    if response.error_code:
+        return [], error_name(response.error_code)
+    out = []
+    for g in response.groups:
+        kind = getattr(g, "group_type", None) or g.protocol_type or "classic"
+        out.append((g.group_id, kind.lower()))
+    return out, None
+
+
+def find_group_coordinators_request(group_ids: Sequence[str]) -> Any:
+    return FindCoordinatorRequest(key_type=GROUP_KEY_TYPE, coordinator_keys=list(group_ids), min_version=4)
+
+
+def offset_fetch_request(group_ids: Sequence[str], partitions: Iterable[TopicPartition]) -> Any:
+    """Committed offsets of several groups on `partitions` (OffsetFetch v8+, Kafka 3.0+; v10 names topics by
+    id, so at most v9)."""
+    Group = OffsetFetchRequest.OffsetFetchRequestGroup
+    Topic = Group.OffsetFetchRequestTopics
+    topics = [Topic(name=t, partition_indexes=ps) for t, ps in _by_topic(partitions).items()]
+    return OffsetFetchRequest(groups=[Group(group_id=g, topics=topics) for g in group_ids], require_stable=False,
+                              min_version=8, max_version=9)
+
+
+def offset_fetch_request_single(group_id: str, partitions: Iterable[TopicPartition]) -> Any:
+    """The same for one group (brokers before 3.0)."""
+    Topic = OffsetFetchRequest.OffsetFetchRequestTopic
+    topics = [Topic(name=t, partition_indexes=ps) for t, ps in _by_topic(partitions).items()]
+    return OffsetFetchRequest(group_id=group_id, topics=topics, max_version=7)
+
+
+def parse_offset_fetch(response: Any, group_id: str | None = None
+                       ) -> tuple[dict[str, dict[TopicPartition, int]], dict[str, str]]:
+    """group -> {partition: committed offset} (partitions without one left out), and group -> error name."""
+    offsets: dict[str, dict[TopicPartition, int]] = {}
+    failed: dict[str, str] = {}
+    groups = getattr(response, "groups", None)
+    if not groups:  # a single-group answer (v7 and older)
+        assert group_id is not None
+        groups = [_SingleGroup(group_id, response.error_code, response.topics)]
+    for g in groups:
+        if g.error_code:
+            failed[g.group_id] = error_name(g.error_code)
+            continue
+        found = offsets.setdefault(g.group_id, {})
+        for topic in g.topics:
+            for p in topic.partitions:
+                if not p.error_code and p.committed_offset >= 0:
+                    found[TopicPartition(topic.name, p.partition_index)] = p.committed_offset
+    return offsets, failed
+
+
+class _SingleGroup:
+    def __init__(self, group_id: str, error_code: int, topics: Any) -> None:
+        self.group_id, self.error_code, self.topics = group_id, error_code, topics
+
+
+# --- DescribeShareGroupOffsets, DescribeConfigs of share groups (share groups held back) -------------------
+
+DESCRIBE_SHARE_GROUP_OFFSETS_KEY = 90  # KIP-932, Kafka 4.1+
+GROUP_RESOURCE = 32
+SHARE_ISOLATION = "share.isolation.level"
+
+
+def share_offsets_request(group_ids: Sequence[str], partitions: Iterable[TopicPartition]) -> Any:
+    """The start offset (SPSO) of each share group on `partitions`."""
+    from kafka_txn_broker.formats.messages import DescribeShareGroupOffsetsRequest as R
+
+    Group = R.DescribeShareGroupOffsetsRequestGroup
+    Topic = Group.DescribeShareGroupOffsetsRequestTopic
+    topics = [Topic(topic_name=t, partitions=ps) for t, ps in _by_topic(partitions).items()]
+    return R(groups=[Group(group_id=g, topics=topics) for g in group_ids])
+
+
+def parse_share_offsets(response: Any) -> tuple[dict[str, dict[TopicPartition, int]], dict[str, str]]:
+    """group -> {partition: start offset} (partitions it has no state for left out), group -> error name."""
+    offsets: dict[str, dict[TopicPartition, int]] = {}
+    failed: dict[str, str] = {}
+    for g in response.groups:
+        if g.error_code:
+            failed[g.group_id] = error_name(g.error_code)
+            continue
+        found = offsets.setdefault(g.group_id, {})
+        for topic in g.topics:
+            for p in topic.partitions:
+                if not p.error_code and p.start_offset >= 0:
+                    found[TopicPartition(topic.topic_name, p.partition_index)] = p.start_offset
+    return offsets, failed
+
+
+def share_isolation_request(group_ids: Sequence[str]) -> Any:
+    from kafka.protocol.admin import DescribeConfigsRequest
+
+    Resource = DescribeConfigsRequest.DescribeConfigsResource
+    return DescribeConfigsRequest(resources=[Resource(resource_type=GROUP_RESOURCE, resource_name=g,
+                                                      configuration_keys=[SHARE_ISOLATION]) for g in group_ids],
+                                  include_synonyms=False, include_documentation=False, min_version=1)
+
+
+def parse_share_isolation(response: Any) -> dict[str, str]:
+    """group -> its share.isolation.level (groups whose config could not be read left out)."""
+    return {r.resource_name: str(c.value) for r in response.results if not r.error_code
+            for c in r.configs if c.name == SHARE_ISOLATION and c.value is not None}

@@ -46,7 +46,11 @@ def plain(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list | tuple):
+        if any(isinstance(v, Mapping) for v in value):
+            return json.dumps(list(value), separators=(",", ":"))  # nested objects: JSON, whole
         return ",".join(plain(v) for v in value)
+    if isinstance(value, Mapping):
+        return json.dumps(dict(value), separators=(",", ":"))
     return str(value)
 
 
@@ -129,6 +133,21 @@ def fit_columns(rows: Sequence[Row], columns: Sequence[Column], width: int) -> t
     return shown, total() <= width
 
 
+def wrap_lines(text: str, width: int | None) -> str:
+    """Prose after a table, each line wrapped at spaces to `width` (None: as it is), continuation lines
+    indented as the line they continue; a word longer than the width stays whole."""
+    if width is None or not text:
+        return text
+    import textwrap
+
+    out = []
+    for line in text.split("\n"):
+        indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
+        out += textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=False,
+                             break_on_hyphens=False) or [line]
+    return "\n".join(out)
+
+
 @dataclass
 class Output:
     """Everything a command prints; `emit` picks the format."""
@@ -142,6 +161,10 @@ class Output:
     extra: Mapping[str, Any] | None = None
     empty_message: str | None = None
     hidden: list[str] = field(default_factory=list)  # titles of the columns the last table left out
+    # The table's own rows (cells keyed by the columns) when they differ from the machine formats' rows,
+    # and text printed after the table.
+    table_rows: Sequence[Row] | None = None
+    footer: str = ""
 
     def render(self, fmt: OutputFormat, width: int | None = None, out: TextIO | None = None) -> str:
         """The text for `fmt`; `width` limits a table (None: unlimited)."""
@@ -150,23 +173,25 @@ class Output:
         if fmt is OutputFormat.yaml:
             return render_yaml(to_document(self.kind, self.rows, self.errors, self.extra))
         if fmt in (OutputFormat.csv, OutputFormat.tsv):
-            keys = list(self.rows[0].keys()) if self.rows else [c.key for c in self.columns]
+            # Every key of every row, in first-seen order (rows of several kinds share one header).
+            keys = list(dict.fromkeys(k for r in self.rows for k in r)) if self.rows else [c.key for c in self.columns]
             return render_delimited(self.rows, keys, "," if fmt is OutputFormat.csv else "\t")
         if fmt is OutputFormat.kafka:
             return upstream_table(self.kafka_headers, self.kafka_rows)
         if not self.rows and self.empty_message:
             return self.empty_message + "\n"
-        return self._table(width, out)
+        return self._table(width, out) + wrap_lines(self.footer, width)
 
     def _table(self, width: int | None, out: TextIO | None) -> str:
         self.hidden = []
+        rows = self.table_rows if self.table_rows is not None else self.rows
         if width is None:
-            return render_plain_table(self.rows, self.columns, out)
-        shown, fits = fit_columns(self.rows, self.columns, width)
+            return render_plain_table(rows, self.columns, out)
+        shown, fits = fit_columns(rows, self.columns, width)
         if not fits:
-            return render_blocks(self.rows, self.columns)
+            return render_blocks(rows, self.columns)
         self.hidden = [c.title for c in self.columns if c not in shown]
-        return render_plain_table(self.rows, shown, out)
+        return render_plain_table(rows, shown, out)
 
     def emit(self, fmt: OutputFormat, out: TextIO | None = None, wide: bool = False) -> None:
         out = out if out is not None else sys.stdout

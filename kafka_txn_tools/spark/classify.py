@@ -30,9 +30,20 @@ over a CoordinatorView made from each coordinator row), so both give one verdict
 4. transaction-not-ongoing: the coordinator holds the id as Empty / CompleteCommit / CompleteAbort:
    no marker is coming;
 5. partition-not-in-transaction: the transaction is ongoing without this partition;
-otherwise `late`: the coordinator confirms a live transaction (reported only with include_late).
+otherwise `late`: the coordinator confirms a live transaction (reported only with include_late), or
+`prepared-2pc` when its timeout is Integer.MAX_VALUE (KIP-939: an external manager owns it; verdict late).
 A coordinator row without partitions (describe failed) gives `coordinator-state-unknown`,
-verdict `unverified`: reported, never planned.
+verdict `unverified`: reported, never planned. A no-transactional-id row carries
+`last_known_transactional_id`: the id whose newest coordinator row (tombstoned ones included) named the
+producer id, by the CLI's `last_known_owner`.
+
+Coordinator-side stuck transactions (`stuck`), by the CLI's `judge_coordinator`: a coordinator row in a
+Prepare state (a PREPARE record without its COMPLETE) for longer than the max prepare time, or Ongoing at
+an exhausted epoch; its pending partitions are those of its record whose leader's freshest state still
+holds the producer's open transaction, or that no input shows (leader-unknown). How long it has been in
+the state is the record's last update time (log dirs, dump-log text), else the lower bound from its
+start and timeout (live dumps, which carry no update time). Same fields and reasons as find-hanging's
+rows of kind "coordinator"; the groups held back are not in the inputs (`stalled_groups` null).
 
 Replica divergence, for transactions open longer than the timeout: open on a follower but not on
 the leader, and open on the leader but missing on a follower that reported the partition.
@@ -48,12 +59,32 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, LATE_TRANSACTION_BUFFER_MS
-from kafka_txn_tools.admin.hanging import CoordinatorView, judge, reason_against
-from kafka_txn_tools.models import DEAD_STATE, HANGING_REASONS, HangingReason
+from kafka_txn_tools.admin.hanging import (
+    LIVE,
+    CoordinatorTxn,
+    CoordinatorView,
+    LeaderView,
+    Ownership,
+    judge,
+    judge_coordinator,
+    last_known_owner,
+    reason_against,
+)
+from kafka_txn_tools.models import (
+    DEAD_STATE,
+    DEFAULT_MAX_PREPARE_MS,
+    HANGING_REASONS,
+    HangingReason,
+    ProducerState,
+    RowKind,
+    StuckTransaction,
+    TopicPartition,
+)
 
 REASONS = HANGING_REASONS
 NO_ID = HangingReason.NO_TRANSACTIONAL_ID.value
 LATE = HangingReason.LATE.value
+LIVE_REASONS = frozenset(r.value for r in LIVE)
 UNKNOWN = "coordinator-state-unknown"
 FOLLOWER_ONLY = "open-on-follower-not-leader"
 LEADER_ONLY = "open-on-leader-not-follower"
@@ -70,6 +101,7 @@ class SweepParams:
     now_ms: int
     max_transaction_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
     include_late: bool = False
+    max_prepare_ms: int = DEFAULT_MAX_PREPARE_MS
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +161,9 @@ class Coordinator:
     producer_epoch: int | None
     # (topic, partition) in the transaction; None when DescribeTransactions gave none (failed).
     partitions: tuple[tuple[str | None, int | None], ...] | None
+    timeout_ms: int | None = None
+    start_time_ms: int | None = None
+    last_update_ms: int | None = None  # the record's TransactionLastUpdateTimestampMs (logs); None: live dump
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +214,7 @@ class Analysis:
     late: list[LatePartition]
     divergence: list[Divergence]
     verdicts: list[dict[str, Any]]  # every candidate, OUTPUT_COLUMNS, in report order
+    stuck: list[StuckTransaction]  # coordinator-side, as find-hanging's rows of kind "coordinator"
 
 
 def _offset(snapshot_offset: int | None) -> int:
@@ -294,7 +330,8 @@ def _view(coordinator: Coordinator) -> CoordinatorView:
     # A dump writes TRANSACTIONAL_ID_NOT_FOUND (and a tombstoned id) as a Dead row.
     parts = None if coordinator.partitions is None else frozenset(coordinator.partitions)
     return CoordinatorView(coordinator.transactional_id, coordinator.state, coordinator.producer_id,
-                           coordinator.producer_epoch, parts, found=coordinator.state != DEAD_STATE)
+                           coordinator.producer_epoch, parts, found=coordinator.state != DEAD_STATE,
+                           timeout_ms=coordinator.timeout_ms)
 
 
 def reason(candidate: OpenRow, coordinator: Coordinator | None) -> str:
@@ -309,7 +346,7 @@ def reason(candidate: OpenRow, coordinator: Coordinator | None) -> str:
 def verdict_of(reason_name: str) -> str:
     if reason_name in REASONS:
         return "hanging"
-    return "late" if reason_name == LATE else "unverified"
+    return "late" if reason_name in LIVE_REASONS else "unverified"
 
 
 def decide(candidate: OpenRow, coordinators: Sequence[Coordinator],
@@ -336,6 +373,7 @@ def verdicts(
     diverged: Iterable[Divergence],
     coordinators: Iterable[Coordinator],
     params: SweepParams,
+    owners: Sequence[Ownership] = (),
 ) -> list[dict[str, Any]]:
     """Every candidate (late by find-hanging's rule, leader view) with its verdict and context."""
     by_producer: dict[int, list[Coordinator]] = {}
@@ -356,6 +394,7 @@ def verdicts(
         leader, flagged, gap = leader_table[row.partition_key], oldest.get(row.partition_key), missing.get(row.key)
         out.append(
             {
+                "kind": RowKind.PARTITION.value,
                 "topic": row.topic,
                 "partition": row.partition,
                 "producer_id": row.producer_id,
@@ -368,6 +407,7 @@ def verdicts(
                 "verdict": verdict_of(why),
                 "reason": why,
                 "transactional_id": decisive.transactional_id if decisive else None,
+                "last_known_transactional_id": last_known_owner(row.producer_id, owners) if why == NO_ID else None,
                 "coordinator_id": decisive.coordinator_id if decisive else None,
                 "coordinator_state": decisive.state if decisive else None,
                 "coordinator_producer_epoch": decisive.producer_epoch if decisive else None,
@@ -393,6 +433,8 @@ def analyze(
     replicas: Iterable[Replica],
     coordinators: Iterable[Coordinator],
     params: SweepParams,
+    stuck_coordinators: Iterable[Coordinator] = (),
+    owners: Sequence[Ownership] = (),
 ) -> Analysis:
     """The whole classification of the partitions the Spark side gathered."""
     replica_list = list(replicas)
@@ -404,8 +446,38 @@ def analyze(
         leaders=leader_table,
         late=late,
         divergence=diverged,
-        verdicts=verdicts(fresh, leader_table, late, diverged, coordinators, params),
+        verdicts=verdicts(fresh, leader_table, late, diverged, coordinators, params, owners),
+        stuck=stuck(stuck_coordinators, leader_table, fresh, params),
     )
+
+
+def stuck(coordinators: Iterable[Coordinator], leader_table: dict[PartitionKey, Leader], fresh: Sequence[OpenRow],
+          params: SweepParams) -> list[StuckTransaction]:
+    """Coordinator-side stuck transactions among the coordinator rows (module docstring)."""
+    open_on_leader = {(row.topic, row.partition, row.producer_id): row for row in on_leader(fresh, leader_table)}
+    out = []
+    for c in coordinators:
+        if c.state is None or c.producer_epoch is None:
+            continue
+        parts = tuple(TopicPartition(t, p) for t, p in (c.partitions or ()) if t is not None and p is not None)
+        txn = CoordinatorTxn(c.transactional_id, c.state, c.producer_id, c.producer_epoch, c.timeout_ms,
+                             c.start_time_ms, parts, c.coordinator_id, c.last_update_ms)
+        views = {tp: _leader_view(tp, c.producer_id, leader_table, open_on_leader) for tp in parts}
+        row = judge_coordinator(txn, views, params.now_ms, params.max_prepare_ms, coordinator_waits=False)
+        if row is not None:
+            out.append(row)
+    return sorted(out, key=lambda r: r.transactional_id)
+
+
+def _leader_view(tp: TopicPartition, producer_id: int, leader_table: dict[PartitionKey, Leader],
+                 open_on_leader: dict[tuple[str, int, int], OpenRow]) -> LeaderView:
+    leader = leader_table.get((tp.topic, tp.partition))
+    if leader is None:
+        return LeaderView(None)  # no input shows the partition
+    row = open_on_leader.get((tp.topic, tp.partition, producer_id))
+    producer = None if row is None else ProducerState(row.producer_id, row.producer_epoch or 0, -1,
+                                                      row.last_timestamp_ms, row.coordinator_epoch, row.start_offset)
+    return LeaderView(leader.leader_broker_id, producer=producer)
 
 
 def reported(verdict_rows: Iterable[dict[str, Any]], include_late: bool) -> list[dict[str, Any]]:
@@ -415,6 +487,7 @@ def reported(verdict_rows: Iterable[dict[str, Any]], include_late: bool) -> list
 
 
 OUTPUT_COLUMNS = [
+    "kind",
     "topic",
     "partition",
     "producer_id",
@@ -427,6 +500,7 @@ OUTPUT_COLUMNS = [
     "verdict",
     "reason",
     "transactional_id",
+    "last_known_transactional_id",
     "coordinator_id",
     "coordinator_state",
     "coordinator_producer_epoch",

@@ -9,7 +9,10 @@ classify.py judges - never the producer table itself.
 2. The rows of those partitions, the only full pass over the producer table (a few columns and an
    exact filter Parquet can push down), reduced on the executors to one row per replica: its leader
    flag, its freshest observation and its open transactions. Idle producers never leave the scan.
-3. The coordinator state of the transactional ids that ever named one of those producer ids.
+3. The coordinator state of the transactional ids that ever named one of those producer ids, and
+   which of them named each last (find-hanging's last_known_transactional_id).
+4. Coordinator-side: the newest state of the ids caught in a Prepare state, or Ongoing at an exhausted
+   epoch (few); their partitions join step 2's, so their leaders' open transactions are gathered too.
 
 Each step is one Spark job with one or two stages: Spark's per-stage cost, not the data, dominated
 when the classification itself ran as a dozen joins and windows.
@@ -18,12 +21,14 @@ when the classification itself ran as a dozen joins and windows.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
+from kafka_txn_tools.admin.hanging import Ownership
+from kafka_txn_tools.models import EXHAUSTED_EPOCH, PREPARE_STATES
 from kafka_txn_tools.spark.classify import (
     MAX_LONG,
     TXN_KEY,
@@ -62,6 +67,8 @@ class Gathered:
     open_rows: list[OpenRow]  # open transactions of the partitions with late ones
     replicas: list[Replica]  # the replicas of those partitions
     coordinators: list[Coordinator]  # newest state of the ids that named a late producer id
+    stuck: list[Coordinator] = field(default_factory=list)  # newest state of the Prepare / exhausted ones
+    owners: list[Ownership] = field(default_factory=list)  # every row naming a late producer id
 
 
 def open_transactions(producers: DataFrame) -> DataFrame:
@@ -153,15 +160,32 @@ def _open_rows(row: Row) -> list[OpenRow]:
 
 
 def coordinator_states(transactions: DataFrame, producer_ids: Collection[int], limit: int = LITERAL_LIMIT
-                       ) -> list[Coordinator]:
+                       ) -> tuple[list[Coordinator], list[Ownership]]:
     """The newest state of every transactional id that ever named one of `producer_ids`
-    (normalize_transactions over all rows of those ids: a fleet has millions of ids, a sweep a few)."""
-    named = where_in(transactions, "producer_id", producer_ids, limit).select("transactional_id").collect()
-    ids = {r["transactional_id"] for r in named} - {None}
+    (normalize_transactions over all rows of those ids: a fleet has millions of ids, a sweep a few), and
+    each row naming one of them, tombstones included, as an ownership record."""
+    named = where_in(transactions, "producer_id", producer_ids, limit).select(
+        "transactional_id", "producer_id", F.coalesce("last_update_ms", "capture_time_ms").alias("time")).collect()
+    owners = [Ownership(r["transactional_id"], int(r["producer_id"]), int(r["time"] or 0)) for r in named
+              if r["transactional_id"] is not None]
+    ids = {o.transactional_id for o in owners}
+    if not ids:
+        return [], owners
+    newest = normalize_transactions(where_in(transactions, "transactional_id", ids, limit))
+    return [_coordinator(r) for r in newest.collect()], owners
+
+
+def stuck_states(transactions: DataFrame, limit: int = LITERAL_LIMIT) -> list[Coordinator]:
+    """The newest state of the ids with a row in a Prepare state or Ongoing at an exhausted epoch, when
+    that newest state still is one (a PREPARE record without its COMPLETE)."""
+    caught = (F.col("state").isin(*sorted(PREPARE_STATES))
+              | ((F.col("state") == "Ongoing") & (F.col("producer_epoch") >= EXHAUSTED_EPOCH)))
+    ids = {r["transactional_id"] for r in transactions.where(caught).select("transactional_id").distinct().collect()}
+    ids.discard(None)
     if not ids:
         return []
     newest = normalize_transactions(where_in(transactions, "transactional_id", ids, limit))
-    return [_coordinator(r) for r in newest.collect()]
+    return [c for c in map(_coordinator, newest.where(caught).collect())]
 
 
 def _coordinator(row: Row) -> Coordinator:
@@ -173,25 +197,34 @@ def _coordinator(row: Row) -> Coordinator:
         state=row["state"],
         producer_epoch=row["producer_epoch"],
         partitions=None if parts is None else tuple((None, None) if p is None else (p[0], p[1]) for p in parts),
+        timeout_ms=row["timeout_ms"],
+        start_time_ms=row["start_time_ms"],
+        last_update_ms=row["last_update_ms"],
     )
 
 
 def gather(
     producers: DataFrame, transactions: DataFrame, params: SweepParams, limit: int = LITERAL_LIMIT
 ) -> Gathered:
-    """The small sets of one sweep, in at most four Spark jobs (one when nothing is late).
+    """The small sets of one sweep, in at most six Spark jobs (two when nothing is late or stuck).
     `producers` and `transactions` are the raw tables read by ingest."""
     buckets = open_summary(open_transactions(producers), params).collect()
     histogram = {r["bucket"]: int(r["count"]) for r in buckets}
     late = [t for r in buckets for t in r["late"]]
+    stuck = stuck_states(transactions, limit)
     # A row without topic or partition belongs to no partition: nothing to judge it against.
     keys = {(t["topic"], t["partition"]) for t in late if t["topic"] is not None and t["partition"] is not None}
+    keys |= {(t, p) for c in stuck for t, p in c.partitions or () if t is not None and p is not None}
     if not keys:
-        return Gathered(histogram, [], [], [])
+        return Gathered(histogram, [], [], [], stuck)
     replicas = replica_states(producers, keys, limit).collect()
+    late_pids = {t["producer_id"] for t in late} - {None}
+    coordinators, owners = coordinator_states(transactions, late_pids, limit) if late_pids else ([], [])
     return Gathered(
         age_histogram=histogram,
         open_rows=[o for r in replicas for o in _open_rows(r)],
         replicas=[_replica(r) for r in replicas],
-        coordinators=coordinator_states(transactions, {t["producer_id"] for t in late} - {None}, limit),
+        coordinators=coordinators,
+        stuck=stuck,
+        owners=owners,
     )

@@ -5,7 +5,8 @@
     spark-submit .../kafka_txn_tools/spark/job.py INPUT... --out DIR      (master from spark-submit)
 
 Outputs in DIR: late_transactions/ (Parquet), late_transactions.csv, replica_divergence.csv,
-summary.json, abort-plan.yaml, report.html. The producer table is only scanned by executors; the
+stuck_transactions.json (coordinator-side, find-hanging's rows of kind "coordinator"), summary.json,
+abort-plan.yaml, report.html. The producer table is only scanned by executors; the
 driver gets the small sets gather.py reduces it to (the partitions with late transactions, their
 replicas and open transactions, the coordinator rows that concern them) and judges them in
 classify.py.
@@ -21,7 +22,7 @@ import sys
 import tempfile
 import zipfile
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,7 @@ class SweepResult:
     out_dir: Path
     summary: dict[str, Any]
     rows: list[dict[str, Any]]  # the reported transactions (late_transactions)
+    stuck: list[dict[str, Any]] = field(default_factory=list)  # coordinator-side (stuck_transactions.json)
 
     @property
     def hanging(self) -> list[dict[str, Any]]:
@@ -140,6 +142,7 @@ def run_sweep(
     as_of_ms: int | None = None,
     include_late: bool = False,
     spark: SparkSession | None = None,
+    max_prepare_ms: int | None = None,
 ) -> SweepResult:
     """Sweep `inputs` (dump dirs, log-dir trees, dump-log text files) and write the outputs to out_dir."""
     from kafka_txn_tools.spark import classify as C
@@ -165,10 +168,12 @@ def run_sweep(
         now = as_of_ms if as_of_ms is not None else capture
         if now is None:
             raise SweepError("the inputs hold no rows, so there is no capture time to judge ages by: pass --as-of MS")
-        params = C.SweepParams(now, max_transaction_timeout_ms, include_late)
+        params = C.SweepParams(now, max_transaction_timeout_ms, include_late,
+                               *([] if max_prepare_ms is None else [max_prepare_ms]))
         # Spark reduces the inputs to the few partitions that matter; the verdicts are plain Python.
         gathered = gather(ingested.producers, ingested.transactions, params)
-        analysis = C.analyze(gathered.open_rows, gathered.replicas, gathered.coordinators, params)
+        analysis = C.analyze(gathered.open_rows, gathered.replicas, gathered.coordinators, params, gathered.stuck,
+                             gathered.owners)
         return _write_outputs(Path(out_dir), ingested, params, as_of_ms is not None, brokers, gathered, analysis)
     finally:
         if own:
@@ -179,6 +184,8 @@ def _result_schema() -> Any:
     import pyarrow as pa
 
     types = {
+        "kind": pa.string(),
+        "last_known_transactional_id": pa.string(),
         "topic": pa.string(),
         "verdict": pa.string(),
         "reason": pa.string(),
@@ -242,11 +249,14 @@ def _write_outputs(
     brokers |= {c.leader_broker_id for c in per_broker}
     late_counts = {c.leader_broker_id: c.late_partitions for c in per_broker}
     write_plan(_plan(rows, params.now_ms, params.max_transaction_timeout_ms), out / "abort-plan.yaml")
+    stuck = [s.to_row() for s in analysis.stuck]
+    (out / "stuck_transactions.json").write_text(json.dumps(stuck, indent=2) + "\n", encoding="utf-8")
     histogram = gathered.age_histogram
     summary = {
         "as_of_ms": params.now_ms,
         "as_of_given": as_of_given,
         "max_transaction_timeout_ms": params.max_transaction_timeout_ms,
+        "max_prepare_time_ms": params.max_prepare_ms,
         "include_late": params.include_late,
         "inputs": [spec.describe() for spec in ingested.inputs],
         "producer_rows": ingested.known_producer_rows
@@ -258,6 +268,8 @@ def _write_outputs(
         "late_live": sum(1 for r in candidates if r["verdict"] == "late"),
         "unverified": sum(1 for r in candidates if r["verdict"] == "unverified"),
         "reported": len(rows),
+        "stuck": len(stuck),
+        "stuck_by_reason": _count_by(stuck, "reason"),
         "counts_by_reason": _count_by(candidates, "reason"),
         "late_partitions_by_broker": {str(b): late_counts.get(b, 0) for b in sorted(brokers)},
         "hanging_by_leader_broker": _count_by([r for r in rows if r["verdict"] == "hanging"], "leader_broker_id"),
@@ -269,13 +281,14 @@ def _write_outputs(
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
     (out / "report.html").write_text(render_report(summary, rows, histogram), encoding="utf-8")
-    return SweepResult(out, summary, rows)
+    return SweepResult(out, summary, rows, stuck)
 
 
 OUTPUT_FILES = (
     "late_transactions",
     "late_transactions.csv",
     "replica_divergence.csv",
+    "stuck_transactions.json",
     "summary.json",
     "abort-plan.yaml",
     "report.html",
@@ -300,17 +313,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-transaction-timeout", default="15m", help="e.g. 15m, 900s (bare number = minutes)")
     parser.add_argument("--as-of", type=int, default=None, help="judge ages at this epoch ms instead of capture time")
     parser.add_argument("--include-late", action="store_true", help="also report late transactions still live")
+    parser.add_argument("--max-prepare-time", default="1m", help="stuck in a Prepare state after this (1m, 90s)")
     args = parser.parse_args(argv)
     master = args.master
     if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
         master = "local[2]"  # plain `python -m`: no spark-submit around us
     try:
         timeout = parse_duration_ms(args.max_transaction_timeout)
-        result = run_sweep(args.inputs, args.out, master, timeout, args.as_of, args.include_late)
+        prepare = parse_duration_ms(args.max_prepare_time, bare_unit="s")
+        result = run_sweep(args.inputs, args.out, master, timeout, args.as_of, args.include_late,
+                           max_prepare_ms=prepare)
     except (ValueError, RuntimeError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(json.dumps({k: result.summary[k] for k in ("as_of_ms", "hanging", "late_live", "reported")}))
+    print(json.dumps({k: result.summary[k] for k in ("as_of_ms", "hanging", "late_live", "reported", "stuck")}))
     return 0
 
 

@@ -19,6 +19,14 @@ Target: kafka-txn at least 3x faster than upstream's strategy, finding the same 
 true hanging transactions.
 
     python tests/benchmarks/bench_find_hanging.py [--partitions 20000] [--open 2000]
+    python tests/benchmarks/bench_find_hanging.py --compare-with /work/main [--rounds 5]
+
+--compare-with DIR: kafka-txn's find-hanging from another checkout (its kafka_txn_tools and broker packages)
+and from this one take turns against the same cluster, `--rounds` times each, old first; the ratio of the
+medians says what a change costs; this checkout also runs without the coordinator side (issue 11: the
+coordinator side, `__transaction_state` and the groups), which says what those checks cost.
+The cluster then also holds transactions stuck at their coordinator (`scenario coordinator-side`), so the
+new checks have something to find.
 """
 
 from __future__ import annotations
@@ -53,9 +61,11 @@ else:
     now = lambda: time.time_ns() // 1_000_000
     with AdminClient(ClientSettings(bootstrap_servers=bootstrap), timeout_ms=120000) as client:
         connected = time.perf_counter()
-        if strategy == "kafka-txn":
-            from kafka_txn_tools.admin.scan import Scope, find_hanging
-            report = find_hanging(client, Scope(all=True), now)
+        if strategy.startswith("kafka-txn"):
+            from kafka_txn_tools.admin.scan import ScanOptions, Scope, find_hanging
+            # kafka-txn-partition-side: without issue 11's coordinator side, `__transaction_state` and groups
+            options = ScanOptions(coordinator_side=False) if strategy == "kafka-txn-partition-side" else ScanOptions()
+            report = find_hanging(client, Scope(all=True), now, options)
             assert not report.errors, report.errors[:3]
             found = {(h.partition.topic, h.partition.partition, h.producer.producer_id,
                       h.producer.current_txn_start_offset) for h in report.hanging}
@@ -152,9 +162,18 @@ def open_transactions(bootstrap: str, topics: list[str], per_topic: int, count: 
         t.join()
 
 
-def run_strategy(strategy: str, bootstrap: str) -> dict[str, object]:
-    done = subprocess.run([sys.executable, "-c", CHILD, strategy, bootstrap, str(Path(__file__).parent)],
-                          capture_output=True, text=True, cwd=ROOT)
+def run_strategy(strategy: str, bootstrap: str, tree: Path | None = None) -> dict[str, object]:
+    """One strategy in a fresh process; `tree`: another checkout's packages instead of this one's."""
+    import os
+
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory(prefix="bench-tree-") as links:
+        if tree is not None:  # the import names point at that checkout's packages, ahead of the editable install
+            (Path(links) / "kafka_txn_broker").symlink_to(tree / "broker")
+            (Path(links) / "kafka_txn_tools").symlink_to(tree / "kafka_txn_tools")
+            env["PYTHONPATH"] = f"{links}:{tree}"
+        done = subprocess.run([sys.executable, "-c", CHILD, strategy, bootstrap, str(Path(__file__).parent)],
+                              capture_output=True, text=True, cwd=tree or ROOT, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"{strategy} failed: {done.stderr[-2000:]}")
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
@@ -165,6 +184,8 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=20_000)
     ap.add_argument("--per-topic", type=int, default=100)
     ap.add_argument("--open", type=int, default=2_000)
+    ap.add_argument("--compare-with", type=Path, default=None, help="another checkout to compare kafka-txn with")
+    ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     from kafka_txn_broker.testing.scenarios import ScenarioOptions, run_scenario
 
@@ -179,6 +200,11 @@ def main() -> int:
             truth = {(h.topic, h.partition, h.producer_id, h.start_offset) for r in truth_runs for h in r.hanging}
             print(f"setup: {args.partitions} partitions x RF 3, {args.open} open late transactions, "
                   f"{len(truth)} hanging, {time.perf_counter() - t0:.0f} s")
+            if args.compare_with is not None:
+                stuck = run_scenario("coordinator-side", bootstrap, ScenarioOptions(zombie_timeout_ms=500, wait_s=120,
+                                                                                   healthy=False))
+                print(f"+ {sum(len(r.stuck) for r in stuck)} transactions stuck at their coordinator")
+                return compare(bootstrap, args.compare_with.resolve(), args.rounds, truth)
             results = {s: run_strategy(s, bootstrap) for s in ("kafka-txn", "upstream", "kafka-python")}
         finally:
             proc.terminate()
@@ -198,6 +224,28 @@ def main() -> int:
     same_or_more = {tuple(f) for f in ours["found"]} >= {tuple(f) for f in upstream["found"]}  # type: ignore[attr-defined]
     print(f"speed-up vs upstream's strategy: {speedup:.1f}x (target >= 3x); finds the same or more: {same_or_more}")
     return 0 if speedup >= 3 and same_or_more else 1
+
+
+def compare(bootstrap: str, other: Path, rounds: int, truth: set[tuple[str, int, int, int]]) -> int:
+    """kafka-txn from `other` (old) and from this checkout (new), alternating, old first; then this checkout
+    without the coordinator side (partition side only: what the new checks cost)."""
+    import statistics
+
+    times: dict[str, list[float]] = {"old": [], "new": [], "new-partition-side": []}
+    runs = (("old", "kafka-txn", other), ("new", "kafka-txn", None),
+            ("new-partition-side", "kafka-txn-partition-side", None))
+    for i in range(rounds):
+        for name, strategy, tree in runs:
+            r = run_strategy(strategy, bootstrap, tree)
+            times[name].append(float(r["scan_s"]))  # type: ignore[arg-type]
+            hits = len(truth & {tuple(f) for f in r["found"]})  # type: ignore[attr-defined]
+            print(f"round {i + 1} {name}: scan {float(r['scan_s']):.2f} s, wall {float(r['wall_s']):.2f} s, "  # type: ignore[arg-type]
+                  f"{hits}/{len(truth)} hanging")
+    old, new = statistics.median(times["old"]), statistics.median(times["new"])
+    side = statistics.median(times["new-partition-side"])
+    print(f"median scan: old {old:.2f} s, new {new:.2f} s: new/old = {new / old:.2f}; new without the coordinator "
+          f"side {side:.2f} s: the new checks cost {new - side:+.2f} s")
+    return 0
 
 
 if __name__ == "__main__":

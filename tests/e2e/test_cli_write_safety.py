@@ -71,8 +71,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
                          config={"transaction.partition.verification.enable": False,
                                  "transaction.abort.timed.out.transaction.cleanup.interval.ms": 200}) as c:
         bs = c.bootstrap_servers
-        results = run_scenario("all", bs, ScenarioOptions(backdate_ms=30 * 60_000, healthy=False,
-                                                          zombie_timeout_ms=ZOMBIE_TIMEOUT_MS, wait_s=30))
+        results = run_scenario("partition-side", bs, ScenarioOptions(backdate_ms=30 * 60_000, healthy=False,
+                                                                     zombie_timeout_ms=ZOMBIE_TIMEOUT_MS, wait_s=30))
         hanging = [Txn(h.topic, h.partition, h.producer_id, h.producer_epoch, h.start_offset)
                    for r in results for h in r.hanging]
         c.create_topic("live", 1, 1)

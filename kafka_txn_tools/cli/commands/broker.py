@@ -60,7 +60,8 @@ def show_config() -> None:
 @broker_app.command("scenario")
 def scenario(
     name: str = typer.Argument(..., help="late-write-after-abort, zombie-after-timeout, "
-                                         "unregistered-partition-commit, or all"),
+                                         "unregistered-partition-commit (partition-side), marker-retry-rejected, "
+                                         "epoch-exhaustion (coordinator-side), a group name, or all"),
     bootstrap_server: str = typer.Option(..., "--bootstrap-server", help="host:port of any broker"),
     topic_prefix: str = typer.Option("scenario", "--topic-prefix", help="prefix of the new topic and ids"),
     backdate_minutes: float = typer.Option(0.0, "--backdate-minutes", min=0,
@@ -69,15 +70,18 @@ def scenario(
     healthy: bool = typer.Option(True, "--healthy/--no-healthy",
                                  help="also create healthy committed, aborted and open transactions"),
     zombie_timeout_ms: int = typer.Option(1000, "--zombie-timeout-ms", min=1,
-                                          help="transaction.timeout.ms of the zombie (zombie-after-timeout)"),
+                                          help="transaction.timeout.ms of the zombie (zombie-after-timeout) and "
+                                               "of the stalled producer (epoch-exhaustion)"),
     wait_seconds: float = typer.Option(60.0, "--wait-seconds", min=1,
                                        help="how long to wait for the coordinator's timeout abort"),
     output: str = typer.Option("json", "--output", "-o", help="json or table"),
 ) -> None:
     """Create real hanging transactions through the protocol and print their ground truth.
 
-    Needs a broker that does not verify transactional writes (Kafka < 3.6, or
-    `--set transaction.partition.verification.enable=false` on the embedded broker).
+    The partition-side ones need a broker that does not verify transactional writes (Kafka < 3.6, or
+    `--set transaction.partition.verification.enable=false` on the embedded broker); the coordinator-side
+    ones emulate an upstream bug (KAFKA-19999, KAFKA-20090) with the embedded broker's test-only
+    `fault.injection`, switched on for their own transactional id.
     """
     import json
 
@@ -103,6 +107,10 @@ def scenario(
             typer.echo(f"HANGING  {h.topic}-{h.partition} producerId={h.producer_id} epoch={h.producer_epoch} "
                        f"startOffset={h.start_offset} transactionalId={h.transactional_id} "
                        f"coordinator={h.coordinator_state}")
+        for st in r.stuck:
+            typer.echo(f"STUCK    {st.transactional_id} {st.state} producerId={st.producer_id} "
+                       f"epoch={st.producer_epoch} pending={','.join(st.pending_partitions)} ({st.pending_reason}) "
+                       f"reason={st.reason} emulates={st.emulates} clears: {st.clears}")
         for ok in r.healthy:
             typer.echo(f"HEALTHY  {ok.topic}-{ok.partition} producerId={ok.producer_id} {ok.state} "
                        f"transactionalId={ok.transactional_id}")

@@ -29,6 +29,13 @@ One of --transactional-id (or ids as arguments) and --all is required.
 """
 
 
+def _pending_cell(pending: list[dict[str, object]] | None) -> str:
+    """`orders-1 (leader-offline)` for each partition a Prepare state still waits for; `-` otherwise."""
+    if not pending:
+        return "-"
+    return ",".join(f"{p['topic']}-{p['partition']} ({p['reason'] or 'reason unknown'})" for p in pending)
+
+
 def describe_command(
     transactional_id: Annotated[list[str] | None, typer.Option(
         "--transactional-id", "-t", metavar="ID", help="transactional id (repeatable; more ids may follow)")] = None,
@@ -41,7 +48,8 @@ def describe_command(
     output: OutputOpt = None,
     wide: WideOpt = False,
 ) -> None:
-    """Describe transactions: state, producer id/epoch, timeout, start time, duration and partitions."""
+    """Describe transactions: state, producer id/epoch, timeout, start time, duration and partitions; in a
+    Prepare state, the partitions still waiting for their marker and why."""
     from kafka_txn_tools.admin.describe import describe_transactions
     from kafka_txn_tools.cli.render import Column, Output, human_duration, none_as_dash
     from kafka_txn_tools.cli.upstream.format import DESCRIBE_HEADERS, describe_row
@@ -55,14 +63,18 @@ def describe_command(
         described = describe_transactions(client, ids, describe_all)
     now = now_ms()
     report_errors(described.errors)
+    pending = described.pending
+    rows = [{**d.to_row(now), "pending_partitions": [p.to_row() for p in pending[d.transactional_id]]
+             if d.transactional_id in pending else None} for d in described.descriptions]
     Output(
         kind="transactions",
-        rows=[d.to_row(now) for d in described.descriptions],
+        rows=rows,
         columns=[Column("transactional_id", "TRANSACTIONAL ID"), Column("coordinator_id", "COORD", drop=3),
                  Column("producer_id", "PRODUCER ID", drop=2), Column("producer_epoch", "EPOCH", drop=2),
                  Column("state", "STATE"), Column("timeout_ms", "TIMEOUT", human_duration, drop=4),
                  Column("duration_ms", "DURATION", human_duration, drop=1),
-                 Column("partitions", "PARTITIONS", none_as_dash, drop=5)],
+                 Column("partitions", "PARTITIONS", none_as_dash, drop=5),
+                 Column("pending_partitions", "WAITING FOR MARKERS", _pending_cell, drop=6)],
         kafka_headers=DESCRIBE_HEADERS, kafka_rows=[describe_row(d, now) for d in described.descriptions],
         errors=[e.to_row() for e in described.errors], extra={"partial": bool(described.errors)},
         empty_message="no transactions",

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from kafka_txn_tools.cli import exit_codes
-from kafka_txn_tools.cli.errors import KafkaTxnCommand, report_errors, user_errors, warn
+from kafka_txn_tools.cli.errors import KafkaTxnCommand, note, report_errors, user_errors, warn
 from kafka_txn_tools.cli.options import (
     BootstrapOpt,
     CommandConfigOpt,
@@ -22,6 +22,7 @@ from kafka_txn_tools.cli.session import Connection, connect, now_ms
 
 if TYPE_CHECKING:
     from kafka_txn_tools.admin.scan import ScanReport
+    from kafka_txn_tools.models import HangingTransaction, StalledGroup, StuckTransaction
 
 EXAMPLES = """\b
 The runbook:
@@ -31,9 +32,14 @@ The runbook:
   Many: find-hanging --all -o plan > plan.yaml, then abort --plan plan.yaml
 
 Scope (one is required): --all, --broker-id ID, or --topic T [--partition P].
---exit-code: 3 when hanging transactions were found in a complete scan; a scan
-with errors exits 5 whatever it found (5 wins over 3), and JSON/YAML say
-"partial": true.
+Two kinds of row: "partition" (an open transaction no coordinator will end:
+abort it) and "coordinator" (PrepareCommit/PrepareAbort/PrepareEpochFence
+longer than --max-prepare-time with markers missing, or Ongoing at an
+exhausted epoch): each says why and exactly what to do, and which groups it
+holds back at the LSO.
+--exit-code: 3 when hanging or stuck transactions were found in a complete
+scan; a scan with errors exits 5 whatever it found (5 wins over 3), and
+JSON/YAML say "partial": true.
 """
 
 
@@ -67,8 +73,45 @@ def write_plan(report: ScanReport, max_timeout_ms: int) -> str:
     return str(yaml.safe_dump(plan_to_dict(plan), sort_keys=False, default_flow_style=None))
 
 
+def _groups_cell(groups: tuple[StalledGroup, ...] | None) -> str | None:
+    if groups is None:
+        return None
+    return ",".join(sorted({g.group_id for g in groups})) or "-"
+
+
+def _partition_cells(h: HangingTransaction) -> dict[str, Any]:
+    txn = h.transactional_id or (f"(last: {h.last_known_transactional_id})" if h.last_known_transactional_id else None)
+    return {"kind": "partition", "where": str(h.partition), "producer_id": h.producer.producer_id,
+            "producer_epoch": h.producer.producer_epoch, "start_offset": h.producer.current_txn_start_offset,
+            "age": h.duration_ms, "transactional_id": txn, "reason": h.reason.value,
+            "lso": h.offsets.last_stable_offset if h.offsets else None,
+            "high_watermark": h.offsets.high_watermark if h.offsets else None,
+            "held_back": _groups_cell(h.stalled_groups)}
+
+
+def _coordinator_cells(s: StuckTransaction) -> dict[str, Any]:
+    where = ",".join(str(p.partition) for p in s.pending_partitions) or "-"
+    return {"kind": "coordinator", "where": where, "producer_id": s.producer_id, "producer_epoch": s.producer_epoch,
+            "start_offset": None, "age": s.time_in_state_ms, "transactional_id": s.transactional_id,
+            "reason": f"{s.reason.value} ({s.state})", "lso": None, "high_watermark": None,
+            "held_back": _groups_cell(s.stalled_groups)}
+
+
+def _next_steps(report: ScanReport) -> str:
+    """After the table: each row's verdict detail and what to do."""
+    lines = []
+    for h in report.results:
+        lines.append(f"{h.partition} producer {h.producer.producer_id}: {h.detail}\n  do: {h.action}")
+    for s in report.stuck:
+        lines.append(f"{s.transactional_id!r} ({s.state}): {s.detail}")
+        lines += [f"  {p.partition} (leader {p.leader}): {p.detail}" for p in s.pending_partitions]
+        lines.append(f"  do: {s.action}")
+    return "\n" + "\n".join(lines) + "\n" if lines else ""
+
+
 def empty_message(report: ScanReport) -> str:
-    """What an empty result means: never a claim about replicas that were not read."""
+    """What an empty result means: never a claim about replicas that were not read. (Coordinator rows
+    never come with an empty result: the counts below are the partition side's.)"""
     if report.scanned_replicas and not report.read_replicas:
         return f"no result: none of the {report.scanned_replicas} partition replicas asked could be read"
     if report.unread_replicas:
@@ -80,7 +123,7 @@ def empty_message(report: ScanReport) -> str:
     return f"no hanging transactions ({report.read_replicas} partition replicas read)"
 
 
-def _emit(report: ScanReport, fmt: FindHangingFormat, max_timeout_ms: int, wide: bool) -> None:
+def _emit(report: ScanReport, fmt: FindHangingFormat, max_timeout_ms: int, max_prepare_ms: int, wide: bool) -> None:
     from kafka_txn_tools.cli.render import Column, Output, human_duration, none_as_dash
     from kafka_txn_tools.cli.upstream.format import HANGING_HEADERS, hanging_row
 
@@ -88,17 +131,21 @@ def _emit(report: ScanReport, fmt: FindHangingFormat, max_timeout_ms: int, wide:
         typer.echo(write_plan(report, max_timeout_ms), nl=False)
         return
     extra: dict[str, Any] = {"as_of_ms": report.now_ms, "max_transaction_timeout_ms": max_timeout_ms,
+                             "max_prepare_time_ms": max_prepare_ms,
                              "scanned_replicas": report.scanned_replicas, "read_replicas": report.read_replicas,
-                             "candidates": report.candidates, "partial": report.partial}
+                             "candidates": report.candidates, "partial": report.partial, "notes": report.notes}
     Output(
-        kind="hanging", rows=[h.to_row() for h in report.results],
-        columns=[Column("topic", "TOPIC"), Column("partition", "PART"), Column("producer_id", "PRODUCER ID", drop=2),
-                 Column("producer_epoch", "EPOCH", drop=4), Column("start_offset", "START OFFSET"),
-                 Column("duration_ms", "AGE", human_duration, drop=3),
+        kind="hanging", rows=[*(h.to_row() for h in report.results), *(s.to_row() for s in report.stuck)],
+        table_rows=[*map(_partition_cells, report.results), *map(_coordinator_cells, report.stuck)],
+        columns=[Column("kind", "KIND", drop=8), Column("where", "PARTITIONS"),
+                 Column("producer_id", "PRODUCER ID", drop=2), Column("producer_epoch", "EPOCH", drop=4),
+                 Column("start_offset", "START OFFSET", none_as_dash), Column("age", "AGE", human_duration, drop=3),
                  Column("transactional_id", "TRANSACTIONAL ID", none_as_dash, drop=5), Column("reason", "REASON"),
-                 Column("lso", "LSO", none_as_dash, drop=6), Column("high_watermark", "HW", none_as_dash, drop=7)],
+                 Column("lso", "LSO", none_as_dash, drop=6), Column("high_watermark", "HW", none_as_dash, drop=7),
+                 Column("held_back", "HELD BACK", none_as_dash, drop=9)],
         kafka_headers=HANGING_HEADERS, kafka_rows=[hanging_row(h, report.now_ms) for h in report.results],
         errors=[e.to_row() for e in report.errors], extra=extra, empty_message=empty_message(report),
+        footer=_next_steps(report),
     ).emit(OutputFormat(fmt.value), wide=wide)
 
 
@@ -113,8 +160,13 @@ def find_hanging_command(
     max_timeout: Annotated[str, typer.Option(
         "--max-transaction-timeout", metavar="DURATION",
         help="the brokers' transaction.max.timeout.ms: 15m, 900s (a bare number means minutes, as upstream)")] = "15m",
+    max_prepare: Annotated[str, typer.Option(
+        "--max-prepare-time", metavar="DURATION",
+        help="report a transaction its coordinator holds in a Prepare state longer than this: 1m, 90s, 5m "
+             "(a bare number means seconds)")] = "1m",
     include_late: Annotated[bool, typer.Option(
-        "--include-late", help="also list late transactions the coordinator confirms as live")] = False,
+        "--include-late", help="also list late transactions the coordinator confirms as live, and prepared "
+                               "two-phase-commit transactions (KIP-939)")] = False,
     exit_code: Annotated[bool, typer.Option(
         "--exit-code", help="exit 3 when hanging transactions are found (5 when the scan was partial)")] = False,
     bootstrap_server: BootstrapOpt = None,
@@ -126,29 +178,33 @@ def find_hanging_command(
                                "`abort --plan`)")] = None,
     wide: WideOpt = False,
 ) -> None:
-    """Find hanging transactions: open on a partition, older than the max timeout, and not completable
-    by their coordinator. Each result says why, and what it holds back (LSO vs high watermark)."""
+    """Find hanging transactions: open on a partition, older than the max timeout, and not completable by
+    their coordinator; and transactions their coordinator holds in a Prepare state (or at an exhausted epoch)
+    and cannot finish. Each result says why, what to do, and who it holds back (groups at the LSO)."""
     from kafka_txn_tools.admin.acl_probe import scan_warning
     from kafka_txn_tools.admin.scan import ScanOptions, Scope, find_hanging
     from kafka_txn_tools.cli.progress import progress_bar
 
     max_timeout_ms = duration_ms(max_timeout, "--max-transaction-timeout", bare_unit="m")
+    max_prepare_ms = duration_ms(max_prepare, "--max-prepare-time", bare_unit="s")
     fmt = output or FindHangingFormat.table
     scope = Scope(all=scan_all, broker_id=broker_id, topic=topic, partition=partition)
     with user_errors():
         scope.validate()
         with connect(Connection(bootstrap_server, command_config, profile, timeout)) as client, \
                 progress_bar("scanning producer state") as (advance, set_total):
-            report = find_hanging(client, scope, now_ms, ScanOptions(max_timeout_ms, include_late),
-                                  progress=advance, on_total=set_total)
+            options = ScanOptions(max_timeout_ms, include_late, max_prepare_ms=max_prepare_ms)
+            report = find_hanging(client, scope, now_ms, options, progress=advance, on_total=set_total)
             acl_warning = scan_warning(client, scope, report)  # ACLs may have hidden ids or topics
     report_errors(report.errors)
+    for text in report.notes:
+        note(text)
     if acl_warning is not None:
         warn(acl_warning)
-    _emit(report, fmt, max_timeout_ms, wide)
+    _emit(report, fmt, max_timeout_ms, max_prepare_ms, wide)
     if report.partial:
         raise typer.Exit(exit_codes.PARTIAL)  # wins over FOUND: part of the answer is missing
-    if exit_code and report.hanging:
+    if exit_code and report.found:
         raise typer.Exit(exit_codes.FOUND)
 
 

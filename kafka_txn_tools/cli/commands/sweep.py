@@ -47,7 +47,7 @@ def _parse_timeout(text: str) -> int:
 
 
 def _run(inputs: list[Path], out: Path, master: str, timeout_ms: int, as_of: int | None,
-         include_late: bool) -> Any:
+         include_late: bool, max_prepare_ms: int) -> Any:
     from kafka_txn_tools.dumps.dump_log_text import DumpLogTextError
     from kafka_txn_tools.dumps.logdir import LogDirError
     from kafka_txn_tools.dumps.schema import DumpFormatError
@@ -56,7 +56,8 @@ def _run(inputs: list[Path], out: Path, master: str, timeout_ms: int, as_of: int
     from kafka_txn_tools.spark.session import JavaNotFoundError
 
     try:
-        return run_sweep([str(p) for p in inputs], out, master, timeout_ms, as_of, include_late)
+        return run_sweep([str(p) for p in inputs], out, master, timeout_ms, as_of, include_late,
+                         max_prepare_ms=max_prepare_ms)
     except (InputError, DumpFormatError, LogDirError, DumpLogTextError) as exc:
         fail(str(exc), exit_codes.USAGE)
     except (JavaNotFoundError, SweepError) as exc:
@@ -82,15 +83,22 @@ def sweep_command(
         "--as-of", metavar="MS", help="judge ages at this epoch ms (default: the inputs' capture time)")] = None,
     include_late: Annotated[bool, typer.Option(
         "--include-late", help="also report late transactions the coordinator confirms live")] = False,
+    max_prepare: Annotated[str, typer.Option(
+        "--max-prepare-time", metavar="DURATION",
+        help="stuck when held in a Prepare state longer than this (1m, 90s; a bare number means seconds)")] = "1m",
     output: Annotated[SweepOutput, typer.Option("--output", "-o", help="table or json")] = SweepOutput.table,
 ) -> None:
     """Sweep captured state for late and hanging transactions; write a report and an abort plan.
 
     Outputs in DIR: late_transactions/ (Parquet), late_transactions.csv, replica_divergence.csv,
-    summary.json, abort-plan.yaml (for `kafka-txn abort --plan`), report.html.
+    stuck_transactions.json (stuck at the coordinator), summary.json, abort-plan.yaml (for
+    `kafka-txn abort --plan`), report.html.
     """
     timeout_ms = _parse_timeout(max_transaction_timeout)
-    result = _run(inputs, out, master, timeout_ms, as_of, include_late)
+    from kafka_txn_tools.cli.options import duration_ms
+
+    max_prepare_ms = duration_ms(max_prepare, "--max-prepare-time", bare_unit="s")
+    result = _run(inputs, out, master, timeout_ms, as_of, include_late, max_prepare_ms)
     _print(result, output)
 
 
@@ -101,7 +109,7 @@ def _print(result: Any, output: SweepOutput) -> None:
     columns = [Column(key, title) for key, title in _COLUMNS]
     summary = result.summary
     doc = Output(
-        kind="transactions", rows=result.rows, columns=columns, extra={"summary": summary},
+        kind="transactions", rows=result.rows, columns=columns, extra={"stuck": result.stuck, "summary": summary},
         empty_message="no hanging transactions",
     )
     if output is SweepOutput.json:
@@ -110,7 +118,8 @@ def _print(result: Any, output: SweepOutput) -> None:
     doc.emit(OutputFormat.table)
     per_broker = ", ".join(f"{b}: {n}" for b, n in summary["late_partitions_by_broker"].items()) or "none"
     typer.echo(
-        f"{summary['hanging']} hanging, {summary['late_live']} late but live, {summary['unverified']} unverified "
+        f"{summary['hanging']} hanging, {summary['stuck']} stuck at their coordinator, "
+        f"{summary['late_live']} late but live, {summary['unverified']} unverified "
         f"(as of {summary['as_of_ms']} ms); late partitions per broker: {per_broker}; "
         f"report: {Path(summary['outputs']['report.html'])}",
         err=True,

@@ -14,9 +14,9 @@ from kafka_txn_broker.formats.record_batch import build_batch, iter_records
 from kafka_txn_broker.log.cleaner_manager import (
     CHECKPOINT_FILE,
     LogCleanerManager,
-    read_checkpoints,
     topic_cleaning,
 )
+from kafka_txn_broker.log.offset_checkpoint import read_checkpoints
 from kafka_txn_broker.log.unified_log import UnifiedLog
 
 DAY = 86_400_000

@@ -67,3 +67,17 @@ def test_epoch_starts_noted_before_the_cache_exists_replay_in_order(tmp_path: Pa
     lazy = UnifiedLog.open(tmp_path / "lazy-0", config, clock)
     assert _epoch_history(lazy, events, clock) == _epoch_history(eager, events, clock)
     assert lazy.end_offset_for_epoch(2) == (2, 6) and lazy.end_offset_for_epoch(6) == (6, 9)
+
+
+def test_truncate_from_start_and_epoch_for() -> None:
+    from kafka_txn_broker.log.leader_epoch import LeaderEpochCache
+
+    cache = LeaderEpochCache()
+    for epoch, start in ((0, 0), (2, 10), (5, 20)):
+        cache.assign(epoch, start)
+    assert [cache.epoch_for(o) for o in (0, 9, 10, 25)] == [0, 0, 2, 5]
+    cache.truncate_from_start(15)  # DeleteRecords to 15: epoch 2 now starts there, epoch 0 is gone
+    assert cache.entries == [(2, 15), (5, 20)]
+    assert cache.epoch_for(14) == -1
+    cache.truncate_from_start(3)  # never backwards
+    assert cache.entries == [(2, 15), (5, 20)]

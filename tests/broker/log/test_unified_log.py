@@ -545,3 +545,43 @@ def test_expiration_check_does_not_load_an_idle_producer_state(part_dir: Path, c
     snapshot.unlink()  # now let the state load (from the log) and expire on the next check
     assert [p.producer_id for p in reopened.producer_state.active_producers()] == [77]
     assert reopened.remove_expired_producers(clock.millis()) == [77]
+
+
+def test_log_start_offset_moves_within_the_high_watermark(ulog: UnifiedLog, part_dir: Path, config: BrokerConfig,
+                                                          clock: ManualClock) -> None:
+    """DeleteRecords (Kafka's maybeIncrementLogStartOffset): up to the high watermark, never back; reads and
+    timestamp lookups below it are gone; segments wholly below it can be deleted; a reopen with the
+    checkpointed value keeps it."""
+    for _ in range(200):
+        ulog.append_as_leader(plain(), 0)  # ~70 bytes a batch, 4096-byte segments: 58 batches each
+    ulog.high_watermark = 150
+    assert len(ulog.log.segments) > 1
+    with pytest.raises(OffsetOutOfRangeError):
+        ulog.maybe_increment_log_start_offset(151)
+    assert ulog.maybe_increment_log_start_offset(130) and not ulog.maybe_increment_log_start_offset(100)
+    assert ulog.log_start_offset == 130
+    with pytest.raises(OffsetOutOfRangeError):
+        ulog.read(129, 1 << 20, False)
+    assert offsets(ulog.read(130, 1 << 20, False).records)[0] == 130
+    assert ulog.offset_for_timestamp(0) == (130, TS)
+    deleted = ulog.delete_segments_below_start()
+    assert (deleted, [s.base_offset for s in ulog.log.segments]) == (2, [116, 174])
+    assert sorted(int(p.name.split(".")[0]) for p in part_dir.glob("*.log")) == [s.base_offset for s in
+                                                                                 ulog.log.segments]
+    ulog.close()
+    reopened = UnifiedLog.open(part_dir, config, clock, log_start_offset=130)
+    assert (reopened.log_start_offset, reopened.log_end_offset) == (130, 200)
+    reopened.close()
+
+
+def test_log_start_offset_inside_an_open_transaction_holds_the_lso(ulog: UnifiedLog) -> None:
+    txn = Producer(7, txn=True)
+    ulog.append_as_leader(plain(2), 0)  # offsets 0-1
+    ulog.append_as_leader(txn.batch(3), 0)  # 2-4, open
+    ulog.high_watermark = ulog.log_end_offset
+    assert ulog.last_stable_offset == 2
+    ulog.maybe_increment_log_start_offset(4)
+    assert (ulog.first_unstable_offset, ulog.last_stable_offset) == (4, 4)  # Kafka: max(first unstable, start)
+    ulog.append_marker(7, 0, True, 0, 0)
+    ulog.high_watermark = ulog.log_end_offset
+    assert ulog.last_stable_offset == 6

@@ -14,7 +14,7 @@ from kafka_txn_broker.server.cluster import EmbeddedCluster
 from kafka_txn_broker.testing.scenarios import (
     HANGING_PARTITION,
     OPEN_PARTITION,
-    SCENARIOS,
+    PARTITION_SIDE,
     ScenarioError,
     ScenarioOptions,
     ScenarioPrevented,
@@ -57,7 +57,7 @@ def _check_ground_truth(cluster: EmbeddedCluster, result: ScenarioResult) -> Non
     assert cluster.call_soon(lambda: open_part.log.last_stable_offset) == 0  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("name", list(SCENARIOS))
+@pytest.mark.parametrize("name", PARTITION_SIDE)
 def test_scenario_ground_truth(legacy: EmbeddedCluster, name: str) -> None:
     (result,) = run_scenario(name, legacy.bootstrap_servers, ScenarioOptions(zombie_timeout_ms=ZOMBIE_TIMEOUT_MS,
                                                                                wait_s=30))
@@ -77,11 +77,12 @@ def test_backdated_batches_carry_old_create_times(legacy: EmbeddedCluster) -> No
 
 
 def test_cli_prints_the_ground_truth(legacy: EmbeddedCluster) -> None:
-    out = CliRunner().invoke(app, ["broker", "scenario", "all", "--bootstrap-server", legacy.bootstrap_servers,
-                                   "--no-healthy", "--zombie-timeout-ms", "300", "--wait-seconds", "20"])
+    out = CliRunner().invoke(app, ["broker", "scenario", "partition-side", "--bootstrap-server",
+                                   legacy.bootstrap_servers, "--no-healthy", "--zombie-timeout-ms", "300",
+                                   "--wait-seconds", "20"])
     assert out.exit_code == 0, out.output
     doc = json.loads(out.output)
-    assert [s["name"] for s in doc["scenarios"]] == list(SCENARIOS)
+    assert [s["name"] for s in doc["scenarios"]] == list(PARTITION_SIDE)
     assert all(len(s["hanging"]) == 1 and s["healthy"] == [] for s in doc["scenarios"])
 
 
@@ -90,7 +91,7 @@ def test_unknown_scenario() -> None:
         run_scenario("nope", "127.0.0.1:1")
 
 
-@pytest.mark.parametrize("name", list(SCENARIOS))
+@pytest.mark.parametrize("name", PARTITION_SIDE)
 def test_a_verifying_broker_prevents_each_scenario(tmp_path: Path, name: str) -> None:
     cfg = {**LEGACY, "transaction.partition.verification.enable": True}
     with EmbeddedCluster(nodes=1, data_dir=tmp_path, config=cfg) as cluster:
@@ -100,3 +101,12 @@ def test_a_verifying_broker_prevents_each_scenario(tmp_path: Path, name: str) ->
         out = CliRunner().invoke(app, ["broker", "scenario", name, "--bootstrap-server", cluster.bootstrap_servers,
                                        "--zombie-timeout-ms", str(ZOMBIE_TIMEOUT_MS)])
         assert out.exit_code == 1 and "transaction.partition.verification.enable=false" in out.output
+
+
+def test_a_coordinator_side_scenario_prints_its_ground_truth_and_the_bug_it_emulates(legacy: EmbeddedCluster) -> None:
+    out = CliRunner().invoke(app, ["broker", "scenario", "marker-retry-rejected", "--bootstrap-server",
+                                   legacy.bootstrap_servers, "--no-healthy", "-o", "table"])
+    assert out.exit_code == 0, out.output
+    assert "KAFKA-19999" in out.output.splitlines()[0]  # the incident names the upstream bug
+    [stuck] = [line for line in out.output.splitlines() if line.startswith("STUCK")]
+    assert "PrepareCommit" in stuck and "(marker-rejected)" in stuck and "emulates=KAFKA-19999" in stuck

@@ -22,6 +22,7 @@ from kafka_txn_broker.formats.partitioning import TXN_TOPIC
 from kafka_txn_broker.formats.record_batch import BatchHeader, iter_batches, iter_records, with_base_offset
 from kafka_txn_broker.formats.transaction_log import TransactionLogValue, decode_key, decode_value
 from kafka_txn_broker.txn.coordinator import TransactionCoordinator
+from kafka_txn_broker.txn.faults import FaultyMarkerWriter, UpstreamBugs
 from kafka_txn_broker.txn.marker_channel import TransactionMarkerChannelManager
 from kafka_txn_broker.txn.state_manager import TransactionStateManager
 from kafka_txn_broker.txn.transaction_metadata import TransactionMetadata
@@ -88,15 +89,23 @@ class FakeMarkers:
     def __init__(self) -> None:
         self.answers: dict[TopicPartition, deque[int]] = {}
         self.sent: list[tuple[int, TopicPartition, int, int, bool, int, int]] = []
+        # The leaders' producer state: (partition, producer id) -> (epoch, open transaction?).
+        self.producers: dict[tuple[TopicPartition, int], tuple[int, bool]] = {}
 
     def answer(self, tp: TopicPartition, *codes: int) -> None:
         self.answers.setdefault(tp, deque()).extend(codes)
 
     def write_marker(self, leader: int, tp: TopicPartition, producer_id: int, producer_epoch: int, commit: bool,
-                     coordinator_epoch: int, transaction_version: int) -> int:
+                     coordinator_epoch: int, transaction_version: int, transactional_id: str = "") -> int:
         self.sent.append((leader, tp, producer_id, producer_epoch, commit, coordinator_epoch, transaction_version))
         queue = self.answers.get(tp)
-        return queue.popleft() if queue else E.NONE
+        code = queue.popleft() if queue else E.NONE
+        if code == E.NONE:
+            self.producers[(tp, producer_id)] = (producer_epoch, False)  # the marker closed the transaction
+        return code
+
+    def producer_epoch_on(self, leader: int, tp: TopicPartition, producer_id: int) -> tuple[int, bool] | None:
+        return self.producers.get((tp, producer_id))
 
 
 class FakeCoordinator:
@@ -113,9 +122,13 @@ class FakeCoordinator:
         self.markers = FakeMarkers()
         cfg = BrokerConfig(config or {})
         self.state = TransactionStateManager(0, cfg, self.clock, self.log, self.topics)
-        channel = TransactionMarkerChannelManager(self.state, self.topics, self.markers, lambda: True)
+        self.config = cfg
+        self.bugs = UpstreamBugs(cfg)
+        channel = TransactionMarkerChannelManager(self.state, self.topics, FaultyMarkerWriter(self.markers, self.bugs),
+                                                  lambda: True)
         self._ids = itertools.count(1000)
-        self.coordinator = TransactionCoordinator(0, cfg, self.clock, self.state, channel, self, lambda: True)
+        self.coordinator = TransactionCoordinator(0, cfg, self.clock, self.state, channel, self, lambda: True,
+                                                  self.bugs)
         self.state.load_partition(0, 1)
 
     def generate(self) -> int:  # the ProducerIdGenerator
@@ -130,8 +143,9 @@ class FakeCoordinator:
     def metadata(self, txn_id: str) -> TransactionMetadata | None:
         return self.state.get(txn_id)[1]
 
-    def init(self, txn_id: str, timeout_ms: int = 60000, pid: int = -1, epoch: int = -1) -> tuple[int, int, int]:
-        return self.coordinator.init_producer_id(txn_id, timeout_ms, pid, epoch)
+    def init(self, txn_id: str, timeout_ms: int = 60000, pid: int = -1, epoch: int = -1, enable_2pc: bool = False,
+             keep_prepared: bool = False) -> tuple[int, int, int]:
+        return self.coordinator.init_producer_id(txn_id, timeout_ms, pid, epoch, enable_2pc, keep_prepared)
 
     def add(self, txn_id: str, pid: int, epoch: int, *parts: TopicPartition, tv: int = 0) -> int:
         return self.coordinator.add_partitions_to_transaction(txn_id, pid, epoch, parts, tv)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from kafka_txn_tools.admin.api import DescribeResult, ListResult
+from kafka_txn_tools.dumps.transaction_log import TxnLogRecord
 from kafka_txn_tools.models import (
     BrokerInfo,
     ClusterInfo,
@@ -56,6 +57,11 @@ class FakeCluster:
     marker_error: str | None = None
     unsupported: set[str] = field(default_factory=set)  # admin APIs the "brokers" do not offer
     fenced: list[str] = field(default_factory=list)
+    # __transaction_state: partition -> its records (offsets in order), written at `txn_log_epoch`.
+    txn_log: dict[int, list[TxnLogRecord]] = field(default_factory=dict)
+    txn_log_epoch: int = 3
+    log_reads: list[dict[TopicPartition, tuple[int, int]]] = field(default_factory=list)
+    groups: dict[str, tuple[str, dict[TopicPartition, int]]] = field(default_factory=dict)  # id -> (type, offsets)
 
     # -- state helpers ----------------------------------------------------------------------
     def open_txn(self, tp: TopicPartition, state: ProducerState, replicas: Iterable[int] | None = None) -> None:
@@ -174,6 +180,44 @@ class FakeCluster:
 
     def partition_offsets(self, leaders: dict[TopicPartition, int]) -> dict[TopicPartition, PartitionOffsets]:
         return {tp: PartitionOffsets(tp, *self.offsets.get(tp, (None, None))) for tp in leaders}
+
+    def offsets_for_time(self, leaders: dict[TopicPartition, int], timestamp_ms: int) -> dict[TopicPartition, int]:
+        out = {}
+        for tp, leader in leaders.items():
+            if leader in self.down:
+                continue
+            records = self.txn_log.get(tp.partition, [])
+            out[tp] = next((r.offset for r in records if r.timestamp >= timestamp_ms), -1)
+        return out
+
+    def read_log(self, reads: dict[TopicPartition, tuple[int, int]], max_bytes: int
+                 ) -> tuple[dict[TopicPartition, bytes], list[ScanError]]:
+        from kafka_txn_broker.formats.record_batch import build_batch
+        from kafka_txn_broker.formats.transaction_log import encode_key
+        from kafka_txn_tools.dumps.transaction_log import encode_value
+
+        self.log_reads.append(dict(reads))
+        out: dict[TopicPartition, bytes] = {}
+        for tp, (_leader, start) in reads.items():
+            raw = bytearray()
+            for r in self.txn_log.get(tp.partition, []):
+                if r.offset >= start and len(raw) < max_bytes:
+                    value = None if r.meta is None else encode_value(r.meta, 1)
+                    raw += build_batch([(encode_key(r.transactional_id), value)], timestamp_ms=r.timestamp,
+                                       base_offset=r.offset, partition_leader_epoch=self.txn_log_epoch)
+            out[tp] = bytes(raw)
+        return out, []
+
+    def list_groups(self, broker_ids: Iterable[int]) -> tuple[list[tuple[str, str]], list[ScanError]]:
+        return sorted((g, kind) for g, (kind, _) in self.groups.items()), []
+
+    def committed_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition]
+                          ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
+        return {g: {tp: o for tp, o in self.groups[g][1].items() if tp in partitions} for g in group_ids}, []
+
+    def share_group_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition]
+                            ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
+        return self.committed_offsets(group_ids, partitions)
 
     def write_abort_marker(self, leader: int, partition: TopicPartition, producer_id: int, producer_epoch: int,
                            coordinator_epoch: int, start_offset: int | None) -> str | None:

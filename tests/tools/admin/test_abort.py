@@ -170,3 +170,14 @@ def test_marker_error_is_a_broker_error_with_a_fix() -> None:
     c.marker_error = "CLUSTER_AUTHORIZATION_FAILED"
     with pytest.raises(BrokerError, match="CLUSTER_ACTION"):
         execute(c, validate(c, by_offset()), sleep=lambda s: None)
+
+
+def test_a_prepared_two_phase_commit_transaction_is_refused_naming_its_external_manager() -> None:
+    from dataclasses import replace
+
+    c = hanging_cluster()
+    c.transactions["xa-1"] = replace(txn("xa-1", 10, partitions=[TP], epoch=4), timeout_ms=2**31 - 1)
+    check = validate(c, by_offset())
+    assert check.verdict.reason is HangingReason.PREPARED_2PC and check.live
+    assert "external transaction manager" in check.refusal and "KIP-939" in check.refusal
+    assert c.markers == []

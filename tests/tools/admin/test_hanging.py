@@ -6,7 +6,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kafka_txn_tools.admin import hanging
-from kafka_txn_tools.models import HangingReason, OpenTransaction, PartitionProducers, TopicPartition
+from kafka_txn_tools.models import (
+    HangingReason,
+    OpenTransaction,
+    PartitionOffsets,
+    PartitionProducers,
+    PendingReason,
+    StuckReason,
+    TopicPartition,
+)
 from tests.tools.admin.fakes import MIN, NOW, producer, txn
 
 TP = TopicPartition("orders", 0)
@@ -99,3 +107,113 @@ def test_a_transaction_its_coordinator_owns_is_never_hanging(pid, epoch, coordin
     description = txn("a", pid, state, partitions, epoch=epoch + coordinator_epoch % 2)
     verdict = hanging.classify(c, ["a"], {"a": description}, set())
     assert verdict is not None and not verdict.reason.is_hanging
+
+
+# ---- coordinator side ----------------------------------------------------------------------------------
+P1 = TopicPartition("orders", 1)
+
+
+def prepared(state: str = "PrepareCommit", epoch: int = 4, entered_ago: int | None = 5 * MIN,
+             coordinator_epoch: int | None = 3, partitions: tuple[TopicPartition, ...] = (P1,)
+             ) -> hanging.CoordinatorTxn:
+    return hanging.CoordinatorTxn("app", state, 7, epoch, 60_000, NOW - 20 * MIN, partitions, 2,
+                                  None if entered_ago is None else NOW - entered_ago, coordinator_epoch, 17)
+
+
+def one_pending(view: hanging.LeaderView, txn: hanging.CoordinatorTxn | None = None):
+    row = hanging.judge_coordinator(txn or prepared(), {P1: view}, NOW, MIN)
+    assert row is not None
+    [p] = row.pending_partitions
+    return row, p
+
+
+def test_a_partition_without_a_leader_names_its_offline_replica_and_the_action_says_bring_it_back() -> None:
+    row, p = one_pending(hanging.LeaderView(-1, online=False, offline_replicas=(2,)))
+    assert p.reason is PendingReason.LEADER_OFFLINE and p.offline_replicas == (2,)
+    assert row.reason is StuckReason.MARKERS_PENDING
+    assert row.action.startswith("bring broker 2 back or reassign orders-1 to live brokers")
+
+
+def test_a_leader_the_metadata_still_names_on_a_stopped_broker_is_offline_too() -> None:
+    row, p = one_pending(hanging.LeaderView(2, online=False, offline_replicas=(2,)))
+    assert (p.leader, p.reason, p.offline_replicas) == (2, PendingReason.LEADER_OFFLINE, (2,))
+    assert row.action.startswith("bring broker 2 back")
+
+
+def test_the_leader_still_showing_the_transaction_open_means_move_the_coordinator() -> None:
+    row, p = one_pending(hanging.LeaderView(1, producer=producer(7, 40, 20 * MIN, epoch=3)))
+    assert p.reason is PendingReason.OPEN_TRANSACTION and p.start_offset == 40
+    assert "move leadership of __transaction_state-17 off broker 2" in row.action
+
+
+def test_a_marker_that_landed_while_the_coordinator_still_waits_is_rejected_kafka_19999() -> None:
+    # TV2: the coordinator's epoch 4 is the marker's; the leader has the producer at 4 with nothing open.
+    row, p = one_pending(hanging.LeaderView(1, producer=producer(7, -1, 0, epoch=4)))
+    assert p.reason is PendingReason.MARKER_REJECTED and "KAFKA-19999" in p.detail
+    assert "KAFKA-19999" in row.action and "__transaction_state-17" in row.action
+    # An older entry with nothing open would take the marker: why it is missing cannot be told.
+    _, unknown = one_pending(hanging.LeaderView(1, producer=producer(7, -1, 0, epoch=3)))
+    assert unknown.reason is None
+
+
+def test_a_leader_holding_a_newer_coordinator_epoch_fences_the_marker() -> None:
+    _, p = one_pending(hanging.LeaderView(1, producer=producer(7, 40, 20 * MIN, epoch=3, coordinator_epoch=9)))
+    assert p.reason is PendingReason.COORDINATOR_FENCED and "TRANSACTION_COORDINATOR_FENCED" in p.detail
+
+
+def test_a_leader_that_did_not_answer_gives_no_reason() -> None:
+    _, p = one_pending(hanging.LeaderView(1, read=False))
+    assert p.reason is None and "did not answer" in p.detail
+
+
+def test_time_in_state_is_exact_from_the_record_else_a_lower_bound() -> None:
+    assert hanging.time_in_state(prepared(), NOW) == (5 * MIN, "transaction-log")
+    # Entered at the latest at start (20 min ago) + timeout (1 min) + the reaper's 10 s.
+    assert hanging.time_in_state(prepared(entered_ago=None), NOW) == (20 * MIN - MIN - 10_000, "lower-bound")
+    ongoing = prepared("Ongoing", entered_ago=None)
+    assert hanging.time_in_state(ongoing, NOW) == (20 * MIN, "transaction-start")
+
+
+def test_exactly_the_threshold_is_not_stuck() -> None:
+    assert hanging.judge_coordinator(prepared(entered_ago=MIN), {}, NOW, MIN) is None
+    assert hanging.judge_coordinator(prepared(entered_ago=MIN + 1), {}, NOW, MIN) is not None
+
+
+def test_epoch_exhaustion_says_upgrade_and_how_to_free_each_lso() -> None:
+    txn = prepared("Ongoing", epoch=32767, entered_ago=None)
+    row = hanging.judge_coordinator(txn, {P1: hanging.LeaderView(1, producer=producer(7, 40, 20 * MIN, 32767))},
+                                    NOW, MIN)
+    assert row is not None and row.reason is StuckReason.EPOCH_EXHAUSTED
+    assert row.action.startswith("free each partition's LSO now (kafka-txn abort --topic orders --partition 1 "
+                                 "--start-offset 40 --force), then")
+    assert "KAFKA-20090" in row.action and "force-terminate --transactional-id app" in row.action
+
+
+def test_partition_actions_say_exactly_what_to_do() -> None:
+    tp = TopicPartition("orders", 3)
+    assert hanging.partition_action(HangingReason.NO_TRANSACTIONAL_ID, tp, 50, None).startswith(
+        "kafka-txn abort --topic orders --partition 3 --start-offset 50")
+    assert hanging.partition_action(HangingReason.LATE, tp, 50, "app").startswith("nothing")
+    two_pc = hanging.partition_action(HangingReason.PREPARED_2PC, tp, 50, "app")
+    assert "external transaction manager" in two_pc and two_pc.endswith("--force")
+
+
+def test_stalled_groups_are_those_at_or_beyond_the_lso_with_their_lag() -> None:
+    offsets = PartitionOffsets(TP, 100, 150)
+    committed = [hanging.CommittedOffset("at-lso", "consumer", TP, 100),
+                 hanging.CommittedOffset("behind", "consumer", TP, 99),
+                 hanging.CommittedOffset("beyond", "consumer", TP, 120),
+                 hanging.CommittedOffset("shares", "share", TP, 100),
+                 hanging.CommittedOffset("elsewhere", "consumer", OTHER, 100)]
+    groups = hanging.stalled_groups(TP, offsets, committed)
+    assert groups is not None
+    assert [(g.group_id, g.group_type, g.lag) for g in groups] == [
+        ("at-lso", "consumer", 50), ("beyond", "consumer", 30), ("shares", "share", 50)]
+    assert hanging.stalled_groups(TP, PartitionOffsets(TP, None, 150), committed) is None
+
+
+def test_the_last_owner_is_the_newest_record_naming_the_producer_id() -> None:
+    records = [hanging.Ownership("a", 7, 10), hanging.Ownership("b", 7, 30), hanging.Ownership("c", 8, 99),
+               hanging.Ownership("d", 7, 30)]
+    assert hanging.last_known_owner(7, records) == "b"  # ties: the lowest id, so the answer is stable
+    assert hanging.last_known_owner(9, records) is None

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from kafka_txn_broker.formats.partitioning import partition_for
 from kafka_txn_tools.admin.errors import UsageError
 from kafka_txn_tools.admin.scan import ScanOptions, Scope, find_hanging, plan_requests
-from kafka_txn_tools.models import HangingReason, TopicPartition
+from kafka_txn_tools.dumps.transaction_log import TxnLogRecord, TxnMetadata
+from kafka_txn_tools.models import HangingReason, PendingReason, StuckReason, TopicPartition
 from tests.tools.admin.fakes import MIN, NOW, cluster, producer, txn
 
 T0, T1, T2 = (TopicPartition("orders", p) for p in range(3))
@@ -118,3 +120,117 @@ def test_an_empty_answer_never_claims_replicas_that_were_not_read() -> None:
     c.down = {0, 1, 2}
     report = find_hanging(c, Scope(all=True), lambda: NOW)
     assert empty_message(report) == "no result: none of the 9 partition replicas asked could be read"
+
+
+# ---- the coordinator side, __transaction_state and the groups held back ----------------------------------
+
+TXN_PARTITIONS = 3
+
+
+def log_record(offset: int, txn_id: str, pid: int, state: str | None, ts: int, epoch: int = 5,
+               parts: tuple[tuple[str, int], ...] = ()) -> TxnLogRecord:
+    meta = None if state is None else TxnMetadata(txn_id, pid, epoch, 60_000, state, parts, ts, ts - MIN)
+    return TxnLogRecord(offset, ts, txn_id, meta)
+
+
+def stuck_cluster():
+    """'app' has been PrepareCommit for 5 minutes (its record says so); orders-1's leader still shows it open."""
+    c = cluster(internal=["__transaction_state"])
+    c.transactions["app"] = txn("app", 21, "PrepareCommit", partitions=[T1], epoch=5, coordinator=1)
+    c.open_txn(T1, producer(21, 40, 6 * MIN, epoch=4))
+    home = partition_for("app", TXN_PARTITIONS)
+    c.txn_log[home] = [log_record(0, "app", 21, "Ongoing", NOW - 20 * MIN, 4, (("orders", 1),)),
+                       log_record(1, "app", 21, "PrepareCommit", NOW - 5 * MIN, 5, (("orders", 1),))]
+    c.offsets = {T1: (40, 90)}
+    c.groups = {"readers": ("consumer", {T1: 40}), "behind": ("consumer", {T1: 10}),
+                "shares": ("share", {T1: 40})}
+    return c, home
+
+
+def test_a_transaction_stuck_in_prepare_commit_is_a_coordinator_row() -> None:
+    c, home = stuck_cluster()
+    report = scan(c)
+    [row] = report.stuck
+    assert (row.transactional_id, row.state, row.reason) == ("app", "PrepareCommit", StuckReason.MARKERS_PENDING)
+    assert (row.time_in_state_ms, row.time_in_state_source) == (5 * MIN, "transaction-log")
+    [pending] = row.pending_partitions
+    assert (pending.partition, pending.leader, pending.reason) == (T1, 1, PendingReason.OPEN_TRANSACTION)
+    assert f"__transaction_state-{home}" in row.action
+    # Only the id's own partition was read, from its transaction's start (less a minute of clock slack).
+    [read] = c.log_reads
+    assert list(read) == [TopicPartition("__transaction_state", home)]
+    # Held back at orders-1's LSO (40): the consumer group there and the share group, not the one behind.
+    assert row.stalled_groups is not None
+    assert [(g.group_id, g.group_type, g.lag) for g in row.stalled_groups] == [
+        ("readers", "consumer", 50), ("shares", "share", 50)]
+    assert report.found == 1 and report.hanging == []
+
+
+def test_without_the_record_the_time_in_state_is_a_lower_bound() -> None:
+    c, _ = stuck_cluster()
+    c.txn_log.clear()
+    [row] = scan(c).stuck
+    assert (row.time_in_state_ms, row.time_in_state_source) == (20 * MIN - MIN - 10_000, "lower-bound")
+    c.txn_log.clear()
+    c.transactions["app"] = txn("app", 21, "PrepareCommit", partitions=[T1], epoch=5, coordinator=1,
+                                start_ms=NOW - 90_000)
+    assert scan(c).stuck == []  # at least 20 s: not provably over a minute
+
+
+def test_max_prepare_time_and_scope() -> None:
+    c, _ = stuck_cluster()
+    assert scan(c, max_prepare_ms=6 * MIN).stuck == []
+    assert [r.transactional_id for r in scan(c, Scope(topic="orders", partition=1)).stuck] == ["app"]
+    assert scan(c, Scope(topic="orders", partition=0)).stuck == []
+    assert [r.transactional_id for r in scan(c, Scope(broker_id=1)).stuck] == ["app"]
+
+
+def test_a_transaction_that_completes_during_the_scan_is_dropped() -> None:
+    c, _ = stuck_cluster()
+    real = c.describe_transactions
+    calls = []
+
+    def completing(ids):  # type: ignore[no-untyped-def]
+        calls.append(list(ids))
+        if len(calls) == 2:  # the re-check
+            c.transactions["app"] = txn("app", 21, "CompleteCommit", epoch=5, coordinator=1)
+        return real(ids)
+
+    c.describe_transactions = completing  # type: ignore[method-assign]
+    assert scan(c).stuck == []
+
+
+def test_a_forgotten_producer_id_names_the_last_transactional_id_that_owned_it() -> None:
+    c = mixed()
+    # 10 was "gone"'s producer before the id expired (tombstone); "other" never owned 10.
+    c.txn_log = {0: [log_record(0, "gone", 10, "CompleteAbort", NOW - 40 * MIN),
+                     log_record(1, "gone", 10, None, NOW - 2 * MIN)],
+                 2: [log_record(0, "other", 99, "Ongoing", NOW - 10 * MIN)]}
+    report = scan(c)
+    orphan = next(h for h in report.results if h.producer.producer_id == 10)
+    assert orphan.reason is HangingReason.NO_TRANSACTIONAL_ID and orphan.last_known_transactional_id == "gone"
+    other = next(h for h in report.results if h.producer.producer_id == 13)
+    assert other.last_known_transactional_id is None  # only for forgotten producer ids
+    [read] = c.log_reads  # the id is unknown: every partition that has records since then, once
+    assert sorted(tp.partition for tp in read) == [0, 2]
+
+
+def test_kafka_transactions_leaves_the_coordinator_side_out() -> None:
+    c, _ = stuck_cluster()
+    report = scan(c, coordinator_side=False)
+    assert report.stuck == [] and c.log_reads == []
+
+
+def test_the_coordinator_side_reuses_what_the_partition_side_described() -> None:
+    """A late-but-live transaction is also listed as Ongoing by the coordinator side: described once."""
+    c = mixed()
+    asked: list[str] = []
+    real = c.describe_transactions
+
+    def describe(ids):  # type: ignore[no-untyped-def]
+        asked.extend(ids)
+        return real(ids)
+
+    c.describe_transactions = describe  # type: ignore[method-assign]
+    scan(c, include_late=True, max_prepare_ms=0)
+    assert asked.count("live") == 1

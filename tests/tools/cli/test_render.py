@@ -7,7 +7,7 @@ import json
 import yaml
 
 from kafka_txn_tools.cli.options import OutputFormat
-from kafka_txn_tools.cli.render import Column, Output, human_duration, upstream_table
+from kafka_txn_tools.cli.render import Column, Output, human_duration, upstream_table, wrap_lines
 from kafka_txn_tools.cli.upstream.format import describe_row, hanging_row, producer_row
 from kafka_txn_tools.models import (
     HangingReason,
@@ -145,3 +145,12 @@ def test_no_color_and_pipes_get_no_escape_codes(monkeypatch) -> None:
     assert bold("X", io.StringIO()) == "X"  # a pipe
     monkeypatch.setenv("NO_COLOR", "1")
     assert bold("X", Tty()) == "X"
+
+
+def test_prose_after_a_table_wraps_at_spaces_within_the_width_and_keeps_long_words_whole() -> None:
+    text = "t-0 producer 7: the coordinator forgot it\n  do: kafka-txn abort --topic t --partition 0 --start-offset 5"
+    wrapped = wrap_lines(text, 30)
+    assert max(map(len, wrapped.splitlines())) <= 30
+    assert wrapped.split() == text.split()  # the same words, none broken
+    assert wrapped.splitlines()[3].startswith("    ")  # continuing "  do:" lines are indented under it
+    assert wrap_lines(text, None) == text and wrap_lines("x" * 40, 30) == "x" * 40

@@ -224,3 +224,35 @@ def test_normalize_producers_sentinels(spark):
     df = frame(spark, schema.PRODUCERS, [producer(current_txn_start_offset=-3)])
     [row] = normalize_producers(df).collect()
     assert row["current_txn_start_offset"] == -1
+
+
+def test_a_prepare_record_without_its_complete_and_the_last_owner_of_a_forgotten_producer(spark) -> None:
+    """Coordinator-side: the newest row of 'prep' is PrepareCommit, 5 minutes old, and t-1's leader still holds
+    its producer's transaction. Partition side: producer 1 is open and late on t-0, and the only id that ever
+    named it, 'gone', was tombstoned (a Dead row read from __transaction_state): no-transactional-id, and
+    'gone' its last known owner."""
+    prep_partitions = [{"topic": "t", "partition": 1}]
+    transactions = [
+        txn(transactional_id="prep", producer_id=5, state="Ongoing", last_update_ms=NOW - 9 * 60_000,
+            partitions=prep_partitions, source="transaction-log"),
+        txn(transactional_id="prep", producer_id=5, producer_epoch=3, state="PrepareCommit",
+            last_update_ms=NOW - 5 * 60_000, partitions=prep_partitions, source="transaction-log"),
+        txn(transactional_id="gone", producer_id=1, state="CompleteAbort", last_update_ms=OLD - 60_000,
+            partitions=[], source="transaction-log"),
+        txn(transactional_id="gone", producer_id=1, state="Dead", last_update_ms=NOW - 60_000, partitions=[],
+            source="transaction-log"),
+    ]
+    producers = [producer(), producer(partition=1, producer_id=5, last_timestamp_ms=NOW - 6 * 60_000,
+                                      current_txn_start_offset=40)]
+    p = frame(spark, schema.PRODUCERS, producers)
+    t = frame(spark, schema.TRANSACTIONS, transactions)
+    gathered = gather(p, t, PARAMS)
+    analysis = C.analyze(gathered.open_rows, gathered.replicas, gathered.coordinators, PARAMS, gathered.stuck,
+                         gathered.owners)
+    [stuck] = analysis.stuck
+    assert (stuck.transactional_id, stuck.state, stuck.reason.value) == ("prep", "PrepareCommit", "markers-pending")
+    assert (stuck.time_in_state_ms, stuck.time_in_state_source) == (5 * 60_000, "transaction-log")
+    assert [(str(x.partition), x.reason.value if x.reason else None) for x in stuck.pending_partitions] == [
+        ("t-1", "open-transaction")]
+    [verdict] = analysis.verdicts
+    assert (verdict["reason"], verdict["last_known_transactional_id"]) == ("no-transactional-id", "gone")

@@ -1,0 +1,153 @@
+"""Reading `__transaction_state` live, bounded and once per run: when a transaction entered its state, and
+which transactional id last owned a producer id.
+
+find-hanging reads it only when it has a question for it, and only the partitions that can answer:
+- a coordinator-side candidate: its id's own partition (partitionFor(id)), for the record of its state
+  (TransactionLastUpdateTimestampMs is when it entered the state; the batch's leader epoch is the
+  coordinator epoch it was written at);
+- a no-transactional-id verdict: the id is what we look for, so every partition - the records that named
+  the producer id before the id expired or was forgotten, until compaction removes them.
+
+Each partition is read from the first record stamped at or after `since_ms` (ListOffsets by time: the
+coordinator stamps its records when it writes them) to the high watermark, at most `max_bytes` in all
+(split evenly, at least MIN_PARTITION_BYTES each); a partition cut short is named in `truncated`. Records
+are decoded with Kafka's format (kafka_txn_broker.formats.transaction_log, through dumps/), as the sweep
+decodes them from copied segments. A principal without READ on the internal topic gets notes, not errors:
+the verdicts then use what DescribeTransactions gives (admin/hanging.py explains the lower bound).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from kafka_txn_broker.formats.partitioning import TXN_TOPIC, partition_for
+from kafka_txn_tools.admin.api import ClusterApi
+from kafka_txn_tools.admin.hanging import Ownership
+from kafka_txn_tools.dumps.transaction_log import TxnMetadata
+from kafka_txn_tools.models import ClusterInfo, ScanError, TopicPartition
+
+MAX_BYTES = 64 << 20
+MIN_PARTITION_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class StateRecord:
+    """The newest record of one transactional id in what was read (a tombstone: `state` None)."""
+
+    transactional_id: str
+    state: str | None
+    producer_id: int
+    producer_epoch: int
+    last_update_ms: int
+    coordinator_epoch: int
+    offset: int
+
+
+@dataclass
+class TxnStateRead:
+    latest: dict[str, StateRecord] = field(default_factory=dict)
+    owners: list[Ownership] = field(default_factory=list)
+    partitions: int = 0  # partitions read
+    bytes: int = 0
+    truncated: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def entered(self, transactional_id: str, state: str, producer_id: int, producer_epoch: int
+                ) -> tuple[int | None, int | None]:
+        """(when it entered `state`, at which coordinator epoch) if the newest record read is that state's."""
+        r = self.latest.get(transactional_id)
+        if r is None or (r.state, r.producer_id, r.producer_epoch) != (state, producer_id, producer_epoch):
+            return None, None
+        return r.last_update_ms, r.coordinator_epoch
+
+
+def partitions_of(transactional_ids: Iterable[str], count: int) -> set[int]:
+    return {partition_for(txn_id, count) for txn_id in transactional_ids}
+
+
+def read(client: ClusterApi, partitions: set[int] | None, since_ms: int, max_bytes: int = MAX_BYTES,
+         txn_meta: ClusterInfo | None = None) -> TxnStateRead:
+    """Read the given partitions of `__transaction_state` (None: all of them) from `since_ms` on.
+    `txn_meta`: metadata holding the topic's partitions, when the caller has it."""
+    out = TxnStateRead()
+    cluster = txn_meta if txn_meta is not None else client.metadata([TXN_TOPIC])
+    leaders = {i.partition: i.leader for i in cluster.partitions if i.partition.topic == TXN_TOPIC}
+    if not leaders:
+        error = dict(cluster.topic_errors).get(TXN_TOPIC, "UNKNOWN_TOPIC_OR_PARTITION")
+        out.notes.append(f"{TXN_TOPIC} cannot be read ({error}): times in state are lower bounds and "
+                         "last known transactional ids are unknown")
+        return out
+    wanted = {tp: leader for tp, leader in leaders.items() if partitions is None or tp.partition in partitions}
+    starts = client.offsets_for_time({tp: leader for tp, leader in wanted.items() if leader >= 0}, since_ms)
+    reads = {tp: (wanted[tp], offset) for tp, offset in starts.items() if offset >= 0}
+    unread = sorted(tp.partition for tp in wanted if tp not in starts)
+    if unread:
+        out.notes.append(f"{TXN_TOPIC} partitions {_ranges(unread)} could not be read (no leader, or no answer)")
+    if not reads:
+        return out
+    per_partition = max(MIN_PARTITION_BYTES, max_bytes // len(reads))
+    data, errors = client.read_log(reads, per_partition)
+    out.notes += [_note(e) for e in errors]
+    for tp, raw in sorted(data.items()):
+        out.partitions += 1
+        out.bytes += len(raw)
+        if len(raw) >= per_partition:
+            out.truncated.append(tp.partition)
+        _absorb(out, tp, raw)
+    if out.truncated:
+        out.notes.append(f"{TXN_TOPIC} partitions {_ranges(out.truncated)} were read only up to "
+                         f"{per_partition >> 20} MiB each from the time looked for")
+    return out
+
+
+def _note(error: ScanError) -> str:
+    return f"{TXN_TOPIC}: {error.message}"
+
+
+def _absorb(out: TxnStateRead, tp: TopicPartition, raw: bytes) -> None:
+    for offset, coordinator_epoch, txn_id, meta, timestamp in decode(tp, raw):
+        if meta is None:
+            held = out.latest.get(txn_id)
+            pid, epoch = (held.producer_id, held.producer_epoch) if held is not None else (-1, -1)
+            out.latest[txn_id] = StateRecord(txn_id, None, pid, epoch, timestamp, coordinator_epoch, offset)
+            continue
+        out.latest[txn_id] = StateRecord(txn_id, meta.state, meta.producer_id, meta.producer_epoch,
+                                         meta.last_update_ms, coordinator_epoch, offset)
+        for pid in {meta.producer_id, meta.prev_producer_id, meta.next_producer_id}:
+            if pid >= 0:
+                out.owners.append(Ownership(txn_id, pid, meta.last_update_ms))
+
+
+def decode(tp: TopicPartition, raw: bytes) -> Iterator[tuple[int, int, str, TxnMetadata | None, int]]:
+    """(offset, coordinator epoch, transactional id, TxnMetadata or None for a tombstone, timestamp) of
+    every transaction-metadata record; other record types and undecodable values are skipped (a newer
+    broker's key versions are not ours to judge)."""
+    from kafka_txn_broker.formats.transaction_log import TransactionLogError, decode_key
+    from kafka_txn_tools.dumps.segments import SegmentError, decode_records, iter_batches
+    from kafka_txn_tools.dumps.transaction_log import decode_value
+
+    try:
+        batches = list(iter_batches(raw, str(tp)))
+    except SegmentError:
+        return
+    for header, batch in batches:
+        if header.is_control:
+            continue
+        try:
+            records = decode_records(batch, str(tp))
+        except SegmentError:
+            continue
+        for record in records:
+            if record.key is None:
+                continue
+            try:
+                txn_id = decode_key(record.key)
+                meta = None if record.value is None else decode_value(txn_id, record.value)
+            except TransactionLogError:
+                continue
+            yield record.offset, header.partition_leader_epoch, txn_id, meta, record.timestamp
+
+
+def _ranges(numbers: list[int]) -> str:
+    return ",".join(map(str, numbers)) if len(numbers) <= 8 else f"{numbers[0]}..{numbers[-1]} ({len(numbers)})"
