@@ -1,12 +1,14 @@
 """Mutation testing of the rules users depend on (not part of the default test run).
 
-    python -m tests.mutation [TARGET ...] [--max-children N] [--diffs]
+    python -m tests.mutation [TARGET ...] [--max-children N] [--diffs] [--report-only]
 
 Targets (tests/mutation/targets.py): hanging, abort, producer-state, coordinator, share; none given: all. For each,
 mutmut 3 mutates the target's functions in a staging tree (.mutation/TARGET, see staging.py) and runs the
 target's fast tests against every mutant. Printed: the score per module (killed / mutants; a timeout counts
 as killed), and every survivor, either with the reason it is equivalent (tests/mutation/equivalent.py) or,
 when none is recorded, with its diff: kill it with a test, or record why no test can.
+Each target's scores and survivors are also written to tests/mutation/results/TARGET.md (the last run's).
+--report-only scores the staging trees of an earlier run again, without running mutmut.
 Exit status 1 when a survivor is unexplained or a module scores below 90%.
 """
 
@@ -41,6 +43,7 @@ class Survivor:
 @dataclass
 class ModuleScore:
     path: str
+    functions: tuple[str, ...] | None = None
     total: int = 0
     killed: int = 0
     survivors: list[Survivor] = field(default_factory=list)
@@ -93,7 +96,12 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
-def run_target(target: Target, root: Path, max_children: int) -> list[ModuleScore]:
+RESULTS = REPO / "tests" / "mutation" / "results"
+
+
+def run_target(target: Target, root: Path, max_children: int, report_only: bool = False) -> list[ModuleScore]:
+    if report_only:
+        return [_score(root / target.name, source) for source in target.sources]
     where = stage(target, root, max_children)
     cmd = [sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children), *_patterns(target)]
     print(f"== {target.name}: {target.what}", flush=True)
@@ -107,7 +115,7 @@ def run_target(target: Target, root: Path, max_children: int) -> list[ModuleScor
 
 def _score(where: Path, source: Source) -> ModuleScore:
     meta = json.loads((where / "mutants" / (staged_path(source.path) + ".meta")).read_text())
-    score = ModuleScore(source.path)
+    score = ModuleScore(source.path, source.functions)
     for name, code in sorted(meta["exit_code_by_key"].items(), key=lambda kv: _natural(kv[0])):
         if not _selected(source, name):
             continue
@@ -131,6 +139,27 @@ def _diff(where: Path, mutant: str) -> str:
                            capture_output=True, text=True, check=False)
     return "\n".join(line for line in shown.stdout.splitlines()
                      if line[:1] in "+-" and not line.startswith(("+++", "---")))
+
+
+def write_results(target: Target, scores: list[ModuleScore]) -> Path:
+    """The last run's scores and every survivor's change, for the README to point at."""
+    lines = [f"# Mutation results: {target.name} ({target.what})", "",
+             f"`python -m tests.mutation {target.name}`; tests run per mutant: " +
+             ", ".join(f"`{t}`" for t in target.tests) + ".", "",
+             "| module | mutants | killed | survived | score |", "|---|---|---|---|---|"]
+    for s in scores:
+        scope = "" if s.functions is None else f" ({len(s.functions)} functions)"
+        lines.append(f"| `{s.path}`{scope} | {s.total} | {s.killed} | {len(s.survivors)} | {s.score:.1%} |")
+    for s in scores:
+        lines += ["", f"## Survivors in `{s.path}` ({len(s.survivors)})", ""]
+        for v in s.survivors:
+            change = " / ".join(line.strip() for line in v.diff.splitlines()).replace("|", "\\|")
+            lines.append(f"- `{v.function}` ({v.name.rsplit('__mutmut_', 1)[1]}): `{change}`" +
+                         (f"; equivalent: {v.reason}" if v.reason else ""))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{target.name}.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 def report(scores: Iterable[ModuleScore], diffs: bool) -> bool:
@@ -164,9 +193,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-children", type=int, default=2, help="mutants tested in parallel (default 2)")
     parser.add_argument("--root", type=Path, default=REPO / ".mutation", help="where the staging trees go")
     parser.add_argument("--diffs", action="store_true", help="print each unexplained survivor's whole diff")
+    parser.add_argument("--report-only", action="store_true", help="score the staging trees of an earlier run")
     args = parser.parse_args(argv)
     chosen = [by_name(n) for n in args.targets] or list(TARGETS)
-    scores = [score for target in chosen for score in run_target(target, args.root, args.max_children)]
+    scores = []
+    for target in chosen:
+        these = run_target(target, args.root, args.max_children, args.report_only)
+        print(f"   results: {write_results(target, these).relative_to(REPO)}", flush=True)
+        scores += these
     return 0 if report(scores, args.diffs) else 1
 
 

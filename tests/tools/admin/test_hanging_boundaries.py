@@ -1,0 +1,180 @@
+"""find-hanging's coordinator-side rules at their boundaries, with the values Kafka gives them.
+
+- Times: Kafka writes -1 for "no time" (TransactionMetadata's txnStartTimestamp before a transaction,
+  DescribeTransactions' TransactionStartTimeMs); 0 is a real timestamp (the epoch), so it counts.
+- Broker ids start at 0 (broker.id / node.id 0 is a valid broker); only -1 means "no leader" (Metadata's
+  LeaderId).
+- A leader fences a marker only when it holds a *newer* coordinator epoch than the marker's
+  (ProducerStateManager / ProducerAppendInfo: `coordinatorEpoch < currentCoordinatorEpoch` is rejected); the
+  same epoch is accepted.
+- TransactionMetadata.isEpochExhausted: epoch >= Short.MAX_VALUE - 1; the reaper aborts a transaction once
+  it is older than its timeout, scanning every transaction.abort.timed.out.transaction.cleanup.interval.ms
+  (10 s by default), so "past recovery" means strictly older than timeout + that interval. A 2PC
+  transaction (KIP-939) has the timeout Integer.MAX_VALUE and is never timed out.
+"""
+
+from __future__ import annotations
+
+from kafka_txn_tools.admin import hanging
+from kafka_txn_tools.models import (
+    ABORT_SCAN_INTERVAL_MS,
+    EXHAUSTED_EPOCH,
+    TWO_PHASE_COMMIT_TIMEOUT_MS,
+    HangingReason,
+    OpenTransaction,
+    PartitionOffsets,
+    PendingReason,
+    ProducerState,
+    StuckReason,
+    TopicPartition,
+    TransactionListing,
+)
+
+NOW = 1_700_000_000_000
+TP = TopicPartition("orders", 3)
+TIMEOUT = 60_000
+
+
+def txn(state: str = "PrepareCommit", *, epoch: int = 5, start_ms: int | None = NOW - 3_600_000,
+        entered_ms: int | None = None, timeout_ms: int | None = TIMEOUT, coordinator_epoch: int | None = 7,
+        partitions: tuple[TopicPartition, ...] = (TP,)) -> hanging.CoordinatorTxn:
+    return hanging.CoordinatorTxn("app-1", state, 4000, epoch, timeout_ms, start_ms, partitions, coordinator_id=2,
+                                  entered_ms=entered_ms, coordinator_epoch=coordinator_epoch, txn_partition=11)
+
+
+def producer(epoch: int = 5, coordinator_epoch: int = 7, start: int = -1) -> ProducerState:
+    return ProducerState(4000, epoch, 9, NOW - 1_000, coordinator_epoch, start)
+
+
+# ---- time in state ------------------------------------------------------------------------------------
+def test_a_start_at_time_zero_is_a_time_and_minus_one_is_none() -> None:
+    assert hanging.time_in_state(txn("Ongoing", start_ms=0), NOW) == (NOW, "transaction-start")
+    assert hanging.time_in_state(txn("Ongoing", start_ms=-1), NOW) == (None, "unknown")
+    assert hanging.time_in_state(txn("Ongoing", start_ms=None), NOW) == (None, "unknown")
+
+
+def test_the_state_record_time_zero_is_exact() -> None:
+    assert hanging.time_in_state(txn(entered_ms=0), NOW) == (NOW, "transaction-log")
+    assert hanging.time_in_state(txn(entered_ms=-1, start_ms=-1), NOW) == (None, "unknown")
+
+
+def test_the_lower_bound_needs_a_finite_timeout_and_never_goes_below_zero() -> None:
+    start = NOW - 100_000
+    assert hanging.time_in_state(txn(start_ms=start, timeout_ms=None), NOW) == (None, "unknown")
+    assert hanging.time_in_state(txn(start_ms=start, timeout_ms=TWO_PHASE_COMMIT_TIMEOUT_MS), NOW) == (None, "unknown")
+    assert hanging.time_in_state(txn(start_ms=start, timeout_ms=TIMEOUT), NOW) == (
+        100_000 - TIMEOUT - ABORT_SCAN_INTERVAL_MS, "lower-bound")
+    # Not yet past its timeout + the reaper's interval: it may have entered the state just now.
+    assert hanging.time_in_state(txn(start_ms=NOW - TIMEOUT, timeout_ms=TIMEOUT), NOW) == (0, "lower-bound")
+
+
+# ---- epoch exhaustion ---------------------------------------------------------------------------------
+def exhausted(age_ms: int, timeout_ms: int | None = TIMEOUT) -> hanging.StuckTransaction | None:
+    t = txn("Ongoing", epoch=EXHAUSTED_EPOCH, start_ms=NOW - age_ms, timeout_ms=timeout_ms)
+    return hanging.judge_coordinator(t, {TP: hanging.LeaderView(0, producer=producer(EXHAUSTED_EPOCH, start=40))},
+                                     NOW, max_prepare_ms=1)
+
+
+def test_an_exhausted_epoch_is_past_recovery_only_strictly_after_timeout_and_the_reaper_interval() -> None:
+    bound = TIMEOUT + ABORT_SCAN_INTERVAL_MS
+    assert exhausted(TIMEOUT + 1) is None  # the reaper may still abort it
+    assert exhausted(bound) is None
+    row = exhausted(bound + 1)
+    assert row is not None and row.reason is StuckReason.EPOCH_EXHAUSTED
+    assert exhausted(10 * bound, timeout_ms=TWO_PHASE_COMMIT_TIMEOUT_MS) is None  # 2PC: no timeout
+
+
+def test_an_exhausted_row_carries_the_coordinator_fields_detail_and_only_partitions_still_open() -> None:
+    other = TopicPartition("orders", 4)
+    t = txn("Ongoing", epoch=EXHAUSTED_EPOCH, start_ms=NOW - 10 * TIMEOUT, partitions=(TP, other))
+    views = {TP: hanging.LeaderView(0, producer=producer(EXHAUSTED_EPOCH, start=40)),
+             other: hanging.LeaderView(1, producer=producer(EXHAUSTED_EPOCH))}  # its marker landed
+    row = hanging.judge_coordinator(t, views, NOW, max_prepare_ms=1)
+    assert row is not None
+    assert (row.coordinator_id, row.timeout_ms, row.time_in_state_source) == (2, TIMEOUT, "transaction-start")
+    assert [(p.partition, p.reason, p.start_offset) for p in row.pending_partitions] == [
+        (TP, PendingReason.OPEN_TRANSACTION, 40)]
+    assert row.detail == ("'app-1' is Ongoing at producer epoch 32766, the last one (Short.MAX_VALUE - 1): the "
+                          "producer cannot end it and the coordinator cannot fence it (KAFKA-20090)")
+
+
+def test_completion_pending_says_so() -> None:
+    views = {TP: hanging.LeaderView(0, producer=producer())}  # the marker landed, the coordinator does not wait
+    row = hanging.judge_coordinator(txn(partitions=()), views, NOW, max_prepare_ms=1)
+    assert row is not None and row.reason is StuckReason.COMPLETION_PENDING
+    assert row.detail == ("'app-1' is PrepareCommit with every marker written, but coordinator broker 2 has not "
+                          "recorded its completion")
+
+
+# ---- a pending partition ------------------------------------------------------------------------------
+def test_broker_zero_is_a_leader() -> None:
+    found = hanging.pending_partition(TP, hanging.LeaderView(0, producer=producer(start=40)), txn())
+    assert found is not None and (found.leader, found.reason) == (0, PendingReason.OPEN_TRANSACTION)
+    gone = hanging.pending_partition(TP, hanging.LeaderView(-1), txn())
+    assert gone is not None and gone.reason is PendingReason.LEADER_OFFLINE
+
+
+def test_only_a_newer_coordinator_epoch_fences_the_marker() -> None:
+    same = hanging.pending_partition(TP, hanging.LeaderView(0, producer=producer(coordinator_epoch=7, start=40)),
+                                     txn(coordinator_epoch=7))
+    assert same is not None and same.reason is PendingReason.OPEN_TRANSACTION
+    newer = hanging.pending_partition(TP, hanging.LeaderView(0, producer=producer(coordinator_epoch=8, start=40)),
+                                      txn(coordinator_epoch=7))
+    assert newer is not None and (newer.partition, newer.leader, newer.reason) == (
+        TP, 0, PendingReason.COORDINATOR_FENCED)
+
+
+def test_a_landed_marker_the_coordinator_still_waits_for_is_rejected_and_by_default_it_waits() -> None:
+    rejected = hanging.pending_partition(TP, hanging.LeaderView(0, producer=producer(epoch=5)), txn(epoch=5))
+    assert rejected is not None and (rejected.partition, rejected.leader, rejected.reason) == (
+        TP, 0, PendingReason.MARKER_REJECTED)
+    assert rejected.detail == (
+        "the marker landed (broker 0 has producer 4000 at epoch 5 with no open transaction) but the coordinator "
+        "still waits for it: its retries at the same epoch are rejected (KAFKA-19999)")
+    unknown = hanging.pending_partition(TP, hanging.LeaderView(None), txn())
+    assert unknown is not None and unknown.detail == (
+        "orders-3 is not in the cluster metadata or the inputs (deleted, not visible to this principal, or not "
+        "captured)")
+
+
+# ---- owners, stalled groups ---------------------------------------------------------------------------
+def test_the_last_owner_is_the_newest_record_and_ties_go_to_the_lowest_id() -> None:
+    other = hanging.Ownership("z-other", 9, NOW)
+    assert hanging.last_known_owner(4000, [other, hanging.Ownership("b", 4000, NOW - 5)]) == "b"
+    assert hanging.last_known_owner(4000, [hanging.Ownership("b", 4000, NOW), hanging.Ownership("a", 4000, NOW - 1)]
+                                    ) == "b"
+    assert hanging.last_known_owner(4000, [hanging.Ownership("b", 4000, NOW), hanging.Ownership("a", 4000, NOW)]
+                                    ) == "a"
+
+
+def test_a_stalled_group_row_without_a_high_watermark_has_no_lag() -> None:
+    committed = [hanging.CommittedOffset("g", "consumer", TP, 50)]
+    [row] = hanging.stalled_groups(TP, PartitionOffsets(TP, 40, None), committed) or ()
+    assert (row.partition, row.committed_offset, row.lag) == (TP, 50, None)
+    [row] = hanging.stalled_groups(TP, PartitionOffsets(TP, 40, 70), committed) or ()
+    assert (row.partition, row.committed_offset, row.lag) == (TP, 50, 20)
+
+
+# ---- partition rows -----------------------------------------------------------------------------------
+def open_txn(partition: int, epoch: int = 5) -> OpenTransaction:
+    return OpenTransaction(TopicPartition("orders", partition), 1, ProducerState(4000, epoch, 9, NOW - 1, 0, 40))
+
+
+def test_rows_skip_late_verdicts_but_keep_the_hanging_ones_after_them_with_detail_and_action() -> None:
+    late = hanging.Verdict(open_txn(1), HangingReason.LATE, "late detail", "app-1")
+    stuck = hanging.Verdict(open_txn(2), HangingReason.TRANSACTION_NOT_ONGOING, "not ongoing detail", "app-1")
+    [row] = hanging.to_results([late, stuck], NOW, include_late=False)
+    assert (row.partition.partition, row.detail, row.action) == (
+        2, "not ongoing detail",
+        "kafka-txn abort --topic orders --partition 2 --start-offset 40 (no coordinator will write its marker)")
+
+
+def test_a_verdict_carries_its_detail_and_an_unanswered_candidate_is_returned_as_unknown() -> None:
+    candidate = open_txn(1)
+    listing_for = TransactionListing("app-1", 4000, "Ongoing", 2)
+    verdicts, unknown = hanging.classify_all([candidate], [listing_for], {}, ["app-1"])
+    [v] = verdicts
+    assert (v.reason, v.detail, unknown) == (
+        HangingReason.TRANSACTIONAL_ID_NOT_FOUND, "coordinator does not know transactional id 'app-1'", [])
+    verdicts, unknown = hanging.classify_all([candidate], [listing_for], {}, [])
+    assert (verdicts, unknown) == ([], [candidate])
