@@ -40,7 +40,8 @@ TARGETS: tuple[Target, ...] = (
         "abort validation (single transactions and plans)",
         (Source("kafka_txn_tools/admin/abort.py"), Source("kafka_txn_tools/admin/abort_batch.py")),
         ("tests/tools/admin/test_abort.py", "tests/tools/admin/test_abort_flow.py",
-         "tests/tools/admin/test_abort_batch.py", "tests/tools/cli/test_commands.py", "tests/tools/cli/test_upstream.py"),
+         "tests/tools/admin/test_abort_batch.py", "tests/tools/cli/test_commands.py",
+         "tests/tools/cli/test_upstream.py"),
     ),
     Target(
         "producer-state",
