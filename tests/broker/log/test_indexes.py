@@ -96,6 +96,16 @@ def test_transaction_index_boundaries(tmp_path: Path) -> None:
     idx.append(b)
     assert idx.collect(10, 15) == ([a, b], True)  # a's marker at the fetch offset counts
     assert idx.collect(11, 15) == ([b], True)
+    assert idx.collect(0, 12) == ([a], True)  # b starts at the bound: none of its records was fetched
+
+
+def test_an_empty_range_is_answered_as_kafkas_scan_from_the_first_entry(tmp_path: Path) -> None:
+    # Kafka scans from the first entry even when fetchOffset == upperBound: an entry whose LSO (its marker + 1)
+    # reaches the bound ends the search as complete, although nothing can be returned.
+    idx = TransactionIndex(str(tmp_path / "00000000000000000000.txnindex"))
+    a = AbortedTxn(7, 0, 10, 11)
+    idx.append(a)
+    assert idx.collect(11, 11) == _kafka_collect([a], 11, 11) == ([], True)
 
 
 def _retained_bytes(work: Callable[[], object]) -> int:
