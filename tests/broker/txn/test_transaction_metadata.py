@@ -311,8 +311,6 @@ def test_prepare_complete_clears_a_failed_fence() -> None:
     (lambda m: None, lambda m: m._transit(S.ONGOING, producer_epoch=-1), r"^tid: illegal producer epoch -1$"),
     (lambda m: None, lambda m: m._transit(S.COMPLETE_COMMIT),
      r"^tid: CompleteCommit -> CompleteCommit is not a valid transition$"),
-    (lambda m: setattr(m, "producer_epoch", MAX_EPOCH), lambda m: m.prepare_fence_producer_epoch(),
-     r"^cannot fence a producer at epoch Short\.MAX_VALUE$"),
     (lambda m: setattr(m, "producer_epoch", MAX_EPOCH - 1), lambda m: m.prepare_increment_producer_epoch(1, None, NOW),
      r"^no more epochs for producer id 1000$"),
     (lambda m: setattr(m, "state", S.ONGOING), lambda m: m.prepare_producer_id_rotation(2, 1, NOW, False),
@@ -325,6 +323,16 @@ def test_fatal_transition_errors_say_what_was_wrong(setup: Any, action: Any, mes
     setup(m)
     with pytest.raises(IllegalTransitionError, match=message):
         action(m)
+
+
+def test_a_fence_at_short_max_value_keeps_the_epoch() -> None:
+    # Kafka since KAFKA-20090 (TransactionMetadata.prepareFenceProducerEpoch): at Short.MAX_VALUE there is no
+    # epoch left to bump to, so the fence keeps it (the abort that follows rotates the producer id); below it
+    # the fence bumps the epoch by one.
+    m = md(S.ONGOING, epoch=MAX_EPOCH, topic_partitions={("t", 0)}, txn_start_timestamp=NOW)
+    assert m.prepare_fence_producer_epoch().producer_epoch == MAX_EPOCH
+    m = md(S.ONGOING, epoch=MAX_EPOCH - 1, topic_partitions={("t", 0)}, txn_start_timestamp=NOW)
+    assert m.prepare_fence_producer_epoch().producer_epoch == MAX_EPOCH
 
 
 def test_dead_keeps_a_negative_epoch_and_complete_needs_a_matching_pending_state() -> None:
