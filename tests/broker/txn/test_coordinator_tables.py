@@ -308,3 +308,33 @@ def test_an_offline_node_does_not_become_coordinator() -> None:
     c.coordinator._online = lambda: False
     c.coordinator.on_leadership_change([_txn_partition(0, 4)])
     assert not c.state.owns(0)
+
+
+def test_each_scan_waits_its_interval_from_the_last_scan_not_from_the_start() -> None:
+    # Kafka schedules both tasks at a fixed period (TransactionCoordinator.startup: abortTimedOutTransactions
+    # every transaction.abort.timed.out.transaction.cleanup.interval.ms, removeExpiredTransactionalIds every
+    # transaction.remove.expired.transaction.cleanup.interval.ms): the next run comes a whole period after the
+    # previous one, so a transaction that times out just after a scan waits for the next.
+    c = FakeCoordinator({"transaction.abort.timed.out.transaction.cleanup.interval.ms": 1_000,
+                         "transaction.remove.expired.transaction.cleanup.interval.ms": 5_000,
+                         "transactional.id.expiration.ms": 4_500})
+    c.clock.advance(1_000)
+    c.coordinator.tick(c.clock.millis())  # the first abort scan, at 1 s
+    _, pid, epoch = c.init("late", 500)
+    assert c.add("late", pid, epoch, TP) == E.NONE
+    c.clock.advance(600)  # timed out at 1.5 s, but the next scan is due at 2 s
+    c.coordinator.tick(c.clock.millis())
+    assert c.metadata("late").state is S.ONGOING  # type: ignore[union-attr]
+    c.clock.advance(400)
+    c.coordinator.tick(c.clock.millis())
+    assert c.metadata("late").state is S.COMPLETE_ABORT  # type: ignore[union-attr]
+    c.init("idle", 500)  # at 2 s
+    c.clock.advance(3_000)
+    c.coordinator.tick(c.clock.millis())  # the first expiration scan, at 5 s: "late" ended 3 s ago, "idle" 3 s
+    assert c.metadata("idle") is not None and c.metadata("late") is not None
+    c.clock.advance(2_000)  # 7 s: both idle for more than 4.5 s, but the next expiration scan is due at 10 s
+    c.coordinator.tick(c.clock.millis())
+    assert c.metadata("idle") is not None and c.metadata("late") is not None
+    c.clock.advance(3_000)  # exactly one period after the last scan
+    c.coordinator.tick(c.clock.millis())
+    assert c.metadata("idle") is None and c.metadata("late") is None
