@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kafka_txn_tools.admin import hanging
 from kafka_txn_tools.models import (
     ABORT_SCAN_INTERVAL_MS,
@@ -27,6 +29,7 @@ from kafka_txn_tools.models import (
     ProducerState,
     StuckReason,
     TopicPartition,
+    TransactionDescription,
     TransactionListing,
 )
 
@@ -178,3 +181,67 @@ def test_a_verdict_carries_its_detail_and_an_unanswered_candidate_is_returned_as
         HangingReason.TRANSACTIONAL_ID_NOT_FOUND, "coordinator does not know transactional id 'app-1'", [])
     verdicts, unknown = hanging.classify_all([candidate], [listing_for], {}, [])
     assert (verdicts, unknown) == ([], [candidate])
+
+
+# ---- what each row says, word for word (the operator acts on it) ---------------------------------------
+def described(state: str = "Ongoing", pid: int = 4000, epoch: int = 5, timeout_ms: int = TIMEOUT,
+              partitions: frozenset[TopicPartition] = frozenset({TopicPartition("orders", 1)})
+              ) -> TransactionDescription:
+    return TransactionDescription("app-1", 2, state, pid, epoch, timeout_ms, NOW - 1_000, partitions)
+
+
+@pytest.mark.parametrize(("ids", "description", "not_found", "reason", "detail"), [
+    ((), None, (), HangingReason.NO_TRANSACTIONAL_ID,
+     "no coordinator lists producer id 4000 (the transaction was forgotten, or the principal lacks DESCRIBE on its "
+     "transactional id)"),
+    (("app-1",), None, ("app-1",), HangingReason.TRANSACTIONAL_ID_NOT_FOUND,
+     "coordinator does not know transactional id 'app-1'"),
+    (("app-1",), described(pid=4001, epoch=0), (), HangingReason.EPOCH_MISMATCH,
+     "'app-1' now belongs to producer id 4001 (epoch 0)"),
+    (("app-1",), described(epoch=4), (), HangingReason.EPOCH_MISMATCH,
+     "coordinator epoch 4 for 'app-1' is older than the partition's 5; its markers would be fenced"),
+    (("app-1",), described("CompleteAbort", partitions=frozenset()), (), HangingReason.TRANSACTION_NOT_ONGOING,
+     "coordinator holds 'app-1' as CompleteAbort; no marker is coming"),
+    (("app-1",), described(partitions=frozenset()), (), HangingReason.PARTITION_NOT_IN_TRANSACTION,
+     "'app-1' is Ongoing without partition orders-1"),
+    (("app-1",), described(timeout_ms=TWO_PHASE_COMMIT_TIMEOUT_MS), (), HangingReason.PREPARED_2PC,
+     "'app-1' is a prepared two-phase-commit transaction (KIP-939, no timeout) with this partition: an external "
+     "transaction manager owns it and will commit or abort it"),
+    (("app-1",), described(), (), HangingReason.LATE,
+     "'app-1' is Ongoing with this partition; its coordinator will complete it"),
+])
+def test_each_reason_says_why(ids: tuple[str, ...], description: TransactionDescription | None,
+                              not_found: tuple[str, ...], reason: HangingReason, detail: str) -> None:
+    descriptions = {"app-1": description} if description is not None else {}
+    verdict = hanging.classify(open_txn(1), ids, descriptions, not_found)
+    assert verdict is not None and (verdict.reason, verdict.detail) == (reason, detail)
+
+
+def test_a_late_row_says_to_wait_and_a_prepared_one_names_its_manager() -> None:
+    rows = hanging.to_results([hanging.Verdict(open_txn(1), HangingReason.LATE, "d", "app-1"),
+                               hanging.Verdict(open_txn(2), HangingReason.PREPARED_2PC, "d", "app-2")],
+                              NOW, include_late=True)
+    assert [r.action for r in rows] == [
+        "nothing: the coordinator of 'app-1' still owns it and will complete it (wait)",
+        "its external transaction manager (KIP-939) must commit or abort 'app-2'; only if that manager is gone for "
+        "good: kafka-txn abort --topic orders --partition 2 --start-offset 40 --force"]
+
+
+@pytest.mark.parametrize(("view", "leader", "reason", "detail"), [
+    (hanging.LeaderView(-1, offline_replicas=(1, 2)), -1, PendingReason.LEADER_OFFLINE,
+     "orders-3 has no leader (its replica on broker 1, 2 is offline): there is no broker to write the marker to"),
+    (hanging.LeaderView(-1), -1, PendingReason.LEADER_OFFLINE,
+     "orders-3 has no leader: there is no broker to write the marker to"),
+    (hanging.LeaderView(0, online=False), 0, PendingReason.LEADER_OFFLINE,
+     "orders-3 has its leader on broker 0, which is offline: there is no broker to write the marker to"),
+    (hanging.LeaderView(0, read=False), 0, None, "its leader, broker 0, did not answer DescribeProducers"),
+    (hanging.LeaderView(0, producer=producer(epoch=4)), 0, None,
+     "broker 0 shows no open transaction of producer 4000, yet the coordinator still waits for its marker"),
+    (hanging.LeaderView(0, producer=producer(start=40)), 0, PendingReason.OPEN_TRANSACTION,
+     "broker 0 still shows producer 4000 epoch 5 with a transaction open from offset 40"),
+])
+def test_each_pending_partition_says_why(view: hanging.LeaderView, leader: int, reason: PendingReason | None,
+                                         detail: str) -> None:
+    found = hanging.pending_partition(TP, view, txn())
+    assert found is not None and (found.partition, found.leader, found.reason, found.detail) == (
+        TP, leader, reason, detail)
