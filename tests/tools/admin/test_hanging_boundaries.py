@@ -245,3 +245,60 @@ def test_each_pending_partition_says_why(view: hanging.LeaderView, leader: int, 
     found = hanging.pending_partition(TP, view, txn())
     assert found is not None and (found.partition, found.leader, found.reason, found.detail) == (
         TP, leader, reason, detail)
+
+
+# ---- coordinator-side rows, word for word ---------------------------------------------------------------
+MOVE = ("move leadership of __transaction_state-11 off broker 2 (kafka-leader-election.sh, a reassignment, or a "
+        "restart of that broker): the new coordinator reloads the transaction and re-sends its markers")
+
+
+def stuck(t: hanging.CoordinatorTxn, views: dict[TopicPartition, hanging.LeaderView]) -> tuple[str, str, str]:
+    row = hanging.judge_coordinator(t, views, NOW, max_prepare_ms=1)
+    assert row is not None
+    return row.reason.value, row.detail, row.action
+
+
+def test_markers_pending_counts_each_reason_and_gives_each_step() -> None:
+    a, b, c, d = (TopicPartition("orders", i) for i in range(4))
+    views = {a: hanging.LeaderView(-1, offline_replicas=(1,)), b: hanging.LeaderView(None),
+             c: hanging.LeaderView(0, producer=producer()), d: hanging.LeaderView(0, producer=producer(start=40))}
+    assert stuck(txn(partitions=(a, b, c, d)), views) == (
+        "markers-pending",
+        "'app-1' is PrepareCommit at coordinator broker 2; 4 partitions still wait for their marker (1 leader-offline, "
+        "1 leader-unknown, 1 marker-rejected, 1 open-transaction)",
+        "bring broker 1 back or reassign orders-0 to live brokers: the coordinator re-sends the markers to the new "
+        "leader and completes the transaction by itself; check whether orders-1 were deleted or are hidden by ACLs "
+        "(a deleted partition's marker is skipped once the coordinator sees the deletion); the markers landed but "
+        "broker 0 rejects the coordinator's retries (KAFKA-19999): upgrade it to a Kafka release with the "
+        f"KAFKA-19999 fix, then {MOVE}")
+    assert stuck(txn(), {TP: hanging.LeaderView(0, producer=producer(start=40))}) == (
+        "markers-pending",
+        "'app-1' is PrepareCommit at coordinator broker 2; 1 partition still waits for its marker (1 open-transaction)",
+        MOVE)
+
+
+def test_completion_pending_without_a_known_coordinator_names_none() -> None:
+    t = hanging.CoordinatorTxn("app-1", "PrepareAbort", 4000, 5, TIMEOUT, NOW - 3_600_000, ())
+    assert stuck(t, {}) == (
+        "completion-pending",
+        "'app-1' is PrepareAbort with every marker written, but its coordinator has not recorded its completion",
+        "check the in-sync replicas of the __transaction_state partition (transaction.state.log.min.isr): its "
+        "coordinator's broker cannot append to it; or move leadership of the __transaction_state partition off its "
+        "coordinator's broker (kafka-leader-election.sh, a reassignment, or a restart of that broker): the new "
+        "coordinator reloads the transaction and re-sends its markers")
+
+
+def test_epoch_exhaustion_frees_each_open_partition_then_lets_the_coordinator_end_it() -> None:
+    end = ("let the coordinator end it: on a Kafka release with the KAFKA-20090 fixes its timeout abort does, or "
+           "`kafka-txn force-terminate --transactional-id app-1`")
+    at_max = txn("Ongoing", epoch=32767)
+    assert stuck(at_max, {TP: hanging.LeaderView(0, producer=producer(32767, start=40))}) == (
+        "epoch-exhausted",
+        "'app-1' is Ongoing at producer epoch 32767, the last one (Short.MAX_VALUE): the producer cannot end it and "
+        "the coordinator cannot fence it (KAFKA-20090)",
+        f"free each partition's LSO now (kafka-txn abort --topic orders --partition 3 --start-offset 40 --force), "
+        f"then {end}")
+    assert stuck(txn("Ongoing", epoch=EXHAUSTED_EPOCH), {TP: hanging.LeaderView(0, producer=producer(EXHAUSTED_EPOCH))}
+                 )[1:] == (
+        "'app-1' is Ongoing at producer epoch 32766, the last one (Short.MAX_VALUE - 1): the producer cannot end it "
+        "and the coordinator cannot fence it (KAFKA-20090)", end)
