@@ -8,7 +8,7 @@ import pytest
 
 from kafka_txn_tools.admin import abort_batch as B
 from kafka_txn_tools.admin.abort import AbortTarget
-from kafka_txn_tools.admin.errors import MissingApi, UsageError
+from kafka_txn_tools.admin.errors import BrokerError, MissingApi, NothingToDo, Refused, UsageError
 from kafka_txn_tools.dumps.plan import AbortPlan, AbortPlanEntry
 from kafka_txn_tools.models import TopicPartition
 from tests.tools.admin.fakes import MIN, FakeCluster, cluster, producer, txn
@@ -87,3 +87,45 @@ def test_a_plan_names_its_targets_with_every_identifier() -> None:
                       coordinator_epoch=3)
     [target] = B.targets_of(AbortPlan([entry], as_of_ms=0, max_transaction_timeout_ms=900_000))
     assert target == AbortTarget(T2, 50, 11, 2, 3)
+
+
+def test_a_mismatch_or_a_transaction_already_ended_is_settled_and_the_rest_still_checked() -> None:
+    c = world()
+    c.complete(T2, 11)
+    targets = [AbortTarget(T0, start_offset=100, producer_id=10, producer_epoch=3),  # the partition has epoch 4
+               AbortTarget(T2, producer_id=11, producer_epoch=2, coordinator_epoch=0),  # its marker landed
+               AbortTarget(T0, start_offset=100)]
+    mismatch, ended, ok = B.prepare(c, targets, force=False)
+    assert (mismatch.result, mismatch.message) == (B.AbortResult.REFUSED, (
+        "the open transaction of producer 10 at offset 100 on orders-0 is not the one named: producer epoch 3 (the "
+        "partition has 4): the transaction changed since it was read (a stale plan?), or the identifiers are wrong: "
+        "read them again with `kafka-txn find-hanging` or `describe-producers`"))
+    assert isinstance(mismatch.error, Refused)
+    assert (ended.result, ended.message) == (
+        B.AbortResult.ALREADY_DONE, "producer 11 has no open transaction on partition orders-2: already aborted or "
+                                    "committed")
+    assert isinstance(ended.error, NothingToDo)
+    assert ok.pending and c.markers == []
+
+
+def test_a_refused_marker_fails_its_item_with_the_brokers_error() -> None:
+    c = world()
+    c.marker_error = "TRANSACTION_COORDINATOR_FENCED"
+    items = B.prepare(c, [TARGETS[0]], force=False)
+    B.write(c, items, sleep=lambda s: None, settle_s=0)
+    [item] = items
+    assert (item.result, item.message) == (B.AbortResult.FAILED, (
+        "Failed to abort transaction on orders-0 (producer 10, epoch 4, coordinator epoch 0): "
+        "TRANSACTION_COORDINATOR_FENCED: the coordinator epoch is older than the partition's; re-read it and retry"))
+    assert isinstance(item.error, BrokerError)
+
+
+def test_a_marker_written_while_the_transaction_still_shows_open_says_so() -> None:
+    c = world()
+    items = B.prepare(c, [TARGETS[0]], force=False)
+    written: list[object] = []
+    c.write_abort_marker = lambda *args, **kwargs: written.append(args)  # type: ignore[method-assign]
+    B.write(c, items, sleep=lambda s: None, settle_s=0)
+    [item] = items
+    assert (item.result, item.message) == (B.AbortResult.ABORTED, "marker written; the transaction still shows as open")
+    assert item.outcome is not None and item.outcome.still_open and len(written) == 1
