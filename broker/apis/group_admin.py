@@ -14,7 +14,7 @@ from kafka.protocol.consumer import OffsetDeleteRequest, OffsetDeleteResponse
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats.errors import TOPIC_AUTHORIZATION_FAILED, error_code
-from kafka_txn_broker.group.deletion import delete_group, delete_offsets
+from kafka_txn_broker.group.deletion import delete_consumer_group, delete_group, delete_offsets
 from kafka_txn_broker.group.offset_store import TopicPartition
 
 
@@ -26,6 +26,8 @@ def _delete_one(ctx: RequestContext, group_id: str) -> int:
         return error_code(exc)
     if group_id in shard.share_groups:
         return _delete_share_group(ctx, shard, group_id)
+    if group_id in shard.consumer_groups:
+        return delete_consumer_group(shard, group_id)
     return delete_group(shard, group_id)
 
 

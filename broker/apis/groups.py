@@ -173,7 +173,7 @@ def _describe_one(ctx: RequestContext, group_id: str) -> Any:
         group = shard.groups.get(group_id)
     except BrokerResponseError as exc:
         return _described(group_id, error_code(exc), error_message(exc))
-    if group is None and group_id in shard.share_groups:
+    if group is None and (group_id in shard.share_groups or group_id in shard.consumer_groups):
         # As Kafka 4.x: v6 names the problem, older versions just see a Dead group.
         if ctx.api_version >= 6:
             return _described(group_id, int(GroupIdNotFoundError.errno), f"Group {group_id} is not a classic group.",
@@ -195,6 +195,7 @@ async def describe_groups(ctx: RequestContext, req: Any) -> Any:
 # ---- ListGroups -----------------------------------------------------------------------------------
 CLASSIC = "classic"
 SHARE = "share"  # the group type, and the protocol type ListGroups v0-v4 report for a share group
+CONSUMER = "consumer"  # a KIP-848 consumer group's type and protocol type
 
 
 def _listed(group: ClassicGroup, states: set[str], types: set[str]) -> bool:
@@ -218,6 +219,10 @@ async def list_groups(ctx: RequestContext, req: Any) -> Any:
     listed += [L(group_id=g.group_id, protocol_type=SHARE, group_state=g.state, group_type=SHARE)
                for shard in coord.loaded_shards() for g in shard.share_groups.values()
                if (not states or g.state.lower() in states) and (not types or SHARE in types)
+               and (everything or ctx.authorize("DESCRIBE", "GROUP", g.group_id))]
+    listed += [L(group_id=g.group_id, protocol_type=CONSUMER, group_state=g.state, group_type=CONSUMER)
+               for shard in coord.loaded_shards() for g in shard.consumer_groups.values()
+               if (not states or g.state.lower() in states) and (not types or CONSUMER in types)
                and (everything or ctx.authorize("DESCRIBE", "GROUP", g.group_id))]
     # Kafka still answers while some partitions load, but says the list may be incomplete.
     code = int(CoordinatorLoadInProgressError.errno) if coord.loading else 0

@@ -21,7 +21,7 @@ from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats.errors import TOPIC_AUTHORIZATION_FAILED, error_code
 from kafka_txn_broker.formats.group_records import OffsetValue
-from kafka_txn_broker.group.offset_commit import CommitRequest, FetchedOffset, commit, fetch
+from kafka_txn_broker.group.offset_commit import CommitRequest, FetchedOffset, commit, fetch, validate_fetch
 from kafka_txn_broker.group.offset_store import TopicPartition
 from kafka_txn_broker.group.txn_verification import verify_txn_offset_commit
 
@@ -111,11 +111,13 @@ async def txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
 GroupFetch = tuple[int, dict[TopicPartition, FetchedOffset]]
 
 
-def _fetch_group(ctx: RequestContext, group_id: str, topics: list[Any] | None, require_stable: bool) -> GroupFetch:
+def _fetch_group(ctx: RequestContext, group_id: str, topics: list[Any] | None, require_stable: bool,
+                 member: tuple[str | None, int] = (None, -1)) -> GroupFetch:
     wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
     try:
         ctx.require("DESCRIBE", "GROUP", group_id)
         shard = ctx.node.group_coordinator.shard(group_id)
+        validate_fetch(shard, group_id, *member)
     except BrokerResponseError as exc:
         code = error_code(exc)
         return code, {tp: FetchedOffset(error=code) for tp in wanted or []}
@@ -161,11 +163,18 @@ def _multi_group_response(v: int, results: list[tuple[str, GroupFetch]]) -> Any:
     return R[v](throttle_time_ms=0, groups=groups)
 
 
+def _member(group: Any) -> tuple[str | None, int]:
+    """(member id, member epoch) of an OffsetFetch v9+ group entry (consumer group members send them)."""
+    epoch = getattr(group, "member_epoch", -1)
+    return getattr(group, "member_id", None), -1 if epoch is None else epoch
+
+
 @api(OffsetFetchRequest, OffsetFetchResponse, 1, 9)
 async def offset_fetch(ctx: RequestContext, req: Any) -> Any:
     v = ctx.api_version
     require_stable = bool(getattr(req, "require_stable", False))
     if v >= 8:
-        results = [(g.group_id, _fetch_group(ctx, g.group_id, g.topics, require_stable)) for g in req.groups]
+        results = [(g.group_id, _fetch_group(ctx, g.group_id, g.topics, require_stable, _member(g)))
+                   for g in req.groups]
         return _multi_group_response(v, results)
     return _single_group_response(v, _fetch_group(ctx, req.group_id, req.topics, require_stable))

@@ -59,6 +59,7 @@ def load_all() -> dict[int, ApiSpec]:
         api_versions,
         cluster,
         configs,
+        consumer_group,
         delete_records,
         elect_leaders,
         fetch,

@@ -22,6 +22,7 @@ from kafka_txn_broker.group.shard import GroupShard
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock
     from kafka_txn_broker.config import BrokerConfig
+    from kafka_txn_broker.group.consumer_membership import ConsumerGroupContext
     from kafka_txn_broker.group.share_membership import ShareGroupContext
     from kafka_txn_broker.replica.coordinator_log import CoordinatorLog
     from kafka_txn_broker.server.metadata import MetadataView, PartitionState
@@ -46,17 +47,20 @@ class PartitionWriter:
 class GroupCoordinator:
     """Collaborators come through the constructor: the node's replicas of __consumer_offsets as a
     CoordinatorLog, the metadata view (who leads a partition), the config and the clock, and what share
-    groups need (topics, group configs, the share-partition leaders to tell about leaving members).
+    groups need (topics, group configs, the share-partition leaders to tell about leaving members) and
+    consumer groups (topics, group configs).
     Like all broker state, it lives on the cluster's event loop."""
 
     def __init__(self, node_id: int, config: BrokerConfig, clock: Clock, log: CoordinatorLog,
-                 metadata: MetadataView, share: ShareGroupContext | None = None) -> None:
+                 metadata: MetadataView, share: ShareGroupContext | None = None,
+                 consumer: ConsumerGroupContext | None = None) -> None:
         self.node_id = node_id
         self.config = config
         self.clock = clock
         self.log = log
         self.metadata = metadata
         self.share = share
+        self.consumer = consumer
         self.shards: dict[int, GroupShard] = {}
         self._loads: dict[int, asyncio.Task[None]] = {}
 
@@ -114,6 +118,8 @@ class GroupCoordinator:
             shard.membership.tick(now_ms)
             if shard.share_membership is not None:
                 shard.share_membership.tick()
+            if shard.consumer_membership is not None:
+                shard.consumer_membership.tick()
 
     def shutdown(self) -> None:
         for partition in list(self.shards):
@@ -121,7 +127,8 @@ class GroupCoordinator:
 
     # ---- loading -----------------------------------------------------------------------------
     def _begin_load(self, partition: int) -> None:
-        shard = GroupShard(partition, self.config, self.clock, PartitionWriter(self.log, partition), self.share)
+        shard = GroupShard(partition, self.config, self.clock, PartitionWriter(self.log, partition), self.share,
+                           self.consumer)
         self.shards[partition] = shard
         try:
             loop = asyncio.get_running_loop()

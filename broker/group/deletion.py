@@ -16,6 +16,7 @@ from kafka.errors import (
 )
 
 from kafka_txn_broker.formats.group_records import encode_group_key, encode_offset_key
+from kafka_txn_broker.group import consumer_records
 from kafka_txn_broker.group.append_errors import append_error_code
 from kafka_txn_broker.group.classic_group import ClassicGroup, GroupState
 from kafka_txn_broker.group.offset_store import TopicPartition
@@ -23,6 +24,24 @@ from kafka_txn_broker.group.shard import GroupShard
 
 NONE = 0
 CONSUMER_PROTOCOL = "consumer"
+
+
+def delete_consumer_group(shard: GroupShard, group_id: str) -> int:
+    """Delete an empty KIP-848 consumer group with its offsets (tombstones for both in one batch)."""
+    group = shard.consumer_groups[group_id]
+    if not group.is_empty:
+        return int(NonEmptyGroupError.errno)
+    offsets = sorted(shard.offsets.of_group(group_id))
+    records: list[tuple[bytes, bytes | None]] = [(encode_offset_key(group_id, t, p), None) for t, p in offsets]
+    try:
+        shard.append_records(records + consumer_records.deletion(group_id))
+    except Exception as exc:
+        return append_error_code(exc)
+    for tp in offsets:
+        shard.offsets.delete(group_id, tp)
+    group.dead = True
+    del shard.consumer_groups[group_id]
+    return NONE
 
 
 def _existing(shard: GroupShard, group_id: str) -> ClassicGroup:
@@ -81,11 +100,16 @@ def _subscription_topics(meta: bytes) -> list[str]:
 def delete_offsets(shard: GroupShard, group_id: str, partitions: list[TopicPartition]
                    ) -> tuple[int, dict[TopicPartition, int]]:
     """(group error, per-partition errors). Offsets of topics an active member consumes stay."""
+    consumer_group = shard.consumer_groups.get(group_id)
     try:
-        group = _existing(shard, group_id)
+        group = _existing(shard, group_id) if consumer_group is None else None
     except BrokerResponseError as exc:
         return int(exc.errno), {}
-    in_use = subscribed_topics(group) if group.members else set()
+    if consumer_group is not None:
+        in_use: set[str] | None = consumer_group.subscribed_topic_names()
+    else:
+        assert group is not None
+        in_use = subscribed_topics(group) if group.members else set()
     errors: dict[TopicPartition, int] = {}
     deletable: list[TopicPartition] = []
     for tp in partitions:

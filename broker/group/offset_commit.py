@@ -7,17 +7,21 @@ from dataclasses import dataclass
 from kafka.errors import (
     BrokerResponseError,
     CoordinatorNotAvailableError,
+    FencedMemberEpochError,
     GroupIdNotFoundError,
     IllegalGenerationError,
     OffsetMetadataTooLargeError,
     RebalanceInProgressError,
+    StaleMemberEpochError,
     UnknownMemberIdError,
     UnstableOffsetCommitError,
+    UnsupportedVersionError,
 )
 
 from kafka_txn_broker.formats.group_records import OffsetValue
 from kafka_txn_broker.group.append_errors import append_error_code
 from kafka_txn_broker.group.classic_group import ClassicGroup, GroupState
+from kafka_txn_broker.group.consumer_group import ConsumerGroup
 from kafka_txn_broker.group.offset_store import TopicPartition
 from kafka_txn_broker.group.shard import GroupShard
 
@@ -58,8 +62,35 @@ def _group_for_commit(shard: GroupShard, req: CommitRequest) -> ClassicGroup:
     raise IllegalGenerationError(f"group {req.group_id!r} does not exist (generation {req.generation})")
 
 
-def validate_commit(shard: GroupShard, req: CommitRequest) -> ClassicGroup:
+def validate_consumer_group_commit(group: ConsumerGroup, req: CommitRequest) -> None:
+    """Kafka's ConsumerGroup.validateOffsetCommit: the generation field carries the member epoch."""
+    if req.generation < 0 and group.is_empty:
+        return  # the admin client, or a consumer without group management
+    transactional = req.producer is not None
+    if transactional and req.generation < 0 and not req.member_id and req.group_instance_id is None:
+        return  # TxnOffsetCommit before v3 names no member
+    member = group.members.get(req.member_id)
+    if member is None:
+        raise UnknownMemberIdError(f"Member {req.member_id} is not a member of group {group.group_id}.")
+    if not transactional and req.api_version < 9:
+        raise UnsupportedVersionError("OffsetCommit version 9 or above must be used by members using the "
+                                      "consumer group protocol")
+    validate_member_epoch(req.generation, member.member_epoch)
+
+
+def validate_member_epoch(received: int, expected: int) -> None:
+    if received > expected:
+        raise FencedMemberEpochError(f"The member epoch {received} is greater than the member's {expected}.")
+    if received < expected:
+        raise StaleMemberEpochError(f"The member epoch {received} is smaller than the member's {expected}.")
+
+
+def validate_commit(shard: GroupShard, req: CommitRequest) -> ClassicGroup | ConsumerGroup:
     """The group if this member may commit now, else the Kafka error (same rules for every partition)."""
+    consumer_group = shard.consumer_groups.get(req.group_id)
+    if consumer_group is not None:
+        validate_consumer_group_commit(consumer_group, req)
+        return consumer_group
     group = _group_for_commit(shard, req)
     transactional = req.producer is not None
     if group.is_in(GroupState.DEAD):
@@ -120,3 +151,15 @@ def fetch(shard: GroupShard, group_id: str, partitions: list[TopicPartition] | N
         c = store.get(group_id, tp)
         out[tp] = FetchedOffset(c.offset, c.leader_epoch, c.metadata) if c is not None else FetchedOffset()
     return out
+
+
+def validate_fetch(shard: GroupShard, group_id: str, member_id: str | None, member_epoch: int) -> None:
+    """OffsetFetch v9+ from a consumer group member: the member must exist at that epoch (Kafka's
+    ConsumerGroup.validateOffsetFetch); without member id and epoch (admin clients) anything goes."""
+    group = shard.consumer_groups.get(group_id)
+    if group is None or (member_id is None and member_epoch < 0):
+        return
+    member = group.members.get(member_id or "")
+    if member is None:
+        raise UnknownMemberIdError(f"Member {member_id} is not a member of group {group_id}.")
+    validate_member_epoch(member_epoch, member.member_epoch)

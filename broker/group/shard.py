@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka.errors import GroupIdNotFoundError
 
-from kafka_txn_broker.formats import share_group_records
+from kafka_txn_broker.formats import consumer_group_records, share_group_records
 from kafka_txn_broker.formats.group_records import (
     GroupKey,
     GroupValue,
@@ -37,7 +37,10 @@ from kafka_txn_broker.formats.record_batch import (
     iter_records,
     parse_control_record,
 )
+from kafka_txn_broker.group import consumer_records
 from kafka_txn_broker.group.classic_group import ClassicGroup, GroupState, Member
+from kafka_txn_broker.group.consumer_group import ConsumerGroup
+from kafka_txn_broker.group.consumer_membership import ConsumerGroupContext, ConsumerMembership
 from kafka_txn_broker.group.membership import GroupMembership
 from kafka_txn_broker.group.offset_store import CommittedOffset, OffsetStore, TopicPartition
 from kafka_txn_broker.group.share_group import ShareGroup
@@ -59,7 +62,7 @@ class LogWriter(Protocol):
 
 class GroupShard:
     def __init__(self, partition: int, config: Any, clock: Clock, writer: LogWriter,
-                 share: ShareGroupContext | None = None) -> None:
+                 share: ShareGroupContext | None = None, consumer: ConsumerGroupContext | None = None) -> None:
         self.partition = partition
         self.config = config
         self.clock = clock
@@ -72,7 +75,32 @@ class GroupShard:
         self.share_groups: dict[str, ShareGroup] = {}
         self.share_membership = ShareMembership(
             self.share_groups, share, clock, max_size=int(config["group.share.max.size"]),
-            store_epoch=self.store_share_group, other_group_exists=self.groups.__contains__) if share else None
+            store_epoch=self.store_share_group, other_group_exists=self._classic_or_consumer) if share else None
+        # Consumer groups of the new protocol (KIP-848); one group id is classic, consumer or share.
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
+        self.consumer_membership = ConsumerMembership(
+            self.consumer_groups, consumer, clock, write=self.append_records, other_group=self._other_group_type,
+            drop_empty_classic=self._drop_empty_classic) if consumer else None
+
+    def _classic_or_consumer(self, group_id: str) -> bool:
+        return group_id in self.groups or group_id in self.consumer_groups
+
+    def _other_group_type(self, group_id: str) -> str | None:
+        """The type of the non-consumer group with this id, if any."""
+        if group_id in self.share_groups:
+            return "share"
+        return "classic" if group_id in self.groups else None
+
+    def _drop_empty_classic(self, group_id: str) -> bool:
+        """An empty classic group becomes a consumer group (Kafka converts it): its record goes, its
+        offsets stay. False if it has members."""
+        group = self.groups[group_id]
+        if not group.is_in(GroupState.EMPTY):
+            return False
+        self.append_records([(encode_group_key(group_id), None)])
+        group.transition(GroupState.DEAD, self.now())
+        del self.groups[group_id]
+        return True
 
     def now(self) -> int:
         return self.clock.millis()
@@ -80,6 +108,11 @@ class GroupShard:
     def get_or_create(self, group_id: str) -> ClassicGroup:
         if group_id in self.share_groups:
             raise GroupIdNotFoundError(f"Group {group_id} is not a classic group.")
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            if not consumer_group.is_empty:
+                raise GroupIdNotFoundError(f"Group {group_id} is not a classic group.")
+            self.delete_consumer_group(group_id)  # an empty consumer group becomes classic, as in Kafka
         group = self.groups.get(group_id)
         if group is None:
             group = self.groups[group_id] = ClassicGroup(group_id, state_timestamp_ms=self.now())
@@ -107,6 +140,13 @@ class GroupShard:
     def delete_share_group(self, group_id: str) -> None:
         self.append_records([(share_group_records.encode_key(group_id), None)])
         group = self.share_groups.pop(group_id, None)
+        if group is not None:
+            group.dead = True
+
+    def delete_consumer_group(self, group_id: str) -> None:
+        """Write the tombstones of an empty consumer group's records, then forget it."""
+        self.append_records(consumer_records.deletion(group_id))
+        group = self.consumer_groups.pop(group_id, None)
         if group is not None:
             group.dead = True
 
@@ -145,14 +185,19 @@ class GroupShard:
                 continue
             try:
                 self._replay_record(rec.key, rec.value, rec.offset, txn_pid)
-            except (RecordFormatError, share_group_records.RecordFormatError, UnicodeDecodeError) as exc:
+            except (RecordFormatError, share_group_records.RecordFormatError, consumer_group_records.RecordFormatError,
+                    UnicodeDecodeError) as exc:
                 log.warning("skipping unreadable __consumer_offsets-%s record at %s: %s",
                             self.partition, rec.offset, exc)
 
     def _replay_record(self, key: bytes, value: bytes | None, offset: int, txn_pid: int | None) -> None:
         k = decode_key(key)
         if k is None:
-            self._replay_share_group(key, value)
+            consumer_key = consumer_group_records.decode_key(key)
+            if consumer_key is not None:
+                consumer_records.replay(self.consumer_groups, consumer_key, value)
+            else:
+                self._replay_share_group(key, value)
         elif isinstance(k, OffsetKey):
             tp = (k.topic, k.partition)
             if value is None:
@@ -195,7 +240,10 @@ class GroupShard:
     def finish_load(self) -> None:
         # Groups known only from their offsets (simple consumers) exist as Empty groups, as in Kafka.
         for group_id in self.offsets.groups():
-            self.get_or_create(group_id)
+            if group_id not in self.consumer_groups:
+                self.get_or_create(group_id)
+        if self.consumer_membership is not None:
+            self.consumer_membership.on_loaded()
         self.loaded = True
 
     def unload(self) -> None:
@@ -206,6 +254,9 @@ class GroupShard:
         for share_group in self.share_groups.values():
             share_group.dead = True
         self.share_groups.clear()
+        for consumer_group in self.consumer_groups.values():
+            consumer_group.dead = True
+        self.consumer_groups.clear()
         self.loaded = False
 
 

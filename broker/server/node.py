@@ -17,6 +17,7 @@ from kafka_txn_broker.configs.config_def import ResourceType
 from kafka_txn_broker.configs.dynamic_broker_config import DynamicBrokerConfig
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, TXN_TOPIC, partition_for
+from kafka_txn_broker.group.consumer_membership import ConsumerGroupContext
 from kafka_txn_broker.group.coordinator import LOAD_CHUNK_BYTES, GroupCoordinator
 from kafka_txn_broker.group.share_membership import ShareGroupContext
 from kafka_txn_broker.replica.coordinator_log import ReplicaCoordinatorLog
@@ -73,8 +74,9 @@ class BrokerNode:
         self._start_share_groups(cluster)
         offsets_log = ReplicaCoordinatorLog(self.replica_manager, GROUP_TOPIC, LOAD_CHUNK_BYTES)
         share_context = ShareGroupContext(self.share_topics, cluster.group_configs, SharePartitionLeaders(cluster))
+        consumer_context = ConsumerGroupContext(self.share_topics, cluster.group_configs)
         self.group_coordinator = GroupCoordinator(node_id, self.config, self.clock, offsets_log, self.metadata,
-                                                  share_context)
+                                                  share_context, consumer_context)
         self.txn_coordinator = self._transaction_coordinator()
 
     def _start_share_groups(self, cluster: Cluster) -> None:

@@ -36,6 +36,9 @@ class MetadataTopics:
         t = self.metadata.topics_by_id.get(topic_id)
         return TopicMetadata(t.topic_id, t.name, len(t.partitions)) if t is not None else None
 
+    def topic_names(self) -> list[str]:
+        return list(self.metadata.topics)
+
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         t = self.metadata.topics_by_id.get(topic_id)
         return t.name if t is not None else None

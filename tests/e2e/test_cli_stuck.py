@@ -287,3 +287,34 @@ def test_a_read_committed_share_group_held_at_the_lso_is_listed_as_a_share_group
                 ("share-rc", "share", 5, 2)]
         finally:
             producer.abort_transaction(30)
+
+
+def test_a_kip848_consumer_group_held_at_the_lso_is_listed_while_its_member_runs(tmp_path: Path) -> None:
+    from tests.e2e.cli_support import open_transaction
+    from tests.e2e.share_support import produce
+
+    config = {"group.consumer.heartbeat.interval.ms": 300, "group.consumer.min.heartbeat.interval.ms": 300}
+    with EmbeddedCluster(nodes=1, data_dir=tmp_path, config=config) as cluster:
+        bs = cluster.bootstrap_servers
+        cluster.create_topic("work", 1, 1)
+        produce(bs, "work", 5, 1)
+        producer = open_transaction(bs, "app", "work", [0], records=2)  # holds the LSO at 5, HW 7
+        member = Consumer({"bootstrap.servers": bs, "group.id": "new-protocol", "group.protocol": "consumer",
+                           "isolation.level": "read_committed", "enable.auto.commit": False,
+                           "auto.offset.reset": "earliest", "log_level": 0})
+        try:
+            member.subscribe(["work"])
+            got: list[Any] = []
+            deadline = time.monotonic() + 10
+            while len(got) < 5 and time.monotonic() < deadline:
+                got += [m for m in member.consume(10, 0.2) if m.error() is None]
+            assert len(got) == 5
+            member.commit(got[-1], asynchronous=False)  # at the LSO, and it stays a member
+            r = kafka_txn(bs, "find-hanging", "--all", "--max-transaction-timeout", "0", "--include-late", "-o",
+                          "json")
+            [row] = r.json()["hanging"]
+            assert [(g["group_id"], g["type"], g["committed_offset"], g["lag"]) for g in row["stalled_groups"]] == [
+                ("new-protocol", "consumer", 5, 2)]
+        finally:
+            member.close()
+            producer.abort_transaction(30)

@@ -15,7 +15,8 @@ from typing import Any
 
 MESSAGES = frozenset(f"{api}{kind}" for api in (
     "ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge", "DescribeShareGroupOffsets",
-    "AlterShareGroupOffsets", "DeleteShareGroupOffsets") for kind in ("Request", "Response"))
+    "AlterShareGroupOffsets", "DeleteShareGroupOffsets", "ConsumerGroupHeartbeat", "ConsumerGroupDescribe",
+) for kind in ("Request", "Response"))
 _built: dict[str, Any] = {}
 
 

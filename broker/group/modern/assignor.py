@@ -27,11 +27,13 @@ class TopicMetadata:
 
 @dataclass(frozen=True, slots=True)
 class MemberSpec:
-    """A member as an assignor sees it: what it subscribes to, where it runs, what it has now."""
+    """A member as an assignor sees it: what it subscribes to, where it runs, what it has now, and its
+    static identity (group.instance.id), which the range assignor orders by."""
 
     subscribed_topic_ids: frozenset[TopicId]
     rack_id: str | None = None
     current: Mapping[TopicId, frozenset[int]] = field(default_factory=dict)
+    instance_id: str | None = None
 
 
 class PartitionAssignor(Protocol):
@@ -50,3 +52,9 @@ class TopicsView(Protocol):
     def topic_by_name(self, name: str) -> TopicMetadata | None: ...
 
     def topic_by_id(self, topic_id: TopicId) -> TopicMetadata | None: ...
+
+
+class TopicCatalog(TopicsView, Protocol):
+    """The topics view with the list of names (regex subscriptions are matched against it)."""
+
+    def topic_names(self) -> list[str]: ...

@@ -15,13 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from kafka_txn_broker.group.modern.assignor import (
-    Assignment,
-    MemberSpec,
-    PartitionAssignor,
-    TopicId,
-    TopicMetadata,
-    TopicsView,
+from kafka_txn_broker.group.modern.assignor import Assignment, PartitionAssignor, TopicsView
+from kafka_txn_broker.group.modern.target_assignment import (
+    MemberSubscription,
+    SubscriptionMetadata,
+    compute_target_assignment,
+    subscription_metadata,
 )
 
 
@@ -47,15 +46,19 @@ class ModernGroup(Generic[M]):
         self.assignment_epoch = group_epoch
         self.members: dict[str, M] = {}
         self.target: dict[str, Assignment] = {}
-        # (name, id, partitions) of the subscribed topics when the epoch last moved (Kafka's metadata hash).
-        self.subscription_metadata: tuple[tuple[str, TopicId, int], ...] = ()
+        # The subscribed topics when the epoch last moved (Kafka keeps a hash of it).
+        self.subscription_metadata: SubscriptionMetadata = ()
 
     @property
     def is_empty(self) -> bool:
         return not self.members
 
+    def subscription_of(self, member: M) -> MemberSubscription:
+        """What the member asks the assignor for (consumer groups add the topics their regex matches)."""
+        return MemberSubscription(member.subscribed_topic_names, member.rack_id)
+
     def subscribed_topic_names(self) -> set[str]:
-        return {name for m in self.members.values() for name in m.subscribed_topic_names}
+        return {name for m in self.members.values() for name in self.subscription_of(m).topic_names}
 
     def bump_epoch(self) -> None:
         self.group_epoch += 1
@@ -63,8 +66,7 @@ class ModernGroup(Generic[M]):
     def refresh_subscription_metadata(self, topics: TopicsView) -> bool:
         """Recompute the subscribed topics' metadata; True if it changed (the caller bumps the epoch once
         for all the changes of one request, as Kafka does)."""
-        found = (topics.topic_by_name(n) for n in sorted(self.subscribed_topic_names()))
-        metadata = tuple((t.name, t.topic_id, t.partitions) for t in found if t is not None)
+        metadata = subscription_metadata(self.subscribed_topic_names(), topics)
         if metadata == self.subscription_metadata:
             return False
         self.subscription_metadata = metadata
@@ -74,17 +76,8 @@ class ModernGroup(Generic[M]):
         """Compute the target assignment if the group epoch moved past it; True if it was computed."""
         if self.assignment_epoch >= self.group_epoch and set(self.target) == set(self.members):
             return False
-        resolved: dict[TopicId, TopicMetadata] = {}
-        specs: dict[str, MemberSpec] = {}
-        for member_id, member in self.members.items():
-            ids = set()
-            for name in member.subscribed_topic_names:
-                topic = topics.topic_by_name(name)
-                if topic is not None:
-                    resolved[topic.topic_id] = topic
-                    ids.add(topic.topic_id)
-            specs[member_id] = MemberSpec(frozenset(ids), member.rack_id, self.target.get(member_id, {}))
-        self.target = assignor.assign(specs, resolved)
+        subscriptions = {member_id: self.subscription_of(m) for member_id, m in self.members.items()}
+        self.target = compute_target_assignment(assignor, subscriptions, self.target, topics)
         self.assignment_epoch = self.group_epoch
         return True
 

@@ -1,0 +1,367 @@
+"""ConsumerGroupHeartbeat (Kafka's GroupMetadataManager.consumerGroupHeartbeat) and consumer member sessions.
+
+A member joins with epoch 0 and its own member id, heartbeats with the epoch it was given, and leaves
+with epoch -1 (-2 for a static member). Each heartbeat may move the group epoch (a member joined or
+left, a subscription changed, a subscribed topic appeared or changed); the target assignment is then
+recomputed by the group's server assignor (uniform, or range; the members' most requested one). The
+member is then reconciled towards its target (current_assignment_builder.py): partitions it must give
+up are revoked first, at its current epoch, and partitions still held by another member are withheld
+until that member released them. Every change is written to `__consumer_offsets` (consumer_records.py)
+before it is applied, so a new coordinator resumes the group with its members and assignments.
+
+Sessions: a member silent for consumer.session.timeout.ms is fenced; a member that does not revoke
+within its rebalance timeout is fenced too (both on the injectable clock, checked by tick()).
+
+Not served (stated, not emulated): static members leaving with -2 are removed like dynamic ones (Kafka
+keeps their assignment until the session times out); classic-protocol members in consumer groups
+(online migration) and the assignment interval batching (every heartbeat computes the target at once).
+
+Collaborators come through the constructor (topics, configs, clock, record writer). Event-loop owned.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, MutableMapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from kafka.errors import (
+    BrokerResponseError,
+    FencedInstanceIdError,
+    FencedMemberEpochError,
+    GroupIdNotFoundError,
+    InvalidRequestError,
+    UnknownMemberIdError,
+    UnreleasedInstanceIdError,
+    UnsupportedAssignorError,
+)
+
+from kafka_txn_broker.formats.errors import INVALID_REGULAR_EXPRESSION
+from kafka_txn_broker.group import consumer_records
+from kafka_txn_broker.group.consumer_group import (
+    JOIN,
+    LEAVE,
+    STATIC_LEAVE,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+)
+from kafka_txn_broker.group.current_assignment_builder import reconcile
+from kafka_txn_broker.group.modern.assignor import Assignment, PartitionAssignor, TopicCatalog
+from kafka_txn_broker.group.modern.range_assignor import RangeAssignor
+from kafka_txn_broker.group.modern.session_timers import SessionTimers
+from kafka_txn_broker.group.modern.target_assignment import metadata_hash, subscription_metadata
+from kafka_txn_broker.group.modern.uniform_assignor import UniformAssignor
+
+if TYPE_CHECKING:
+    from kafka_txn_broker.clock import Clock
+
+# group.consumer.assignors: the first is the default.
+ASSIGNORS: dict[str, PartitionAssignor] = {"uniform": UniformAssignor(), "range": RangeAssignor()}
+DEFAULT_ASSIGNOR = "uniform"
+REJOIN = "The member must abandon all its partitions and rejoin."
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+
+
+class InvalidRegularExpressionError(BrokerResponseError):
+    errno = INVALID_REGULAR_EXPRESSION
+    message = "INVALID_REGULAR_EXPRESSION"
+    description = "The regular expression is not valid."
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerHeartbeat:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: list[str] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    owned: Assignment | None = None  # TopicPartitions; None: unchanged since the last heartbeat
+    client_id: str = ""
+    client_host: str = ""
+
+    @property
+    def is_full(self) -> bool:
+        """Kafka's "full request": the client (re)sent everything, so it gets its assignment back."""
+        return (self.rebalance_timeout_ms != -1 and self.owned is not None
+                and (self.subscribed_topic_names is not None or self.subscribed_topic_regex is not None))
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerHeartbeatResult:
+    error: int = 0
+    message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = -1
+    heartbeat_interval_ms: int = 0
+    assignment: Assignment | None = None  # None: unchanged since the last response
+
+
+class ConsumerGroupConfigs(Protocol):
+    def consumer_session_timeout_ms(self, group_id: str) -> int: ...
+
+    def consumer_heartbeat_interval_ms(self, group_id: str) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupContext:
+    topics: TopicCatalog
+    configs: ConsumerGroupConfigs
+
+
+Writer = Callable[[list[consumer_records.Record]], object]
+
+
+class ConsumerMembership:
+    def __init__(self, groups: MutableMapping[str, ConsumerGroup], context: ConsumerGroupContext, clock: Clock, *,
+                 write: Writer, other_group: Callable[[str], str | None],
+                 drop_empty_classic: Callable[[str], bool]) -> None:
+        self.groups = groups
+        self.topics = context.topics
+        self.configs = context.configs
+        self.clock = clock
+        self.write = write
+        # The type of a non-consumer group with this id ("classic", "share"), else None.
+        self.other_group = other_group
+        # Replace an empty classic group by a consumer group (writes its tombstone); False if not empty.
+        self.drop_empty_classic = drop_empty_classic
+        self.sessions = SessionTimers()
+        self.revocations = SessionTimers()
+
+    # ---- ConsumerGroupHeartbeat ----------------------------------------------------------------------
+    def heartbeat(self, req: ConsumerHeartbeat) -> ConsumerHeartbeatResult:
+        try:
+            _validate(req)
+            if req.member_epoch in (LEAVE, STATIC_LEAVE):
+                return self._leave(req)
+            return self._join_or_heartbeat(req)
+        except BrokerResponseError as exc:
+            return ConsumerHeartbeatResult(int(exc.errno), str(exc.args[0]) if exc.args else None)
+
+    def _group(self, req: ConsumerHeartbeat) -> ConsumerGroup:
+        group = self.groups.get(req.group_id)
+        if group is not None:
+            return group
+        other = self.other_group(req.group_id)
+        if other == "classic" and req.member_epoch == JOIN and self.drop_empty_classic(req.group_id):
+            other = None
+        if other is not None:
+            raise GroupIdNotFoundError(f"Group {req.group_id} is not a consumer group.")
+        if req.member_epoch != JOIN:
+            raise GroupIdNotFoundError(f"Consumer group {req.group_id} not found.")
+        return ConsumerGroup(req.group_id)
+
+    def _join_or_heartbeat(self, req: ConsumerHeartbeat) -> ConsumerHeartbeatResult:
+        group = self._group(req)
+        known = req.group_id in self.groups
+        before = consumer_records.Snapshot.of(group) if known else consumer_records.Snapshot.empty()
+        old = group.members.get(req.member_id)
+        old_assigned, old_epoch = (dict(old.assigned), old.member_epoch) if old is not None else ({}, 0)
+        member = group.members[req.member_id] = self._member(group, req)
+        changed = self._update(member, req) or old is None
+        changed = self._resolve_regexes(group) or changed
+        if group.refresh_subscription_metadata(self.topics) or changed:
+            group.bump_epoch()
+        assignor = ASSIGNORS[group.preferred_assignor(DEFAULT_ASSIGNOR)]
+        group.update_target_assignment(assignor, self.topics)
+        updated = reconcile(member, group.assignment_epoch, group.target.get(member.member_id, {}),
+                            group.partition_epochs().get, req.owned)
+        group.members[member.member_id] = updated
+        self._commit(group, before)
+        self._schedule(group, updated)
+        send = (req.member_epoch == JOIN or req.is_full or updated.assigned != old_assigned
+                or updated.member_epoch != old_epoch)
+        return ConsumerHeartbeatResult(0, None, updated.member_id, updated.member_epoch,
+                                       self.configs.consumer_heartbeat_interval_ms(group.group_id),
+                                       dict(updated.assigned) if send else None)
+
+    def _commit(self, group: ConsumerGroup, before: consumer_records.Snapshot) -> None:
+        """Write what changed, then keep it; on a failed write the group is as before."""
+        records = consumer_records.changes(group.group_id, before, consumer_records.Snapshot.of(group))
+        try:
+            if records:
+                self.write(records)
+        except Exception:
+            if before.group_epoch < 0:
+                self.groups.pop(group.group_id, None)
+            else:
+                before.restore(group)
+            raise
+        self.groups[group.group_id] = group
+
+    def _member(self, group: ConsumerGroup, req: ConsumerHeartbeat) -> ConsumerGroupMember:
+        member = group.members.get(req.member_id)
+        if req.instance_id is not None:
+            static = group.static_member(req.instance_id)
+            if static is not None and static.member_id != req.member_id:
+                if req.member_epoch == JOIN:
+                    raise UnreleasedInstanceIdError(f"Static member {static.member_id} with instance id "
+                                                    f"{req.instance_id} is not released yet.")
+                raise FencedInstanceIdError(f"Static member {req.member_id} with instance id {req.instance_id} "
+                                            f"was fenced by member {static.member_id}.")
+        if req.member_epoch == JOIN:
+            if member is None:
+                return ConsumerGroupMember(req.member_id)
+            # Rejoining: the client gave up all its partitions (it sends none with epoch 0).
+            member.member_epoch, member.state = 0, MemberState.STABLE
+            member.assigned, member.pending_revocation = {}, {}
+            return member
+        if member is None:
+            raise UnknownMemberIdError(f"Member {req.member_id} is not a member of group {group.group_id}.")
+        if req.member_epoch > member.member_epoch:
+            raise FencedMemberEpochError(
+                f"The consumer group member has a greater member epoch ({req.member_epoch}) than the one known by "
+                f"the group coordinator ({member.member_epoch}). {REJOIN}")
+        if req.member_epoch < member.member_epoch and not (
+                req.member_epoch == member.previous_member_epoch and _subset(req.owned, member.assigned)):
+            # The previous epoch with a subset of the assignment is a lost response: answered again.
+            raise FencedMemberEpochError(
+                f"The consumer group member has a smaller member epoch ({req.member_epoch}) than the one known by "
+                f"the group coordinator ({member.member_epoch}). {REJOIN}")
+        return member
+
+    def _update(self, member: ConsumerGroupMember, req: ConsumerHeartbeat) -> bool:
+        """Apply the request's member fields; True if what the assignor sees changed."""
+        before = (member.subscribed_topic_names, member.subscribed_topic_regex, member.server_assignor,
+                  member.rack_id)
+        member.client_id, member.client_host = req.client_id, req.client_host
+        if req.instance_id is not None:
+            member.instance_id = req.instance_id
+        if req.rack_id is not None:
+            member.rack_id = req.rack_id
+        if req.rebalance_timeout_ms > 0:
+            member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        if req.subscribed_topic_names is not None:
+            member.subscribed_topic_names = frozenset(req.subscribed_topic_names)
+        if req.subscribed_topic_regex is not None:
+            member.subscribed_topic_regex = req.subscribed_topic_regex or None
+        if req.server_assignor is not None:
+            member.server_assignor = req.server_assignor or None
+        after = (member.subscribed_topic_names, member.subscribed_topic_regex, member.server_assignor, member.rack_id)
+        return before != after
+
+    def _resolve_regexes(self, group: ConsumerGroup) -> bool:
+        """Match the members' regexes against the live topics; True if a match set changed."""
+        regexes = group.regexes()
+        names = [n for n in self.topics.topic_names() if n not in INTERNAL_TOPICS]
+        resolved = {r: frozenset(n for n in names if _compile(r).fullmatch(n)) for r in regexes}
+        changed = resolved != group.regex_matches
+        group.regex_matches = resolved
+        return changed
+
+    def _schedule(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        now = self.clock.millis()
+        self.sessions.schedule(group.group_id, member.member_id,
+                               now + self.configs.consumer_session_timeout_ms(group.group_id))
+        if member.state is MemberState.UNREVOKED_PARTITIONS:
+            if self.revocations.deadline(group.group_id, member.member_id) is None:
+                self.revocations.schedule(group.group_id, member.member_id, now + max(member.rebalance_timeout_ms, 0))
+        else:
+            self.revocations.cancel(group.group_id, member.member_id)
+
+    # ---- leaving -------------------------------------------------------------------------------------
+    def _leave(self, req: ConsumerHeartbeat) -> ConsumerHeartbeatResult:
+        group = self.groups.get(req.group_id)
+        if group is None:
+            raise GroupIdNotFoundError(f"Consumer group {req.group_id} not found.")
+        member_id = req.member_id
+        if req.member_epoch == STATIC_LEAVE and req.instance_id is not None:
+            static = group.static_member(req.instance_id)
+            if static is None:
+                raise UnknownMemberIdError(f"Instance id {req.instance_id} is unknown.")
+            if static.member_id != member_id:
+                raise FencedInstanceIdError(f"Static member {member_id} with instance id {req.instance_id} "
+                                            f"was fenced by member {static.member_id}.")
+        if member_id not in group.members:
+            raise UnknownMemberIdError(f"Member {member_id} is not a member of group {group.group_id}.")
+        self.remove_member(group, member_id)
+        return ConsumerHeartbeatResult(0, None, member_id, req.member_epoch,
+                                       self.configs.consumer_heartbeat_interval_ms(group.group_id))
+
+    def remove_member(self, group: ConsumerGroup, member_id: str) -> None:
+        """Fence a member (left, session or rebalance timeout): the group epoch moves and the others are
+        reassigned at their next heartbeat; its partitions are free at once."""
+        before = consumer_records.Snapshot.of(group)
+        group.remove_member(member_id)
+        self._resolve_regexes(group)
+        group.refresh_subscription_metadata(self.topics)
+        group.bump_epoch()
+        if group.members:
+            group.update_target_assignment(ASSIGNORS[group.preferred_assignor(DEFAULT_ASSIGNOR)], self.topics)
+        else:
+            group.assignment_epoch = group.group_epoch
+        self.sessions.cancel(group.group_id, member_id)
+        self.revocations.cancel(group.group_id, member_id)
+        self._commit(group, before)
+
+    def tick(self) -> list[tuple[str, str]]:
+        """Fence the members whose session or revocation deadline passed; return them."""
+        now = self.clock.millis()
+        expired = self.sessions.expired(now) + self.revocations.expired(now)
+        for group_id, member_id in expired:
+            group = self.groups.get(group_id)
+            if group is not None and member_id in group.members:
+                try:
+                    self.remove_member(group, member_id)
+                except BrokerResponseError:
+                    # Not written: the member stays until a later write succeeds (its next expiry).
+                    timeout = self.configs.consumer_session_timeout_ms(group_id)
+                    self.sessions.schedule(group_id, member_id, now + timeout)
+        return expired
+
+    def on_loaded(self) -> None:
+        """Start the sessions of the members a replay restored (they must heartbeat this coordinator)."""
+        for group in self.groups.values():
+            # The topics as they are now, if they are what the group's epoch was computed for (else the
+            # first heartbeat moves the epoch).
+            self._resolve_regexes(group)
+            current = subscription_metadata(group.subscribed_topic_names(), self.topics)
+            if metadata_hash(current) == group.metadata_hash:
+                group.subscription_metadata = current
+            for member in group.members.values():
+                self._schedule(group, member)
+
+
+def _subset(owned: Assignment | None, assigned: Assignment) -> bool:
+    if owned is None:
+        return False
+    return all(ps <= assigned.get(t, frozenset()) for t, ps in owned.items())
+
+
+def _compile(regex: str) -> re.Pattern[str]:
+    try:
+        return re.compile(regex)
+    except re.error as exc:
+        raise InvalidRegularExpressionError(
+            f"SubscribedTopicRegex {regex} is not a valid regular expression: {exc}.") from None
+
+
+def _validate(req: ConsumerHeartbeat) -> None:
+    if not req.group_id:
+        raise InvalidRequestError("GroupId can't be empty.")
+    if req.instance_id == "":
+        raise InvalidRequestError("InstanceId can't be empty.")
+    if req.member_epoch < STATIC_LEAVE:
+        raise InvalidRequestError(f"MemberEpoch is invalid: {req.member_epoch}.")
+    if req.member_epoch == JOIN:
+        if not req.member_id:
+            raise InvalidRequestError("MemberId can't be empty.")
+        if req.rebalance_timeout_ms == -1:
+            raise InvalidRequestError("RebalanceTimeoutMs must be provided in first request.")
+        if req.owned:
+            raise InvalidRequestError("TopicPartitions must be empty when (re-)joining.")
+        if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+            raise InvalidRequestError("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+    elif not req.member_id:
+        raise InvalidRequestError("MemberId can't be empty.")
+    # Checked before anything changes: a refused heartbeat leaves the group as it was.
+    if req.server_assignor is not None and req.server_assignor not in ASSIGNORS:
+        raise UnsupportedAssignorError(f"ServerAssignor {req.server_assignor} is not supported. "
+                                       f"Supported assignors: {', '.join(ASSIGNORS)}.")
+    if req.subscribed_topic_regex:
+        _compile(req.subscribed_topic_regex)
