@@ -168,6 +168,9 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("transaction.remove.expired.transaction.cleanup.interval.ms", int, 3600000, "expiry check period"),
     ConfigKey("transaction.partition.verification.enable", bool, True, "leader verifies with the coordinator"),
     ConfigKey("transaction.version", int, 2, "highest transaction version (1 = TV1, 2 = TV2) advertised"),
+    ConfigKey("share.transactional.acknowledgement.enable", bool, False,
+              "KIP-1289 TxnShareAcknowledge: stands in for the share.version >= 2 feature level; advertised and "
+              "served only with transaction.version >= 2 as well"),
     ConfigKey("transaction.two.phase.commit.enable", bool, False,
               "accept two-phase-commit transactions (KIP-939, InitProducerId v6 Enable2Pc): no timeout, an external "
               "transaction manager ends them; when false, Enable2Pc gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED"),

@@ -12,11 +12,21 @@ from typing import Any
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.registry import advertised, api
+from kafka_txn_broker.apis.registry import advertised, advertised_by, api
 
 R = ApiVersionsResponse
 EMULATE = "kafka.version.emulate"
 SHARE_VERSION = 1
+# KIP-1289 finalizes share.version 2 (transactional acknowledgements); it needs transaction.version 2.
+TXN_SHARE_ACK_SHARE_VERSION = 2
+TXN_SHARE_ACK_ENABLE = "share.transactional.acknowledgement.enable"
+
+
+def share_version(config: Any) -> int:
+    """The share.version level a node's config stands for: 2 when KIP-1289 is enabled (with TV2), else 1."""
+    if config[TXN_SHARE_ACK_ENABLE] and config["transaction.version"] >= 2 and not config[EMULATE]:
+        return TXN_SHARE_ACK_SHARE_VERSION
+    return SHARE_VERSION
 
 
 def _release_at_least(release: str, version: tuple[int, int]) -> bool:
@@ -27,9 +37,12 @@ def _has_transaction_version(release: str) -> bool:
     return _release_at_least(release, (4, 0))
 
 
-def build_response(version: int, error_code: int = 0, transaction_version: int = 2, release: str = "") -> Any:
-    keys = [R.ApiVersion(api_key=key, min_version=low, max_version=high)
-            for key, (low, high) in sorted(advertised(release).items())]
+def build_response(version: int, error_code: int = 0, transaction_version: int = 2, release: str = "",
+                   config: Any = None) -> Any:
+    """The answer for a release (or, given a node's config, for that node: its feature gates applied)."""
+    ranges = advertised_by(config) if config is not None else advertised(release)
+    level = share_version(config) if config is not None else SHARE_VERSION
+    keys = [R.ApiVersion(api_key=key, min_version=low, max_version=high) for key, (low, high) in sorted(ranges.items())]
     kwargs: dict[str, Any] = {"error_code": error_code, "api_keys": keys, "throttle_time_ms": 0}
     if version >= 3 and _has_transaction_version(release):
         # Clients (KIP-890) read transaction.version here to choose between TV1 and TV2.
@@ -42,13 +55,14 @@ def build_response(version: int, error_code: int = 0, transaction_version: int =
         if _release_at_least(release, (4, 1)):
             # share.version 1: share groups (KIP-932) are enabled, as on Kafka 4.1+.
             kwargs["supported_features"].insert(0, R.SupportedFeatureKey(name="share.version", min_version=0,
-                                                                         max_version=SHARE_VERSION))
+                                                                         max_version=TXN_SHARE_ACK_SHARE_VERSION))
             kwargs["finalized_features"].insert(0, R.FinalizedFeatureKey(name="share.version",
-                                                                         max_version_level=SHARE_VERSION,
-                                                                         min_version_level=SHARE_VERSION))
+                                                                         max_version_level=level,
+                                                                         min_version_level=level))
     return R[version](**kwargs)
 
 
 @api(ApiVersionsRequest, ApiVersionsResponse, 0, 4, pre_auth=True)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    return build_response(ctx.api_version, 0, ctx.node.config["transaction.version"], ctx.node.config[EMULATE])
+    return build_response(ctx.api_version, 0, ctx.node.config["transaction.version"], ctx.node.config[EMULATE],
+                          ctx.node.config)

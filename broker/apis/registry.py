@@ -35,17 +35,20 @@ class ApiSpec:
     pre_auth: bool = False
     # Older versions the handler still serves, offered only when emulating a release that had them.
     emulated_min_version: int | None = None
+    # A feature gate: the API is advertised and accepted only while it holds for the node's config.
+    enabled_by: Callable[[Any], bool] | None = None
 
 
 APIS: dict[int, ApiSpec] = {}
 
 
 def api(request: Any, response: Any, min_version: int, max_version: int, *,
-        pre_auth: bool = False, emulated_min_version: int | None = None) -> Callable[[Handler], Handler]:
+        pre_auth: bool = False, emulated_min_version: int | None = None,
+        enabled_by: Callable[[Any], bool] | None = None) -> Callable[[Handler], Handler]:
     def register(fn: Handler) -> Handler:
         max_v = min(max_version, request.max_version, response.max_version)
         APIS[request.API_KEY] = ApiSpec(request.API_KEY, request, response, min_version, max_v, fn, pre_auth,
-                                        emulated_min_version)
+                                        emulated_min_version, enabled_by)
         return fn
 
     return register
@@ -78,6 +81,7 @@ def load_all() -> dict[int, ApiSpec]:
         share_group_offsets,
         topics,
         txn,
+        txn_share_acknowledge,
     )
 
     return APIS
@@ -102,6 +106,16 @@ def advertised(release: str = "") -> dict[int, tuple[int, int]]:
     """API key -> (min, max) this node advertises and accepts: everything registered, or with an
     emulated release, the intersection with that release's ranges (APIs it lacks are left out)."""
     return _advertised(release, len(APIS))
+
+
+def advertised_by(config: Any) -> dict[int, tuple[int, int]]:
+    """advertised() for a node's config: its emulated release, without the APIs whose feature gate is off."""
+    ranges = advertised(config["kafka.version.emulate"])
+    return {key: r for key, r in ranges.items() if _enabled(APIS[key], config)}
+
+
+def _enabled(spec: ApiSpec, config: Any) -> bool:
+    return spec.enabled_by is None or spec.enabled_by(config)
 
 
 @functools.cache

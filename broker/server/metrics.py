@@ -6,6 +6,13 @@
   ago (ProducerStateManager.hasLateTransaction, LATE_TRANSACTION_BUFFER_MS).
 - LastStableOffsetLag (kafka.cluster:type=Partition), per partition on its leader: high watermark
   minus last stable offset, i.e. how far read_committed consumers are held back.
+- KIP-1289 (kafka.server:type=share-partition-manager), per node: TxnPendingRecordsCount (records held
+  TX_PENDING by open transactions; the KIP's alert: > 0 for over 60 s), TxnPendingLockExpiredCount
+  (records whose acquisition lock ran out while TX_PENDING: abandoned transactions or lost markers) and
+  TxnShareAcknowledgeRequestLatencyMs (a histogram of TxnShareAcknowledge handling time). Beyond the KIP,
+  for operators (no Kafka API lists pending records), per share-partition and holding transaction:
+  TxnPendingRecords and TxnPendingOldestAgeMs, labelled with group, topic, partition, producer id and the
+  transactional id its coordinator knows for that producer id.
 
 Names follow the Prometheus JMX exporter's usual mapping of those MBeans.
 """
@@ -24,13 +31,18 @@ if TYPE_CHECKING:
 
 LATE_TXNS = "kafka_server_replicamanager_partitionswithlatetransactionscount"
 LSO_LAG = "kafka_cluster_partition_laststableoffsetlag"
+TXN_PENDING = "kafka_server_sharepartitionmanager_txnpendingrecordscount"
+TXN_PENDING_LOCK_EXPIRED = "kafka_server_sharepartitionmanager_txnpendinglockexpiredcount"
+TXN_ACK_LATENCY = "kafka_server_sharepartitionmanager_txnshareacknowledgerequestlatencyms"
+TXN_PENDING_BY_TXN = "kafka_server_sharepartition_txnpendingrecords"
+TXN_PENDING_AGE = "kafka_server_sharepartition_txnpendingoldestagems"
 
 
 @dataclass(frozen=True)
 class Sample:
     name: str
     labels: tuple[tuple[str, str], ...]
-    value: int
+    value: float
 
     def render(self) -> str:
         labels = ",".join(f'{k}="{_escape(v)}"' for k, v in self.labels)
@@ -62,14 +74,62 @@ def collect(cluster: Cluster, now_ms: int | None = None) -> list[Sample]:
         for part in sorted(node.replica_manager.leader_partitions(), key=lambda p: (p.topic, p.index)):
             labels = (node_label, ("topic", part.topic), ("partition", str(part.index)))
             samples.append(Sample(LSO_LAG, labels, last_stable_offset_lag(part)))
+        samples += _share_txn_samples(node, node_label)
+        samples += _share_pending_samples(cluster, node, node_label)
     return samples
+
+
+def _share_pending_samples(cluster: Cluster, node: BrokerNode, node_label: tuple[str, str]) -> list[Sample]:
+    pending = node.share_partition_manager.pending_transactions()
+    if not pending:
+        return []
+    txn_ids = _transactional_ids(cluster, {t.producer_id for ts in pending.values() for t in ts})
+    now = int(node.clock.monotonic() * 1000)
+    out: list[Sample] = []
+    for key, txns in sorted(pending.items(), key=lambda kv: (kv[0].group_id, str(kv[0].topic_id), kv[0].partition)):
+        topic = cluster.metadata.topics_by_id.get(key.topic_id)
+        for t in txns:
+            labels = (node_label, ("group", key.group_id), ("topic", topic.name if topic else str(key.topic_id)),
+                      ("partition", str(key.partition)), ("producer_id", str(t.producer_id)),
+                      ("transactional_id", txn_ids.get(t.producer_id, "")))
+            out += [Sample(TXN_PENDING_BY_TXN, labels, t.records),
+                    Sample(TXN_PENDING_AGE, labels, max(now - t.oldest_staged_ms, 0))]
+    return out
+
+
+def _transactional_ids(cluster: Cluster, producer_ids: set[int]) -> dict[int, str]:
+    """producer id -> transactional id, as the transaction coordinators of the live nodes know them."""
+    found: dict[int, str] = {}
+    for node in cluster.nodes.values():
+        if node.online:
+            code, _unknown, listings = node.txn_coordinator.list_transactions(producer_ids, set(), -1, None)
+            found.update({t.producer_id: t.transactional_id for t in listings if code == 0})
+    return found
+
+
+def _share_txn_samples(node: BrokerNode, node_label: tuple[str, str]) -> list[Sample]:
+    manager = node.share_partition_manager
+    latency = manager.txn_ack_latency
+    out = [Sample(TXN_PENDING, (node_label,), manager.txn_pending_records_count()),
+           Sample(TXN_PENDING_LOCK_EXPIRED, (node_label,), manager.txn_pending_lock_expired_count())]
+    out += [Sample(f"{TXN_ACK_LATENCY}_bucket", (node_label, ("le", "+Inf" if b == float("inf") else f"{b:g}")), n)
+            for b, n in latency.cumulative()]
+    out += [Sample(f"{TXN_ACK_LATENCY}_sum", (node_label,), latency.sum),
+            Sample(f"{TXN_ACK_LATENCY}_count", (node_label,), latency.count)]
+    return out
 
 
 _HELP = {
     LATE_TXNS: "Partitions led by the node whose oldest open transaction is older than "
                "transaction.max.timeout.ms + 5 minutes.",
     LSO_LAG: "High watermark minus last stable offset of a partition, on its leader.",
+    TXN_PENDING: "Share records held TX_PENDING by open transactions (KIP-1289), on the share-partition leader.",
+    TXN_PENDING_LOCK_EXPIRED: "Share records whose acquisition lock ran out while TX_PENDING (KIP-1289).",
+    TXN_ACK_LATENCY: "Time to handle a TxnShareAcknowledge request, in milliseconds (KIP-1289).",
+    TXN_PENDING_BY_TXN: "Share records a transaction holds TX_PENDING on a share-partition (KIP-1289).",
+    TXN_PENDING_AGE: "Age of the oldest record a transaction holds TX_PENDING on a share-partition, in ms.",
 }
+_TYPES = {TXN_PENDING_LOCK_EXPIRED: "counter", TXN_ACK_LATENCY: "histogram"}
 
 
 def render(cluster: Cluster, now_ms: int | None = None) -> str:
@@ -77,8 +137,10 @@ def render(cluster: Cluster, now_ms: int | None = None) -> str:
     samples = collect(cluster, now_ms)
     lines = []
     for name, help_text in _HELP.items():
-        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
-        lines += [s.render() for s in samples if s.name == name]
+        kind = _TYPES.get(name, "gauge")
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
+        lines += [s.render() for s in samples
+                  if s.name == name or (kind == "histogram" and s.name.startswith(name + "_"))]
     return "\n".join(lines) + "\n"
 
 

@@ -86,7 +86,7 @@ class BrokerNode:
         self.share_coordinator = ShareCoordinator(
             self.node_id, state_log, self.metadata, self.clock,
             self.config["share.coordinator.snapshot.update.records.per.snapshot"])
-        router = ShareCoordinatorRouter(ClusterShareNodes(cluster))
+        router = self.share_router = ShareCoordinatorRouter(ClusterShareNodes(cluster))
         self.share_persister = ShareStatePersister(router)
         self.share_topics = MetadataTopics(self.metadata)
         self.share_partition_manager = SharePartitionManager(
@@ -117,6 +117,15 @@ class BrokerNode:
         if topic == GROUP_TOPIC:
             # Transactional offset commits become visible (or are dropped) with the marker.
             self.group_coordinator.on_transaction_marker(partition, producer_id, commit)
+        elif topic == SHARE_STATE_TOPIC:
+            # KIP-1289: TxnShareAcknowledge registered this `__share_group_state` partition in the
+            # transaction, but the staged records live on the share-partitions' leaders, generally other
+            # nodes. The KIP broadcasts the marker to every share-partition of the broker that receives
+            # it; in one process every live node can be told, so each share-partition leader sees it
+            # wherever the state partition's leader is (the per-record producer id filters the rest).
+            for node in self.cluster.nodes.values():
+                if node.online:
+                    node.share_partition_manager.on_txn_marker(producer_id, commit)
 
     def write_marker(self, leader: int, tp: TopicPartition, producer_id: int, producer_epoch: int, commit: bool,
                      coordinator_epoch: int, transaction_version: int, transactional_id: str = "") -> int:

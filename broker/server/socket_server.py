@@ -19,7 +19,7 @@ import struct
 from typing import TYPE_CHECKING, Any
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.registry import APIS, ApiSpec, advertised, load_all
+from kafka_txn_broker.apis.registry import APIS, ApiSpec, advertised_by, load_all
 from kafka_txn_broker.apis.validate import null_violation
 
 if TYPE_CHECKING:
@@ -147,7 +147,7 @@ class Connection:
             raise ProtocolViolation(f"API {api_key} sent before SASL authentication completed")
         # Kafka closes the connection on a request outside the advertised ranges (SocketServer's
         # parseRequestHeader); only ApiVersions is answered, with UNSUPPORTED_VERSION (KIP-511).
-        low, high = advertised(self.node.config["kafka.version.emulate"]).get(api_key, (0, -1))
+        low, high = advertised_by(self.node.config).get(api_key, (0, -1))
         if not low <= api_version <= high:
             if api_key == API_VERSIONS_KEY:
                 return self._unsupported_api_versions(frame)
@@ -200,4 +200,5 @@ class Connection:
         from kafka_txn_broker.apis.api_versions import build_response
 
         release = self.node.config["kafka.version.emulate"]
-        return self._encode(build_response(0, UNSUPPORTED_VERSION, release=release), 0, correlation_id)
+        return self._encode(build_response(0, UNSUPPORTED_VERSION, release=release, config=self.node.config), 0,
+                            correlation_id)

@@ -6,8 +6,13 @@ and InFlightState.tryUpdateState), in one table.
 
 A transition is looked up by (state, event); an event a state does not accept raises
 InvalidRecordStateError (Kafka's INVALID_RECORD_STATE). The table is the only place that knows the
-states, so a later state (KIP-1289's TX_PENDING, with its stage / commit / abort events) is added here
-as rows, not as branches spread over SharePartition. Pure: no clock, no I/O.
+states; KIP-1289's TX_PENDING (acknowledgements staged in a producer's transaction) is rows here too:
+
+    ACQUIRED --TXN_STAGE--> TX_PENDING --TXN_COMMIT_ACCEPT--> ACKNOWLEDGED
+                                       --TXN_COMMIT_REJECT--> ARCHIVED
+                                       --TXN_ABORT--> ACQUIRED (same owner, same lock: the KIP's abort)
+
+Pure: no clock, no I/O.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ class RecordState(IntEnum):
     ACQUIRED = 1
     ACKNOWLEDGED = 2
     ARCHIVED = 4
+    # KIP-1289: acknowledged inside an open transaction, waiting for its marker. In memory only (the KIP
+    # leaves `__share_group_state` unchanged), so never persisted; the id is ours, outside Kafka's range.
+    TX_PENDING = 5
 
     @property
     def terminal(self) -> bool:
@@ -55,6 +63,10 @@ class Event(Enum):
     LOCK_EXPIRED = "lock-expired"      # the acquisition lock ran out
     MEMBER_RELEASE = "member-release"  # its share session closed or its member left: it was not processed
     ARCHIVE = "archive"                # the start offset moved past it (log start, read_committed abort)
+    TXN_STAGE = "txn-stage"            # TxnShareAcknowledge staged it in a producer's transaction
+    TXN_COMMIT_ACCEPT = "txn-commit-accept"  # the COMMIT marker of a transaction that staged ACCEPT
+    TXN_COMMIT_REJECT = "txn-commit-reject"  # the COMMIT marker of a transaction that staged REJECT
+    TXN_ABORT = "txn-abort"            # the ABORT marker: back to its owner, as before staging
 
 
 class DeliveryCount(Enum):
@@ -86,6 +98,12 @@ TRANSITIONS: dict[tuple[RecordState, Event], Transition] = {
     (S.ACQUIRED, E.LOCK_EXPIRED): Transition(S.AVAILABLE),
     (S.ACQUIRED, E.MEMBER_RELEASE): Transition(S.AVAILABLE, D.DECREASE),
     (S.ACQUIRED, E.ARCHIVE): Transition(S.ARCHIVED),
+    (S.ACQUIRED, E.TXN_STAGE): Transition(S.TX_PENDING),
+    (S.TX_PENDING, E.TXN_COMMIT_ACCEPT): Transition(S.ACKNOWLEDGED),
+    (S.TX_PENDING, E.TXN_COMMIT_REJECT): Transition(S.ARCHIVED),
+    (S.TX_PENDING, E.TXN_ABORT): Transition(S.ACQUIRED),
+    # The log start moved past it: the record is gone whatever the transaction does.
+    (S.TX_PENDING, E.ARCHIVE): Transition(S.ARCHIVED),
 }
 
 ACKNOWLEDGE_EVENTS: dict[AcknowledgeType, Event] = {
@@ -94,6 +112,13 @@ ACKNOWLEDGE_EVENTS: dict[AcknowledgeType, Event] = {
     AcknowledgeType.RELEASE: E.RELEASE,
     AcknowledgeType.REJECT: E.REJECT,
     AcknowledgeType.RENEW: E.RENEW,
+}
+
+
+# Inside a transaction only ACCEPT and REJECT mean something (KIP-1289): the event its COMMIT applies.
+TRANSACTIONAL_COMMIT_EVENTS: dict[AcknowledgeType, Event] = {
+    AcknowledgeType.ACCEPT: E.TXN_COMMIT_ACCEPT,
+    AcknowledgeType.REJECT: E.TXN_COMMIT_REJECT,
 }
 
 
@@ -116,3 +141,13 @@ def transition(state: RecordState, event: Event, delivery_count: int, limit: int
 def acknowledge_event(ack_type: int) -> Event:
     """The event of a wire AcknowledgeType; InvalidRequestError-worthy values raise ValueError."""
     return ACKNOWLEDGE_EVENTS[AcknowledgeType(ack_type)]
+
+
+def transactional_commit_event(ack_type: int) -> Event:
+    """The event the COMMIT marker applies to a record staged with `ack_type`; InvalidRecordStateError
+    for any type but ACCEPT and REJECT (the KIP's INVALID_RECORD_STATE)."""
+    try:
+        return TRANSACTIONAL_COMMIT_EVENTS[AcknowledgeType(ack_type)]
+    except (ValueError, KeyError):
+        raise InvalidRecordStateError(
+            f"acknowledge type {ack_type} is not allowed in a transaction: only ACCEPT (1) and REJECT (3)") from None

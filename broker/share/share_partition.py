@@ -15,6 +15,13 @@ count (and, while ACQUIRED, one owner and one lock deadline):
   AVAILABLE, or to ARCHIVED at the delivery-count limit; written the same way.
 - The SPSO moves past leading ACKNOWLEDGED / ARCHIVED records; new records are not acquired while
   SPEO - SPSO reaches the in-flight cap.
+- Transactional acknowledgements (KIP-1289): stage() moves records the member holds to TX_PENDING for a
+  producer's transaction, in memory only (nothing is written); complete_transaction() applies the
+  transaction's marker, matched by producer id (a TV2 marker carries the bumped epoch): COMMIT makes
+  them ACKNOWLEDGED / ARCHIVED and writes that like any acknowledgement, ABORT gives them back to their
+  owner, still ACQUIRED under the same lock. A TX_PENDING record is not released by its lock: it waits
+  for the marker (the transaction timeout bounds the wait), so an acknowledgement is never applied
+  after its record went to another consumer; expired_pending_locks() counts such records.
 
 Acquisitions are not written (as in Kafka): after a restart or a leader move the new leader reads the
 persisted state, and records that were only acquired are delivered again. Every transition goes through
@@ -38,7 +45,13 @@ from kafka.errors import (
 )
 
 from kafka_txn_broker.formats.share_coordinator_records import StateBatch, coordinator_key
-from kafka_txn_broker.share.record_state import Event, RecordState, acknowledge_event, transition
+from kafka_txn_broker.share.record_state import (
+    Event,
+    RecordState,
+    acknowledge_event,
+    transactional_commit_event,
+    transition,
+)
 
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock
@@ -126,14 +139,37 @@ class InFlight:
     delivery_count: int
     member_id: str = EMPTY_MEMBER
     deadline_ms: int = 0
+    # While TX_PENDING: the staging producer, the event its COMMIT applies, when it was staged, and
+    # whether its lock ran out meanwhile (counted once).
+    txn_producer_id: int = -1
+    txn_commit: Event | None = None
+    staged_ms: int = 0
+    lock_expired: bool = False
 
     @property
     def size(self) -> int:
         return self.last - self.first + 1
 
     def same_as(self, other: InFlight) -> bool:
-        return (self.state, self.delivery_count, self.member_id, self.deadline_ms) == \
-            (other.state, other.delivery_count, other.member_id, other.deadline_ms)
+        return (self.state, self.delivery_count, self.member_id, self.deadline_ms, self.txn_producer_id,
+                self.txn_commit, self.staged_ms, self.lock_expired) == \
+            (other.state, other.delivery_count, other.member_id, other.deadline_ms, other.txn_producer_id,
+             other.txn_commit, other.staged_ms, other.lock_expired)
+
+    def clear_txn(self) -> None:
+        self.txn_producer_id, self.txn_commit, self.staged_ms, self.lock_expired = -1, None, 0, False
+
+
+class PendingTxn(NamedTuple):
+    """What one producer's open transaction holds TX_PENDING on a share-partition."""
+
+    producer_id: int
+    records: int
+    oldest_staged_ms: int  # monotonic milliseconds
+
+
+# Acquisitions and transactional staging live in memory only: a new leader delivers such records again.
+_NOT_PERSISTED = frozenset({RecordState.ACQUIRED, RecordState.TX_PENDING})
 
 
 def _first(b: InFlight) -> int:
@@ -155,6 +191,8 @@ class SharePartition:
         self._next_deadline: int | None = None
         self.initialized = False
         self.fenced = False
+        # Records whose lock ran out while TX_PENDING, since this share-partition was loaded (a counter).
+        self.expired_pending_locks = 0
 
     # ---- initialization ----------------------------------------------------------------------------
     def initialize(self, reset_offset: Callable[[], int]) -> None:
@@ -331,6 +369,84 @@ class SharePartition:
             touched.append((ack.first_offset, ack.last_offset))
         self._persist_or_restore(saved, touched)
 
+    # ---- transactional acknowledgements (KIP-1289) --------------------------------------------------
+    def stage(self, member_id: str, producer_id: int, acks: Sequence[AckBatch]) -> int:
+        """Stage a member's ACCEPT / REJECT acknowledgements in the producer's transaction: its records go
+        TX_PENDING, keeping owner and lock. All or nothing; nothing is written. Raises InvalidRecordStateError
+        for another type or a record the member does not hold ACQUIRED (a TX_PENDING one included),
+        InvalidRequestError for malformed batches. Returns how many records were staged."""
+        self._check_usable()
+        plan = [(a, _txn_events(a)) for a in acks]
+        for ack, _events in plan:
+            self._check_owned(member_id, ack.first_offset, ack.last_offset)
+        self._check_disjoint([(a.first_offset, a.last_offset) for a in acks])
+        now = self._now()
+        for ack, events in plan:
+            for first, last, commit in _runs(ack.first_offset, ack.last_offset, events):
+                lo, hi = self._span(first, last)
+                for r in self._ranges[lo:hi]:
+                    r.state, _ = transition(r.state, Event.TXN_STAGE, r.delivery_count, 0)
+                    r.txn_producer_id, r.txn_commit, r.staged_ms = producer_id, commit, now
+                self._coalesce(lo, hi)
+        return sum(a.last_offset - a.first_offset + 1 for a in acks)
+
+    def unstage(self, producer_id: int, acks: Sequence[AckBatch]) -> None:
+        """Undo stage() of these batches (another partition of the same request failed)."""
+        for ack in acks:
+            self._resolve(producer_id, Event.TXN_ABORT, ack.first_offset, ack.last_offset)
+
+    def complete_transaction(self, producer_id: int, commit: bool) -> int:
+        """The marker of the producer's transaction: COMMIT applies what it staged here (written before
+        returning; an error leaves the records TX_PENDING and is raised, so the caller can retry), ABORT
+        gives the records back to their owner. Records of other producers are untouched; a repeated marker
+        finds nothing. Returns how many records it resolved."""
+        if not self.initialized or self.fenced:
+            return 0
+        picked = [(r.first, r.last) for r in self._ranges
+                  if r.state is RecordState.TX_PENDING and r.txn_producer_id == producer_id]
+        if not picked:
+            return 0
+        saved = self._save()
+        for first, last in picked:
+            self._resolve(producer_id, None if commit else Event.TXN_ABORT, first, last)
+        if commit:
+            self._persist_or_restore(saved, picked)
+        return sum(last - first + 1 for first, last in picked)
+
+    def _resolve(self, producer_id: int, event: Event | None, first: int, last: int) -> None:
+        """TX_PENDING records of the producer in first..last through `event` (None: their COMMIT event)."""
+        lo, hi = self._span(first, last)
+        limit = self.limits.delivery_count_limit()
+        for r in self._ranges[lo:hi]:
+            if r.state is not RecordState.TX_PENDING or r.txn_producer_id != producer_id:
+                continue
+            step = event if event is not None else r.txn_commit
+            assert step is not None
+            r.state, r.delivery_count = transition(r.state, step, r.delivery_count, limit)
+            if r.state is RecordState.ACQUIRED:  # aborted: its lock runs on
+                self._next_deadline = r.deadline_ms if self._next_deadline is None \
+                    else min(self._next_deadline, r.deadline_ms)
+            else:
+                r.member_id, r.deadline_ms = EMPTY_MEMBER, 0
+            r.clear_txn()
+        self._coalesce(lo, hi)
+
+    def pending_transactions(self) -> list[PendingTxn]:
+        """Per producer: how many records its open transaction holds TX_PENDING here, staged since when."""
+        found: dict[int, PendingTxn] = {}
+        for r in self._ranges:
+            if r.state is RecordState.TX_PENDING:
+                p = found.get(r.txn_producer_id)
+                found[r.txn_producer_id] = PendingTxn(r.txn_producer_id, r.size + (p.records if p else 0),
+                                                      min(r.staged_ms, p.oldest_staged_ms) if p else r.staged_ms)
+        return sorted(found.values())
+
+    def _check_disjoint(self, spans: list[tuple[int, int]]) -> None:
+        spans = sorted(spans)
+        for (_a, b), (c, d) in zip(spans, spans[1:], strict=False):
+            if c <= b:
+                raise InvalidRequestError(f"acknowledgement batches overlap at offsets {c}-{min(b, d)}")
+
     def _check_owned(self, member_id: str, first: int, last: int) -> None:
         if first < self.start_offset or last >= self._end:
             raise InvalidRecordStateError(
@@ -366,6 +482,10 @@ class SharePartition:
         if self._next_deadline is None or self._next_deadline > now:
             return 0
         released = self._release(lambda r: r.deadline_ms <= now, Event.LOCK_EXPIRED)
+        for r in self._ranges:
+            if r.state is RecordState.TX_PENDING and r.deadline_ms <= now and not r.lock_expired:
+                r.lock_expired = True  # it stays pending: only its transaction's marker resolves it
+                self.expired_pending_locks += r.size
         pending = [r.deadline_ms for r in self._ranges if r.state is RecordState.ACQUIRED]
         self._next_deadline = min(pending) if pending else None
         return released
@@ -397,6 +517,7 @@ class SharePartition:
             if not r.state.terminal:
                 r.state, r.delivery_count = transition(r.state, Event.ARCHIVE, r.delivery_count, limit)
                 r.member_id, r.deadline_ms = EMPTY_MEMBER, 0
+                r.clear_txn()
         self._advance_start()
 
     # ---- persistence -------------------------------------------------------------------------------
@@ -428,7 +549,7 @@ class SharePartition:
             while i < len(self._ranges) and self._ranges[i].first <= last:
                 r = self._ranges[i]
                 lo, hi = max(r.first, first), min(r.last, last)
-                if r.state is not RecordState.ACQUIRED:
+                if r.state not in _NOT_PERSISTED:
                     out.append(StateBatch(lo, hi, int(r.state), r.delivery_count))
                 i += 1
         return _merge_state_batches(out)
@@ -494,6 +615,14 @@ class SharePartition:
 
 
 def _ack_events(ack: AckBatch) -> list[Event]:
+    _check_batch(ack)
+    try:
+        return [acknowledge_event(t) for t in ack.ack_types]
+    except ValueError:
+        raise InvalidRequestError(f"unknown acknowledge type in {list(ack.ack_types)}") from None
+
+
+def _check_batch(ack: AckBatch) -> None:
     if ack.last_offset < ack.first_offset or ack.first_offset < 0:
         raise InvalidRequestError(f"acknowledgement batch {ack.first_offset}-{ack.last_offset} is empty")
     n = ack.last_offset - ack.first_offset + 1
@@ -501,10 +630,23 @@ def _ack_events(ack: AckBatch) -> list[Event]:
         raise InvalidRequestError(
             f"acknowledgement batch {ack.first_offset}-{ack.last_offset} has {len(ack.ack_types)} types; "
             f"give 1 or {n}")
-    try:
-        return [acknowledge_event(t) for t in ack.ack_types]
-    except ValueError:
-        raise InvalidRequestError(f"unknown acknowledge type in {list(ack.ack_types)}") from None
+
+
+def _txn_events(ack: AckBatch) -> list[Event]:
+    _check_batch(ack)
+    return [transactional_commit_event(t) for t in ack.ack_types]
+
+
+def _runs(first: int, last: int, events: list[Event]) -> Iterable[tuple[int, int, Event]]:
+    """(first, last, event) runs of one batch: a single type covers the whole batch."""
+    if len(events) == 1:
+        yield first, last, events[0]
+        return
+    start = 0
+    for i in range(1, len(events) + 1):
+        if i == len(events) or events[i] is not events[start]:
+            yield first + start, first + i - 1, events[start]
+            start = i
 
 
 def _classify(batches: Sequence[LogBatch], read_committed: bool,

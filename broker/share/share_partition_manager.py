@@ -9,6 +9,11 @@ loads it again. ShareFetch:
 2. the acknowledgements, written by each share-partition before anything is answered;
 3. long polling: acquire records from the session's partitions; with none, wait for new data (or
    released records) until MaxWaitMs, then answer.
+Transactional acknowledgements (KIP-1289): stage() puts a member's ACCEPT / REJECT acknowledgements of
+several partitions into a producer's transaction, all or nothing (a failing partition rolls the others
+back before the answer); on_txn_marker() hands every marker of `__share_group_state` to the
+share-partitions of this node, which match it by producer id. A COMMIT that cannot be written yet is
+retried on each tick, so a marker is never lost on a busy share coordinator.
 Read from a partition: up to the high watermark, or under read_committed (share.isolation.level) up to
 the last stable offset, so a hanging transaction stalls the share group exactly as it does a
 read_committed consumer group.
@@ -38,9 +43,11 @@ from kafka.errors import (
 
 from kafka_txn_broker.configs.group_config import ShareAutoOffsetReset
 from kafka_txn_broker.formats.record_batch import BatchHeader, iter_batches
+from kafka_txn_broker.histogram import Histogram
 from kafka_txn_broker.share.share_partition import (
     AckBatch,
     AcquiredRange,
+    PendingTxn,
     SharePartition,
     SharePartitionKey,
     StatePersister,
@@ -161,6 +168,10 @@ class SharePartitionManager:
         self.partitions: dict[SharePartitionKey, SharePartition] = {}
         self.sessions = ShareSessionCache(max_sessions)
         self._rotation = 0
+        # COMMIT markers whose acknowledgements could not be written yet: (share-partition, producer id).
+        self._unwritten_commits: set[tuple[SharePartitionKey, int]] = set()
+        self._expired_pending_of_dropped = 0  # TxnPendingLockExpiredCount of share-partitions since unloaded
+        self.txn_ack_latency = Histogram()  # TxnShareAcknowledgeRequestLatencyMs (observed by the API handler)
 
     # ---- ShareFetch ----------------------------------------------------------------------------------
     async def fetch(self, call: ShareFetchCall) -> ShareFetchResult:
@@ -280,7 +291,7 @@ class SharePartitionManager:
         sp = self.partitions.get(key)
         epoch = part.state.leader_epoch
         if sp is not None and (sp.fenced or sp.leader_epoch != epoch):
-            del self.partitions[key]  # fenced, or from an older leadership of ours: load it again
+            self._drop(key)  # fenced, or from an older leadership of ours: load it again
             sp = None
         if sp is None:
             sp = SharePartition(key, epoch, self.persister, self.clock, _GroupLimits(self.configs, group_id))
@@ -348,6 +359,81 @@ class SharePartitionManager:
             self.replicas.notify_data()  # released records: a waiting fetch may take them
         return NONE, None
 
+    # ---- TxnShareAcknowledge (KIP-1289) -------------------------------------------------------------
+    def stage(self, group_id: str, member_id: str, producer_id: int,
+              acks: dict[TopicIdPartition, list[AckBatch]]) -> dict[TopicIdPartition, PartitionResult]:
+        """Stage the acknowledgements of every partition in the producer's transaction, or none: when one
+        partition fails, those already staged are rolled back, and answer the same error naming it."""
+        results: dict[TopicIdPartition, PartitionResult] = {}
+        staged: list[tuple[SharePartition, list[AckBatch]]] = []
+        failed: tuple[TopicIdPartition, int] | None = None
+        for tp, batches in acks.items():
+            res = results[tp] = PartitionResult()
+            try:
+                sp = self._held_share_partition(group_id, member_id, tp, res)
+                sp.stage(member_id, producer_id, batches)
+                staged.append((sp, batches))
+            except BrokerResponseError as exc:
+                res.error, res.message = int(exc.errno), _message(exc)
+                failed = tp, res.error
+                break
+        if failed is not None:
+            for sp, batches in staged:
+                sp.unstage(producer_id, batches)
+            for tp in acks:
+                if tp != failed[0]:
+                    results[tp] = PartitionResult(error=failed[1], message=f"not staged: partition {failed[0][1]} "
+                                                                           f"of topic {failed[0][0]} failed")
+        return results
+
+    def _held_share_partition(self, group_id: str, member_id: str, tp: TopicIdPartition,
+                              res: PartitionResult) -> SharePartition:
+        name = self.topics.topic_name(tp[0])
+        if name is None:
+            raise UnknownTopicIdError(f"no topic has id {tp[0]}")
+        part = self.replicas.get(name, tp[1])
+        if part is None or not part.is_leader:
+            res.leader_id, res.leader_epoch = self.topics.leader_of(name, tp[1])
+            raise NotLeaderForPartitionError(f"node {self.node_id} does not lead {name}-{tp[1]}")
+        sp = self.partitions.get(SharePartitionKey(group_id, tp[0], tp[1]))
+        if sp is None:
+            raise InvalidRecordStateError(f"member {member_id} holds no records of {name}-{tp[1]}")
+        return sp
+
+    def on_txn_marker(self, producer_id: int, commit: bool) -> int:
+        """A transaction marker reached `__share_group_state` (the KIP's broadcast: every share-partition
+        here looks for what the producer staged). Returns how many records it resolved."""
+        resolved = 0
+        for key, sp in list(self.partitions.items()):
+            try:
+                resolved += sp.complete_transaction(producer_id, commit)
+            except BrokerResponseError as exc:
+                log.warning("COMMIT of producer %s on %s not written yet (retried): %s", producer_id, key, exc)
+                self._unwritten_commits.add((key, producer_id))
+        if resolved and not commit:
+            self.replicas.notify_data()
+        return resolved
+
+    def _retry_commits(self) -> None:
+        for key, producer_id in list(self._unwritten_commits):
+            sp = self.partitions.get(key)
+            try:
+                if sp is not None:
+                    sp.complete_transaction(producer_id, True)
+            except BrokerResponseError:
+                continue
+            self._unwritten_commits.discard((key, producer_id))
+
+    def pending_transactions(self) -> dict[SharePartitionKey, list[PendingTxn]]:
+        """What open transactions hold TX_PENDING on this node's share-partitions."""
+        return {key: p for key, sp in self.partitions.items() if (p := sp.pending_transactions())}
+
+    def txn_pending_records_count(self) -> int:
+        return sum(t.records for ts in self.pending_transactions().values() for t in ts)
+
+    def txn_pending_lock_expired_count(self) -> int:
+        return self._expired_pending_of_dropped + sum(sp.expired_pending_locks for sp in self.partitions.values())
+
     # ---- releases ------------------------------------------------------------------------------------
     def close_session(self, group_id: str, member_id: str) -> None:
         if self.sessions.close(group_id, member_id) is not None:
@@ -379,6 +465,7 @@ class SharePartitionManager:
 
     def tick(self) -> None:
         """Acquisition locks that ran out release their records (written like any release)."""
+        self._retry_commits()
         released = 0
         for key, sp in list(self.partitions.items()):
             try:
@@ -395,12 +482,19 @@ class SharePartitionManager:
         for key in list(self.partitions):
             name = self.topics.topic_name(key.topic_id)
             if name is None or (name, key.partition) in moved:
-                del self.partitions[key]
+                self._drop(key)
 
     def forget(self, keys: Iterable[SharePartitionKey]) -> None:
         """Their persisted state was reset or deleted: load it again on next use."""
         for key in keys:
-            self.partitions.pop(key, None)
+            self._drop(key)
+
+    def _drop(self, key: SharePartitionKey) -> None:
+        """Unload a share-partition. What it held TX_PENDING is lost with it (in memory only, as in the
+        KIP): the new leader delivers those records again, and their marker later finds nothing."""
+        sp = self.partitions.pop(key, None)
+        if sp is not None:
+            self._expired_pending_of_dropped += sp.expired_pending_locks
 
     # ---- views (admin) -------------------------------------------------------------------------------
     def share_partitions_of(self, group_id: str) -> list[SharePartition]:

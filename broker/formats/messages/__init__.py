@@ -16,7 +16,12 @@ from typing import Any
 MESSAGES = frozenset(f"{api}{kind}" for api in (
     "ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge", "DescribeShareGroupOffsets",
     "AlterShareGroupOffsets", "DeleteShareGroupOffsets", "ConsumerGroupHeartbeat", "ConsumerGroupDescribe",
+    "TxnShareAcknowledge",
 ) for kind in ("Request", "Response"))
+# KIP-1289's TxnShareAcknowledge: the KIP says 93, which Kafka trunk gave to StreamsGroupTopologyDescriptionUpdate
+# (KIP-1331); the draft implementation moved to 94, which this broker uses until a key is final. The JSON
+# definitions carry the same number (a test keeps them equal).
+TXN_SHARE_ACKNOWLEDGE_KEY = 94
 _built: dict[str, Any] = {}
 
 

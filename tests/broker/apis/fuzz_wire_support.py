@@ -44,6 +44,7 @@ FUZZ_CONFIG = {
     "group.min.session.timeout.ms": 10,
     "offsets.topic.num.partitions": 3,
     "transaction.state.log.num.partitions": 3,
+    "share.transactional.acknowledgement.enable": True,  # so KIP-1289's gated API is fuzzed too
 }
 # APIs whose response may legitimately wait on other clients or on MaxWaitMs.
 WAITING_APIS = {1, 11, 14}
