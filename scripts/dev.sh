@@ -42,7 +42,8 @@ shift || true
 case "$cmd" in
   setup) apt_install; pip_install ;;
   demo) apt_install; pip_install; exec kafka-txn demo "$@" ;;
-  test) apt_install; pip_install; lint; exec python3 -m pytest -q "$@" ;;
+  # Coverage of both packages with branches, child processes included (pyproject's [tool.coverage]).
+  test) apt_install; pip_install; lint; exec python3 -m pytest -q --cov --cov-report=term "$@" ;;
   lint) pip_install; lint ;;
   *) echo "usage: bash scripts/dev.sh demo|test|lint|setup" >&2; exit 2 ;;
 esac

@@ -476,8 +476,9 @@ def _txn_log_partition(txn: CoordinatorTxn) -> str:
 
 
 def _stuck_action(txn: CoordinatorTxn, reason: StuckReason, pending: Sequence[PendingPartition]) -> str:
-    log_part, coord = _txn_log_partition(txn), txn.coordinator_id
-    move = (f"move leadership of {log_part} off broker {coord} (kafka-leader-election.sh, a reassignment, or a "
+    log_part = _txn_log_partition(txn)
+    coord = f"broker {txn.coordinator_id}" if txn.coordinator_id is not None else "its coordinator's broker"
+    move = (f"move leadership of {log_part} off {coord} (kafka-leader-election.sh, a reassignment, or a "
             "restart of that broker): the new coordinator reloads the transaction and re-sends its markers")
     if reason is StuckReason.EPOCH_EXHAUSTED:
         aborts = "; ".join(
@@ -487,7 +488,7 @@ def _stuck_action(txn: CoordinatorTxn, reason: StuckReason, pending: Sequence[Pe
         return (f"{free}let the coordinator end it: on a Kafka release with the KAFKA-20090 fixes its timeout abort "
                 f"does, or `kafka-txn force-terminate --transactional-id {txn.transactional_id}`")
     if reason is StuckReason.COMPLETION_PENDING:
-        return (f"check the in-sync replicas of {log_part} (transaction.state.log.min.isr): broker {coord} "
+        return (f"check the in-sync replicas of {log_part} (transaction.state.log.min.isr): {coord} "
                 f"cannot append to it; or {move}")
     steps = []
     down = [p for p in pending if p.reason is PendingReason.LEADER_OFFLINE]

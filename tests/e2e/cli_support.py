@@ -13,6 +13,10 @@ from typer.testing import CliRunner
 from kafka_txn_tools.cli.app import app
 from kafka_txn_tools.cli.upstream import run as upstream_run
 
+# The zombie scenario's transaction.timeout.ms in tests. Its client must add a partition and produce to it
+# before the timeout fires; a few hundred milliseconds was not always enough on a loaded 2-core machine.
+ZOMBIE_TIMEOUT_MS = 2_000
+
 
 @dataclass
 class Result:

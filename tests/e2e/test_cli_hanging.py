@@ -19,7 +19,7 @@ from confluent_kafka import TopicPartition as CTopicPartition
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.testing.scenarios import HANGING_PARTITION, ScenarioOptions, ScenarioResult, run_scenario
 from kafka_txn_tools.cli import exit_codes
-from tests.e2e.cli_support import kafka_transactions, kafka_txn, open_transaction
+from tests.e2e.cli_support import ZOMBIE_TIMEOUT_MS, kafka_transactions, kafka_txn, open_transaction
 
 BACKDATE_MS = 30 * 60_000
 CONFIG = {"transaction.partition.verification.enable": False,
@@ -33,8 +33,8 @@ def cluster(tmp_path: Path) -> Iterator[EmbeddedCluster]:
 
 
 def scenarios(bs: str) -> list[ScenarioResult]:
-    return run_scenario("partition-side", bs, ScenarioOptions(backdate_ms=BACKDATE_MS, zombie_timeout_ms=500,
-                                                          wait_s=30))
+    return run_scenario("partition-side", bs, ScenarioOptions(backdate_ms=BACKDATE_MS,
+                                                              zombie_timeout_ms=ZOMBIE_TIMEOUT_MS, wait_s=30))
 
 
 def truth(results: list[ScenarioResult]) -> set[tuple[str, int, int, int]]:

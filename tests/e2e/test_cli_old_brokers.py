@@ -71,7 +71,7 @@ def test_tansu_every_command_names_the_missing_api_at_once(tansu_topic: str, tmp
     r = kafka_txn(tansu_topic, *[a.replace("{tmp}", str(tmp_path)) for a in args])
     assert r.code == exit_codes.UNSUPPORTED, r.err
     assert f"the cluster does not support {api}" in r.err and r.err.count("error:") == 1
-    assert time.monotonic() - started < 5  # never a wait for the --timeout, never "stopped answering"
+    assert time.monotonic() - started < 15  # never a wait for the 20 s --timeout, never "stopped answering"
     assert "stopped answering" not in r.err and "scanned" not in r.out and r.out == ""
     assert log_offsets(tansu_topic, "orders", 0) == before
 

@@ -26,7 +26,14 @@ import yaml
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.testing.scenarios import ScenarioOptions, run_scenario
 from kafka_txn_tools.cli import exit_codes
-from tests.e2e.cli_support import kafka_transactions, kafka_txn, log_offsets, many_log_offsets, open_transaction
+from tests.e2e.cli_support import (
+    ZOMBIE_TIMEOUT_MS,
+    kafka_transactions,
+    kafka_txn,
+    log_offsets,
+    many_log_offsets,
+    open_transaction,
+)
 
 
 @dataclass(frozen=True)
@@ -65,7 +72,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
                                  "transaction.abort.timed.out.transaction.cleanup.interval.ms": 200}) as c:
         bs = c.bootstrap_servers
         results = run_scenario("partition-side", bs, ScenarioOptions(backdate_ms=30 * 60_000, healthy=False,
-                                                          zombie_timeout_ms=500, wait_s=30))
+                                                                     zombie_timeout_ms=ZOMBIE_TIMEOUT_MS, wait_s=30))
         hanging = [Txn(h.topic, h.partition, h.producer_id, h.producer_epoch, h.start_offset)
                    for r in results for h in r.hanging]
         c.create_topic("live", 1, 1)

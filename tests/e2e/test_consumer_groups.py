@@ -47,8 +47,9 @@ def group_consumer(bootstrap: str, group: str, **extra: Any) -> Consumer:
     return c
 
 
-def poll_until(consumers: list[Consumer], done: Any, timeout_s: float = 15.0) -> list[tuple[int, Any]]:
-    """Poll every consumer in turn until done(records) or the timeout; records are (consumer index, msg)."""
+def poll_until(consumers: list[Consumer], done: Any, timeout_s: float = 60.0) -> list[tuple[int, Any]]:
+    """Poll every consumer in turn until done(records) or the timeout; records are (consumer index, msg).
+    The bound only stops a broken run: it returns as soon as done(), and a loaded 2-core machine needs room."""
     records: list[tuple[int, Any]] = []
     deadline = time.monotonic() + timeout_s
     while not done(records) and time.monotonic() < deadline:
@@ -114,8 +115,10 @@ def test_committed_offsets_survive_a_cluster_restart(cluster: EmbeddedCluster) -
 
 
 def test_a_leaving_member_hands_its_partitions_to_the_rest(cluster: EmbeddedCluster) -> None:
-    a = group_consumer(cluster.bootstrap_servers, "handover")
-    b = group_consumer(cluster.bootstrap_servers, "handover")
+    # A session timeout far above the bound below: only LeaveGroup can hand the partitions over in time.
+    LONG_SESSION = {"session.timeout.ms": 60_000, "max.poll.interval.ms": 60_000}
+    a = group_consumer(cluster.bootstrap_servers, "handover", **LONG_SESSION)
+    b = group_consumer(cluster.bootstrap_servers, "handover", **LONG_SESSION)
     try:
         poll_until([a, b], lambda r: len(assigned(a)) == 3 and len(assigned(b)) == 3)
         assert assigned(a) | assigned(b) == set(range(PARTITIONS))
@@ -123,7 +126,7 @@ def test_a_leaving_member_hands_its_partitions_to_the_rest(cluster: EmbeddedClus
         b.close()  # sends LeaveGroup: no waiting for a session timeout
         poll_until([a], lambda r: len(assigned(a)) == PARTITIONS)
         assert assigned(a) == set(range(PARTITIONS))
-        assert time.monotonic() - started < 5.0
+        assert time.monotonic() - started < 30.0
         sent = produce(cluster.bootstrap_servers, 12)
         records = poll_until([a], lambda r: len(r) >= 12)
         assert sorted(m.value() for _, m in records) == sorted(v for vs in sent.values() for v in vs)
@@ -189,11 +192,12 @@ def test_kafka_python_consumer_group_round_trip(cluster: EmbeddedCluster) -> Non
                              auto_offset_reset="earliest", enable_auto_commit=False,
                              session_timeout_ms=6000, heartbeat_interval_ms=300)
     got: list[bytes] = []
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60  # until all 24 arrive; a loaded machine can take a while to assign
     try:
         while len(got) < 24 and time.monotonic() < deadline:
             for msgs in consumer.poll(timeout_ms=200).values():
                 got.extend(m.value for m in msgs)
+        assert len(got) == 24, f"only {len(got)} of 24 records within 60 s"
         consumer.commit()
         assert consumer.committed(KTP(TOPIC, 0)) == 4
         admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
@@ -229,7 +233,7 @@ def test_aiokafka_consumer_group_round_trip(cluster: EmbeddedCluster) -> None:
         await consumer.start()
         got: list[bytes] = []
         try:
-            deadline = time.monotonic() + 15
+            deadline = time.monotonic() + 60  # until all 18 arrive (room for a loaded machine)
             while len(got) < 18 and time.monotonic() < deadline:
                 for msgs in (await consumer.getmany(timeout_ms=200)).values():
                     got.extend(m.value for m in msgs)

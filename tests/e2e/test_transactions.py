@@ -17,6 +17,7 @@ from kafka.admin._transactions import AbortTransactionSpec
 from kafka.structs import TopicPartition as KTP
 
 from kafka_txn_broker import EmbeddedCluster
+from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC, partition_for
 from kafka_txn_broker.testing.scenarios import HANGING_PARTITION, ScenarioOptions, run_scenario
 from tests.e2e.helpers import consume_all
@@ -46,10 +47,12 @@ def committed_lso(bootstrap: str, topic: str, partition: int) -> tuple[int, int]
     return lso.offset, hw.offset
 
 
+REAPER_EVERY_500_MS = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": 500}
+
+
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[EmbeddedCluster]:
-    with EmbeddedCluster(nodes=3, data_dir=tmp_path, config={
-            "transaction.abort.timed.out.transaction.cleanup.interval.ms": 500}) as c:
+    with EmbeddedCluster(nodes=3, data_dir=tmp_path, config=REAPER_EVERY_500_MS) as c:
         yield c
 
 
@@ -149,7 +152,18 @@ def test_zombie_is_fenced_by_a_second_producer_with_the_same_id(cluster: Embedde
     assert values == [b"successor"]
 
 
-def test_timeout_aborts_a_silent_producer_and_consumers_continue(cluster: EmbeddedCluster) -> None:
+@pytest.fixture
+def clocked(tmp_path: Path) -> Iterator[tuple[EmbeddedCluster, ManualClock]]:
+    """A cluster on a clock the test moves: its transaction timeouts fire when the test says, not when a
+    loaded machine happens to be slow (librdkafka keeps its own real-time timers)."""
+    clock = ManualClock(start_ms=int(time.time() * 1000))
+    with EmbeddedCluster(nodes=3, data_dir=tmp_path, clock=clock, config=REAPER_EVERY_500_MS) as c:
+        yield c, clock
+
+
+def test_timeout_aborts_a_silent_producer_and_consumers_continue(
+        clocked: tuple[EmbeddedCluster, ManualClock]) -> None:
+    cluster, clock = clocked
     bootstrap = cluster.bootstrap_servers
     create(bootstrap, "silent")
     silent = txn_producer(bootstrap, "silent-app", **{"transaction.timeout.ms": 2000})
@@ -160,8 +174,11 @@ def test_timeout_aborts_a_silent_producer_and_consumers_continue(cluster: Embedd
     other.begin_transaction()
     other.produce("silent", partition=0, value=b"after")
     other.commit_transaction(30)
+    # However long the above took in real time, no time passed on the broker's clock: still open.
     assert committed_lso(bootstrap, "silent", 0)[0] == 0  # held back by the silent transaction
-    deadline = time.monotonic() + 20
+    clock.advance(2_001)  # past the silent transaction's 2 s timeout (and the 500 ms reaper interval)
+    cluster.tick()
+    deadline = time.monotonic() + 30
     while committed_lso(bootstrap, "silent", 0)[0] == 0 and time.monotonic() < deadline:
         time.sleep(0.2)
     values = [v for _, _, v in consume_all(bootstrap, "silent", 3, read_committed=True, idle_s=1)[0]]

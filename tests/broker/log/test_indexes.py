@@ -77,6 +77,37 @@ def test_transaction_index_format_and_collect(tmp_path: Path) -> None:
     assert reloaded.entries() == [] and not Path(path).exists()
 
 
+def test_transaction_index_boundaries(tmp_path: Path) -> None:
+    # Kafka's TransactionIndex: entries must come in increasing lastOffset order (the marker's offset, not the
+    # LSO); collectAbortedTxns keeps an entry whose lastOffset >= fetchOffset and firstOffset < upperBound, and
+    # the search is complete once an entry's lastStableOffset >= upperBound.
+    idx = TransactionIndex(str(tmp_path / "00000000000000000000.txnindex"))
+    a = AbortedTxn(7, 0, 10, 5)  # another transaction open from 5 held the LSO
+    idx.append(a)
+    with pytest.raises(ValueError, match=r"^aborted txn AbortedTxn\(producer_id=8.* does not follow AbortedTxn\("
+                                         r"producer_id=7.* in .*00000000000000000000\.txnindex$"):
+        idx.append(AbortedTxn(8, 6, 8, 9))  # above a's LSO, below its marker
+    with pytest.raises(ValueError):
+        idx.append(AbortedTxn(8, 6, 10, 11))  # the same marker offset
+    assert idx.collect(0, 5) == ([a], True)  # a's LSO 5 reaches the bound 5: nothing later can matter
+    assert idx.collect(0, 6) == ([a], False)
+    assert idx.collect(3, 3) == ([a], True)  # an empty range: the scan starts at the first entry
+    b = AbortedTxn(8, 12, 20, 21)
+    idx.append(b)
+    assert idx.collect(10, 15) == ([a, b], True)  # a's marker at the fetch offset counts
+    assert idx.collect(11, 15) == ([b], True)
+    assert idx.collect(0, 12) == ([a], True)  # b starts at the bound: none of its records was fetched
+
+
+def test_an_empty_range_is_answered_as_kafkas_scan_from_the_first_entry(tmp_path: Path) -> None:
+    # Kafka scans from the first entry even when fetchOffset == upperBound: an entry whose LSO (its marker + 1)
+    # reaches the bound ends the search as complete, although nothing can be returned.
+    idx = TransactionIndex(str(tmp_path / "00000000000000000000.txnindex"))
+    a = AbortedTxn(7, 0, 10, 11)
+    idx.append(a)
+    assert idx.collect(11, 11) == _kafka_collect([a], 11, 11) == ([], True)
+
+
 def _retained_bytes(work: Callable[[], object]) -> int:
     """Memory still allocated after `work` (what it keeps, not what it used on the way)."""
     gc.collect()

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,8 @@ from kafka.errors import (
     UnknownProducerIdError,
 )
 
+from kafka_txn_broker.clock import ManualClock
+from kafka_txn_broker.formats.producer_snapshot import SnapshotEntry
 from kafka_txn_broker.formats.record_batch import BatchHeader, build_batch
 from kafka_txn_broker.log.producer_state import (
     AppendOrigin,
@@ -146,6 +149,18 @@ def test_transaction_lifecycle_and_first_unstable_offset(h: Harness) -> None:
     assert h.psm.last_entry(1).coordinator_epoch == 5 and h.psm.last_entry(1).current_txn_first_offset is None
 
 
+def test_completed_transaction_leaves_exactly_when_the_high_watermark_passes_its_marker(h: Harness) -> None:
+    # ProducerStateManager.onHighWatermarkUpdated -> removeUnreplicatedTransactions(highWatermark): a
+    # transaction is dropped when its lastOffset (the marker) < the high watermark, not when it equals it.
+    h.data(1, 0, 0, 2, txn=True)  # 0-1
+    h.marker(1, 0, commit=True, coord=0)  # 2
+    for hw in (0, 1, 2):
+        h.psm.on_high_watermark_updated(hw)
+        assert h.psm.first_unstable_offset() == 0, f"high watermark {hw}"
+    h.psm.on_high_watermark_updated(3)
+    assert h.psm.first_unstable_offset() is None and not h.psm.unreplicated_txns
+
+
 def test_last_stable_offset_for_abort(h: Harness) -> None:
     h.data(1, 0, 0, 1, txn=True)  # 0
     h.data(2, 0, 0, 1, txn=True)  # 1
@@ -272,3 +287,161 @@ def test_late_transaction_uses_timeout_plus_five_minutes(h: Harness) -> None:
     assert h.psm.has_late_transaction(TS + limit + 1, 900_000)
     h.marker(2, 0, commit=True)
     assert h.psm.oldest_txn_last_timestamp() == TS + 500
+
+
+# ---- what each refusal says (the partition leader's error, as Kafka's ProducerAppendInfo words its checks) --------
+@pytest.mark.parametrize(("setup", "action", "error", "message"), [
+    (lambda h: h.data(1, 3, 0), lambda h: h.data(1, 2, 0, origin=AppendOrigin.COORDINATOR), InvalidProducerEpochError,
+     r"^epoch 2 of producer 1 at offset 1 is older than the last seen epoch 3$"),
+    (lambda h: h.data(1, 3, 0), lambda h: h.marker(1, 2, False, tv=1), InvalidProducerEpochError,
+     r"^marker epoch 2 of producer 1 at offset 1 is < the last seen epoch 3 \(TV1\)$"),
+    (lambda h: h.data(1, 3, 0, txn=True), lambda h: h.marker(1, 3, False, tv=2), InvalidProducerEpochError,
+     r"^marker epoch 3 of producer 1 at offset 1 is <= the last seen epoch 3 \(TV2\)$"),
+    (lambda h: h.marker(1, 0, True, coord=5), lambda h: h.marker(1, 0, True, coord=4),
+     TransactionCoordinatorFencedError,
+     r"^coordinator epoch 4 of the marker for producer 1 at offset 1 is older than 5 \(zombie coordinator\)$"),
+    (lambda h: None, lambda h: h.data(1, 0, 5), UnknownProducerIdError,
+     r"^producer 1 has no state on this partition \(expired after producer.id.expiration.ms\?\) and sent sequence 5$"),
+    (lambda h: h.data(1, 0, 0), lambda h: h.data(1, 1, 4), OutOfOrderSequenceNumberError,
+     r"^new epoch 1 of producer 1 must start at sequence 0, got 4 at offset 1$"),
+    (lambda h: h.data(1, 0, 0, 3), lambda h: h.data(1, 0, 7), OutOfOrderSequenceNumberError,
+     r"^out of order sequence 7 for producer 1 at offset 3: expected 3$"),
+    (lambda h: h.data(1, 0, 2**31 - 1, origin=AppendOrigin.REPLICATION), lambda h: h.data(1, 0, 5),
+     OutOfOrderSequenceNumberError,
+     r"expected 0$"),  # after Integer.MAX_VALUE the sequence wraps to 0
+    (lambda h: h.data(1, 0, 0, txn=True), lambda h: h.data(1, 0, 1), InvalidTxnStateError,
+     r"^non-transactional write from producer 1 at offset 1 while its transaction from offset 0 is open$"),
+    (lambda h: h.data(1, 0, 0, txn=True), lambda h: h.marker(1, 0, False, start=7), InvalidTxnStateError,
+     r"^producer 1 has no open transaction starting at offset 7 \(its open transaction starts at 0\)$"),
+    (lambda h: h.data(1, 0, 0), lambda h: h.marker(1, 0, False, start=7), InvalidTxnStateError,
+     r"\(its open transaction starts at none\)$"),
+])
+def test_each_refusal_names_the_producer_offset_and_rule(h: Harness, setup, action, error, message) -> None:
+    setup(h)
+    with pytest.raises(error) as exc:
+        action(h)
+    assert re.search(message, exc.value.args[0]), exc.value.args[0]  # the message, without kafka-python's prefix
+
+
+def test_a_sequence_is_next_only_after_its_predecessor(h: Harness) -> None:
+    # ProducerAppendInfo.inSequence: lastSeq + 1, or 0 right after Integer.MAX_VALUE; 0 after anything else is a gap.
+    h.data(1, 0, 0, 5)
+    with pytest.raises(OutOfOrderSequenceNumberError):
+        h.data(1, 0, 0)
+
+
+def test_completing_a_transaction_that_never_started_is_a_bug(h: Harness) -> None:
+    with pytest.raises(ValueError, match=r"^cannot complete CompletedTxn\(producer_id=1, first_offset=4"):
+        h.psm.complete_txn(CompletedTxn(1, 4, 9, True))
+
+
+def test_an_entry_without_batches(tmp_path: Path) -> None:
+    # A producer known only from a marker (no data here) has no sequence, no data offset: Kafka's NO_SEQUENCE
+    # and -1 in DescribeProducers and in the snapshot.
+    h = Harness(tmp_path)
+    h.marker(1, 2, True, coord=3)
+    entry = h.psm.last_entry(1)
+    assert entry is not None
+    assert (entry.first_seq, entry.last_seq, entry.last_data_offset, entry.last_offset_delta) == (-1, -1, -1, 0)
+    assert h.psm.active_producers() == [(1, 2, -1, TS, 3, -1)]
+    assert entry.to_snapshot() == SnapshotEntry(1, 2, -1, -1, 0, TS, 3, -1)
+
+
+def test_entry_fields_of_a_multi_batch_producer(h: Harness) -> None:
+    h.data(1, 0, 0, 3)  # offsets 0-2, sequences 0-2
+    h.data(1, 0, 3, 2, ts=TS + 9)  # offsets 3-4, sequences 3-4
+    entry = h.psm.last_entry(1)
+    assert entry is not None
+    assert (entry.first_seq, entry.last_seq, entry.last_data_offset, entry.last_offset_delta) == (0, 4, 4, 1)
+    copy = entry.copy()
+    assert (copy.producer_epoch, copy.last_timestamp, copy.batches) == (0, TS + 9, entry.batches)
+    assert copy.batches is not entry.batches
+
+
+def test_a_snapshot_keeps_a_transaction_that_starts_at_offset_zero(h: Harness, tmp_path: Path) -> None:
+    h.data(1, 0, 0, txn=True)  # the transaction starts at offset 0
+    h.psm.take_snapshot()
+    fresh = ProducerStateManager(tmp_path, 60_000)
+    fresh.load_snapshot(0, 10, TS)
+    assert fresh.first_unstable_offset() == 0 and fresh.ongoing_txns[0].first_offset == 0
+
+
+def test_late_transaction_needs_a_real_timestamp(h: Harness) -> None:
+    # ProducerStateManager.hasLateTransaction: lastTimestamp > 0 (a producer whose batches carry no timestamp
+    # is not counted), and the age strictly past the timeout + 5 minutes.
+    h.data(1, 0, 0, txn=True, ts=0)
+    assert h.psm.oldest_txn_last_timestamp() == 0
+    assert not h.psm.has_late_transaction(TS, 900_000)
+    fresh = Harness(h.psm.dir and Path(h.psm.dir) / "other")
+    assert fresh.psm.oldest_txn_last_timestamp() == -1 and not fresh.psm.has_late_transaction(TS, 0)
+    fresh.data(1, 0, 0, txn=True, ts=1)
+    assert fresh.psm.has_late_transaction(TS, 0)
+
+
+def test_producers_expire_on_the_monotonic_clock_when_there_is_one(tmp_path: Path) -> None:
+    clock = ManualClock(TS)
+    psm = ProducerStateManager(tmp_path, 60_000, clock=clock)
+    for pid, ts in ((1, TS - 10**9), (2, TS + 10**9)):  # batch timestamps far in the past and the future
+        info = psm.prepare_update(pid, AppendOrigin.CLIENT)
+        info.append_data_batch(0, 0, 0, ts, pid, pid, False)
+        psm.update(info)
+    clock.advance(59_999)
+    assert psm.remove_expired_producers(clock.millis()) == []  # 60 s since the appends, not the timestamps
+    clock.advance(1)
+    assert psm.remove_expired_producers(clock.millis()) == [1, 2]
+    assert psm._active_at == {}
+
+
+def test_loaded_producers_age_from_their_last_timestamp(tmp_path: Path) -> None:
+    clock = ManualClock(TS)
+    h = Harness(tmp_path)
+    h.data(1, 0, 0, ts=TS - 50_000)
+    h.data(2, 0, 0, ts=TS + 50_000)  # in the future: counts as now
+    h.psm.take_snapshot()
+    psm = ProducerStateManager(tmp_path, 60_000, clock=clock)
+    psm.load_snapshot(0, 10, TS)
+    psm.stamp_loaded_activity()
+    clock.advance(10_000)
+    assert psm.remove_expired_producers(clock.millis()) == [1]
+    clock.advance(50_000)
+    assert psm.remove_expired_producers(clock.millis()) == [2]
+
+
+def test_snapshot_at_the_log_start_is_used_and_older_ones_are_not(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    h.data(1, 0, 0)
+    h.psm.take_snapshot()  # at 1
+    fresh = ProducerStateManager(tmp_path, 60_000)
+    assert fresh.load_snapshot(1, 5, TS) == 1 and fresh.last_entry(1) is not None
+    older = ProducerStateManager(tmp_path, 60_000)
+    assert older.load_snapshot(2, 5, TS) == 2 and older.last_entry(1) is None  # below the log start: replay
+    assert (older.last_map_offset, older.last_snap_offset) == (2, 2)
+
+
+def test_snapshots_where_asked_and_only_when_new(h: Harness, tmp_path: Path) -> None:
+    assert ProducerStateManager(tmp_path, 60_000).last_map_offset == 0
+    h.data(1, 0, 0, 5)
+    assert h.psm.take_snapshot(offset=3) == tmp_path / f"{3:020d}.snapshot"
+    assert h.psm.take_snapshot(offset=2) == tmp_path / f"{2:020d}.snapshot"  # lower, but new: written
+    assert h.psm.take_snapshot(offset=2) is None
+    other = tmp_path / "copy"
+    other.mkdir()
+    assert h.psm.take_snapshot(log_dir=other, offset=5) == other / f"{5:020d}.snapshot"
+    assert ProducerStateManager(tmp_path, 60_000).snapshots == [2, 3]  # found in the directory
+
+
+def test_truncating_fully_starts_over_at_the_offset(h: Harness, tmp_path: Path) -> None:
+    h.data(1, 0, 0, 3)
+    h.psm.take_snapshot()
+    h.psm.truncate_fully_and_start_at(7)
+    assert (h.psm.last_map_offset, h.psm.last_snap_offset, h.psm.snapshots) == (7, 0, [])
+    assert h.psm.take_snapshot() == tmp_path / f"{7:020d}.snapshot"
+
+
+def test_replicated_batches_are_applied_without_checks(h: Harness) -> None:
+    h.data(1, 5, 0)
+    stale = BatchHeader.parse(build_batch([(None, b"v")], timestamp_ms=TS, base_offset=1, producer_id=1,
+                                          producer_epoch=4, base_sequence=9))
+    assert h.psm.apply_replicated(stale, None) is None  # an older epoch, a gap: a follower takes it as written
+    entry = h.psm.last_entry(1)
+    assert entry is not None and entry.last_seq == 9

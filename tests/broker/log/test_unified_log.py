@@ -114,6 +114,9 @@ def test_idempotent_duplicate_returns_original_offsets(ulog: UnifiedLog) -> None
     end = ulog.log_end_offset
     dup = ulog.append_as_leader(first, 0)
     assert dup.duplicate and (dup.first_offset, dup.last_offset) == (1, 3)
+    # Kafka answers a retry with the original batch's offsets and timestamp, CreateTime (-1), nothing written.
+    assert (dup.log_append_time, dup.log_start_offset, dup.record_count, dup.max_timestamp, dup.records) == (
+        -1, 0, 3, TS, b"")
     assert ulog.log_end_offset == end
     with pytest.raises(OutOfOrderSequenceNumberError):
         p.seq += 1
@@ -135,6 +138,44 @@ def test_validation_errors(ulog: UnifiedLog, part_dir: Path, clock: ManualClock)
     with pytest.raises(RecordListTooLargeError):
         tiny.append_as_leader(plain(1, b"x" * 200), 0)
     assert ulog.log_end_offset == 2
+
+
+def test_coordinator_appends_validate_every_producer_batch(ulog: UnifiedLog) -> None:
+    # Appends from the coordinator (offset commits, several batches at once) update each producer's state
+    # batch by batch: two batches of one producer chain, and a batch without a producer id skips nothing.
+    t1 = Producer(1, txn=True)
+    ulog.append_as_leader(plain() + t1.batch(1) + t1.batch(2), 0, origin="coordinator")
+    entry = ulog.producer_state.last_entry(1)
+    assert entry is not None and (entry.last_seq, entry.current_txn_first_offset, len(entry.batches)) == (2, 1, 2)
+    assert ulog.first_unstable_offset == 1
+
+
+def test_markers_are_tv1_unless_told_and_carry_their_timestamp(ulog: UnifiedLog, clock: ManualClock) -> None:
+    txn = Producer(1, epoch=3, txn=True)
+    ulog.append_as_leader(txn.batch(1), 0)
+    clock.advance(5)
+    at = ulog.append_marker(1, 3, False, 0, 7)  # TV1: a marker at the producer's own epoch is valid
+    data = ulog.read_for_replication(at, 10**6)
+    [(_, header)] = list(iter_batches(data))
+    assert (header.base_offset, header.partition_leader_epoch, header.is_control, header.max_timestamp) == (
+        at, 7, True, clock.millis())
+    entry = ulog.producer_state.last_entry(1)
+    assert entry is not None and (entry.last_timestamp, entry.current_txn_first_offset) == (clock.millis(), None)
+
+
+def test_read_committed_at_the_end_returns_nothing_and_no_aborted_list(ulog: UnifiedLog) -> None:
+    ulog.append_as_leader(plain(), 0)
+    ulog.high_watermark = 1
+    fetched = ulog.read(1, 10**6, True)
+    assert (bytes(fetched.records), fetched.aborted_transactions) == (b"", [])
+
+
+def test_read_passes_min_one_batch(ulog: UnifiedLog) -> None:
+    ulog.append_as_leader(plain(1, b"x" * 100), 0)
+    ulog.high_watermark = 1
+    assert offsets(ulog.read(0, 10, False).records) == [0]  # one batch, though larger than max_bytes
+    assert offsets(ulog.read(0, 10, False, min_one_batch=False).records) == []
+    assert offsets(ulog.read(0, 10, True, min_one_batch=False).records) == []
 
 
 def test_lso_with_open_committed_and_aborted_txns(ulog: UnifiedLog) -> None:
@@ -167,6 +208,34 @@ def test_lso_with_open_committed_and_aborted_txns(ulog: UnifiedLog) -> None:
 
 def _batches(data: bytes | memoryview) -> list[bytes]:
     return [bytes(data[p:p + h.size]) for p, h in iter_batches(data)]
+
+
+def test_lso_is_the_high_watermark_when_the_high_watermark_is_below_an_open_transaction(ulog: UnifiedLog) -> None:
+    # Kafka's UnifiedLog.lastStableOffset: the first unstable offset only if it is below the high watermark,
+    # else the high watermark (min of the two): an open transaction above the HW never lifts the LSO past it.
+    txn = Producer(1, txn=True)
+    for _ in range(5):
+        ulog.append_as_leader(plain(), 0)  # 0-4
+    ulog.append_as_leader(txn.batch(2), 0)  # 5-6, open
+    assert ulog.first_unstable_offset == 5
+    for hw, lso in ((3, 3), (5, 5), (6, 5), (7, 5)):
+        ulog.high_watermark = hw
+        assert ulog.last_stable_offset == lso, f"high watermark {hw}"
+    ulog.high_watermark = 3
+    assert offsets(ulog.read(0, 10**6, True).records) == [0, 1, 2]  # read_committed stops at the HW
+
+
+def test_a_decided_transaction_holds_the_lso_until_the_high_watermark_passes_its_marker(ulog: UnifiedLog) -> None:
+    # Kafka's ProducerStateManager.onHighWatermarkUpdated drops a completed transaction only once its marker
+    # is below the high watermark (lastOffset < highWatermark): with the HW at the marker it still holds the
+    # LSO at its first offset, one offset later it is gone.
+    txn = Producer(1, txn=True)
+    ulog.append_as_leader(txn.batch(2), 0)  # 0-1
+    marker = ulog.append_marker(1, 0, True, 0, 0)  # 2
+    ulog.high_watermark = marker
+    assert (ulog.first_unstable_offset, ulog.last_stable_offset) == (0, 0)
+    ulog.high_watermark = marker + 1
+    assert (ulog.first_unstable_offset, ulog.last_stable_offset) == (None, marker + 1)
 
 
 def test_aborted_lso_records_other_open_txn(ulog: UnifiedLog) -> None:

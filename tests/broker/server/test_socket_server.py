@@ -98,13 +98,28 @@ def _produce(s: socket.socket, records: bytes) -> int:
     return int(resp.responses[0].partition_responses[0].error_code)
 
 
+def _stored(cluster: EmbeddedCluster) -> tuple[int, int, int]:
+    """(log end offset, high watermark, bytes in the partition's segment files) of t-0 on its only node."""
+    assert cluster.cluster is not None
+    part = cluster.cluster.nodes[0].replica_manager.get("t", 0)
+    assert part is not None
+    log = part.log
+    on_disk = sum(p.stat().st_size for p in (cluster.data_dir / "node-0" / "t-0").glob("*.log"))
+    return log.log_end_offset, log.high_watermark, on_disk
+
+
 def test_bad_crc_gets_corrupt_message_and_is_not_stored(cluster: EmbeddedCluster) -> None:
     good = bytearray(build_batch([(None, b"hello", [])], timestamp_ms=1_700_000_000_000))
     bad = bytearray(good)
     bad[-1] ^= 0xFF
     with _connect(cluster) as s:
+        before = _stored(cluster)
         assert _produce(s, bytes(bad)) == 2  # CORRUPT_MESSAGE
+        # Kafka validates the CRC before anything is appended (LogValidator): no offset, no byte on disk.
+        assert _stored(cluster) == before
         assert _produce(s, bytes(good)) == 0  # the same connection keeps working
+        end, hw, size = _stored(cluster)
+        assert (end, hw, size) == (before[0] + 1, before[1] + 1, before[2] + len(good))
 
 
 def test_truncated_batch_is_rejected(cluster: EmbeddedCluster) -> None:

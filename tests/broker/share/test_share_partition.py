@@ -233,3 +233,59 @@ def test_record_limit_mode_splits_batches_at_the_limit():
     # Released 2-3 first, then the rest of the batch: 3 records in all.
     got = sp.acquire("m2", batches((0, 4), (5, 9)), 3, fetch_offset=2, record_limit=True)
     assert got == [AcquiredRange(2, 3, 2), AcquiredRange(7, 7, 1)]
+
+
+def states(sp: SharePartition) -> list[tuple[int, int, S, int]]:
+    return [(r.first, r.last, r.state, r.delivery_count) for r in sp.in_flight()]
+
+
+def test_available_records_the_log_no_longer_has_are_archived_and_acquired_ones_are_left_to_their_member():
+    # Kafka's SharePartition.maybeArchiveStaleBatches: when the first batch a fetch returns starts above the
+    # fetch offset, the in-flight AVAILABLE records below it were compacted away: they are archived. Records
+    # acquired by a member stay with it until it acknowledges them or its lock expires.
+    sp, _, _ = make()
+    sp.acquire("m1", batches((0, 9)), 100, fetch_offset=0)
+    sp.acknowledge("m1", [ack(0, 1, A.RELEASE), ack(4, 9, A.RELEASE)])  # m1 keeps 2-3
+    got = sp.acquire("m2", batches((6, 9)), 100, fetch_offset=0)  # 0-5 compacted away
+    assert got == [AcquiredRange(6, 9, 2)]
+    assert sp.start_offset == 2
+    assert states(sp) == [(2, 3, S.ACQUIRED, 1), (4, 5, S.ARCHIVED, 1), (6, 9, S.ACQUIRED, 2)]
+
+
+def test_a_single_vanished_offset_is_archived_too():
+    sp, _, _ = make()
+    sp.acquire("m1", batches((0, 9)), 100, fetch_offset=0)
+    sp.acknowledge("m1", [ack(0, 9, A.RELEASE)])
+    assert sp.acquire("m2", batches((1, 9)), 100, fetch_offset=0) == [AcquiredRange(1, 9, 2)]  # 0 compacted away
+    assert sp.start_offset == 1
+
+
+def test_record_limit_mode_counts_only_the_records_it_acquires():
+    # ShareFetch v2's record-limit mode: at most max_records records are acquired; records other
+    # members hold are skipped without counting, and new records past the in-flight ones count as they come.
+    sp, _, _ = make()
+    sp.acquire("m1", batches((0, 9)), 100, fetch_offset=0)
+    sp.acknowledge("m1", [ack(2, 3, A.RELEASE), ack(6, 7, A.RELEASE)])
+    got = sp.acquire("m2", batches((0, 9), (10, 19)), 5, fetch_offset=0, record_limit=True)
+    assert got == [AcquiredRange(2, 3, 2), AcquiredRange(6, 7, 2), AcquiredRange(10, 10, 1)]
+    assert sp.end_offset == 10
+    got = sp.acquire("m3", batches((0, 9), (10, 19)), 3, fetch_offset=0, record_limit=True)
+    assert got == [AcquiredRange(11, 13, 1)]
+
+
+def test_record_limit_mode_stops_inside_a_released_range_and_counts_every_range_before_it():
+    sp, _, _ = make()
+    sp.acquire("m1", batches((0, 9)), 100, fetch_offset=0)
+    sp.acknowledge("m1", [ack(0, 0, A.RELEASE), ack(2, 2, A.RELEASE), ack(4, 9, A.RELEASE)])  # m1 keeps 1 and 3
+    got = sp.acquire("m2", batches((0, 9)), 4, fetch_offset=0, record_limit=True)
+    assert got == [AcquiredRange(0, 0, 2), AcquiredRange(2, 2, 2), AcquiredRange(4, 5, 2)]
+    assert sp.acquire("m3", batches((0, 9)), 1, fetch_offset=0, record_limit=True) == [AcquiredRange(6, 6, 2)]
+
+
+def test_record_limit_mode_continues_into_new_records_of_the_same_batch():
+    sp, _, _ = make()
+    sp.acquire("m1", batches((0, 9)), 100, fetch_offset=0)
+    sp.acknowledge("m1", [ack(8, 9, A.RELEASE)])
+    # The log has grown: the batch read now ends at 14; 2 released records, then 2 new ones.
+    got = sp.acquire("m2", batches((0, 14)), 4, fetch_offset=0, record_limit=True)
+    assert got == [AcquiredRange(8, 9, 2), AcquiredRange(10, 11, 1)]

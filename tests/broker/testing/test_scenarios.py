@@ -22,6 +22,7 @@ from kafka_txn_broker.testing.scenarios import (
     run_scenario,
 )
 from kafka_txn_tools.cli.app import app
+from tests.e2e.cli_support import ZOMBIE_TIMEOUT_MS
 
 LEGACY = {"transaction.partition.verification.enable": False,
           "transaction.abort.timed.out.transaction.cleanup.interval.ms": 200,
@@ -58,7 +59,8 @@ def _check_ground_truth(cluster: EmbeddedCluster, result: ScenarioResult) -> Non
 
 @pytest.mark.parametrize("name", PARTITION_SIDE)
 def test_scenario_ground_truth(legacy: EmbeddedCluster, name: str) -> None:
-    (result,) = run_scenario(name, legacy.bootstrap_servers, ScenarioOptions(zombie_timeout_ms=300, wait_s=20))
+    (result,) = run_scenario(name, legacy.bootstrap_servers, ScenarioOptions(zombie_timeout_ms=ZOMBIE_TIMEOUT_MS,
+                                                                               wait_s=30))
     assert result.name == name and "coordinator" in result.incident
     _check_ground_truth(legacy, result)
 
@@ -94,10 +96,10 @@ def test_a_verifying_broker_prevents_each_scenario(tmp_path: Path, name: str) ->
     cfg = {**LEGACY, "transaction.partition.verification.enable": True}
     with EmbeddedCluster(nodes=1, data_dir=tmp_path, config=cfg) as cluster:
         with pytest.raises(ScenarioPrevented, match="verification"):
-            run_scenario(name, cluster.bootstrap_servers, ScenarioOptions(zombie_timeout_ms=300, wait_s=20,
-                                                                           healthy=False))
+            run_scenario(name, cluster.bootstrap_servers, ScenarioOptions(zombie_timeout_ms=ZOMBIE_TIMEOUT_MS,
+                                                                           wait_s=30, healthy=False))
         out = CliRunner().invoke(app, ["broker", "scenario", name, "--bootstrap-server", cluster.bootstrap_servers,
-                                       "--zombie-timeout-ms", "300"])
+                                       "--zombie-timeout-ms", str(ZOMBIE_TIMEOUT_MS)])
         assert out.exit_code == 1 and "transaction.partition.verification.enable=false" in out.output
 
 

@@ -226,3 +226,25 @@ def test_markers_wait_for_an_offline_leader(tmp_path: Path) -> None:
         h.tick(100)
         assert h.metadata("a").state is S.COMPLETE_COMMIT  # type: ignore[union-attr]
         assert h.lso("solo", victim) == (3, 3)
+
+
+def test_timeout_counts_from_the_first_partition_even_when_partitions_are_added_late(
+        coordinator: FakeCoordinator) -> None:
+    # Kafka's TransactionMetadata.prepareAddPartitions keeps txnStartTimestamp once the transaction is Ongoing,
+    # and TransactionStateManager.timedOutTransactions aborts when txnStartTimestamp + txnTimeoutMs < now: a
+    # partition added late does not restart the transaction's timeout.
+    c = coordinator
+    pid, epoch = begin(c, "late-adder", ("t", 0))
+    started = c.clock.millis()
+    c.clock.advance(40_000)
+    assert c.add("late-adder", pid, epoch, ("t", 1)) == E.NONE
+    c.clock.advance(10_000)
+    assert c.add("late-adder", pid, epoch, ("t", 2)) == E.NONE  # and once more
+    md = c.metadata("late-adder")
+    assert md is not None and md.txn_start_timestamp == started and len(md.topic_partitions) == 3
+    c.clock.advance(10_000)  # exactly the 60 s timeout since the first partition: not yet (strictly after)
+    assert c.coordinator.abort_timed_out_transactions(c.clock.millis()) == []
+    c.clock.advance(1)  # 20 s after the last partition was added, but 60 s + 1 ms after the first
+    assert c.coordinator.abort_timed_out_transactions(c.clock.millis()) == ["late-adder"]
+    md = c.metadata("late-adder")
+    assert md is not None and (md.state, md.producer_epoch) == (S.COMPLETE_ABORT, epoch + 1)

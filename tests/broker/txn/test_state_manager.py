@@ -219,3 +219,80 @@ def test_an_expiration_whose_tombstone_fails_keeps_the_id() -> None:
     assert sm.remove_expired_transactional_ids(clock.millis()) == []
     md = sm.get("idle")[1]
     assert md is not None and md.pending_state is None and md.state is S.EMPTY
+
+
+def test_loaded_transactions_keep_their_age() -> None:
+    # TransactionStateManager.timedOutTransactions: txnStartTimestamp + txnTimeoutMs < now, so a transaction
+    # loaded 50 s after it started (a coordinator moved) times out 10 s later, not a full timeout later; and
+    # transactional.id.expiration.ms counts from txnLastUpdateTimestamp the same way.
+    sm, log, clock = make(**{"transactional.id.expiration.ms": 20_000})
+    write(log, "running", TransactionLogValue(10, 0, 60_000, S.ONGOING, (("t", 0),), NOW, NOW))
+    write(log, "idle", TransactionLogValue(11, 0, 60_000, S.COMPLETE_COMMIT, (), NOW, NOW))
+    clock.advance(50_000)
+    sm.load_partition(0, 1)
+    clock.advance(10_000)  # exactly 60 s since the start
+    assert sm.timed_out_transactions(clock.millis()) == []
+    clock.advance(1)
+    assert sm.timed_out_transactions(clock.millis()) == [("running", 10, 0)]
+    assert sm.remove_expired_transactional_ids(clock.millis()) == ["idle"]  # 60 s idle >= 20 s
+
+
+def test_loaded_timestamps_in_the_future_count_as_now() -> None:
+    sm, log, clock = make(**{"transactional.id.expiration.ms": 20_000})
+    later = NOW + 3_600_000  # written by a coordinator whose clock ran ahead
+    write(log, "running", TransactionLogValue(10, 0, 60_000, S.ONGOING, (("t", 0),), later, later))
+    write(log, "idle", TransactionLogValue(11, 0, 60_000, S.EMPTY, (), later, -1))
+    sm.load_partition(0, 1)
+    clock.advance(59_999)
+    assert sm.timed_out_transactions(clock.millis()) == []
+    assert sm.remove_expired_transactional_ids(clock.millis()) == ["idle"]  # 60 s since the load
+    clock.advance(2)
+    assert sm.timed_out_transactions(clock.millis()) == [("running", 10, 0)]
+
+
+def test_ids_without_a_mark_are_measured_on_the_wall_clock() -> None:
+    # An id put in the cache without a transition of ours (as the coordinator's first InitProducerId does)
+    # has no monotonic mark: its recorded timestamps are used, as Kafka uses them.
+    sm, _log, clock = make(**{"transactional.id.expiration.ms": 30_000})
+    sm.load_partition(0, 1)
+    for tid, start, state in (("old", NOW - 61_000, S.ONGOING), ("young", NOW - 59_000, S.ONGOING),
+                              ("ahead", NOW + 5_000, S.ONGOING), ("stale", NOW - 30_000, S.EMPTY),
+                              ("fresh", NOW - 29_999, S.EMPTY)):
+        sm.put_if_not_exists(TransactionMetadata(tid, 7, producer_epoch=0, state=state,
+                                                 topic_partitions={("t", 0)} if state is S.ONGOING else set(),
+                                                 txn_start_timestamp=start, txn_last_update_timestamp=start))
+    assert sm.timed_out_transactions(clock.millis()) == [("old", 7, 0)]
+    assert sm.remove_expired_transactional_ids(clock.millis()) == ["stale"]
+
+
+def test_the_timeout_scan_skips_what_it_must_and_goes_on() -> None:
+    sm, _log, clock = make()
+    sm.load_partition(0, 1)
+    busy = begin(sm, "busy", pid=1, timeout=1_000)
+    busy.pending_state = S.PREPARE_COMMIT  # its end is being written
+    done = begin(sm, "done", pid=2, timeout=1_000)
+    done.state = S.COMPLETE_COMMIT
+    begin(sm, "2pc", pid=3, timeout=TWO_PC_TIMEOUT_MS)
+    begin(sm, "late", pid=4, timeout=1_000)
+    clock.advance(1_001)
+    assert sm.timed_out_transactions(clock.millis()) == [("late", 4, 0)]
+
+
+def test_a_late_partition_does_not_move_the_start_mark() -> None:
+    sm, _log, clock = make()
+    sm.load_partition(0, 1)
+    md = begin(sm, "a", pid=1, timeout=10_000)
+    clock.advance(6_000)
+    epoch, _ = sm.get("a")
+    assert sm.append_transaction_to_log("a", epoch, md.prepare_add_partitions({("t", 1)}, clock.millis(), 0)) == E.NONE
+    clock.advance(4_001)
+    assert sm.timed_out_transactions(clock.millis()) == [("a", 1, 0)]
+
+
+@pytest.mark.parametrize(("timeout_ms", "valid"), [(0, False), (1, True), (900_000, True), (900_001, False),
+                                                   (-1, False)])
+def test_transaction_timeout_bounds(timeout_ms: int, valid: bool) -> None:
+    # InitProducerId: 0 < transaction.timeout.ms <= transaction.max.timeout.ms (default 15 min), else
+    # INVALID_TRANSACTION_TIMEOUT.
+    sm, _log, _clock = make()
+    assert sm.validate_transaction_timeout_ms(timeout_ms) is valid
