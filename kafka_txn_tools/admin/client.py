@@ -546,17 +546,8 @@ class AdminClient:
             except kerrors.KafkaError as exc:
                 return _transport_error(exc, node, "OffsetFetch")
 
-        offsets: dict[str, dict[TopicPartition, int]] = {}
-        for outcome in await self._gather([(on, (node, groups)) for node, groups in by_node.items()]):
-            if isinstance(outcome, ScanError):
-                errors.append(outcome)
-            elif isinstance(outcome, BaseException):
-                raise outcome
-            else:
-                offsets.update(outcome[0])
-                errors += [ScanError(e, f"OffsetFetch for group {g!r} failed: {e}", api="OffsetFetch",
-                                     code=error_code(e)) for g, e in outcome[1].items()]
-        return offsets, errors
+        outcomes = await self._gather([(on, (node, groups)) for node, groups in by_node.items()])
+        return _merge_group_outcomes(outcomes, errors, "OffsetFetch", "OffsetFetch for group")
 
     def share_group_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition]
                             ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
@@ -592,19 +583,25 @@ class AdminClient:
                 return _transport_error(exc, node, "DescribeShareGroupOffsets")
             return {g: o for g, o in offsets.items() if levels.get(g) == "read_committed"}, bad
 
-        found: dict[str, dict[TopicPartition, int]] = {}
-        for outcome in await self._gather([(on, (node, groups)) for node, groups in by_node.items()]):
-            if isinstance(outcome, ScanError):
-                errors.append(outcome)
-            elif isinstance(outcome, BaseException):
-                raise outcome
-            else:
-                found.update(outcome[0])
-                errors += [ScanError(e, f"DescribeShareGroupOffsets for {g!r} failed: {e}",
-                                     api="DescribeShareGroupOffsets", code=error_code(e))
-                           for g, e in outcome[1].items()]
-        return found, errors
+        outcomes = await self._gather([(on, (node, groups)) for node, groups in by_node.items()])
+        return _merge_group_outcomes(outcomes, errors, "DescribeShareGroupOffsets", "DescribeShareGroupOffsets for")
 
+
+def _merge_group_outcomes(outcomes: Sequence[Any], errors: list[ScanError], api: str, what: str
+                          ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
+    """Merge the per-coordinator answers of a group offsets read: ({group: offsets}, {group: error}) each, or
+    the ScanError of a coordinator that could not be asked; anything else raised is a bug and is raised."""
+    merged: dict[str, dict[TopicPartition, int]] = {}
+    for outcome in outcomes:
+        if isinstance(outcome, ScanError):
+            errors.append(outcome)
+        elif isinstance(outcome, BaseException):
+            raise outcome
+        else:
+            merged.update(outcome[0])
+            errors += [ScanError(e, f"{what} {g!r} failed: {e}", api=api, code=error_code(e))
+                       for g, e in outcome[1].items()]
+    return merged, errors
 
 class _BootstrapWatch(logging.Handler):
     """Ends kafka-python's bootstrap at the first answer that retrying cannot change.
