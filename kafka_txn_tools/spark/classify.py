@@ -58,7 +58,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, LATE_TRANSACTION_BUFFER_MS
+from kafka_txn_broker.formats.transactions import (
+    DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
+    LATE_TRANSACTION_BUFFER_MS,
+    NO_PRODUCER_EPOCH,
+)
 from kafka_txn_tools.admin.hanging import (
     LIVE,
     CoordinatorTxn,
@@ -475,8 +479,10 @@ def _leader_view(tp: TopicPartition, producer_id: int, leader_table: dict[Partit
     if leader is None:
         return LeaderView(None)  # no input shows the partition
     row = open_on_leader.get((tp.topic, tp.partition, producer_id))
-    producer = None if row is None else ProducerState(row.producer_id, row.producer_epoch or 0, -1,
-                                                      row.last_timestamp_ms, row.coordinator_epoch, row.start_offset)
+    # An epoch the input lacks is shown as Kafka's "no epoch" (-1), not as a real epoch 0.
+    epoch = NO_PRODUCER_EPOCH if row is None or row.producer_epoch is None else row.producer_epoch
+    producer = None if row is None else ProducerState(row.producer_id, epoch, -1, row.last_timestamp_ms,
+                                                      row.coordinator_epoch, row.start_offset)
     return LeaderView(leader.leader_broker_id, producer=producer)
 
 

@@ -25,6 +25,102 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
                "pending_partition reads it only as `if not coordinator_waits`: None and False are both false"),
     Equivalent("kafka_txn_tools/admin/hanging.py", "last_known_owner", "key[1] <= best[1]",
                "equal time and equal id is the same key: replacing best with it changes nothing"),
+    # --- abort (admin/abort.py, admin/abort_batch.py) ---
+    Equivalent("kafka_txn_tools/admin/abort.py", "_add_coordinator_view", "producer_ids=None)",
+               "the listing is filtered again by producer id right after; the filter in the request only spares "
+               "the brokers listing the other transactions"),
+    Equivalent("kafka_txn_tools/admin/abort.py", "_add_coordinator_view", "list_transactions(cluster.broker_ids(), )",
+               "the listing is filtered again by producer id right after; the filter in the request only spares "
+               "the brokers listing the other transactions"),
+    Equivalent("kafka_txn_tools/admin/abort.py", "_add_coordinator_view", "if (failures) or True else",
+               "the verdict is None only when an id's description is missing, which the client reports as an "
+               "error (listed or described): `failures` is never empty there"),
+    Equivalent("kafka_txn_tools/admin/abort.py", "_add_coordinator_view", 'if failures else "XXXX"',
+               "the verdict is None only when an id's description is missing, which the client reports as an "
+               "error (listed or described): `failures` is never empty there"),
+    Equivalent("kafka_txn_tools/admin/abort.py", "_after", "time.monotonic() > deadline",
+               "a monotonic deadline met at the same instant: the two differ by one poll at the very end of the "
+               "wait, which no caller can observe"),
+    Equivalent("kafka_txn_tools/admin/abort.py", "_follow_leader", "time.monotonic() > deadline",
+               "a monotonic deadline met at the same instant: the two differ by one poll at the very end of the "
+               "wait, which no caller can observe"),
+    Equivalent("kafka_txn_tools/admin/abort.py", "_open_state", "if errors or not replicas:",
+               "DescribeProducers is asked for one partition of one broker: the answer is that replica or an "
+               "error, never both and never neither"),
+    Equivalent("kafka_txn_tools/admin/abort.py", "_refuse_mismatches", 'if (name == "coordinator epoch") or True',
+               "the coordinator-epoch rule differs from equality only for a negative live value; a producer with "
+               "an open transaction has a producer id and an epoch of 0 or more"),
+    Equivalent("kafka_txn_tools/admin/abort.py", "execute", "settle_s: float = 4.0",
+               "a tuning default (how long to poll for the LSO after the marker): every outcome is the same, only "
+               "the wait's bound differs"),
+    Equivalent("kafka_txn_tools/admin/abort_batch.py", "write", "settle_s: float = 4.0",
+               "a tuning default (how long to poll for the LSO after the marker): every outcome is the same, only "
+               "the wait's bound differs"),
+    # --- the sweep (spark/classify.py) ---
+    Equivalent("kafka_txn_tools/spark/classify.py", "_leader_rank", "is None else 3",
+               "only the order of the flags matters: 0 < 1 < 3 sorts as 0 < 1 < 2"),
+    Equivalent("kafka_txn_tools/spark/classify.py", "_leader_view", "epoch, None, row.last_timestamp_ms",
+               "the sweep's pending-partition rules never read the producer's last sequence"),
+    Equivalent("kafka_txn_tools/spark/classify.py", "_leader_view", "epoch, +1, row.last_timestamp_ms",
+               "the sweep's pending-partition rules never read the producer's last sequence"),
+    Equivalent("kafka_txn_tools/spark/classify.py", "_leader_view", "epoch, -2, row.last_timestamp_ms",
+               "the sweep's pending-partition rules never read the producer's last sequence"),
+    Equivalent("kafka_txn_tools/spark/classify.py", "_leader_view", "-1, None,",
+               "the sweep's pending-partition rules never read the producer's last timestamp"),
+    Equivalent("kafka_txn_tools/spark/classify.py", "_leader_view", "None, row.start_offset)",
+               "the sweep's coordinator rows carry no coordinator epoch (dumps have none), so the leader's is "
+               "never compared"),
+    Equivalent("kafka_txn_tools/spark/classify.py", "decide", "if (views is not None) and False else",
+               "`views` are the same rows' views, made once for many candidates; without them decide makes the "
+               "same views again"),
+    Equivalent("kafka_txn_tools/spark/classify.py", "verdicts", "by_producer.get(row.producer_id, []), None)",
+               "`views` are the same rows' views, made once for many candidates; without them decide makes the "
+               "same views again"),
+    Equivalent("kafka_txn_tools/spark/classify.py", "verdicts", "by_producer.get(row.producer_id, []), )",
+               "`views` are the same rows' views, made once for many candidates; without them decide makes the "
+               "same views again"),
+    Equivalent("kafka_txn_tools/spark/classify.py", "verdicts", "views.get(row.producer_id, None))",
+               "`views` are the same rows' views, made once for many candidates; without them decide makes the "
+               "same views again"),
+    Equivalent("kafka_txn_tools/spark/classify.py", "verdicts", "views.get(row.producer_id, ))",
+               "`views` are the same rows' views, made once for many candidates; without them decide makes the "
+               "same views again"),
+    Equivalent("kafka_txn_tools/spark/classify.py", "divergence", "followers.get(row.partition_key, None)",
+               "every row kept has a known leader, and the leaders come from the same replicas: its partition is "
+               "always in `followers`"),
+    Equivalent("kafka_txn_tools/spark/classify.py", "divergence", "followers.get(row.partition_key, )",
+               "every row kept has a known leader, and the leaders come from the same replicas: its partition is "
+               "always in `followers`"),
+    Equivalent("kafka_txn_tools/spark/classify.py", "fresh_open",
+               "(row.start_offset, row.source) <= (held.start_offset, held.source)",
+               "one producer on one replica's freshest observation with the same start offset from the same "
+               "source is one row read twice: either copy is the same"),
+    Equivalent("kafka_txn_tools/spark/classify.py", "late_partitions",
+               "(row.start_offset, row.producer_id) <= (held.start_offset, held.producer_id)",
+               "the leader's rows are one per producer (fresh_open keeps one per producer and replica): equal "
+               "start offset and producer id is the same row"),
+    Equivalent("kafka_txn_tools/spark/classify.py", "leaders", "_leader_rank(replica) <= _leader_rank(best[key])",
+               "the rank ends with the broker id: equal ranks are the same replica of the partition"),
+    Equivalent("kafka_txn_tools/spark/classify.py", "stuck", "coordinator_waits=None)",
+               "pending_partition reads it only as `if not coordinator_waits`: None and False are both false"),
+    # --- the transaction coordinator (broker/txn/coordinator.py) ---
+    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator.abort_timed_out_transactions",
+               "from_client=None,", "read only as `not from_client`: None and False are both false"),
+    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator.init_producer_id",
+               "from_client=None,", "read only as `not from_client`: None and False are both false"),
+    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator.abort_timed_out_transactions",
+               "timed_out_transactions(None)",
+               "timed_out_transactions measures elapsed time on the monotonic clock; its now_ms is not read"),
+    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator.tick", "abort_timed_out_transactions(None)",
+               "the scan measures elapsed time on the monotonic clock; now_ms is not read on that path"),
+    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator.abort_timed_out_transactions",
+               "md.producer_id != producer_id and md.pending_transition_in_progress",
+               "the listing and this look-up run in one step of the broker's single event loop: the metadata "
+               "listed is the one found, same producer id, no pending transition"),
+    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator.abort_timed_out_transactions",
+               "md is None and md.producer_id != producer_id",
+               "the listing and this look-up run in one step of the broker's single event loop: the metadata "
+               "listed is the one found, same producer id, no pending transition"),
 )
 
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from kafka_txn_tools.admin import abort as abort_module
+from kafka_txn_tools.admin import abort_batch
 from kafka_txn_tools.admin.abort import AbortTarget, execute, validate
 from kafka_txn_tools.admin.errors import BrokerError, ConnectionFailed, MissingApi, NothingToDo, Refused, UsageError
 from kafka_txn_tools.models import TopicPartition
@@ -327,3 +328,35 @@ def test_the_coordinator_view_and_its_failures() -> None:
     assert check.unverifiable == [
         "the coordinator's view cannot be read: the cluster does not support ListTransactions (Apache Kafka 3.0+), so "
         "it cannot be checked that no coordinator still holds this transaction as live"]
+
+
+def test_no_leader_for_a_partition_led_by_broker_0_is_not_mistaken_for_a_new_leader(clock: FakeTime) -> None:
+    tp = TopicPartition("orders", 0)  # replicas 0, 1, 2: leader 0
+    c = cluster()
+    c.open_txn(tp, producer(10, 100, 30 * MIN, epoch=4))
+    c.offsets = {tp: (100, 180)}
+    check = validate(c, AbortTarget(tp, start_offset=100))
+
+    def leaderless() -> None:
+        c.partitions = [replace(p, leader=-1) if p.partition == tp else p for p in c.partitions]
+
+    fail_first_marker(c, "NOT_LEADER_OR_FOLLOWER", then=leaderless)
+    with pytest.raises(BrokerError, match=r"the leader of orders-0 \(broker 0\) stopped answering"):
+        execute(c, check, sleep=clock.sleep)
+    assert [m[0] for m in c.markers] == [0]  # nothing written anywhere else
+
+
+def test_a_plan_write_waits_for_the_lso_with_the_callers_sleep_and_settle_time(clock: FakeTime) -> None:
+    c = hanging()
+    real = c.write_abort_marker
+
+    def lso_stays(*args):  # type: ignore[no-untyped-def]
+        code = real(*args)
+        c.offsets[TP] = (100, 180)  # the marker is written, but the LSO has not moved yet
+        return code
+
+    c.write_abort_marker = lso_stays  # type: ignore[method-assign]
+    items = abort_batch.prepare(c, [AbortTarget(TP, start_offset=100)], force=False)
+    abort_batch.write(c, items, sleep=clock.sleep, settle_s=0.5)
+    assert items[0].result is abort_batch.AbortResult.ABORTED
+    assert clock.sleeps and set(clock.sleeps) == {0.1} and 0.4 <= sum(clock.sleeps) <= 0.6

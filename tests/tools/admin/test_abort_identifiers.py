@@ -9,13 +9,14 @@ producer epoch INT16, coordinator epoch INT32, offsets INT64.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
 from kafka_txn_tools.admin.abort import AbortTarget, execute, validate
-from kafka_txn_tools.admin.errors import NothingToDo, UsageError
-from kafka_txn_tools.models import TopicPartition
-from tests.tools.admin.fakes import MIN, cluster, producer
+from kafka_txn_tools.admin.errors import MissingApi, NothingToDo, UsageError
+from kafka_txn_tools.models import ScanError, TopicPartition
+from tests.tools.admin.fakes import MIN, cluster, producer, txn
 
 TP = TopicPartition("orders", 1)  # leader: broker 1
 I16, I32, I64 = 2**15, 2**31, 2**63
@@ -123,3 +124,56 @@ def test_the_legacy_form_rechecks_by_producer_and_epoch_only() -> None:
     check.spec = replace(check.spec, start_offset=None)
     execute(c, check, sleep=lambda s: None)
     assert c.markers == [(1, TP, 10, 4, 2, None)]
+
+
+def test_a_cluster_without_write_txn_markers_names_the_command_that_needs_it() -> None:
+    c = open_cluster()
+    c.unsupported = {"WriteTxnMarkers"}
+    with pytest.raises(MissingApi) as exc:
+        validate(c, AbortTarget(TP, start_offset=100))
+    assert exc.value.message.startswith("the cluster does not support WriteTxnMarkers (since ")
+    assert "which `kafka-txn abort` needs" in exc.value.message
+
+
+def test_a_cluster_before_2_8_carries_a_given_start_offset_and_says_what_it_cannot_check() -> None:
+    c = open_cluster()
+    c.unsupported = {"DescribeProducers", "ListTransactions", "DescribeTransactions"}
+    check = validate(c, AbortTarget(TP, 100, 10, 4, 2))
+    assert check.spec.start_offset == 100
+    assert check.marker_text().endswith("coordinator epoch 2, start offset 100")
+    assert check.unverifiable[1] == (
+        "the coordinator's view cannot be read: the cluster does not support ListTransactions and "
+        "DescribeTransactions (Apache Kafka 3.0+), so it cannot be checked that no coordinator still holds this "
+        "transaction as live")
+    # After the write, a cluster without DescribeProducers is never asked for producer state.
+    c.describe_producers = lambda *a, **k: pytest.fail("DescribeProducers sent to a cluster without it")
+    outcome = execute(c, check, sleep=lambda s: None)
+    assert c.markers == [(1, TP, 10, 4, 2, 100)] and not outcome.still_open
+
+
+def test_the_coordinators_unread_view_names_the_first_three_failures() -> None:
+    c = open_cluster()
+    real = c.list_transactions
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        result = real(*args, **kwargs)
+        result.errors.extend(ScanError("BROKER_UNREACHABLE", f"broker {b} is unreachable", broker_id=b,
+                                       api="ListTransactions") for b in (5, 6, 7, 8))
+        return result
+
+    c.list_transactions = failing  # type: ignore[method-assign]
+    check = validate(c, AbortTarget(TP, start_offset=100))
+    assert check.verdict is None and not check.live
+    assert check.refusal == ("the coordinator's view could not be read, so the transaction may be live (broker 5 is "
+                             "unreachable; broker 6 is unreachable; broker 7 is unreachable)")
+
+
+def test_a_prepared_two_phase_commit_transaction_is_refused_naming_its_manager() -> None:
+    c = open_cluster()
+    c.transactions["xa-1"] = replace(txn("xa-1", 10, state="PrepareCommit", partitions=[TP], epoch=4, coordinator=2),
+                                     timeout_ms=2**31 - 1)
+    check = validate(c, AbortTarget(TP, start_offset=100))
+    assert check.live
+    assert check.refusal == (
+        "'xa-1' is a prepared two-phase-commit transaction (KIP-939) with orders-1: an external transaction manager "
+        "owns it and may already have decided to commit it; let that manager commit or abort it")

@@ -11,8 +11,8 @@ transaction at the last producer epochs (KAFKA-20090).
 from __future__ import annotations
 
 from kafka_txn_tools.admin import hanging
-from kafka_txn_tools.admin.hanging import CoordinatorTxn, LeaderView
-from kafka_txn_tools.models import PendingReason, StuckReason, TopicPartition
+from kafka_txn_tools.admin.hanging import CommittedOffset, CoordinatorTxn, LeaderView
+from kafka_txn_tools.models import PartitionOffsets, PendingReason, StuckReason, TopicPartition
 from tests.tools.admin.fakes import MIN, NOW, producer
 
 O0, O1, O2, O3, O4 = (TopicPartition("orders", i) for i in range(5))
@@ -151,4 +151,24 @@ def test_epoch_exhaustion_needs_more_than_the_timeout_with_the_abort_scan() -> N
 
     assert at(70_000) is None
     assert at(70_001) is StuckReason.EPOCH_EXHAUSTED
-    assert at(10 * 24 * 3600 * 1000, timeout_ms=2**31 - 1) is None
+    assert at(30 * 24 * 3600 * 1000, timeout_ms=2**31 - 1) is None  # past Integer.MAX_VALUE ms, still not
+
+
+def test_every_partition_missing_from_the_metadata_is_named() -> None:
+    row = hanging.judge_coordinator(txn(partitions=(O2, O4)), {}, NOW, MIN)
+    assert row is not None
+    assert row.action == ("check whether orders-2, orders-4 were deleted or are hidden by ACLs (a deleted partition's "
+                          "marker is skipped once the coordinator sees the deletion)")
+
+
+def test_a_stalled_group_at_or_past_the_high_watermark_has_no_lag() -> None:
+    # A read_uncommitted group may have committed up to the high watermark (or past it, after a truncation):
+    # it is held at the LSO all the same, with nothing left to read.
+    offsets = PartitionOffsets(O0, 100, 150)
+    groups = hanging.stalled_groups(O0, offsets, [CommittedOffset("at-hw", "consumer", O0, 150),
+                                                  CommittedOffset("past", "consumer", O0, 160),
+                                                  CommittedOffset("at-lso", "share", O0, 100),
+                                                  CommittedOffset("behind", "consumer", O0, 99)])
+    assert groups is not None
+    assert [(g.group_id, g.group_type, g.committed_offset, g.lag) for g in groups] == [
+        ("at-hw", "consumer", 150, 0), ("past", "consumer", 160, 0), ("at-lso", "share", 100, 50)]

@@ -60,7 +60,8 @@ def test_a_verdict_row_carries_the_deciding_coordinator_and_the_leaders_view() -
     replicas = [replica(1), replica(2, is_leader=False)]
     rows = [open_row(), open_row(broker_id=2, is_leader=False)]
     fenced = coordinator(producer_epoch=1, coordinator_id=4, timeout_ms=60_000)
-    [row] = C.analyze(rows, replicas, [fenced], PARAMS).verdicts
+    owners = [C.Ownership("tid", 1, NOW)]  # the id owns the producer: no "last known" owner to name
+    [row] = C.analyze(rows, replicas, [fenced], PARAMS, owners=owners).verdicts
     assert {k: row[k] for k in ("verdict", "reason", "transactional_id", "coordinator_id", "coordinator_state",
                                 "coordinator_producer_epoch", "leader_broker_id", "leader_inferred",
                                 "open_on_brokers", "age_ms", "duration_min", "last_known_transactional_id",
@@ -221,3 +222,24 @@ def test_a_partition_whose_leader_holds_nothing_open_had_its_marker_in_the_sweep
                            partitions=(("t", 0),))
     [row] = C.stuck([prepared], C.leaders([replica(1)]), [], PARAMS)
     assert (row.reason, row.pending_partitions) == (StuckReason.COMPLETION_PENDING, ())
+
+
+def test_a_coordinator_row_without_partitions_cannot_be_told() -> None:
+    # DescribeTransactions failed for it (a dump writes no partitions): the state is unknown, never hanging.
+    assert C.reason(open_row(), coordinator(partitions=None)) == C.UNKNOWN
+    assert C.verdict_of(C.reason(open_row(), coordinator(partitions=None))) == "unverified"
+
+
+def test_a_transaction_open_on_the_leader_only_is_missing_on_every_follower() -> None:
+    replicas = [replica(1), replica(2, is_leader=False), replica(3, is_leader=False)]
+    fresh = C.fresh_open([open_row(broker_id=1)], replicas)
+    assert C.divergence(fresh, C.leaders(replicas), replicas, PARAMS) == [
+        C.Divergence("t", 0, 1, 10, C.LEADER_ONLY, 1, (2, 3))]
+
+
+def test_an_epoch_the_input_lacks_is_shown_as_no_epoch() -> None:
+    prepared = coordinator(state="PrepareCommit", timeout_ms=60_000, last_update_ms=NOW - 20 * 60_000)
+    fresh = C.fresh_open([open_row(producer_epoch=None, start_offset=40)], [replica(1)])
+    [row] = C.stuck([prepared], C.leaders([replica(1)]), fresh, PARAMS)
+    assert row.pending_partitions[0].detail == ("broker 1 still shows producer 1 epoch -1 with a transaction open "
+                                                "from offset 40")
