@@ -140,3 +140,28 @@ def test_the_cli_prints_the_share_ground_truth(cluster):
     assert out.exit_code == 0, out.output
     (line,) = [x for x in out.output.splitlines() if x.startswith("SHARE ")]
     assert "pending=scenario-share-ack-stalled-" in line and f"-{SHARE_PARTITION}:0-9 " in line
+
+
+def test_force_terminate_clears_a_stalled_transaction_holding_a_share_group(cluster, clock):
+    # The operator's way out of share-ack-stalled (its ground truth names it): force-terminate fences the
+    # transactional id through its coordinator, which aborts the transaction; the ABORT marker on the
+    # group's __share_group_state partition gives the staged records back to their member (ACQUIRED, under
+    # the same lock), and once that lock runs out anyone in the group gets them again.
+    from tests.e2e.cli_support import kafka_txn
+
+    t = scenario(cluster, "share-ack-stalled")
+    assert states_at(cluster, t.leader, t).get("TX_PENDING") == 10
+    bs = cluster.bootstrap_servers
+    # --force: the CLI judges liveness by its own wall clock, which the cluster's ManualClock does not follow.
+    r = kafka_txn(bs, "force-terminate", "--transactional-id", t.transactional_id, "--force", "--yes", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json()["fenced"][0]["state_before"] == "Ongoing"
+    cluster.tick()
+    state = wait_states(cluster, t.leader, t, lambda s: s.get("TX_PENDING", 0) == 0)
+    assert state.get("TX_PENDING", 0) == 0 and state.get("ACQUIRED") == 10
+    # Aborted; Empty once force-terminate's InitProducerId retry lands on the ended transaction (as Kafka's).
+    assert coordinator_state(cluster, t.transactional_id) in ("CompleteAbort", "Empty")
+    clock.advance(LOCK_MS + 1)
+    cluster.tick()
+    assert wait_states(cluster, t.leader, t, lambda s: s.get("AVAILABLE") == 10).get("AVAILABLE") == 10
+    assert fetch_as_new_member(cluster, t, t.leader) == [(0, 9)]

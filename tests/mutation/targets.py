@@ -82,7 +82,8 @@ TARGETS: tuple[Target, ...] = (
         "share-partition state (in-flight records, their transitions and the start offset)",
         (Source("broker/share/share_partition.py"), Source("broker/share/record_state.py")),
         ("tests/broker/share/test_share_partition.py", "tests/broker/share/test_record_state.py",
-         "tests/broker/share/test_share_partition_txn.py", "tests/broker/share/test_record_state_txn.py"),
+         "tests/broker/share/test_share_partition_txn.py", "tests/broker/share/test_record_state_txn.py",
+         "tests/broker/share/test_share_partition_edges.py"),
     ),
 )
 

@@ -51,8 +51,13 @@ class FakePersister:
     offsets: dict[int, tuple[int, int]] = field(default_factory=dict)
     writes: list[tuple[int, list[StateBatch]]] = field(default_factory=list)
     fail: Exception | None = None
+    # Who asked, as the share coordinator sees it: (key, leader epoch) per read; (key, state epoch,
+    # leader epoch) per write. The coordinator fences writes by these epochs.
+    reads: list[tuple[SharePartitionKey, int]] = field(default_factory=list)
+    writers: list[tuple[SharePartitionKey, int, int]] = field(default_factory=list)
 
     def read_state(self, key: SharePartitionKey, leader_epoch: int) -> PersistedState:
+        self.reads.append((key, leader_epoch))
         out: list[StateBatch] = []
         for off in sorted(self.offsets):
             st, cnt = self.offsets[off]
@@ -66,6 +71,7 @@ class FakePersister:
                     batches: list[StateBatch]) -> None:
         if self.fail is not None:
             raise self.fail
+        self.writers.append((key, state_epoch, leader_epoch))
         self.writes.append((start_offset, list(batches)))
         self.start = start_offset
         for b in batches:

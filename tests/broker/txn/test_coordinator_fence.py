@@ -14,7 +14,7 @@ from __future__ import annotations
 from kafka.errors import NotEnoughReplicasError
 
 from kafka_txn_broker.formats import errors as E
-from kafka_txn_broker.formats.transactions import NO_PRODUCER_EPOCH, TransactionState
+from kafka_txn_broker.formats.transactions import MAX_EPOCH, NO_PRODUCER_EPOCH, TransactionState
 from tests.broker.txn.fakes import FakeCoordinator
 
 S = TransactionState
@@ -109,3 +109,45 @@ def test_the_periodic_scan_runs_at_its_interval() -> None:
     c.coordinator.tick(c.clock.millis())
     md = c.metadata("app")
     assert md is not None and md.state is S.COMPLETE_ABORT
+
+
+def test_init_producer_id_without_an_epoch_at_exhaustion_moves_to_a_new_producer_id() -> None:
+    # A producer starting afresh (no producer id / epoch given) on an id whose epoch is exhausted gets a
+    # new producer id at epoch 0, as Kafka's prepareProducerIdRotation.
+    c = FakeCoordinator()
+    _, pid, _ = c.init("a")
+    md = c.metadata("a")
+    assert md is not None
+    md.producer_epoch = MAX_EPOCH - 1
+    code, new_pid, epoch = c.init("a")
+    assert code == E.NONE and new_pid != pid and epoch == 0
+
+
+def test_a_tv2_end_at_epoch_overflow_answers_the_new_producer_id_while_markers_are_in_flight() -> None:
+    # EndTxn v5: the client continues on the next producer id at epoch 0, answered as soon as the
+    # PREPARE is durable, before the markers land.
+    c = FakeCoordinator()
+    _, pid, _ = c.init("a")
+    md = c.metadata("a")
+    assert md is not None
+    md.producer_epoch = MAX_EPOCH - 1
+    assert c.add("a", pid, MAX_EPOCH - 1, TP, tv=2) == E.NONE
+    c.markers.answer(TP, E.NOT_LEADER_OR_FOLLOWER)  # the marker waits
+    code, new_pid, epoch = c.end("a", pid, MAX_EPOCH - 1, True, tv=2)
+    assert (code, epoch) == (E.NONE, 0) and new_pid not in (pid, -1)
+    md = c.metadata("a")
+    assert md is not None and md.state is S.PREPARE_COMMIT and md.next_producer_id == new_pid
+
+
+def test_init_producer_id_answers_the_failed_fences_error_so_the_producer_retries() -> None:
+    # Kafka maps a __transaction_state append that lacks its in-sync replicas to COORDINATOR_NOT_AVAILABLE,
+    # which a producer retries; the retry then fences at the same bumped epoch.
+    c = FakeCoordinator(TV1)
+    pid, epoch = ongoing(c)
+    c.log.fail_with = NotEnoughReplicasError("the __transaction_state ISR is too small")
+    assert c.init("app") == (E.COORDINATOR_NOT_AVAILABLE, -1, -1)
+    c.log.fail_with = None
+    assert c.init("app") == (E.CONCURRENT_TRANSACTIONS, -1, -1)  # fenced and aborted now; retry once more
+    md = c.metadata("app")
+    assert md is not None and (md.state, md.producer_epoch) == (S.COMPLETE_ABORT, epoch + 1)
+    assert c.init("app") == (E.NONE, pid, epoch + 2)
