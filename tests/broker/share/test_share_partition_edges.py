@@ -19,8 +19,8 @@ from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.formats.share_coordinator_records import StateBatch
 from kafka_txn_broker.share.record_state import AcknowledgeType as A
 from kafka_txn_broker.share.record_state import RecordState as S
-from kafka_txn_broker.share.share_partition import AckBatch, SharePartition
-from tests.broker.share.share_fakes import KEY, FakePersister, Limits, batches
+from kafka_txn_broker.share.share_partition import AckBatch, AcquiredRange, SharePartition
+from tests.broker.share.share_fakes import KEY, Batch, FakePersister, Limits, batches
 
 
 def make() -> tuple[SharePartition, FakePersister]:
@@ -143,3 +143,38 @@ def test_pending_transactions_sum_each_producers_records_and_keep_its_oldest_sta
     a, b = sp.pending_transactions()
     assert (a.producer_id, a.records, b.producer_id, b.records) == (100, 5, 200, 1)
     assert b.oldest_staged_ms - a.oldest_staged_ms == 500  # 100's oldest is its first staging, not its last
+
+
+def test_read_committed_follows_the_aborted_list_in_offset_order_across_transactions() -> None:
+    # Kafka's read_committed rule (as the consumer applies FetchResponse.AbortedTransactions): an aborted
+    # transaction's data is skipped from its first offset until that producer's marker; the list comes
+    # in any order; after the marker the same producer's next transaction is delivered.
+    sp, _ = make()
+    log = [Batch(0, 1, 9, True),  # producer 9, aborted from 0
+           Batch(2, 2, 9, True, True),  # its ABORT marker
+           Batch(3, 4, 9, True),  # producer 9's next transaction, committed
+           Batch(5, 5, 2, True),  # producer 2, aborted from 5: the list names it before producer 9
+           Batch(6, 6, 4, True),  # producer 4, aborted from 6: its first offset is this batch's last offset
+           Batch(7, 7, 2, True, True), Batch(8, 8, 4, True, True), Batch(9, 9, 9, True, True)]
+    got = sp.acquire("m1", log, 100, fetch_offset=0, read_committed=True, aborted=[(2, 5), (9, 0), (4, 6)])
+    assert got == [AcquiredRange(3, 4, 1)]
+    # 0-2 archived, so the start offset passed them; 5-9 archived behind the acquired 3-4.
+    assert (sp.start_offset, sp.counts_by_state()[S.ARCHIVED]) == (3, 5)
+
+
+def test_the_record_limit_mode_takes_exactly_max_records_available_first_then_new() -> None:
+    # ShareFetch v2's record-limit acquisition: a hard limit that may split a batch; records already in
+    # flight and AVAILABLE count first, then new ones from the log, in offset order.
+    sp, _ = make()
+    log = batches((0, 9))
+    assert sp.acquire("m1", log, 4, fetch_offset=0, record_limit=True) == [AcquiredRange(0, 3, 1)]
+    sp.acknowledge("m1", [ack(0, 3, A.RELEASE)])
+    assert sp.acquire("m2", log, 4, fetch_offset=0, record_limit=True) == [AcquiredRange(0, 3, 2)]
+    sp.acknowledge("m2", [ack(0, 3, A.RELEASE)])
+    assert sp.acquire("m3", log, 6, fetch_offset=0, record_limit=True) == [AcquiredRange(0, 3, 3),
+                                                                          AcquiredRange(4, 5, 1)]
+    sp.acknowledge("m3", [ack(0, 5, A.RELEASE)])
+    assert sp.acquire("m4", log, 3, fetch_offset=0, record_limit=True) == [AcquiredRange(0, 2, 4)]
+    assert sp.acquire("m5", log, 5, fetch_offset=3, record_limit=True) == [AcquiredRange(3, 3, 4),
+                                                                          AcquiredRange(4, 5, 2),
+                                                                          AcquiredRange(6, 7, 1)]
