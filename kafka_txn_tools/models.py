@@ -150,10 +150,17 @@ class HangingReason(StrEnum):
 
 
 class RowKind(StrEnum):
-    """find-hanging's two kinds of result: stuck on a partition (KIP-664's case), or at the coordinator."""
+    """find-hanging's kinds of result: stuck on a partition (KIP-664's case), at the coordinator, or a
+    transaction holding share records TX_PENDING (KIP-1289, read from the brokers' metrics)."""
 
     PARTITION = "partition"
     COORDINATOR = "coordinator"
+    SHARE = "share"
+
+
+# find-hanging's reason for a row of kind "share": the transaction has held share-group records TX_PENDING
+# (KIP-1289) longer than the max transaction timeout, so its coordinator should have ended it.
+SHARE_ACKS_PENDING = "share-acks-pending"
 
 
 class StuckReason(StrEnum):

@@ -419,8 +419,9 @@ def share_ack_stalled(run: _Run) -> ShareTransaction:
     long transaction.timeout.ms (--open-timeout-ms) and stalls (GC pause, hung process). The records stay
     TX_PENDING past their acquisition lock (share.record.lock.duration.ms): no member can get them and the
     group's start offset cannot pass them until the transaction ends. TxnPendingLockExpiredCount counts
-    them. find-hanging does not report holders of TX_PENDING records yet (issue 14). Ending the transaction
-    (force-terminate through its coordinator, or its timeout) returns them for redelivery."""
+    them. find-hanging reports the holder (kind "share", from the brokers' metrics: --metrics-url) once it is
+    older than the max transaction timeout. Ending the transaction (force-terminate through its coordinator,
+    or its timeout) returns them for redelivery."""
     staged = _stage_share(run, "share-stalled", run.options.open_timeout_ms)
     return staged.truth("held TX_PENDING past their lock; the group cannot progress past them",
                         f"end the transaction: kafka-txn force-terminate -t ID --force (its coordinator aborts it; "

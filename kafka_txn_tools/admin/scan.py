@@ -22,6 +22,7 @@ from kafka_txn_tools.admin import hanging, stuck, transaction_state
 from kafka_txn_tools.admin.api import ClusterApi
 from kafka_txn_tools.admin.capabilities import require
 from kafka_txn_tools.admin.errors import UsageError
+from kafka_txn_tools.admin.share_pending import ShareHold
 from kafka_txn_tools.models import (
     DEFAULT_MAX_PREPARE_MS,
     ClusterInfo,
@@ -109,6 +110,7 @@ def _partitions_in_scope(cluster: ClusterInfo, scope: Scope) -> list[PartitionIn
 class ScanReport:
     results: list[HangingTransaction] = field(default_factory=list)  # kind "partition"
     stuck: list[StuckTransaction] = field(default_factory=list)  # kind "coordinator"
+    share: list[ShareHold] = field(default_factory=list)  # kind "share" (KIP-1289, from metrics)
     errors: list[ScanError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # context that could not be read (not a partial scan)
     scanned_replicas: int = 0  # partition replicas asked
@@ -122,8 +124,8 @@ class ScanReport:
 
     @property
     def found(self) -> int:
-        """What --exit-code counts: hanging partition rows and stuck coordinator rows."""
-        return len(self.hanging) + len(self.stuck)
+        """What --exit-code counts: hanging partition rows, stuck coordinator rows and share holds."""
+        return len(self.hanging) + len(self.stuck) + len(self.share)
 
     @property
     def unread_replicas(self) -> int:

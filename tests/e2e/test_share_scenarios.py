@@ -165,3 +165,39 @@ def test_force_terminate_clears_a_stalled_transaction_holding_a_share_group(clus
     cluster.tick()
     assert wait_states(cluster, t.leader, t, lambda s: s.get("AVAILABLE") == 10).get("AVAILABLE") == 10
     assert fetch_as_new_member(cluster, t, t.leader) == [(0, 9)]
+
+
+def test_find_hanging_reports_a_transaction_holding_share_records_past_the_timeout(cluster, clock):
+    # No Kafka API lists TX_PENDING records: find-hanging reads them from each broker's metrics endpoint.
+    from kafka_txn_broker.server import metrics
+    from kafka_txn_tools.cli import exit_codes
+    from tests.e2e.cli_support import kafka_txn
+
+    t = scenario(cluster, "share-ack-stalled")
+    server = cluster.call(metrics.serve_metrics(cluster.cluster, "127.0.0.1", 0))
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/metrics"
+    try:
+        def holds(*extra: str) -> tuple[int, list[dict[str, Any]]]:
+            r = kafka_txn(cluster.bootstrap_servers, "find-hanging", "--topic", t.topic, "--metrics-url", url,
+                          "--max-transaction-timeout", "1m", "--exit-code", "-o", "json", *extra)
+            return r.code, [row for row in r.json()["hanging"] if row["kind"] == "share"]
+
+        assert holds() == (exit_codes.OK, [])  # staged just now: not past the timeout
+        clock.advance(60_001)
+        code, rows = holds()
+        assert code == exit_codes.FOUND
+        (row,) = rows
+        assert (row["group"], row["topic"], row["partition"], row["producer_id"], row["transactional_id"],
+                row["records"], row["reason"], row["stalled_groups"]) == (
+            t.group, t.topic, t.partition, t.producer_id, t.transactional_id, 10, "share-acks-pending", [t.group])
+        assert row["oldest_age_ms"] > 60_000
+        table = kafka_txn(cluster.bootstrap_servers, "find-hanging", "--topic", t.topic, "--metrics-url", url,
+                          "--max-transaction-timeout", "1m", "--wide")
+        line = next(x for x in table.out.splitlines() if x.startswith("share "))
+        assert f"{t.topic}-{t.partition}" in line and "share-acks-pending (10 records)" in line and t.group in line
+        assert f"records of share group {t.group!r} TX_PENDING" in table.out and "force-terminate" in table.out
+        unreadable = kafka_txn(cluster.bootstrap_servers, "find-hanging", "--topic", t.topic, "--metrics-url",
+                               "http://127.0.0.1:9/metrics", "--exit-code")
+        assert unreadable.code == exit_codes.PARTIAL and "could not be read" in unreadable.err
+    finally:
+        cluster.call_soon(server.close)

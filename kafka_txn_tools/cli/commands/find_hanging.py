@@ -22,6 +22,7 @@ from kafka_txn_tools.cli.session import Connection, connect, now_ms
 
 if TYPE_CHECKING:
     from kafka_txn_tools.admin.scan import ScanReport
+    from kafka_txn_tools.admin.share_pending import ShareHold
     from kafka_txn_tools.models import HangingTransaction, StalledGroup, StuckTransaction
 
 EXAMPLES = """\b
@@ -36,7 +37,9 @@ Two kinds of row: "partition" (an open transaction no coordinator will end:
 abort it) and "coordinator" (PrepareCommit/PrepareAbort/PrepareEpochFence
 longer than --max-prepare-time with markers missing, or Ongoing at an
 exhausted epoch): each says why and exactly what to do, and which groups it
-holds back at the LSO.
+holds back at the LSO. With --metrics-url (each broker's Prometheus endpoint),
+a third kind, "share": a transaction holding share-group records TX_PENDING
+(KIP-1289) longer than --max-transaction-timeout, and the group it stalls.
 --exit-code: 3 when hanging or stuck transactions were found in a complete
 scan; a scan with errors exits 5 whatever it found (5 wins over 3), and
 JSON/YAML say "partial": true.
@@ -97,6 +100,15 @@ def _coordinator_cells(s: StuckTransaction) -> dict[str, Any]:
             "held_back": _groups_cell(s.stalled_groups)}
 
 
+def _share_cells(h: ShareHold) -> dict[str, Any]:
+    from kafka_txn_tools.models import SHARE_ACKS_PENDING
+
+    return {"kind": "share", "where": f"{h.topic}-{h.partition}", "producer_id": h.producer_id,
+            "producer_epoch": None, "start_offset": None, "age": h.oldest_age_ms,
+            "transactional_id": h.transactional_id, "reason": f"{SHARE_ACKS_PENDING} ({h.records} records)",
+            "lso": None, "high_watermark": None, "held_back": h.group}
+
+
 def _next_steps(report: ScanReport) -> str:
     """After the table: each row's verdict detail and what to do."""
     lines = []
@@ -106,6 +118,9 @@ def _next_steps(report: ScanReport) -> str:
         lines.append(f"{s.transactional_id!r} ({s.state}): {s.detail}")
         lines += [f"  {p.partition} (leader {p.leader}): {p.detail}" for p in s.pending_partitions]
         lines.append(f"  do: {s.action}")
+    for held in report.share:
+        lines.append(f"{held.topic}-{held.partition} producer {held.producer_id} (broker {held.node}): holds "
+                     f"{held.records} records of share group {held.group!r} TX_PENDING\n  do: {held.action()}")
     return "\n" + "\n".join(lines) + "\n" if lines else ""
 
 
@@ -135,8 +150,10 @@ def _emit(report: ScanReport, fmt: FindHangingFormat, max_timeout_ms: int, max_p
                              "scanned_replicas": report.scanned_replicas, "read_replicas": report.read_replicas,
                              "candidates": report.candidates, "partial": report.partial, "notes": report.notes}
     Output(
-        kind="hanging", rows=[*(h.to_row() for h in report.results), *(s.to_row() for s in report.stuck)],
-        table_rows=[*map(_partition_cells, report.results), *map(_coordinator_cells, report.stuck)],
+        kind="hanging", rows=[*(h.to_row() for h in report.results), *(s.to_row() for s in report.stuck),
+                              *(h.to_row() for h in report.share)],
+        table_rows=[*map(_partition_cells, report.results), *map(_coordinator_cells, report.stuck),
+                    *map(_share_cells, report.share)],
         columns=[Column("kind", "KIND", drop=8), Column("where", "PARTITIONS"),
                  Column("producer_id", "PRODUCER ID", drop=2), Column("producer_epoch", "EPOCH", drop=4),
                  Column("start_offset", "START OFFSET", none_as_dash), Column("age", "AGE", human_duration, drop=3),
@@ -177,6 +194,10 @@ def find_hanging_command(
         "--output", "-o", help="table, json, yaml, csv, tsv, kafka, or plan (abort plan YAML for "
                                "`abort --plan`)")] = None,
     wide: WideOpt = False,
+    metrics_url: Annotated[list[str] | None, typer.Option(
+        "--metrics-url", metavar="URL",
+        help="a broker's Prometheus metrics endpoint (repeat for each broker): also report transactions holding "
+             "share-group records TX_PENDING (KIP-1289) too long; no Kafka API lists them")] = None,
 ) -> None:
     """Find hanging transactions: open on a partition, older than the max timeout, and not completable by
     their coordinator; and transactions their coordinator holds in a Prepare state (or at an exhausted epoch)
@@ -196,6 +217,8 @@ def find_hanging_command(
             options = ScanOptions(max_timeout_ms, include_late, max_prepare_ms=max_prepare_ms)
             report = find_hanging(client, scope, now_ms, options, progress=advance, on_total=set_total)
             acl_warning = scan_warning(client, scope, report)  # ACLs may have hidden ids or topics
+        if metrics_url:
+            _add_share_holds(report, metrics_url, scope, max_timeout_ms, timeout)
     report_errors(report.errors)
     for text in report.notes:
         note(text)
@@ -206,6 +229,16 @@ def find_hanging_command(
         raise typer.Exit(exit_codes.PARTIAL)  # wins over FOUND: part of the answer is missing
     if exit_code and report.found:
         raise typer.Exit(exit_codes.FOUND)
+
+
+def _add_share_holds(report: ScanReport, urls: list[str], scope: Any, max_timeout_ms: int,
+                     timeout: str | None) -> None:
+    from kafka_txn_tools.admin import share_pending
+
+    timeout_s = duration_ms(timeout, "--timeout", bare_unit="s") / 1000 if timeout else 10.0
+    found, errors = share_pending.read_metrics(urls, timeout_s)
+    report.share = share_pending.past(share_pending.in_scope(found, scope.topic, scope.partition), max_timeout_ms)
+    report.errors += errors
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,126 @@
+"""Share records a transaction holds TX_PENDING (KIP-1289), read from the brokers' metrics.
+
+No Kafka API lists the share records a transaction holds: KIP-1289 gives operators metrics
+(TxnPendingRecordsCount and its companions). A broker that labels them per share-partition and
+transaction (the embedded broker does: group, topic, partition, producer id and transactional id) tells
+who holds what, and for how long. This module reads them from Prometheus text (the format of a broker's
+or a JMX exporter's /metrics endpoint); `holds` and `past` are pure, `read_metrics` does the I/O.
+
+A transaction that has held records TX_PENDING longer than the brokers' max transaction timeout is one
+its coordinator should have ended: the group cannot get those records back until it ends
+(`stalled_groups` names the group). `kafka-txn abort` cannot end it, since staging writes nothing to the
+share partition's log; `force-terminate` (or the producer) can: the abort gives the records back to their
+member, and they are delivered again once its lock runs out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kafka_txn_tools.models import SHARE_ACKS_PENDING, RowKind, ScanError
+
+PENDING_RECORDS = "kafka_server_sharepartition_txnpendingrecords"
+PENDING_AGE = "kafka_server_sharepartition_txnpendingoldestagems"
+_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)')
+_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"\s*,?')
+_UNESCAPE = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
+
+
+@dataclass(frozen=True, slots=True)
+class ShareHold:
+    """Records one transaction holds TX_PENDING on one share-partition, as one broker reports them."""
+
+    node: str
+    group: str
+    topic: str
+    partition: int
+    producer_id: int
+    transactional_id: str | None
+    records: int
+    oldest_age_ms: int
+
+    def action(self) -> str:
+        txn = self.transactional_id
+        end = f"`kafka-txn force-terminate --transactional-id {txn}`" if txn else \
+            "fencing its transactional id with `kafka-txn force-terminate`"
+        return (f"end the transaction: its producer commits or aborts it, or {end} aborts it and gives the "
+                f"{self.records} records back to their member, delivered again once its lock runs out "
+                "(`kafka-txn abort` cannot: staging writes nothing to the share partition)")
+
+    def to_row(self) -> dict[str, Any]:
+        return {"kind": RowKind.SHARE.value, "reason": SHARE_ACKS_PENDING, "node": self.node, "group": self.group,
+                "topic": self.topic, "partition": self.partition, "producer_id": self.producer_id,
+                "transactional_id": self.transactional_id, "records": self.records,
+                "oldest_age_ms": self.oldest_age_ms, "stalled_groups": [self.group], "action": self.action()}
+
+
+def samples(text: str) -> Iterator[tuple[str, dict[str, str], float]]:
+    """(name, labels, value) of each sample line of Prometheus text; comments and bad lines are skipped."""
+    for line in text.splitlines():
+        found = _SAMPLE.match(line.strip())
+        if found is None or line.lstrip().startswith("#"):
+            continue
+        name, label_text, value = found.groups()
+        try:
+            number = float(value)
+        except ValueError:
+            continue
+        yield name, _labels(label_text or ""), number
+
+
+def _labels(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for m in _LABEL.finditer(text):
+        out[m.group(1)] = re.sub(r'\\[\\"n]', lambda e: _UNESCAPE[e.group(0)], m.group(2))
+    return out
+
+
+def holds(text: str) -> list[ShareHold]:
+    """Every (share-partition, transaction) the text reports with records held TX_PENDING."""
+    records: dict[tuple[str, ...], int] = {}
+    ages: dict[tuple[str, ...], int] = {}
+    for name, labels, value in samples(text):
+        if name not in (PENDING_RECORDS, PENDING_AGE):
+            continue
+        key = tuple(labels.get(k, "") for k in ("node", "group", "topic", "partition", "producer_id",
+                                                "transactional_id"))
+        (records if name == PENDING_RECORDS else ages)[key] = int(value)
+    out = []
+    for key, count in records.items():
+        node, group, topic, partition, producer_id, txn_id = key
+        if count > 0 and partition.isdigit() and producer_id.lstrip("-").isdigit():
+            out.append(ShareHold(node, group, topic, int(partition), int(producer_id), txn_id or None, count,
+                                 ages.get(key, 0)))
+    return sorted(out, key=lambda h: (h.group, h.topic, h.partition, h.producer_id, h.node))
+
+
+def past(found: Iterable[ShareHold], max_ms: int) -> list[ShareHold]:
+    """The holds older than `max_ms` (strictly, as find-hanging's timeout rule)."""
+    return [h for h in found if h.oldest_age_ms > max_ms]
+
+
+def read_metrics(urls: Sequence[str], timeout_s: float) -> tuple[list[ShareHold], list[ScanError]]:
+    """Every hold the endpoints report; an endpoint that cannot be read is an error (a partial answer)."""
+    import urllib.error
+    import urllib.request
+
+    found: list[ShareHold] = []
+    errors: list[ScanError] = []
+    for url in urls:
+        try:
+            with urllib.request.urlopen(url, timeout=timeout_s) as response:  # noqa: S310 (the user's URL)
+                text = response.read().decode("utf-8", "replace")
+        except (OSError, ValueError, urllib.error.URLError) as exc:
+            errors.append(ScanError("METRICS_UNREADABLE", f"metrics endpoint {url} could not be read: {exc}",
+                                    api="metrics"))
+            continue
+        found += holds(text)
+    return sorted(found, key=lambda h: (h.group, h.topic, h.partition, h.producer_id, h.node)), errors
+
+
+def in_scope(found: Iterable[ShareHold], topic: str | None, partition: int | None) -> list[ShareHold]:
+    """The holds on the scanned topic (and partition), as the rest of find-hanging's scope."""
+    return [h for h in found if (topic is None or h.topic == topic) and (partition is None or h.partition == partition)]
