@@ -124,3 +124,15 @@ def read_metrics(urls: Sequence[str], timeout_s: float) -> tuple[list[ShareHold]
 def in_scope(found: Iterable[ShareHold], topic: str | None, partition: int | None) -> list[ShareHold]:
     """The holds on the scanned topic (and partition), as the rest of find-hanging's scope."""
     return [h for h in found if (topic is None or h.topic == topic) and (partition is None or h.partition == partition)]
+
+
+def of_transaction(found: Iterable[ShareHold], producer_id: int, transactional_id: str) -> list[ShareHold]:
+    """What one transaction holds: by producer id (a broker that cannot name the transactional id still
+    reports the producer id), unless the broker names another transactional id."""
+    return [h for h in found if h.producer_id == producer_id and h.transactional_id in (None, transactional_id)]
+
+
+def hold_row(h: ShareHold) -> dict[str, Any]:
+    """One hold as `describe` lists it under its transaction."""
+    return {"group": h.group, "topic": h.topic, "partition": h.partition, "records": h.records,
+            "oldest_age_ms": h.oldest_age_ms, "node": h.node}

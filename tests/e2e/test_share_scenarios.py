@@ -167,7 +167,7 @@ def test_force_terminate_clears_a_stalled_transaction_holding_a_share_group(clus
     assert fetch_as_new_member(cluster, t, t.leader) == [(0, 9)]
 
 
-def test_find_hanging_reports_a_transaction_holding_share_records_past_the_timeout(cluster, clock):
+def test_find_hanging_and_describe_show_what_a_transaction_holds_tx_pending(cluster, clock):
     # No Kafka API lists TX_PENDING records: find-hanging reads them from each broker's metrics endpoint.
     from kafka_txn_broker.server import metrics
     from kafka_txn_tools.cli import exit_codes
@@ -196,6 +196,15 @@ def test_find_hanging_reports_a_transaction_holding_share_records_past_the_timeo
         line = next(x for x in table.out.splitlines() if x.startswith("share "))
         assert f"{t.topic}-{t.partition}" in line and "share-acks-pending (10 records)" in line and t.group in line
         assert f"records of share group {t.group!r} TX_PENDING" in table.out and "force-terminate" in table.out
+        # describe: the transaction's share-group participation, what it holds and where.
+        described = kafka_txn(cluster.bootstrap_servers, "describe", "-t", t.transactional_id, "--metrics-url", url,
+                              "-o", "json").json()["transactions"][0]
+        assert any(str(p).startswith("__share_group_state-") for p in described["partitions"])
+        (held,) = described["share_pending"]
+        assert (held["group"], held["topic"], held["partition"], held["records"], held["node"]) == (
+            t.group, t.topic, t.partition, 10, str(t.leader))
+        plain = kafka_txn(cluster.bootstrap_servers, "describe", "-t", t.transactional_id, "-o", "json")
+        assert plain.json()["transactions"][0]["share_pending"] is None  # not asked: not claimed empty
         unreadable = kafka_txn(cluster.bootstrap_servers, "find-hanging", "--topic", t.topic, "--metrics-url",
                                "http://127.0.0.1:9/metrics", "--exit-code")
         assert unreadable.code == exit_codes.PARTIAL and "could not be read" in unreadable.err

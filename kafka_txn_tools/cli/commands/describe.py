@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,6 +18,10 @@ from kafka_txn_tools.cli.options import (
     WideOpt,
 )
 from kafka_txn_tools.cli.session import Connection, connect, now_ms
+
+if TYPE_CHECKING:
+    from kafka_txn_tools.admin.share_pending import ShareHold
+    from kafka_txn_tools.models import ScanError
 
 EXAMPLES = """\b
 Examples:
@@ -36,6 +40,13 @@ def _pending_cell(pending: list[dict[str, object]] | None) -> str:
     return ",".join(f"{p['topic']}-{p['partition']} ({p['reason'] or 'reason unknown'})" for p in pending)
 
 
+def _share_cell(held: list[dict[str, object]] | None) -> str:
+    """`orders-0 workers: 10` for each share-partition where the transaction holds records TX_PENDING."""
+    if not held:
+        return "-"
+    return ",".join(f"{h['topic']}-{h['partition']} {h['group']}: {h['records']}" for h in held)
+
+
 def describe_command(
     transactional_id: Annotated[list[str] | None, typer.Option(
         "--transactional-id", "-t", metavar="ID", help="transactional id (repeatable; more ids may follow)")] = None,
@@ -47,10 +58,15 @@ def describe_command(
     timeout: TimeoutOpt = None,
     output: OutputOpt = None,
     wide: WideOpt = False,
+    metrics_url: Annotated[list[str] | None, typer.Option(
+        "--metrics-url", metavar="URL",
+        help="a broker's Prometheus metrics endpoint (repeat for each broker): also list the share-group records "
+             "each transaction holds TX_PENDING (KIP-1289); no Kafka API lists them")] = None,
 ) -> None:
     """Describe transactions: state, producer id/epoch, timeout, start time, duration and partitions; in a
     Prepare state, the partitions still waiting for their marker and why."""
     from kafka_txn_tools.admin.describe import describe_transactions
+    from kafka_txn_tools.admin.share_pending import hold_row, of_transaction
     from kafka_txn_tools.cli.render import Column, Output, human_duration, none_as_dash
     from kafka_txn_tools.cli.upstream.format import DESCRIBE_HEADERS, describe_row
 
@@ -62,10 +78,14 @@ def describe_command(
     with user_errors(), connect(Connection(bootstrap_server, command_config, profile, timeout)) as client:
         described = describe_transactions(client, ids, describe_all)
     now = now_ms()
+    held = _share_holds(metrics_url, timeout, described.errors)
     report_errors(described.errors)
     pending = described.pending
     rows = [{**d.to_row(now), "pending_partitions": [p.to_row() for p in pending[d.transactional_id]]
-             if d.transactional_id in pending else None} for d in described.descriptions]
+             if d.transactional_id in pending else None,
+             "share_pending": None if held is None else [
+                 hold_row(h) for h in of_transaction(held, d.producer_id, d.transactional_id)]}
+            for d in described.descriptions]
     Output(
         kind="transactions",
         rows=rows,
@@ -74,7 +94,8 @@ def describe_command(
                  Column("state", "STATE"), Column("timeout_ms", "TIMEOUT", human_duration, drop=4),
                  Column("duration_ms", "DURATION", human_duration, drop=1),
                  Column("partitions", "PARTITIONS", none_as_dash, drop=5),
-                 Column("pending_partitions", "WAITING FOR MARKERS", _pending_cell, drop=6)],
+                 Column("pending_partitions", "WAITING FOR MARKERS", _pending_cell, drop=6),
+                 *([Column("share_pending", "SHARE TX_PENDING", _share_cell, drop=7)] if held is not None else [])],
         kafka_headers=DESCRIBE_HEADERS, kafka_rows=[describe_row(d, now) for d in described.descriptions],
         errors=[e.to_row() for e in described.errors], extra={"partial": bool(described.errors)},
         empty_message="no transactions",
@@ -84,6 +105,18 @@ def describe_command(
         raise typer.Exit(exit_codes.PARTIAL if described.descriptions else exit_codes.ERROR)
     if not described.descriptions and not describe_all:
         raise typer.Exit(exit_codes.ERROR)
+
+
+def _share_holds(urls: list[str] | None, timeout: str | None, errors: list[ScanError]) -> list[ShareHold] | None:
+    """Every TX_PENDING hold the endpoints report; None without --metrics-url (the column is left out)."""
+    if not urls:
+        return None
+    from kafka_txn_tools.admin.share_pending import read_metrics
+    from kafka_txn_tools.cli.options import duration_ms
+
+    found, unread = read_metrics(urls, duration_ms(timeout, "--timeout", bare_unit="s") / 1000 if timeout else 10.0)
+    errors.extend(unread)
+    return found
 
 
 def register(app: typer.Typer) -> None:

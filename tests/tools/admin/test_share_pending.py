@@ -70,3 +70,12 @@ def test_an_endpoint_that_cannot_be_read_is_an_error_not_an_empty_answer() -> No
     assert found == []
     assert [(e.error, e.api) for e in errors] == [("METRICS_UNREADABLE", "metrics")]
     assert errors[0].message.startswith("metrics endpoint http://127.0.0.1:9/metrics could not be read: ")
+
+
+def test_a_transactions_holds_are_found_by_producer_id_unless_another_id_is_named() -> None:
+    found = SP.holds(TEXT)
+    assert [h.partition for h in SP.of_transaction(found, 7, "etl")] == [0]
+    assert [h.partition for h in SP.of_transaction(found, 8, "loader")] == [1]  # the broker named no id
+    assert SP.of_transaction(found, 7, "another") == []  # the producer id is now another id's
+    assert SP.hold_row(found[0]) == {"group": "orders-workers", "topic": "orders", "partition": 0, "records": 10,
+                                     "oldest_age_ms": 960_000, "node": "1"}
