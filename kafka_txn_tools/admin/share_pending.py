@@ -136,3 +136,10 @@ def hold_row(h: ShareHold) -> dict[str, Any]:
     """One hold as `describe` lists it under its transaction."""
     return {"group": h.group, "topic": h.topic, "partition": h.partition, "records": h.records,
             "oldest_age_ms": h.oldest_age_ms, "node": h.node}
+
+
+def of_share_partition(found: Iterable[ShareHold], group: str, topic: str, partition: int) -> list[dict[str, Any]]:
+    """Who holds records of one share-partition TX_PENDING, as `describe-share-group` lists them."""
+    return [{"producer_id": h.producer_id, "transactional_id": h.transactional_id, "records": h.records,
+             "oldest_age_ms": h.oldest_age_ms, "node": h.node}
+            for h in found if (h.group, h.topic, h.partition) == (group, topic, partition)]

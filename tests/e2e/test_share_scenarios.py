@@ -203,6 +203,14 @@ def test_find_hanging_and_describe_show_what_a_transaction_holds_tx_pending(clus
         (held,) = described["share_pending"]
         assert (held["group"], held["topic"], held["partition"], held["records"], held["node"]) == (
             t.group, t.topic, t.partition, 10, str(t.leader))
+        # describe-share-group: per share-partition, who holds its records TX_PENDING.
+        share_rows = kafka_txn(cluster.bootstrap_servers, "describe-share-group", "--group", t.group,
+                               "--metrics-url", url, "-o", "json").json()["share_group"]
+        (part,) = [r for r in share_rows if (r["topic"], r["partition"]) == (t.topic, t.partition)]
+        (holder,) = part["tx_pending"]
+        assert (holder["producer_id"], holder["transactional_id"], holder["records"]) == (
+            t.producer_id, t.transactional_id, 10)
+        assert holder["oldest_age_ms"] > 60_000
         plain = kafka_txn(cluster.bootstrap_servers, "describe", "-t", t.transactional_id, "-o", "json")
         assert plain.json()["transactions"][0]["share_pending"] is None  # not asked: not claimed empty
         unreadable = kafka_txn(cluster.bootstrap_servers, "find-hanging", "--topic", t.topic, "--metrics-url",

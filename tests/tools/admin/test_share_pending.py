@@ -79,3 +79,10 @@ def test_a_transactions_holds_are_found_by_producer_id_unless_another_id_is_name
     assert SP.of_transaction(found, 7, "another") == []  # the producer id is now another id's
     assert SP.hold_row(found[0]) == {"group": "orders-workers", "topic": "orders", "partition": 0, "records": 10,
                                      "oldest_age_ms": 960_000, "node": "1"}
+
+
+def test_a_share_partitions_holders_are_listed_by_transaction() -> None:
+    found = SP.holds(TEXT)
+    assert SP.of_share_partition(found, "orders-workers", "orders", 1) == [
+        {"producer_id": 8, "transactional_id": None, "records": 3, "oldest_age_ms": 2_000, "node": "1"}]
+    assert SP.of_share_partition(found, "other-group", "orders", 1) == []
