@@ -353,6 +353,9 @@ class SharePartition:
         not ACQUIRED by this member (Kafka's INVALID_RECORD_STATE), writing nothing in either case."""
         self._check_usable()
         plan = [(a, _ack_events(a)) for a in acks]
+        # Overlapping batches would pass the ownership check and then fail half-applied (as Kafka, refuse
+        # them whole: INVALID_REQUEST).
+        self._check_disjoint([(a.first_offset, a.last_offset) for a in acks])
         for ack, _events in plan:
             self._check_owned(member_id, ack.first_offset, ack.last_offset)
         saved = self._save()

@@ -86,8 +86,10 @@ def test_acknowledging_records_the_member_does_not_hold_writes_nothing():
         sp.acknowledge("m2", [ack(0, 4, A.ACCEPT)])
     with pytest.raises(InvalidRecordStateError):
         sp.acknowledge("m1", [ack(3, 7, A.ACCEPT)])  # 5-7 were never fetched
-    with pytest.raises(InvalidRecordStateError):  # the second batch fails: the first is not applied either
-        sp.acknowledge("m1", [ack(0, 1, A.ACCEPT), ack(0, 1, A.ACCEPT), ack(9, 9, A.ACCEPT)])
+    with pytest.raises(InvalidRecordStateError):  # the last batch fails: the others are not applied either
+        sp.acknowledge("m1", [ack(0, 1, A.ACCEPT), ack(2, 3, A.ACCEPT), ack(9, 9, A.ACCEPT)])
+    with pytest.raises(InvalidRequestError):  # the same records twice in one request: refused whole
+        sp.acknowledge("m1", [ack(0, 1, A.ACCEPT), ack(0, 1, A.ACCEPT)])
     with pytest.raises(InvalidRequestError):
         sp.acknowledge("m1", [AckBatch(0, 4, [1, 1])])  # neither one type nor one per offset
     assert len(persister.writes) == writes

@@ -13,7 +13,12 @@ from __future__ import annotations
 import base64
 
 import pytest
-from kafka.errors import CoordinatorNotAvailableError, FencedStateEpochError, InvalidRecordStateError
+from kafka.errors import (
+    CoordinatorNotAvailableError,
+    FencedStateEpochError,
+    InvalidRecordStateError,
+    InvalidRequestError,
+)
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.formats.share_coordinator_records import StateBatch
@@ -23,9 +28,9 @@ from kafka_txn_broker.share.share_partition import AckBatch, AcquiredRange, Shar
 from tests.broker.share.share_fakes import KEY, Batch, FakePersister, Limits, batches
 
 
-def make() -> tuple[SharePartition, FakePersister]:
+def make(**limits: int) -> tuple[SharePartition, FakePersister]:
     persister = FakePersister()
-    sp = SharePartition(KEY, 0, persister, ManualClock(), Limits())
+    sp = SharePartition(KEY, 0, persister, ManualClock(), Limits(**limits))
     sp.initialize(lambda: 0)
     return sp, persister
 
@@ -178,3 +183,89 @@ def test_the_record_limit_mode_takes_exactly_max_records_available_first_then_ne
     assert sp.acquire("m5", log, 5, fetch_offset=3, record_limit=True) == [AcquiredRange(3, 3, 4),
                                                                           AcquiredRange(4, 5, 2),
                                                                           AcquiredRange(6, 7, 1)]
+
+
+# ---- malformed acknowledgements: INVALID_REQUEST with what is wrong, nothing applied ----------------------
+def invalid(sp: SharePartition, *acks: AckBatch) -> str:
+    before = sp.counts_by_state()
+    with pytest.raises(InvalidRequestError) as exc:
+        sp.acknowledge("m1", list(acks))
+    assert sp.counts_by_state() == before
+    return str(exc.value)
+
+
+def test_malformed_acknowledgement_batches_are_invalid_requests_naming_the_problem() -> None:
+    sp, _ = make()
+    sp.acquire("m1", batches((0, 9)), 10, fetch_offset=0)
+    assert "acknowledgement batch 5-4 is empty" in invalid(sp, ack(5, 4, A.ACCEPT))
+    assert "acknowledgement batch -1-2 is empty" in invalid(sp, ack(-1, 2, A.ACCEPT))
+    assert "acknowledgement batch 0-3 has 2 types; give 1 or 4" in invalid(sp, ack(0, 3, A.ACCEPT, A.ACCEPT))
+    assert "unknown acknowledge type in [9]" in invalid(sp, AckBatch(0, 0, [9]))
+    assert "acknowledgement batches overlap at offsets 2-3" in invalid(sp, ack(0, 3, A.ACCEPT), ack(2, 5, A.ACCEPT))
+    with pytest.raises(InvalidRecordStateError) as exc:
+        sp.stage("m1", 100, [ack(0, 1, A.RELEASE)])
+    assert "acknowledge type 2 is not allowed in a transaction: only ACCEPT (1) and REJECT (3)" in str(exc.value)
+
+
+def test_per_offset_types_apply_as_runs() -> None:
+    sp, persister = make()
+    sp.acquire("m1", batches((0, 5)), 6, fetch_offset=0)
+    sp.acknowledge("m1", [ack(0, 5, A.ACCEPT, A.RELEASE, A.RELEASE, A.REJECT, A.ACCEPT, A.ACCEPT)])
+    assert sp.start_offset == 1
+    assert persister.writes[-1] == (1, [StateBatch(1, 2, 0, 1), StateBatch(3, 3, 4, 1), StateBatch(4, 5, 2, 1)])
+
+
+def test_staging_answers_how_many_records_it_staged() -> None:
+    sp, _ = make()
+    sp.acquire("m1", batches((0, 9)), 10, fetch_offset=0)
+    assert sp.stage("m1", 100, [ack(5, 7, A.ACCEPT), ack(9, 9, A.REJECT)]) == 4
+
+
+def test_a_pending_records_lock_runs_out_once_at_its_deadline() -> None:
+    persister = FakePersister()
+    clock = ManualClock()
+    sp = SharePartition(KEY, 0, persister, clock, Limits(lock_ms=1000))
+    sp.initialize(lambda: 0)
+    sp.acquire("m1", batches((0, 4), (5, 9)), 10, fetch_offset=0)
+    sp.stage("m1", 100, [ack(0, 1, A.ACCEPT), ack(5, 6, A.ACCEPT)])
+    clock.advance(999)
+    sp.expire_locks()
+    assert sp.expired_pending_locks == 0
+    clock.advance(1)  # the deadline itself
+    sp.expire_locks()
+    assert sp.expired_pending_locks == 4  # both staged ranges, counted once each
+    clock.advance(5000)
+    sp.expire_locks()
+    assert sp.expired_pending_locks == 4 and sp.counts_by_state()[S.TX_PENDING] == 4
+
+
+def test_a_fenced_or_unloaded_share_partition_does_nothing_more() -> None:
+    sp, persister = make()
+    sp.acquire("m1", batches((0, 4)), 5, fetch_offset=0)
+    sp.stage("m1", 100, [ack(0, 1, A.ACCEPT)])
+    persister.fail = FencedStateEpochError("a newer leader wrote the state")
+    with pytest.raises(FencedStateEpochError):
+        sp.acknowledge("m1", [ack(2, 4, A.ACCEPT)])
+    assert sp.complete_transaction(100, True) == 0
+    assert sp.release_member("m1") == 0
+    with pytest.raises(FencedStateEpochError, match="was fenced; it is loaded again"):
+        sp.acquire("m2", batches((5, 9)), 5, fetch_offset=5)
+    unloaded = SharePartition(KEY, 0, FakePersister(), ManualClock(), Limits())
+    with pytest.raises(InvalidRequestError, match="is not initialized"):
+        unloaded.acquire("m1", batches((0, 4)), 5, fetch_offset=0)
+    assert unloaded.complete_transaction(100, True) == 0 and unloaded.release_member("m1") == 0
+
+
+def test_the_soft_record_limit_stops_at_the_batch_that_reaches_it() -> None:
+    sp, _ = make()
+    assert sp.acquire("m1", batches((0, 4), (5, 9)), 5, fetch_offset=0) == [AcquiredRange(0, 4, 1)]
+    assert sp.acquire("m1", batches((5, 9)), 0, fetch_offset=5) == []
+    assert sp.acquire("m1", [], 5, fetch_offset=5) == []
+
+
+def test_the_in_flight_cap_counts_from_the_start_offset() -> None:
+    sp, _ = make(max_in_flight=10)
+    sp.acquire("m1", batches((0, 9)), 10, fetch_offset=0)
+    assert not sp.can_acquire()  # 10 in flight, none available
+    sp.acknowledge("m1", [ack(0, 4, A.ACCEPT)])
+    assert sp.start_offset == 5 and sp.can_acquire()  # 5 in flight: room for 5 more
