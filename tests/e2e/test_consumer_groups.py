@@ -188,9 +188,12 @@ def test_kafka_python_consumer_group_round_trip(cluster: EmbeddedCluster) -> Non
     from kafka.errors import NoError
 
     sent = produce(cluster.bootstrap_servers, 24)
+    # A session of 30 s (Kafka's default is 45 s): on a loaded 2-core machine the client's heartbeat thread
+    # shares the GIL with the in-process brokers and can starve past a short session; the broker then
+    # removes the member, as Kafka would, and the read starts over (seen once: no record within 60 s).
     consumer = KafkaConsumer(TOPIC, bootstrap_servers=cluster.bootstrap_servers, group_id="kp",
                              auto_offset_reset="earliest", enable_auto_commit=False,
-                             session_timeout_ms=6000, heartbeat_interval_ms=300)
+                             session_timeout_ms=30000, heartbeat_interval_ms=1000)
     got: list[bytes] = []
     deadline = time.monotonic() + 60  # until all 24 arrive; a loaded machine can take a while to assign
     try:
@@ -229,7 +232,7 @@ def test_aiokafka_consumer_group_round_trip(cluster: EmbeddedCluster) -> None:
     async def run() -> tuple[list[bytes], int | None]:
         consumer = AIOKafkaConsumer(TOPIC, bootstrap_servers=cluster.bootstrap_servers, group_id="aio",
                                     auto_offset_reset="earliest", enable_auto_commit=False,
-                                    session_timeout_ms=6000, heartbeat_interval_ms=300)
+                                    session_timeout_ms=30000, heartbeat_interval_ms=1000)  # as kafka-python's
         await consumer.start()
         got: list[bytes] = []
         try:
