@@ -121,6 +121,13 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
                "md is None and md.producer_id != producer_id",
                "the listing and this look-up run in one step of the broker's single event loop: the metadata "
                "listed is the one found, same producer id, no pending transition"),
+    # (end of the transaction coordinator's entries)
+    #
+    # --- the log: producer state, the LSO, the aborted-transaction index (broker/log/) ---
+    # (end of the log's entries)
+    #
+    # --- share partitions (broker/share/share_partition.py, broker/share/record_state.py) ---
+    # (end of the share partitions' entries)
 )
 
 
