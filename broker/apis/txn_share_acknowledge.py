@@ -114,7 +114,8 @@ def _stage(ctx: RequestContext, req: Any) -> tuple[int, dict[TopicIdPartition, P
         code = _register(ctx.node, req, acks)
         if code != E.NONE:
             return code, {}
-    return E.NONE, ctx.node.share_partition_manager.stage(req.group_id, req.member_id, req.producer_id, acks)
+    return E.NONE, ctx.node.share_partition_manager.stage(req.group_id, req.member_id, req.producer_id,
+                                                              req.producer_epoch, acks)
 
 
 def _response(ctx: RequestContext, code: int, results: dict[TopicIdPartition, PartitionResult]) -> Any:

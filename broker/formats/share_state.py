@@ -4,6 +4,10 @@ PersisterStateBatchCombiner. Pure.
 
 - A ShareSnapshot replaces the state; a ShareUpdate of the same snapshot epoch is applied on top of it
   (an update of an older snapshot is already in the newer one), and a tombstone deletes it.
+- A transactional ShareUpdate (KIP-1289: acknowledgements TxnShareAcknowledge staged in a producer's
+  transaction) is held per producer (StagedUpdates) until that producer's marker in the same partition:
+  COMMIT applies it on top of the state as it is then, ABORT drops it, so the log alone says which staged
+  acknowledgements took effect, and a reader sees the rest as still pending.
 - combine(): newer batches override the offsets they cover, batches below the start offset are dropped,
   and neighbours in the same state with the same delivery count are merged:
 
@@ -15,10 +19,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from kafka_txn_broker.formats.errors import CorruptRecordError, InvalidRecordError
+from kafka_txn_broker.formats.record_batch import BatchHeader, iter_records, parse_control_record
 from kafka_txn_broker.formats.share_coordinator_records import (
     SHARE_SNAPSHOT,
+    SHARE_UPDATE,
     RecordFormatError,
     ShareSnapshotValue,
     ShareUpdateValue,
@@ -82,7 +89,71 @@ def apply_record(states: dict[StateKey, ShareGroupOffset], key: bytes, value: by
             state.apply_update(decode_update_value(value))
 
 
-__all__ = ["RecordFormatError", "ShareGroupOffset", "StateKey", "apply_record", "combine"]
+def state_key_of(key: bytes) -> tuple[int, StateKey]:
+    """(record type, state key) of a `__share_group_state` record key (RecordFormatError if unreadable)."""
+    k = decode_key(key)
+    return k.record_type, (k.group_id, k.topic_id, k.partition)
+
+
+@dataclass(slots=True)
+class StagedUpdates:
+    """The transactional ShareUpdate records of open transactions, per producer id, in log order."""
+
+    by_producer: dict[int, list[tuple[StateKey, ShareUpdateValue]]] = field(default_factory=dict)
+
+    def add(self, producer_id: int, key: StateKey, value: ShareUpdateValue) -> None:
+        self.by_producer.setdefault(producer_id, []).append((key, value))
+
+    def of_key(self, key: StateKey) -> list[tuple[int, list[StateBatch]]]:
+        """What each producer's open transaction staged on one share-partition."""
+        found = [(pid, [b for k, v in staged if k == key for b in v.state_batches])
+                 for pid, staged in self.by_producer.items()]
+        return sorted((pid, batches) for pid, batches in found if batches)
+
+    def complete(self, states: dict[StateKey, ShareGroupOffset], producer_id: int, commit: bool,
+                 write_timestamp: int = -1) -> int:
+        """The producer's marker: COMMIT applies what it staged to `states`, ABORT drops it. A staged update
+        was written against the snapshot of its time; it applies to whatever snapshot is current now (a
+        snapshot written meanwhile could not hold it). Returns how many staged updates it resolved."""
+        staged = self.by_producer.pop(producer_id, [])
+        if commit:
+            for key, value in staged:
+                state = states.get(key)
+                if state is not None:
+                    state.apply_update(replace(value, snapshot_epoch=state.snapshot_epoch), write_timestamp)
+        return len(staged)
+
+
+def replay_batch(states: dict[StateKey, ShareGroupOffset], staged: StagedUpdates, batch: bytes,
+                 header: BatchHeader) -> list[tuple[int, Exception]]:
+    """Apply one whole `__share_group_state` batch: a marker resolves its producer's staged updates, a
+    transactional batch's updates are staged, any other record applies. Returns the records it skipped as
+    unreadable, (offset, error), so the caller can say so; the rest of the batch still applies."""
+    if header.is_control:
+        try:
+            commit, _coordinator_epoch = parse_control_record(batch)
+        except (CorruptRecordError, InvalidRecordError) as exc:
+            return [(header.base_offset, exc)]
+        staged.complete(states, header.producer_id, commit)
+        return []
+    skipped: list[tuple[int, Exception]] = []
+    for rec in iter_records(batch):
+        if rec.key is None:
+            continue
+        try:
+            if header.is_transactional:
+                record_type, key = state_key_of(rec.key)
+                if record_type == SHARE_UPDATE and rec.value is not None:
+                    staged.add(header.producer_id, key, decode_update_value(rec.value))
+            else:
+                apply_record(states, rec.key, rec.value)
+        except (RecordFormatError, UnicodeDecodeError, ValueError) as exc:
+            skipped.append((rec.offset, exc))
+    return skipped
+
+
+__all__ = ["RecordFormatError", "ShareGroupOffset", "StagedUpdates", "StateKey", "apply_record", "combine",
+           "replay_batch", "state_key_of"]
 
 
 def combine(current: Iterable[StateBatch], newer: Iterable[StateBatch], start_offset: int) -> list[StateBatch]:

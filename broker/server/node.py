@@ -123,6 +123,9 @@ class BrokerNode:
             # nodes. The KIP broadcasts the marker to every share-partition of the broker that receives
             # it; in one process every live node can be told, so each share-partition leader sees it
             # wherever the state partition's leader is (the per-record producer id filters the rest).
+            # The staged acknowledgements written in this partition (durable, for a restart) take effect
+            # or are dropped here first, as transactional offset commits do.
+            self.share_coordinator.on_transaction_marker(partition, producer_id, commit)
             for node in self.cluster.nodes.values():
                 if node.online:
                     node.share_partition_manager.on_txn_marker(producer_id, commit)

@@ -30,11 +30,17 @@ class ShareStatePersister:
         state = self._shard(key).read_state(key, leader_epoch)
         if state is None:
             return PersistedState(0, UNINITIALIZED, [])
-        return PersistedState(state.state_epoch, state.start_offset, list(state.batches))
+        return PersistedState(state.state_epoch, state.start_offset, list(state.batches),
+                              self._shard(key).staged_of(key))
 
     def write_state(self, key: SharePartitionKey, state_epoch: int, leader_epoch: int, start_offset: int,
                     batches: list[StateBatch]) -> None:
         self._shard(key).write_state(key, state_epoch, leader_epoch, start_offset, batches)
+
+    def stage_state(self, key: SharePartitionKey, leader_epoch: int, producer_id: int, producer_epoch: int,
+                    batches: list[StateBatch]) -> None:
+        """KIP-1289: acknowledgements staged in the producer's transaction, durable until its marker."""
+        self._shard(key).stage_state(key, leader_epoch, producer_id, producer_epoch, batches)
 
     def read_summary(self, key: SharePartitionKey) -> ShareGroupOffset | None:
         """The stored state without touching epochs (ReadShareGroupStateSummary)."""

@@ -30,8 +30,8 @@ class RecordState(IntEnum):
     ACQUIRED = 1
     ACKNOWLEDGED = 2
     ARCHIVED = 4
-    # KIP-1289: acknowledged inside an open transaction, waiting for its marker. In memory only (the KIP
-    # leaves `__share_group_state` unchanged), so never persisted; the id is ours, outside Kafka's range.
+    # KIP-1289: acknowledged inside an open transaction, waiting for its marker. Never in a state batch
+    # (staging is written as the states its COMMIT gives); the id is ours, outside Kafka's range.
     TX_PENDING = 5
 
     @property

@@ -82,6 +82,13 @@ class ShareCoordinator:
                  len(shard.states))
         return shard
 
+    def on_transaction_marker(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A marker was written to a partition: what the producer staged there takes effect or is dropped.
+        A shard not loaded yet reads the marker from the log when it loads."""
+        shard = self.shards.get(partition)
+        if shard is not None:
+            shard.complete_transaction(producer_id, commit)
+
     def on_leadership_change(self, changed: list[PartitionState]) -> None:
         for state in changed:
             if state.topic == SHARE_STATE_TOPIC and state.leader != self.node_id:

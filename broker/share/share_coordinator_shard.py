@@ -8,6 +8,14 @@ It is a ShareUpdate holding the batches the write changed, or, every
 `share.coordinator.snapshot.update.records.per.snapshot` updates, a ShareSnapshot of the whole state,
 so replay never has to go further back than the last snapshot of each key.
 
+KIP-1289 staged acknowledgements are made durable here: stage_state() appends them as a ShareUpdate in a
+transactional batch of the staging producer (this partition is in its transaction: TxnShareAcknowledge
+registered it first), held per producer until the producer's marker reaches this partition (live:
+complete_transaction(); on load: the marker in the log). COMMIT applies them, ABORT drops them. So a
+crash at any point leaves the log saying which staged acknowledgements took effect, and a share-partition
+loaded meanwhile gets the still-open ones back as pending (staged_of()) instead of redelivering records
+whose acknowledgement may yet commit.
+
 Collaborators come through the constructor: the log writer, the clock, the snapshot interval.
 Threading: the broker's event loop owns it; appends are synchronous.
 """
@@ -19,11 +27,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from kafka.errors import FencedLeaderEpochError, FencedStateEpochError, InvalidRequestError
 
-from kafka_txn_broker.formats.record_batch import build_batch, iter_batches, iter_records
+from kafka_txn_broker.formats.record_batch import build_batch, iter_batches
 from kafka_txn_broker.formats.share_coordinator_records import (
     SHARE_SNAPSHOT,
     SHARE_UPDATE,
-    RecordFormatError,
     ShareSnapshotValue,
     ShareUpdateValue,
     StateBatch,
@@ -31,7 +38,7 @@ from kafka_txn_broker.formats.share_coordinator_records import (
     encode_snapshot_value,
     encode_update_value,
 )
-from kafka_txn_broker.formats.share_state import ShareGroupOffset, StateKey, apply_record, combine
+from kafka_txn_broker.formats.share_state import ShareGroupOffset, StagedUpdates, StateKey, combine, replay_batch
 
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock
@@ -54,6 +61,7 @@ class ShareCoordinatorShard:
         self.clock = clock
         self.updates_per_snapshot = updates_per_snapshot
         self.states: dict[StateKey, ShareGroupOffset] = {}
+        self.staged = StagedUpdates()  # of open transactions, until their marker
         self.loaded = False
 
     # ---- reads ---------------------------------------------------------------------------------------
@@ -70,6 +78,10 @@ class ShareCoordinatorShard:
             if leader_epoch > state.leader_epoch:
                 self._write(key, state.state_epoch, leader_epoch, -1, [])
         return self.states[key]
+
+    def staged_of(self, key: StateKey) -> list[tuple[int, list[StateBatch]]]:
+        """(producer id, batches) staged on the share-partition by transactions still open."""
+        return self.staged.of_key(key)
 
     def keys_of_group(self, group_id: str) -> list[StateKey]:
         return [k for k in self.states if k[0] == group_id]
@@ -88,6 +100,27 @@ class ShareCoordinatorShard:
                 raise FencedLeaderEpochError(
                     f"leader epoch {leader_epoch} of {_name(key)} is older than {state.leader_epoch}")
         self._write(key, state_epoch, leader_epoch, start_offset, batches)
+
+    def stage_state(self, key: StateKey, leader_epoch: int, producer_id: int, producer_epoch: int,
+                    batches: list[StateBatch]) -> None:
+        """Append acknowledgements staged in the producer's transaction (the states its COMMIT gives the
+        records) in a transactional batch of that producer; they take effect with its COMMIT marker."""
+        state = self.states.get(key)
+        if state is None:
+            raise InvalidRequestError(f"share-partition {_name(key)} has no state to stage acknowledgements on")
+        if leader_epoch != NO_EPOCH and leader_epoch < state.leader_epoch:
+            raise FencedLeaderEpochError(
+                f"leader epoch {leader_epoch} of {_name(key)} is older than {state.leader_epoch}")
+        value = ShareUpdateValue(state.snapshot_epoch, state.leader_epoch, -1, list(batches))
+        self.writer.append(build_batch([(encode_key(SHARE_UPDATE, *key), encode_update_value(value))],
+                                       timestamp_ms=self.now(), producer_id=producer_id,
+                                       producer_epoch=producer_epoch, transactional=True))
+        self.staged.add(producer_id, key, value)
+
+    def complete_transaction(self, producer_id: int, commit: bool) -> int:
+        """The producer's marker was written to this partition: apply (COMMIT) or drop (ABORT) what it
+        staged here. A repeated marker finds nothing."""
+        return self.staged.complete(self.states, producer_id, commit, self.now())
 
     def initialize_state(self, key: StateKey, state_epoch: int, start_offset: int) -> None:
         """A fresh state (InitializeShareGroupState; AlterShareGroupOffsets bumps the state epoch)."""
@@ -141,19 +174,12 @@ class ShareCoordinatorShard:
         """Apply the whole batches of a log chunk at or after from_offset; return the next offset."""
         next_offset = from_offset
         for pos, header in iter_batches(chunk):
-            if header.last_offset >= from_offset and not header.is_control:
-                for rec in iter_records(chunk[pos:pos + header.size]):
-                    self._replay_record(rec.key, rec.value, rec.offset)
+            if header.last_offset >= from_offset:
+                for offset, exc in replay_batch(self.states, self.staged, chunk[pos:pos + header.size], header):
+                    log.warning("skipping unreadable __share_group_state-%s record at %s: %s",
+                                self.partition, offset, exc)
             next_offset = max(next_offset, header.next_offset)
         return next_offset
-
-    def _replay_record(self, key: bytes | None, value: bytes | None, offset: int) -> None:
-        if key is None:
-            return
-        try:
-            apply_record(self.states, key, value)
-        except (RecordFormatError, UnicodeDecodeError, ValueError) as exc:
-            log.warning("skipping unreadable __share_group_state-%s record at %s: %s", self.partition, offset, exc)
 
     def finish_load(self) -> None:
         self.loaded = True

@@ -16,7 +16,8 @@ count (and, while ACQUIRED, one owner and one lock deadline):
 - The SPSO moves past leading ACKNOWLEDGED / ARCHIVED records; new records are not acquired while
   SPEO - SPSO reaches the in-flight cap.
 - Transactional acknowledgements (KIP-1289): stage() moves records the member holds to TX_PENDING for a
-  producer's transaction, in memory only (nothing is written); complete_transaction() applies the
+  producer's transaction; the manager then makes them durable (staged_batches(): the states the COMMIT
+  gives them, written in the producer's transaction); complete_transaction() applies the
   transaction's marker, matched by producer id (a TV2 marker carries the bumped epoch): COMMIT makes
   them ACKNOWLEDGED / ARCHIVED and writes that like any acknowledgement, ABORT gives them back to their
   owner, still ACQUIRED under the same lock. A TX_PENDING record is not released by its lock: it waits
@@ -24,8 +25,12 @@ count (and, while ACQUIRED, one owner and one lock deadline):
   after its record went to another consumer; expired_pending_locks() counts such records.
 
 Acquisitions are not written (as in Kafka): after a restart or a leader move the new leader reads the
-persisted state, and records that were only acquired are delivered again. Every transition goes through
-record_state.transition. The clock is injectable (lock deadlines are monotonic milliseconds).
+persisted state, and records that were only acquired are delivered again. Records staged by a transaction
+still open come back TX_PENDING, with no owner (the KIP keeps TX_PENDING in memory only and redelivers
+them; then a COMMIT arriving later would apply an acknowledgement to a record another consumer is
+processing again); the marker resolves them, an ABORT making them AVAILABLE as an expired lock would.
+Every transition goes through record_state.transition. The clock is injectable (lock deadlines are
+monotonic milliseconds).
 Threading: one asyncio loop owns it; nothing here awaits.
 """
 
@@ -103,6 +108,8 @@ class PersistedState(NamedTuple):
     state_epoch: int
     start_offset: int
     batches: list[StateBatch]
+    # (producer id, batches) staged by transactions still open: the states their COMMIT gives the records.
+    staged: Sequence[tuple[int, Sequence[StateBatch]]] = ()
 
 
 class StatePersister(Protocol):
@@ -168,7 +175,8 @@ class PendingTxn(NamedTuple):
     oldest_staged_ms: int  # monotonic milliseconds
 
 
-# Acquisitions and transactional staging live in memory only: a new leader delivers such records again.
+# Never written by a share-partition itself: acquisitions are delivered again by a new leader; staging is
+# written by the manager in the producer's transaction (staged_batches()), and loaded back as pending.
 _NOT_PERSISTED = frozenset({RecordState.ACQUIRED, RecordState.TX_PENDING})
 
 
@@ -206,6 +214,7 @@ class SharePartition:
             self._load(start, [])
         else:
             self._load(state.start_offset, state.batches)
+            self._restore_staged(state.staged)
         self.initialized = True
 
     def _load(self, start: int, batches: Iterable[StateBatch]) -> None:
@@ -221,6 +230,28 @@ class SharePartition:
             self._ranges.append(InFlight(first, b.last_offset, RecordState(b.delivery_state), b.delivery_count))
             self._end = b.last_offset + 1
         self._advance_start()
+
+    def _restore_staged(self, staged: Sequence[tuple[int, Sequence[StateBatch]]]) -> None:
+        """Records an open transaction staged before this leader loaded: TX_PENDING again, no owner."""
+        now, lock_ms = self._now(), self.limits.record_lock_duration_ms()
+        for producer_id, batches in staged:
+            for b in sorted(batches):
+                first = max(b.first_offset, self.start_offset)
+                if b.last_offset < first:
+                    continue
+                if b.last_offset >= self._end:  # acquisitions are not persisted: the log had them
+                    self._append_new(self._end, b.last_offset)
+                commit = Event.TXN_COMMIT_ACCEPT if b.delivery_state == RecordState.ACKNOWLEDGED \
+                    else Event.TXN_COMMIT_REJECT
+                lo, hi = self._span(first, b.last_offset)
+                for r in self._ranges[lo:hi]:
+                    if r.state is RecordState.AVAILABLE:  # a completed record stays completed
+                        r.state, r.delivery_count = RecordState.TX_PENDING, b.delivery_count
+                        r.deadline_ms = now + lock_ms
+                        r.txn_producer_id, r.txn_commit, r.staged_ms = producer_id, commit, now
+                self._coalesce(lo, hi)
+        if any(r.state is RecordState.TX_PENDING for r in self._ranges):
+            self._next_deadline = now + lock_ms  # so an expired pending lock is counted, as for a staged one
 
     # ---- views -------------------------------------------------------------------------------------
     @property
@@ -393,6 +424,19 @@ class SharePartition:
                 self._coalesce(lo, hi)
         return sum(a.last_offset - a.first_offset + 1 for a in acks)
 
+    def staged_batches(self, producer_id: int, acks: Sequence[AckBatch]) -> list[StateBatch]:
+        """What stage() of these batches holds for the producer, as the states its COMMIT gives them."""
+        limit = self.limits.delivery_count_limit()
+        out: list[StateBatch] = []
+        for ack in acks:
+            for r in self._ranges[self._index(ack.first_offset):self._index(ack.last_offset) + 1]:
+                if r.state is RecordState.TX_PENDING and r.txn_producer_id == producer_id:
+                    assert r.txn_commit is not None
+                    target, count = transition(r.state, r.txn_commit, r.delivery_count, limit)
+                    out.append(StateBatch(max(r.first, ack.first_offset), min(r.last, ack.last_offset),
+                                          int(target), count))
+        return _merge_state_batches(sorted(out))
+
     def unstage(self, producer_id: int, acks: Sequence[AckBatch]) -> None:
         """Undo stage() of these batches (another partition of the same request failed)."""
         for ack in acks:
@@ -410,9 +454,11 @@ class SharePartition:
         if not picked:
             return 0
         saved = self._save()
+        ownerless = any(r.member_id == EMPTY_MEMBER for r in self._ranges
+                        if r.state is RecordState.TX_PENDING and r.txn_producer_id == producer_id)
         for first, last in picked:
             self._resolve(producer_id, None if commit else Event.TXN_ABORT, first, last)
-        if commit:
+        if commit or ownerless:  # an ownerless record aborted is released, and may archive at the limit
             self._persist_or_restore(saved, picked)
         return sum(last - first + 1 for first, last in picked)
 
@@ -426,6 +472,10 @@ class SharePartition:
             step = event if event is not None else r.txn_commit
             assert step is not None
             r.state, r.delivery_count = transition(r.state, step, r.delivery_count, limit)
+            if r.state is RecordState.ACQUIRED and r.member_id == EMPTY_MEMBER:
+                # Restored after a restart or leader move: no owner to give it back to; released, as
+                # an expired lock would (archived at the delivery-count limit).
+                r.state, r.delivery_count = transition(r.state, Event.LOCK_EXPIRED, r.delivery_count, limit)
             if r.state is RecordState.ACQUIRED:  # aborted: its lock runs on
                 self._next_deadline = r.deadline_ms if self._next_deadline is None \
                     else min(self._next_deadline, r.deadline_ms)

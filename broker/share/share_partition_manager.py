@@ -43,6 +43,7 @@ from kafka.errors import (
 
 from kafka_txn_broker.configs.group_config import ShareAutoOffsetReset
 from kafka_txn_broker.formats.record_batch import BatchHeader, iter_batches
+from kafka_txn_broker.formats.share_coordinator_records import StateBatch
 from kafka_txn_broker.histogram import Histogram
 from kafka_txn_broker.share.share_partition import (
     AckBatch,
@@ -82,6 +83,13 @@ class TopicNames(Protocol):
 
     def leader_of(self, topic: str, partition: int) -> tuple[int, int]:
         """(leader node id, leader epoch); (-1, -1) when unknown."""
+        ...
+
+
+class StagingPersister(StatePersister, Protocol):
+    def stage_state(self, key: SharePartitionKey, leader_epoch: int, producer_id: int, producer_epoch: int,
+                    batches: list[StateBatch]) -> None:
+        """Write acknowledgements staged in the producer's transaction (KIP-1289) in that transaction."""
         ...
 
 
@@ -157,7 +165,7 @@ class ShareFetchResult:
 
 
 class SharePartitionManager:
-    def __init__(self, node_id: int, replicas: LeaderReplicas, topics: TopicNames, persister: StatePersister,
+    def __init__(self, node_id: int, replicas: LeaderReplicas, topics: TopicNames, persister: StagingPersister,
                  configs: GroupShareConfigs, clock: Clock, max_sessions: int = 2000) -> None:
         self.node_id = node_id
         self.replicas = replicas
@@ -360,10 +368,13 @@ class SharePartitionManager:
         return NONE, None
 
     # ---- TxnShareAcknowledge (KIP-1289) -------------------------------------------------------------
-    def stage(self, group_id: str, member_id: str, producer_id: int,
+    def stage(self, group_id: str, member_id: str, producer_id: int, producer_epoch: int,
               acks: dict[TopicIdPartition, list[AckBatch]]) -> dict[TopicIdPartition, PartitionResult]:
         """Stage the acknowledgements of every partition in the producer's transaction, or none: when one
-        partition fails, those already staged are rolled back, and answer the same error naming it."""
+        partition fails, those already staged are rolled back, and answer the same error naming it.
+        Staged records are then written in the producer's transaction (durable until its marker); a
+        failed write rolls back every partition too. Writes that succeeded before it stay in the log, in
+        a transaction the producer must now abort (the error is abortable), which drops them."""
         results: dict[TopicIdPartition, PartitionResult] = {}
         staged: list[tuple[SharePartition, list[AckBatch]]] = []
         failed: tuple[TopicIdPartition, int] | None = None
@@ -377,6 +388,8 @@ class SharePartitionManager:
                 res.error, res.message = int(exc.errno), _message(exc)
                 failed = tp, res.error
                 break
+        if failed is None:
+            failed = self._write_staged(producer_id, producer_epoch, staged, results)
         if failed is not None:
             for sp, batches in staged:
                 sp.unstage(producer_id, batches)
@@ -385,6 +398,18 @@ class SharePartitionManager:
                     results[tp] = PartitionResult(error=failed[1], message=f"not staged: partition {failed[0][1]} "
                                                                            f"of topic {failed[0][0]} failed")
         return results
+
+    def _write_staged(self, producer_id: int, producer_epoch: int, staged: list[tuple[SharePartition, list[AckBatch]]],
+                      results: dict[TopicIdPartition, PartitionResult]) -> tuple[TopicIdPartition, int] | None:
+        for sp, batches in staged:
+            try:
+                self.persister.stage_state(sp.key, sp.leader_epoch, producer_id, producer_epoch,
+                                           sp.staged_batches(producer_id, batches))
+            except BrokerResponseError as exc:
+                tp = (sp.key.topic_id, sp.key.partition)
+                results[tp] = PartitionResult(error=int(exc.errno), message=_message(exc))
+                return tp, int(exc.errno)
+        return None
 
     def _held_share_partition(self, group_id: str, member_id: str, tp: TopicIdPartition,
                               res: PartitionResult) -> SharePartition:
@@ -490,8 +515,8 @@ class SharePartitionManager:
             self._drop(key)
 
     def _drop(self, key: SharePartitionKey) -> None:
-        """Unload a share-partition. What it held TX_PENDING is lost with it (in memory only, as in the
-        KIP): the new leader delivers those records again, and their marker later finds nothing."""
+        """Unload a share-partition. What it held TX_PENDING was also written in its transaction: the new
+        leader loads those records pending again, and their marker resolves them there."""
         sp = self.partitions.pop(key, None)
         if sp is not None:
             self._expired_pending_of_dropped += sp.expired_pending_locks

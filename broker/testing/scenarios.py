@@ -402,16 +402,17 @@ def share_ack_producer_dies(run: _Run) -> ShareTransaction:
 
 
 def share_ack_leadership_move(run: _Run) -> ShareTransaction:
-    """KIP-1289, the share partition's leadership moves while acknowledgements are staged: TX_PENDING lives
-    in the leader's memory only (the KIP), and the new leader loads the persisted share state, in which
-    the staged records were never written. It delivers them again at once, while the transaction is still
-    open and still lists the group's __share_group_state partition; its COMMIT later finds nothing staged
-    at the new leader (a no-op there), so the inputs are processed again: the KIP's stated limit."""
+    """KIP-1289, the share partition's leadership moves while acknowledgements are staged. The KIP keeps
+    TX_PENDING in the leader's memory only, so a new leader would deliver the records again while the
+    transaction can still commit them: processed twice. Here staging is also written in the transaction
+    to the group's __share_group_state partition, so the new leader loads the records TX_PENDING (no owner)
+    and holds them until the transaction's marker: COMMIT acknowledges them, ABORT (or the timeout) makes
+    them deliverable again."""
     staged = _stage_share(run, "share-move", run.options.open_timeout_ms)
     new_leader = move_leader_of(run, staged.leader)
-    return staged.truth("available at the new leader and delivered again while the transaction is open",
-                        "nothing: the records are already back; the transaction ends on its own",
-                        new_leader=new_leader)
+    return staged.truth("held TX_PENDING at the new leader until the transaction ends; not delivered again",
+                        f"the transaction's end: its commit, or its abort or timeout ({run.options.open_timeout_ms} "
+                        f"ms) delivers them again", new_leader=new_leader)
 
 
 def share_ack_stalled(run: _Run) -> ShareTransaction:

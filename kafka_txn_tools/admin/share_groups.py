@@ -197,11 +197,12 @@ def _replay_partition(client: AdminClient, leader: int, index: int, states: dict
     """Fetch one `__share_group_state` partition from its start to its high watermark into `states`."""
     from kafka.protocol.consumer import FetchRequest
 
-    from kafka_txn_broker.formats.record_batch import iter_batches, iter_records
-    from kafka_txn_broker.formats.share_state import RecordFormatError, apply_record
+    from kafka_txn_broker.formats.record_batch import iter_batches
+    from kafka_txn_broker.formats.share_state import StagedUpdates, replay_batch
 
     T = FetchRequest.FetchTopic
     offset = 0
+    staged = StagedUpdates()  # acknowledgements staged by open transactions (KIP-1289): not applied yet
     while True:
         request = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=FETCH_BYTES, isolation_level=0,
                                session_id=0, session_epoch=-1, topics=[T(topic=SHARE_STATE_TOPIC, partitions=[
@@ -217,13 +218,8 @@ def _replay_partition(client: AdminClient, leader: int, index: int, states: dict
         if not data:
             return
         for pos, header in iter_batches(data):
-            if not header.is_control:
-                for rec in iter_records(data[pos:pos + header.size]):
-                    if rec.key is not None:
-                        try:
-                            apply_record(states, rec.key, rec.value)
-                        except (RecordFormatError, UnicodeDecodeError, ValueError):
-                            continue  # a record this reader does not know: the coordinator skips it too
+            # Records this reader does not know are skipped, as the share coordinator skips them.
+            replay_batch(states, staged, data[pos:pos + header.size], header)
             offset = header.next_offset
         if offset >= part.high_watermark:
             return

@@ -115,13 +115,13 @@ def test_a_producer_that_dies_has_its_staged_records_redelivered_after_its_timeo
     assert fetch_as_new_member(cluster, t, t.leader) == [(0, 9)]  # delivered again, none acknowledged
 
 
-def test_a_leadership_move_while_pending_delivers_the_records_again(cluster):
+def test_a_leadership_move_while_pending_keeps_the_records_pending_at_the_new_leader(cluster):
     t = scenario(cluster, "share-ack-leadership-move")
     assert t.new_leader != t.leader
-    # The new leader loaded the persisted state, where nothing was staged: the records are free again while
-    # the transaction is still open and still holds the group's __share_group_state partition.
-    assert fetch_as_new_member(cluster, t, t.new_leader) == [(0, 9)]
-    assert states_at(cluster, t.new_leader, t).get("TX_PENDING", 0) == 0
+    # The new leader loaded the staged acknowledgements the transaction wrote to the group's
+    # __share_group_state partition: the records stay TX_PENDING, nobody gets them while it is open.
+    assert fetch_as_new_member(cluster, t, t.new_leader) == []
+    assert states_at(cluster, t.new_leader, t).get("TX_PENDING", 0) == 10
     assert coordinator_state(cluster, t.transactional_id) == "Ongoing"
 
 

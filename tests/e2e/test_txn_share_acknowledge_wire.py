@@ -246,15 +246,62 @@ def describe_state(client: RawKafkaClient) -> str:
     return str(client.describe_transaction(TXN_ID).transaction_state)
 
 
-def test_a_leadership_move_while_pending_delivers_the_records_again(cluster, setup):
-    # The KIP keeps TX_PENDING in memory only: the new share-partition leader loads the persisted state,
-    # where the staged records were never written, and hands them out again.
-    client, member, topic_id, leader = setup
+def stage_then_move_leader(cluster: EmbeddedCluster, client: RawKafkaClient, member: share_client.ShareMember,
+                           topic_id: uuid.UUID, leader: int) -> ProducerIdAndEpoch:
+    """Stage 0-4 ACCEPT and 5 REJECT with output, then stop the share-partition's leader."""
     code, pe = client.init_producer_id(TXN_ID, 60000)
-    r = txn_ack(client, leader, pe, topic_id, [(0, 9, [ACCEPT])], member_epoch=member.epoch)
+    assert client.add_partitions(TXN_ID, pe, "out", [0]) == 0
+    assert client.produce_transactional(TXN_ID, pe, "out", 0, 0, [b"o"], 1)[0] == 0
+    r = txn_ack(client, leader, pe, topic_id, [(0, 4, [ACCEPT]), (5, 5, [REJECT])], member_epoch=member.epoch)
     assert (r.error_code, partition_codes(r)) == (0, [0])
     cluster.stop_node(leader)
     member.leader = client.partition_leaders("in")[0]
     assert member.leader != leader
-    assert member.fetch() == [(0, 9)]
-    assert in_state(cluster)["TX_PENDING"] == 0
+    return pe
+
+
+def test_a_leadership_move_while_pending_keeps_the_staged_records_until_the_commit(cluster, setup):
+    # The staged acknowledgements are written in the transaction, so the new leader holds them pending:
+    # only what was merely acquired (6-9) is delivered again. Delivering 0-5 again would let the COMMIT
+    # acknowledge records another consumer is processing a second time (the KIP's in-memory TX_PENDING).
+    client, member, topic_id, leader = setup
+    pe = stage_then_move_leader(cluster, client, member, topic_id, leader)
+    assert member.fetch() == [(6, 9)]
+    assert in_state(cluster)["TX_PENDING"] == 6
+    end_txn_v5(client, pe, commit=True)
+    state = wait_for(cluster, lambda s: s["TX_PENDING"] == 0)
+    assert (state["start"], state["ACQUIRED"]) == (6, 4)  # 0-4 ACKNOWLEDGED, 5 ARCHIVED
+    assert persisted(cluster, topic_id)[0] == 6
+    assert committed_output(cluster) == [b"o"]
+
+
+def test_a_leadership_move_then_abort_delivers_the_staged_records_again(cluster, setup):
+    client, member, topic_id, leader = setup
+    pe = stage_then_move_leader(cluster, client, member, topic_id, leader)
+    assert member.fetch() == [(6, 9)]
+    end_txn_v5(client, pe, commit=False)
+    wait_for(cluster, lambda s: s["TX_PENDING"] == 0)
+    # No owner to return them to: released. (This member's every fetch opens a new share session, which
+    # gives back what it held, so 6-9 come again too.)
+    assert member.fetch() == [(0, 5), (6, 9)]
+    assert committed_output(cluster) == []
+
+
+@pytest.mark.parametrize("commit", [True, False])
+def test_a_restart_while_pending_resolves_the_staged_records_by_the_marker(cluster, setup, commit):
+    client, member, topic_id, leader = setup
+    code, pe = client.init_producer_id(TXN_ID, 60000)
+    assert client.add_partitions(TXN_ID, pe, "out", [0]) == 0
+    assert client.produce_transactional(TXN_ID, pe, "out", 0, 0, [b"o"], 1)[0] == 0
+    r = txn_ack(client, leader, pe, topic_id, [(0, 3, [ACCEPT])], member_epoch=member.epoch)
+    assert (r.error_code, partition_codes(r)) == (0, [0])
+    client.close()
+    cluster.restart()  # every node's memory is gone: only the logs remain
+    with RawKafkaClient(cluster.bootstrap_servers) as again:
+        member = share_member(again, topic_id, again.partition_leaders("in")[0])
+        assert member.fetch() == [(4, 9)]  # 0-3 are pending in the open transaction, not delivered again
+        end_txn_v5(again, pe, commit=commit)
+        wait_for(cluster, lambda s: s["TX_PENDING"] == 0)
+        assert member.fetch() == ([(4, 9)] if commit else [(0, 3), (4, 9)])  # 4-9: a new session again
+        assert persisted(cluster, topic_id)[0] == (4 if commit else 0)
+    assert committed_output(cluster) == ([b"o"] if commit else [])

@@ -158,7 +158,8 @@ def test_unstage_rolls_back_only_the_given_batches():
 
 
 def test_a_restart_loses_pending_records_which_are_delivered_again():
-    # The KIP keeps TX_PENDING in memory only: a new leader (or a restart) loads the persisted state.
+    # A share-partition writes no staging itself (the manager writes it in the transaction; loading it back
+    # is test_share_txn_durability.py): a new leader whose persister has none delivers the records again.
     sp, persister, clock = acquired_0_9()
     sp.stage("m1", PID, [ack(0, 9, A.ACCEPT)])
     again = SharePartition(KEY, 1, persister, clock, Limits())
