@@ -8,9 +8,10 @@ or a JMX exporter's /metrics endpoint); `holds` and `past` are pure, `read_metri
 
 A transaction that has held records TX_PENDING longer than the brokers' max transaction timeout is one
 its coordinator should have ended: the group cannot get those records back until it ends
-(`stalled_groups` names the group). `kafka-txn abort` cannot end it, since staging writes nothing to the
-share partition's log; `force-terminate` (or the producer) can: the abort gives the records back to their
-member, and they are delivered again once its lock runs out.
+(`stalled_groups` names the group). `force-terminate` (or the producer) ends it: the abort gives the
+records back to their member, and they are delivered again once its lock runs out. Staging is written in
+the transaction to the group's `__share_group_state` partition, so `kafka-txn abort` can end it there too,
+when its coordinator no longer knows it.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ class ShareHold:
             "fencing its transactional id with `kafka-txn force-terminate`"
         return (f"end the transaction: its producer commits or aborts it, or {end} aborts it and gives the "
                 f"{self.records} records back to their member, delivered again once its lock runs out "
-                "(`kafka-txn abort` cannot: staging writes nothing to the share partition)")
+                "(if its coordinator lost it: `kafka-txn abort` of its open transaction on the group's "
+                "__share_group_state partition)")
 
     def to_row(self) -> dict[str, Any]:
         return {"kind": RowKind.SHARE.value, "reason": SHARE_ACKS_PENDING, "node": self.node, "group": self.group,

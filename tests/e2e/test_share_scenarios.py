@@ -218,3 +218,30 @@ def test_find_hanging_and_describe_show_what_a_transaction_holds_tx_pending(clus
         assert unreadable.code == exit_codes.PARTIAL and "could not be read" in unreadable.err
     finally:
         cluster.call_soon(server.close)
+
+
+def test_abort_of_the_share_state_partition_clears_a_stalled_transaction_with_force(cluster, clock):
+    # Staging is written in the transaction to the group's __share_group_state partition, so the
+    # transaction is open there like on any partition: kafka-txn abort names it by its start offset (from
+    # describe-producers), refuses while the coordinator still runs it, and with --force writes the ABORT
+    # marker, which drops the staging and gives the records back to their member.
+    from tests.e2e.cli_support import kafka_txn, log_offsets
+
+    t = scenario(cluster, "share-ack-stalled")
+    (name,) = t.share_state_partitions
+    partition = name.rsplit("-", 1)[1]
+    bs = cluster.bootstrap_servers
+    producers = kafka_txn(bs, "describe-producers", "--topic", SHARE_STATE_TOPIC, "--partition", partition,
+                          "-o", "json").json()
+    (open_txn,) = [p for p in producers["producers"] if p["producer_id"] == t.producer_id]
+    start = str(open_txn["current_txn_start_offset"])
+    args = ("abort", "--topic", SHARE_STATE_TOPIC, "--partition", partition, "--start-offset", start, "--yes")
+    before = log_offsets(bs, SHARE_STATE_TOPIC, int(partition))
+    refused = kafka_txn(bs, *args, "-o", "json")
+    assert refused.code != 0 and "--force" in refused.err
+    assert log_offsets(bs, SHARE_STATE_TOPIC, int(partition)) == before  # the refusal wrote nothing
+    assert states_at(cluster, t.leader, t).get("TX_PENDING") == 10
+    r = kafka_txn(bs, *args, "--force", "-o", "json")
+    assert r.code == 0, r.err
+    state = wait_states(cluster, t.leader, t, lambda s: s.get("TX_PENDING", 0) == 0)
+    assert state.get("ACQUIRED") == 10  # back to their member, under the same lock

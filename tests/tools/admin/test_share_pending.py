@@ -62,7 +62,8 @@ def test_a_row_names_the_reason_the_group_and_what_to_do() -> None:
     assert row["action"] == (
         "end the transaction: its producer commits or aborts it, or `kafka-txn force-terminate --transactional-id "
         "etl` aborts it and gives the 10 records back to their member, delivered again once its lock runs out "
-        "(`kafka-txn abort` cannot: staging writes nothing to the share partition)")
+        "(if its coordinator lost it: `kafka-txn abort` of its open transaction on the group's "
+        "__share_group_state partition)")
 
 
 def test_an_endpoint_that_cannot_be_read_is_an_error_not_an_empty_answer() -> None:
