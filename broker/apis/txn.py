@@ -129,8 +129,9 @@ async def handle_add_offsets(ctx: RequestContext, req: Any) -> Any:
         # Kafka's handler adds the group's __consumer_offsets partition to the transaction.
         offsets = ctx.node.internal_topic(GROUP_TOPIC)
         tp = (GROUP_TOPIC, partition_for(req.group_id, len(offsets.partitions)))
+        # Kafka passes TV_0 here: a TV2 client never sends AddOffsetsToTxn (TxnOffsetCommit adds the partition).
         code = ctx.node.txn_coordinator.add_partitions_to_transaction(req.transactional_id, req.producer_id,
-                                                                      req.producer_epoch, [tp])
+                                                                      req.producer_epoch, [tp], client_tv=0)
     return AddOffsetsToTxnResponse[ctx.api_version](throttle_time_ms=0, error_code=_old_fenced(code, ctx.api_version))
 
 

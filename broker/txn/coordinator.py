@@ -82,7 +82,7 @@ class ProducerIdGenerator(Protocol):
 class TransactionCoordinator:
     def __init__(self, node_id: int, config: BrokerConfig, clock: Clock, state_manager: TransactionStateManager,
                  marker_channel: TransactionMarkerChannelManager, producer_ids: ProducerIdGenerator,
-                 online: Callable[[], bool], bugs: UpstreamBugs | None = None) -> None:
+                 online: Callable[[], bool], bugs: UpstreamBugs) -> None:
         self.node_id = node_id
         self.config = config
         self.clock = clock
@@ -90,7 +90,7 @@ class TransactionCoordinator:
         self.marker_channel = marker_channel
         self.producer_ids = producer_ids
         self._online = online
-        self.bugs = bugs if bugs is not None else UpstreamBugs(config)
+        self.bugs = bugs
         # Scan schedules are monotonic seconds: a wall clock stepped back must not pause the reaper.
         now = clock.monotonic()
         self._last_abort_scan = now
@@ -214,7 +214,7 @@ class TransactionCoordinator:
 
     # ---- AddPartitionsToTxn / AddOffsetsToTxn ------------------------------------------------
     def add_partitions_to_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                                      partitions: Iterable[TopicPartition], client_tv: int = 0) -> int:
+                                      partitions: Iterable[TopicPartition], client_tv: int) -> int:
         if not transactional_id:
             return E.INVALID_REQUEST
         parts = set(partitions)
@@ -265,7 +265,7 @@ class TransactionCoordinator:
 
     # ---- EndTxn ------------------------------------------------------------------------------
     def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool, *,
-                        from_client: bool = True, client_tv: int = 0) -> PidResult:
+                        from_client: bool = True, client_tv: int) -> PidResult:
         """EndTxn (and the coordinator's own aborts). Returns (error, producer id, epoch); the id and
         epoch are meaningful for TV2 only, as EndTxn v5+ reports them."""
         if not transactional_id:
@@ -414,16 +414,21 @@ class TransactionCoordinator:
                 fence = self._prepare_fence(md)
             except IllegalTransitionError as exc:  # Kafka logs it and goes on with the other transactions
                 log.error("timeout abort of %s failed: %s", txn_id, exc)
-                continue
-            code, _, _ = self.end_transaction(txn_id, fence.producer_id, fence.producer_epoch, False,
-                                              from_client=False,
-                                              client_tv=self.state_manager.transaction_version_level())
-            if code == E.NONE:
-                log.info("aborted %s after its transaction timeout", txn_id)
-                aborted.append(txn_id)
             else:
-                log.info("timeout abort of %s returned %s", txn_id, E.name(code))
+                if self._abort_fenced(txn_id, fence):
+                    aborted.append(txn_id)
         return aborted
+
+    def _abort_fenced(self, txn_id: str, fence: TxnTransitMetadata) -> bool:
+        """The timeout abort once the epoch fence is prepared; True when it was written."""
+        code, _, _ = self.end_transaction(txn_id, fence.producer_id, fence.producer_epoch, False,
+                                          from_client=False,
+                                          client_tv=self.state_manager.transaction_version_level())
+        if code == E.NONE:
+            log.info("aborted %s after its transaction timeout", txn_id)
+            return True
+        log.info("timeout abort of %s returned %s", txn_id, E.name(code))
+        return False
 
     # ---- admin -------------------------------------------------------------------------------
     def describe_transaction(self, transactional_id: str) -> tuple[int, TransactionMetadata | None]:

@@ -284,4 +284,6 @@ class TransactionMetadata:
         return t.producer_epoch == self.producer_epoch + 1 or rotated
 
     def _fail(self, t: TxnTransitMetadata, why: str) -> None:
-        raise IllegalTransitionError(f"{self.transactional_id} failed transition to {t} ({why}); state {self}")
+        # Name the target state first: it is what an operator reading the log needs (Kafka names it too).
+        raise IllegalTransitionError(
+            f"{self.transactional_id} failed transition to {t.state.state_name}: {t} ({why}); state {self}")

@@ -104,7 +104,7 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
     Equivalent("kafka_txn_tools/spark/classify.py", "stuck", "coordinator_waits=None)",
                "pending_partition reads it only as `if not coordinator_waits`: None and False are both false"),
     # --- the transaction coordinator (broker/txn/coordinator.py) ---
-    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator.abort_timed_out_transactions",
+    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator._abort_fenced",
                "from_client=None,", "read only as `not from_client`: None and False are both false"),
     Equivalent("broker/txn/coordinator.py", "TransactionCoordinator.init_producer_id",
                "from_client=None,", "read only as `not from_client`: None and False are both false"),
@@ -121,6 +121,56 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
                "md is None and md.producer_id != producer_id",
                "the listing and this look-up run in one step of the broker's single event loop: the metadata "
                "listed is the one found, same producer id, no pending transition"),
+    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator._after_prepare", "return _error(None)",
+               "append_transaction_to_log answers NONE only after it applied this very transition, in the same "
+               "call, to the metadata it found at this coordinator epoch (appends and replication are synchronous, "
+               "on one event loop); nothing runs between that and this re-check, which therefore always finds the "
+               "id at this epoch, in PREPARE_*, with no pending state, the request's producer id and the epoch as "
+               "prepared: none of its refusals can be reached (Kafka needs them: its append callback runs later)"),
+    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator._after_prepare",
+               "if md is None and epoch != coordinator_epoch:",
+               "append_transaction_to_log answers NONE only after it applied this very transition, in the same "
+               "call, to the metadata it found at this coordinator epoch (appends and replication are synchronous, "
+               "on one event loop); nothing runs between that and this re-check, which therefore always finds the "
+               "id at this epoch, in PREPARE_*, with no pending state, the request's producer id and the epoch as "
+               "prepared: none of its refusals can be reached (Kafka needs them: its append callback runs later)"),
+    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator._after_prepare",
+               "bumped_ok = supports_epoch_bump(client_tv) or md.producer_epoch == producer_epoch + 1",
+               "append_transaction_to_log answers NONE only after it applied this very transition, in the same "
+               "call, to the metadata it found at this coordinator epoch (appends and replication are synchronous, "
+               "on one event loop); nothing runs between that and this re-check, which therefore always finds the "
+               "id at this epoch, in PREPARE_*, with no pending state, the request's producer id and the epoch as "
+               "prepared: none of its refusals can be reached (Kafka needs them: its append callback runs later)"),
+    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator.abort_timed_out_transactions", "break",
+               "the two `continue`s skip ids missing or changed since the listing; the listing and these look-ups run "
+               "in one step of the broker's single event loop (aborting one id changes no other Ongoing id), so "
+               "neither is ever taken. (A fence that fails is skipped by try/else, not by a continue.)"),
+    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator._on_election",
+               "remove_markers_for_txn_topic_partition(None)",
+               "an id leaves the marker channel once its COMPLETE_* is written or refused, so every entry of this "
+               "partition belongs to an id whose last record is PREPARE_*: the load hands it to the channel again "
+               "under the same id, replacing the stale entry"),
+    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator._on_election",
+               "self.state_manager.remove_partition(None)",
+               "the load replaces the partition's cache entry, and every id with a monotonic mark was written to or "
+               "loaded from this partition's log, so it is loaded again and _mark_loaded resets both of its marks; "
+               "`loading` is empty between loads"),
+    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator._prepare_end_tv1", "self.clock.millis(), None)",
+               "no_partition_added is read only as `if no_partition_added`: None and False are both false"),
+    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator._prepare_end_tv2",
+               "S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, None, is_fence",
+               "no_partition_added is read only as `if no_partition_added`: None and False are both false"),
+    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator._prepare_end_tv2",
+               "_tv2_completion(md, S.PREPARE_ABORT, True, None, producer_epoch",
+               "is_fence is False on this branch: a fence is prepared only from Ongoing (PrepareEpochFence's only "
+               "valid previous state) and no transition completes while it is pending, so the state is still Ongoing; "
+               "None is as false as False"),
+    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator._prepare_end_tv2",
+               "_tv2_completion(md, S.PREPARE_ABORT, True, is_fence, None, client_tv)",
+               "_tv2_completion reads producer_epoch only to apply a fence, and is_fence is False on this branch (a "
+               "fence is prepared only from Ongoing and no transition completes while it is pending)"),
+    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator._prepare_end_tv2", "retry=None)",
+               "_completed_or_invalid reads retry only as `if retry and ...`: None and False are both false"),
     # (end of the transaction coordinator's entries)
     #
     # --- the log: producer state, the LSO, the aborted-transaction index (broker/log/) ---

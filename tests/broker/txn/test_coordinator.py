@@ -195,7 +195,7 @@ def test_prepare_commit_is_redriven_after_a_restart(single: Harness) -> None:
 
     def end_and_lose_the_markers() -> None:
         coord = h.coord("a")
-        assert coord.end_transaction("a", pid, epoch, True)[0] == E.NONE
+        assert coord.end_transaction("a", pid, epoch, True, client_tv=0)[0] == E.NONE
         coord.marker_channel.clear()  # the node dies before sending any marker
 
     h.cluster.call_soon(end_and_lose_the_markers)

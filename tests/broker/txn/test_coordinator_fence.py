@@ -67,7 +67,7 @@ def test_a_refused_fence_leaves_the_transaction_to_its_producer() -> None:
     fence = c.coordinator._prepare_fence(md)
     assert md.pending_state is S.PREPARE_EPOCH_FENCE
     code = c.coordinator.end_transaction("app", fence.producer_id + 1, fence.producer_epoch, False,
-                                         from_client=False)
+                                         from_client=False, client_tv=1)
     assert code == (E.INVALID_PRODUCER_ID_MAPPING, -1, -1)
     assert md.pending_state is None and md.producer_epoch == epoch
     assert c.end("app", pid, epoch, True) == (E.NONE, -1, -1)  # not CONCURRENT_TRANSACTIONS

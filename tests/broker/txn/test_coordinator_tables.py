@@ -189,7 +189,7 @@ def test_init_producer_id_fences_an_ongoing_transaction_even_if_the_abort_write_
 
 def test_add_partitions_answers(coordinator: FakeCoordinator) -> None:
     pid, epoch = in_state(coordinator, S.EMPTY, 0)
-    assert coordinator.coordinator.add_partitions_to_transaction("", pid, epoch, [TP]) == E.INVALID_REQUEST
+    assert coordinator.coordinator.add_partitions_to_transaction("", pid, epoch, [TP], client_tv=0) == E.INVALID_REQUEST
     assert coordinator.add("app", pid, epoch, TP, ("t", 1)) == E.NONE
     written = coordinator.records_written()
     assert coordinator.add("app", pid, epoch, ("t", 1)) == E.NONE  # already in: no write
