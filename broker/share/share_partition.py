@@ -37,6 +37,7 @@ Threading: one asyncio loop owns it; nothing here awaits.
 from __future__ import annotations
 
 import bisect
+import itertools
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -330,8 +331,9 @@ class SharePartition:
                 if taken + hi - lo + 1 >= budget:
                     return lo + budget - taken - 1
                 taken += hi - lo + 1
+        # Within the budget still (taken < budget): when nothing of first..last is new, this is `last`.
         new_from = max(first, self._end)
-        return min(last, new_from + budget - taken - 1) if last >= new_from else last
+        return min(last, new_from + budget - taken - 1)
 
     def _room_for_new(self) -> bool:
         return self._end - self.start_offset < self.limits.max_in_flight_records()
@@ -349,7 +351,7 @@ class SharePartition:
         """Move the AVAILABLE records in first..last through `event`; return how many were acquired."""
         taken = 0
         limit = self.limits.delivery_count_limit()
-        lo, hi = self._span(first, min(last, self._end - 1))
+        lo, hi = self._span(first, last)  # acquire() appended whatever of first..last was new
         for r in self._ranges[lo:hi]:
             if r.state is not RecordState.AVAILABLE:
                 continue
@@ -359,7 +361,7 @@ class SharePartition:
                 taken += r.size
                 acquired.append(AcquiredRange(r.first, r.last, r.delivery_count))
                 self._next_deadline = deadline if self._next_deadline is None else min(self._next_deadline, deadline)
-        self._coalesce(lo, hi)
+        self._coalesce()
         return taken
 
     def _archive_vanished(self, fetch_offset: int, first_fetched: int) -> None:
@@ -374,7 +376,7 @@ class SharePartition:
         for r in self._ranges[lo:hi]:
             if r.state is RecordState.AVAILABLE:
                 r.state, r.delivery_count = transition(r.state, Event.ARCHIVE, r.delivery_count, limit)
-        self._coalesce(lo, hi)
+        self._coalesce()
 
     # ---- acknowledge -------------------------------------------------------------------------------
     def acknowledge(self, member_id: str, acks: Sequence[AckBatch]) -> None:
@@ -421,7 +423,7 @@ class SharePartition:
                 for r in self._ranges[lo:hi]:
                     r.state, _ = transition(r.state, Event.TXN_STAGE, r.delivery_count, 0)
                     r.txn_producer_id, r.txn_commit, r.staged_ms = producer_id, commit, now
-                self._coalesce(lo, hi)
+                self._coalesce()
         return sum(a.last_offset - a.first_offset + 1 for a in acks)
 
     def staged_batches(self, producer_id: int, acks: Sequence[AckBatch]) -> list[StateBatch]:
@@ -482,7 +484,7 @@ class SharePartition:
             else:
                 r.member_id, r.deadline_ms = EMPTY_MEMBER, 0
             r.clear_txn()
-        self._coalesce(lo, hi)
+        self._coalesce()
 
     def pending_transactions(self) -> list[PendingTxn]:
         """Per producer: how many records its open transaction holds TX_PENDING here, staged since when."""
@@ -496,7 +498,7 @@ class SharePartition:
 
     def _check_disjoint(self, spans: list[tuple[int, int]]) -> None:
         spans = sorted(spans)
-        for (_a, b), (c, d) in zip(spans, spans[1:], strict=False):
+        for (_a, b), (c, d) in itertools.pairwise(spans):
             if c <= b:
                 raise InvalidRequestError(f"acknowledgement batches overlap at offsets {c}-{min(b, d)}")
 
@@ -522,7 +524,7 @@ class SharePartition:
                 r.deadline_ms = deadline
             else:
                 r.member_id, r.deadline_ms = EMPTY_MEMBER, 0
-        self._coalesce(lo, hi)
+        self._coalesce()
 
     # ---- release -----------------------------------------------------------------------------------
     def release_member(self, member_id: str) -> int:
@@ -560,18 +562,12 @@ class SharePartition:
         """The log start moved to `offset`: records below it can no longer be delivered."""
         if offset <= self.start_offset:
             return
-        limit = self.limits.delivery_count_limit()
-        if offset > self._end:
-            self._ranges.clear()
-            self.start_offset = self._end = offset
-            return
-        lo, hi = self._span(self.start_offset, offset - 1)
-        for r in self._ranges[lo:hi]:
-            if not r.state.terminal:
-                r.state, r.delivery_count = transition(r.state, Event.ARCHIVE, r.delivery_count, limit)
-                r.member_id, r.deadline_ms = EMPTY_MEMBER, 0
-                r.clear_txn()
-        self._advance_start()
+        # Archived, every record below it would be terminal and the start offset would pass them at once:
+        # drop them (acquired and TX_PENDING ones too; nothing is written, as for any archiving).
+        del self._ranges[:self._split(offset)]
+        self.start_offset = offset
+        self._end = max(self._end, offset)
+        self._advance_start()  # a completed record at the new start
 
     # ---- persistence -------------------------------------------------------------------------------
     def _persist_or_restore(self, saved: tuple[int, int, list[InFlight]], touched: list[tuple[int, int]]) -> None:
@@ -645,18 +641,16 @@ class SharePartition:
         lo = self._split(first)
         return lo, self._split(last + 1)  # the second split inserts after lo: lo stays valid
 
-    def _coalesce(self, lo: int, hi: int) -> None:
-        """Merge equal neighbours around ranges[lo:hi] so the list stays short."""
-        i = max(lo - 1, 0)
-        end = min(hi + 1, len(self._ranges))
-        while i < end - 1:
-            a, b = self._ranges[i], self._ranges[i + 1]
-            if a.same_as(b):
-                a.last = b.last
-                del self._ranges[i + 1]
-                end -= 1
+    def _coalesce(self) -> None:
+        """Merge equal neighbours so the list stays short: each range a maximal run of one state. The
+        whole list is scanned (it is short), so no earlier split is left behind."""
+        merged: list[InFlight] = []
+        for r in self._ranges:
+            if merged and merged[-1].same_as(r):
+                merged[-1].last = r.last
             else:
-                i += 1
+                merged.append(r)
+        self._ranges = merged
 
     def _advance_start(self) -> None:
         k = 0
@@ -737,10 +731,10 @@ def _merge_acquired(ranges: list[AcquiredRange]) -> list[AcquiredRange]:
 def _merge_state_batches(batches: list[StateBatch]) -> list[StateBatch]:
     out: list[StateBatch] = []
     for b in batches:
+        # The touched spans are disjoint (acknowledge refuses overlapping batches; releases and markers
+        # pick whole ranges), so a batch either continues the last one or starts after it.
         if out and out[-1].last_offset + 1 == b.first_offset and out[-1][2:] == b[2:]:
             out[-1] = out[-1]._replace(last_offset=b.last_offset)
-        elif out and b.first_offset <= out[-1].last_offset:
-            continue  # the same range, touched twice in one request
         else:
             out.append(b)
     return out

@@ -177,6 +177,89 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
     # (end of the log's entries)
     #
     # --- share partitions (broker/share/share_partition.py, broker/share/record_state.py) ---
+    Equivalent("broker/share/share_partition.py", "_runs",
+               "for i in range(len(events) + 1):",
+               "i = 0 compares events[0] with itself (events[start], start = 0): never the end of a run, so the "
+               "runs are the same"),
+    Equivalent("broker/share/share_partition.py", "SharePartition.__init__",
+               "self.state_epoch = None",
+               "initialize() sets state_epoch from the persisted state before anything reads it: only writes read "
+               "it, and only an initialized share-partition writes (acknowledge refuses, releases and markers "
+               "return 0 first)"),
+    Equivalent("broker/share/share_partition.py", "SharePartition.__init__",
+               "self.state_epoch = 1",
+               "initialize() sets state_epoch from the persisted state before anything reads it: only writes read "
+               "it, and only an initialized share-partition writes (acknowledge refuses, releases and markers "
+               "return 0 first)"),
+    Equivalent("broker/share/share_partition.py", "SharePartition.__init__",
+               "self.initialized = None",
+               "`initialized` is read only as a truth value (`not self.initialized`): None and False are both "
+               "false"),
+    Equivalent("broker/share/share_partition.py", "SharePartition.__init__",
+               "self.fenced = None",
+               "`fenced` is read only as a truth value (`self.fenced`, the manager's `sp.fenced or ...`): None and "
+               "False are both false"),
+    Equivalent("broker/share/share_partition.py", "SharePartition._apply_available",
+               "limit = None",
+               "record_state.transition reads `limit` only when the rule's target is AVAILABLE (to archive at the "
+               "delivery-count limit instead); the events here are ACQUIRE and ARCHIVE, whose targets are ACQUIRED "
+               "and ARCHIVED"),
+    Equivalent("broker/share/share_partition.py", "SharePartition._apply_available",
+               "transition(r.state, event, r.delivery_count, None)",
+               "record_state.transition reads `limit` only when the rule's target is AVAILABLE (to archive at the "
+               "delivery-count limit instead); the events here are ACQUIRE and ARCHIVE, whose targets are ACQUIRED "
+               "and ARCHIVED"),
+    Equivalent("broker/share/share_partition.py", "SharePartition._archive_vanished",
+               "limit = None",
+               "record_state.transition reads `limit` only when the rule's target is AVAILABLE (to archive at the "
+               "delivery-count limit instead); ARCHIVE's target is ARCHIVED"),
+    Equivalent("broker/share/share_partition.py", "SharePartition._archive_vanished",
+               "transition(r.state, Event.ARCHIVE, r.delivery_count, None)",
+               "record_state.transition reads `limit` only when the rule's target is AVAILABLE (to archive at the "
+               "delivery-count limit instead); ARCHIVE's target is ARCHIVED"),
+    Equivalent("broker/share/share_partition.py", "SharePartition._release",
+               "self._apply_owned(first, last, event, limit, None)",
+               "_apply_owned reads its deadline only for a record that stays ACQUIRED (RENEW); LOCK_EXPIRED and "
+               "MEMBER_RELEASE take an ACQUIRED record to AVAILABLE or ARCHIVED"),
+    Equivalent("broker/share/share_partition.py", "SharePartition._release",
+               "self._apply_owned(first, last, event, limit, 1)",
+               "_apply_owned reads its deadline only for a record that stays ACQUIRED (RENEW); LOCK_EXPIRED and "
+               "MEMBER_RELEASE take an ACQUIRED record to AVAILABLE or ARCHIVED"),
+    Equivalent("broker/share/share_partition.py", "SharePartition._resolve",
+               "limit = None",
+               "record_state.transition reads `limit` only when the rule's target is AVAILABLE (to archive at the "
+               "delivery-count limit instead); TXN_ABORT, TXN_COMMIT_ACCEPT and TXN_COMMIT_REJECT target ACQUIRED, "
+               "ACKNOWLEDGED and ARCHIVED"),
+    Equivalent("broker/share/share_partition.py", "SharePartition._resolve",
+               "transition(r.state, step, r.delivery_count, None)",
+               "record_state.transition reads `limit` only when the rule's target is AVAILABLE (to archive at the "
+               "delivery-count limit instead); TXN_ABORT, TXN_COMMIT_ACCEPT and TXN_COMMIT_REJECT target ACQUIRED, "
+               "ACKNOWLEDGED and ARCHIVED"),
+    Equivalent("broker/share/share_partition.py", "SharePartition.stage",
+               "transition(r.state, Event.TXN_STAGE, r.delivery_count, None)",
+               "record_state.transition reads `limit` only when the rule's target is AVAILABLE (to archive at the "
+               "delivery-count limit instead); TXN_STAGE targets TX_PENDING (and stage discards the count)"),
+    Equivalent("broker/share/share_partition.py", "SharePartition.stage",
+               "transition(r.state, Event.TXN_STAGE, r.delivery_count, 1)",
+               "record_state.transition reads `limit` only when the rule's target is AVAILABLE (to archive at the "
+               "delivery-count limit instead); TXN_STAGE targets TX_PENDING (and stage discards the count)"),
+    Equivalent("broker/share/share_partition.py", "SharePartition._last_within",
+               "if first <= self._end else ()",
+               "first == end: the loop meets only the last range, which holds none of first..last (hi - lo + 1 = "
+               "0): it adds 0, and the budget (at least 1: acquire stops at 0) is not met there"),
+    Equivalent("broker/share/share_partition.py", "SharePartition._last_within",
+               "if r.first >= last:",
+               "a range starting at `last` holds only offset `last` of first..last, below the end: counted and "
+               "meeting the budget, the answer is lo + budget - taken - 1 = last; not counted, it is `last` too"),
+    Equivalent("broker/share/share_partition.py", "SharePartition._last_within",
+               "if taken + hi - lo + 1 > budget:",
+               "the budget met exactly at a range's end: the mutant stops at the offset before the next AVAILABLE "
+               "record (or at end - 1) instead; the offsets in between are held by others or completed, and below "
+               "the end, so acquire takes the same records and appends nothing new"),
+    Equivalent("broker/share/share_partition.py", "SharePartition.archive_below",
+               "if offset < self.start_offset:",
+               "offset == start offset: the split there is index 0 (nothing dropped), start and end stay, and the "
+               "start offset has already passed every leading completed record"),
     # (end of the share partitions' entries)
 )
 
