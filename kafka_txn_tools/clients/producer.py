@@ -200,7 +200,7 @@ class TransactionalShareProducer:
             raise TxnShareAcknowledgeUnsupportedError(f"broker {leader}")
         response = self._send_retrying(leader, part, layouts, group)
         moved: dict[TopicPartition, list[AckBatch]] = {}
-        failures: list[str] = []
+        failures: list[tuple[str, str]] = []  # (what, error name)
         names = {layouts[t].topic_id: t for t, _ in part}
         for t in response.responses:
             for p in t.partitions:
@@ -208,11 +208,12 @@ class TransactionalShareProducer:
                 if p.error_code == NOT_LEADER_OR_FOLLOWER and tp in part:
                     moved[tp] = part[tp]
                 elif p.error_code != NONE:
-                    failures.append(f"{tp[0]}-{tp[1]}: {error_name(p.error_code)}"
-                                    + (f" ({p.error_message})" if p.error_message else ""))
+                    name = error_name(p.error_code)
+                    failures.append((f"{tp[0]}-{tp[1]}: {name}" + (f" ({p.error_message})" if p.error_message
+                                                                   else ""), name))
         if failures:
-            first = failures[0].split(": ", 1)[1].split(" ", 1)[0]
-            raise self._abortable("staging share acknowledgements failed on " + "; ".join(failures), first)
+            raise self._abortable("staging share acknowledgements failed on " + "; ".join(w for w, _ in failures),
+                                  failures[0][1])
         return moved
 
     def _send_retrying(self, leader: int, part: dict[TopicPartition, list[AckBatch]], layouts: dict[str, TopicLayout],
