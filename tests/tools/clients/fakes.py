@@ -39,7 +39,7 @@ class FakeProducer:
         return record
 
 
-Answer = Callable[[int, Any], Any]
+Answer = Callable[[int | None, Any], Any]
 
 
 def answer(code: int = 0, partitions: dict[tuple[str, int], int] | None = None, leader: int = -1) -> Any:
@@ -66,7 +66,7 @@ class FakeNetwork:
         self.answers = list(answers)
         self.advertised = advertised
         self.moves = list(moves or [])
-        self.sent: list[tuple[int, Any]] = []
+        self.sent: list[tuple[int | None, Any]] = []
         self.metadata_requests = 0
         self.closed = False
 

@@ -78,7 +78,7 @@ def committed_output(cluster: EmbeddedCluster, expected: int, timeout_s: float =
     deadline = time.monotonic() + (timeout_s if expected else 1.0)
     try:
         while time.monotonic() < deadline and (len(got) < expected or not expected):
-            got += [m.value() for m in c.consume(1000, 0.2) if m.error() is None]
+            got += [m.value() or b"" for m in c.consume(1000, 0.2) if m.error() is None]
     finally:
         c.close()
     return got

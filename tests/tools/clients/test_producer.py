@@ -48,7 +48,7 @@ def make(network: FakeNetwork, *, in_transaction: bool = True, **kw: Any) -> Tra
 
 
 def state(p: TransactionalShareProducer) -> TransactionState:
-    return p._tm._current_state  # type: ignore[no-any-return]
+    return p._tm._current_state
 
 
 def test_one_request_per_leader_carrying_the_producer_and_the_member() -> None:
@@ -201,7 +201,7 @@ def test_without_the_api_the_error_names_the_broker_property_and_nothing_is_sent
 
 
 def test_a_leader_that_cannot_encode_the_request_is_named_as_unsupported() -> None:
-    def refuse(n: int, r: Any) -> Any:
+    def refuse(n: int | None, r: Any) -> Any:
         raise kerrors.IncompatibleBrokerVersion("Kafka broker does not support the 'TxnShareAcknowledge' protocol")
 
     with pytest.raises(TxnShareAcknowledgeUnsupportedError, match="broker 1"):
@@ -209,7 +209,7 @@ def test_a_leader_that_cannot_encode_the_request_is_named_as_unsupported() -> No
 
 
 def test_a_lost_answer_is_abortable_and_the_transaction_still_ends_with_end_txn() -> None:
-    def lost(n: int, r: Any) -> Any:
+    def lost(n: int | None, r: Any) -> Any:
         raise kerrors.KafkaConnectionError("connection reset")
 
     p = make(FakeNetwork({IN0: 1}, [lost]))

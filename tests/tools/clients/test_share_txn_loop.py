@@ -208,7 +208,7 @@ def test_a_bad_ack_type_fails_before_any_request(cluster, producer):
             producer.send_share_acknowledgements_to_transaction(acks_from_messages(batch) | {
                 ("in", batch[0].partition()): [(batch[0].offset(), 2)]}, meta)
         served = cluster.call_soon(lambda: sum(n.share_partition_manager.txn_ack_latency.count
-                                               for n in cluster.cluster.nodes.values()))  # type: ignore[union-attr]
+                                               for n in cluster.cluster.nodes.values()))
         assert served == 0
         producer.abort_transaction()
         release_polled(consumer, batch)
