@@ -94,6 +94,7 @@ class TransactionalShareProducer:
         self._tm = tm
         self._network = network if network is not None else Network(**connection_settings(self._producer.config))
         self._leader_retries = leader_retries
+        self._topic_cache: dict[str, TopicLayout] = {}
         self._coordinator_retries = coordinator_retries
 
     # ---- the producer's own API, delegated --------------------------------------------------------------
@@ -154,15 +155,19 @@ class TransactionalShareProducer:
         if not self._network.advertises(TXN_SHARE_ACKNOWLEDGE_KEY):
             raise TxnShareAcknowledgeUnsupportedError("the bootstrap broker")
         pending = batches
-        for _attempt in range(self._leader_retries + 1):
-            layouts = self._layouts(pending)
-            moved: dict[TopicPartition, list[AckBatch]] = {}
-            for leader, part in sorted(_by_leader(pending, layouts).items()):
-                moved.update(self._stage_on(leader, part, layouts, group_metadata))
-            if not moved:
-                return
-            pending = moved
-        raise self._abortable(f"the leaders of {_names(pending)} kept moving", "NOT_LEADER_OR_FOLLOWER")
+        try:
+            for attempt in range(self._leader_retries + 1):
+                layouts = self._layouts(pending, refresh=attempt > 0)
+                moved: dict[TopicPartition, list[AckBatch]] = {}
+                for leader, part in sorted(_by_leader(pending, layouts).items()):
+                    moved.update(self._stage_on(leader, part, layouts, group_metadata))
+                if not moved:
+                    return
+                pending = moved
+            raise self._abortable(f"the leaders of {_names(pending)} kept moving", "NOT_LEADER_OR_FOLLOWER")
+        except Exception:
+            self._topic_cache.clear()  # a topic recreated (new id) or moved: ask again next time
+            raise
 
     # ---- steps ----------------------------------------------------------------------------------------------
     def _ensure_in_transaction(self) -> None:
@@ -177,11 +182,18 @@ class TransactionalShareProducer:
                 raise kerrors.IllegalStateError("cannot stage share acknowledgements outside a transaction: "
                                                 "call begin_transaction() first")
 
-    def _layouts(self, pending: Mapping[TopicPartition, Any]) -> dict[str, TopicLayout]:
-        found = self._network.topics(t for t, _ in pending)
+    def _layouts(self, pending: Mapping[TopicPartition, Any], *, refresh: bool) -> dict[str, TopicLayout]:
+        """Topic ids and leaders: remembered from earlier calls (a Metadata round trip per transaction would
+        cost as much as the staging), asked again for unknown topics, after a leader moved, and after a failure."""
+        wanted = {t for t, _ in pending}
+        missing = wanted if refresh else {t for t in wanted if t not in self._topic_cache}
+        found: dict[str, TopicLayout | int] = dict(self._network.topics(missing)) if missing else {}
+        for topic, answer in found.items():
+            if isinstance(answer, TopicLayout):
+                self._topic_cache[topic] = answer
         layouts: dict[str, TopicLayout] = {}
         for topic, partition in pending:
-            layout = found.get(topic, 3)
+            layout = found.get(topic, 3) if topic in missing else self._topic_cache[topic]  # 3: unknown topic
             if not isinstance(layout, TopicLayout):
                 raise self._abortable(f"no metadata for topic {topic!r}: {error_name(layout)}", error_name(layout))
             if partition not in layout.leaders:

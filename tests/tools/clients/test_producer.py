@@ -267,3 +267,27 @@ def test_the_producer_api_is_delegated_and_close_closes_both() -> None:
     assert p.producer.calls == ["init_transactions", "begin_transaction", "send", "flush", "commit_transaction",
                                 "abort_transaction", "close"]
     assert net.closed
+
+
+def test_topic_ids_and_leaders_are_remembered_between_calls() -> None:
+    net = FakeNetwork({IN0: 1, OTHER0: 1})
+    p = make(net)
+    p.send_share_acknowledgements_to_transaction({IN0: [(0, ACCEPT)]}, META)
+    p.send_share_acknowledgements_to_transaction({IN0: [(1, ACCEPT)]}, META)
+    assert net.metadata_requests == 1
+    p.send_share_acknowledgements_to_transaction({IN0: [(2, ACCEPT)], OTHER0: [(0, ACCEPT)]}, META)
+    assert net.metadata_requests == 2  # a topic not seen before
+
+
+def test_after_a_failure_the_topics_are_asked_again() -> None:
+    # e.g. the topic was deleted and created again: the remembered id is unknown to the broker now.
+    net = FakeNetwork({IN0: 1}, [lambda n, r: answer(0, {IN0: 0}), lambda n, r: answer(0, {IN0: 100})])
+    p = make(net)
+    p.send_share_acknowledgements_to_transaction({IN0: [(0, ACCEPT)]}, META)
+    with pytest.raises(AbortableShareAcknowledgementError, match="UNKNOWN_TOPIC_ID"):
+        p.send_share_acknowledgements_to_transaction({IN0: [(1, ACCEPT)]}, META)
+    p._tm.begin_abort()
+    p._tm._complete_transaction()  # as the EndTxn answer would
+    p._tm.begin_transaction()
+    p.send_share_acknowledgements_to_transaction({IN0: [(2, ACCEPT)]}, META)
+    assert net.metadata_requests == 2
