@@ -35,4 +35,8 @@ def __getattr__(name: str) -> Any:
         from kafka.protocol.api_message import ApiMessage
 
         _built[name] = types.new_class(name, (ApiMessage,), {"load_json": __name__})
+        if name.endswith("Request"):
+            # kafka-python decodes a response with the class registered for its API key when that class was
+            # created: a process that only sends (a client) must build the response class too.
+            __getattr__(name[: -len("Request")] + "Response")
     return _built[name]
