@@ -250,7 +250,7 @@ class SharePartition:
                         r.state, r.delivery_count = RecordState.TX_PENDING, b.delivery_count
                         r.deadline_ms = now + lock_ms
                         r.txn_producer_id, r.txn_commit, r.staged_ms = producer_id, commit, now
-                self._coalesce(lo, hi)
+                self._coalesce()
         if any(r.state is RecordState.TX_PENDING for r in self._ranges):
             self._next_deadline = now + lock_ms  # so an expired pending lock is counted, as for a staged one
 

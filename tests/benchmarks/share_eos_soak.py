@@ -37,7 +37,7 @@ from tests.e2e.helpers import BrokerProcess, consume_all  # noqa: E402
 
 GROUP, READER, TXN_ID = "eos-group", "eos-reader", "eos-loop"
 SETS = ("share.transactional.acknowledgement.enable=true", "transaction.state.log.num.partitions=3",
-        "offsets.topic.num.partitions=3", "group.share.record.lock.duration.ms=15000")
+        "offsets.topic.num.partitions=3")
 
 
 def free_port() -> int:
@@ -82,15 +82,23 @@ class Loop:
                                               transaction_timeout_ms=self.args.txn_timeout_ms)
         try:
             producer.init_transactions()  # fences the previous instance; its open transaction is aborted
+            polled_at = time.monotonic()
             while not self.stop.is_set():
                 batch = [m for m in consumer.poll(0.5) if m.error() is None]
                 if not batch:
+                    if time.monotonic() - polled_at > self.args.idle_s:
+                        # librdkafka's ShareConsumer can stay silent after its broker was killed and
+                        # restarted: a new member (and producer) picks the work up.
+                        raise TimeoutError(f"nothing polled for {self.args.idle_s:.0f} s")
                     continue
-                try:
-                    self._one_transaction(producer, batch)
-                except AbortableShareAcknowledgementError:
-                    producer.abort_transaction()  # e.g. the member's epoch moved: the records come back
-                    self.transactions["abortable"] += 1
+                polled_at = time.monotonic()
+                try:  # a poll can return hundreds: small transactions, so a kill lands inside one
+                    for i in range(0, len(batch), self.args.batch):
+                        try:
+                            self._one_transaction(producer, batch[i:i + self.args.batch])
+                        except AbortableShareAcknowledgementError:
+                            producer.abort_transaction()  # e.g. the member's epoch moved: the records come back
+                            self.transactions["abortable"] += 1
                 finally:
                     self._release(consumer, batch)
         finally:
@@ -132,6 +140,8 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=3)
     parser.add_argument("--nodes", type=int, default=1, help="broker nodes in the killed process")
     parser.add_argument("--kills", type=int, default=1)
+    parser.add_argument("--batch", type=int, default=20, help="inputs per transaction at most")
+    parser.add_argument("--idle-s", type=float, default=5.0, help="new clients after this long without a record")
     parser.add_argument("--abort-rate", type=float, default=0.1)
     parser.add_argument("--txn-timeout-ms", type=int, default=20_000)
     parser.add_argument("--stall-s", type=float, default=30.0,
@@ -150,14 +160,18 @@ def main() -> int:
     worker = threading.Thread(target=loop.run, daemon=True)
     started = time.monotonic()
     worker.start()
-    kill_points = sorted(random.Random(args.seed + 1).uniform(0.2, 0.8) for _ in range(args.kills))
+    rng = random.Random(args.seed + 1)
+    kill_points = sorted(rng.uniform(0.1, 0.9) for _ in range(args.kills))
     for point in kill_points:
-        while len(loop.committed_inputs) < point * args.inputs and not stalled(loop, args):
+        # Each kill waits for its point, and for the loop to have committed again since the last restart.
+        resumed_from = len(loop.committed_inputs) + 3 * args.batch
+        while len(loop.committed_inputs) < max(point * args.inputs, resumed_from) and not stalled(loop, args):
             time.sleep(0.05)
+        time.sleep(rng.uniform(0.0, 0.5))  # somewhere inside a transaction, or between two
         broker.kill9()
         print(f"  kill -9 at {len(loop.committed_inputs)} committed inputs ({time.monotonic() - started:.0f} s)",
               flush=True)
-        time.sleep(random.Random(args.seed + 2).uniform(0.5, 3.0))
+        time.sleep(rng.uniform(0.5, 3.0))
         broker.start()
     while not stalled(loop, args) and len(loop.committed_inputs) < args.inputs:
         time.sleep(0.2)

@@ -83,7 +83,8 @@ TARGETS: tuple[Target, ...] = (
         (Source("broker/share/share_partition.py"), Source("broker/share/record_state.py")),
         ("tests/broker/share/test_share_partition.py", "tests/broker/share/test_record_state.py",
          "tests/broker/share/test_share_partition_txn.py", "tests/broker/share/test_record_state_txn.py",
-         "tests/broker/share/test_share_partition_edges.py", "tests/broker/share/test_share_partition_rules.py"),
+         "tests/broker/share/test_share_partition_edges.py", "tests/broker/share/test_share_partition_rules.py",
+         "tests/broker/share/test_share_txn_durability.py"),
     ),
 )
 
