@@ -95,3 +95,45 @@ def test_a_read_below_the_log_start_names_the_offset_and_the_start(ulog: Unified
     with pytest.raises(OffsetOutOfRangeError,
                        match=r"OffsetOutOfRangeError: offset 2 is below the log start offset 3 of .*topic-0$"):
         ulog.read(2, 10**6, False)
+
+
+def test_truncation_replays_a_kept_marker_without_indexing_it_again(ulog: UnifiedLog) -> None:
+    # Truncating above an abort marker reloads producer state by replaying the log from its start (no snapshot
+    # here): the replayed marker completes its transaction again, and the segment's index, which already holds
+    # the abort, keeps exactly that one entry.
+    t = Producer(1, txn=True)
+    ulog.append_as_leader(t.batch(), 0)  # 0
+    abort_at = ulog.append_marker(1, 0, False, 0, 0)  # 1
+    ulog.append_as_leader(plain(), 0)  # 2
+    ulog.append_as_leader(plain(), 0)  # 3
+    assert ulog.producer_state.snapshots == []
+    ulog.high_watermark = 4
+    ulog.truncate_to(3)
+    assert (ulog.log_end_offset, ulog.first_unstable_offset, ulog.last_stable_offset) == (3, None, 3)
+    assert ulog.log.active.txn_index.entries() == [AbortedTxn(1, 0, abort_at, 2)]
+    assert ulog.read(0, 10**6, True).aborted_transactions == [AbortedTxn(1, 0, abort_at, 2)]
+
+
+def test_recovery_rebuilds_the_abort_of_a_marker_at_the_segments_base_offset(part_dir: Path,
+                                                                             clock: ManualClock) -> None:
+    # After an unclean shutdown the active segment's .txnindex is rebuilt from the replay of every marker in
+    # that segment, its first batch included (Kafka's recovery rebuilds the indexes of the segment from its base
+    # offset on).
+    config = BrokerConfig({"log.segment.bytes": 400})
+    ulog = UnifiedLog.open(part_dir, config, clock)
+    t = Producer(1, txn=True)
+    ulog.append_as_leader(t.batch(), 0)  # 0: the transaction starts
+    while ulog.log.active.size + 78 <= 400:  # fill the segment until a marker (78 bytes) no longer fits
+        ulog.append_as_leader(plain(), 0)  # smaller than a marker: never rolls itself
+    abort_at = ulog.append_marker(1, 0, False, 0, 0)
+    assert ulog.log.active.base_offset == abort_at and len(ulog.log.segments) == 2
+    expected = [AbortedTxn(1, 0, abort_at, abort_at + 1)]
+    assert ulog.log.active.txn_index.entries() == expected
+    for seg in ulog.log.segments:  # crash: no flush, no snapshot at the end, no clean-shutdown marker
+        seg.close()
+    Path(ulog.log.active.txn_index_path).unlink(missing_ok=True)
+    reopened = UnifiedLog.open(part_dir, config, clock)
+    assert reopened.log.active.base_offset == abort_at
+    assert reopened.log.active.txn_index.entries() == expected
+    reopened.high_watermark = reopened.log_end_offset
+    assert reopened.read(0, 10**6, True).aborted_transactions == expected
