@@ -166,7 +166,7 @@ class ProducerAppendInfo:
     __slots__ = ("producer_id", "origin", "is_new", "entry", "started_txns", "strict_unknown")
 
     def __init__(self, producer_id: int, current: ProducerStateEntry | None, origin: AppendOrigin,
-                 strict_unknown: bool = True) -> None:
+                 strict_unknown: bool) -> None:
         self.producer_id = producer_id
         self.origin = origin
         self.is_new = current is None
@@ -303,6 +303,8 @@ class ProducerStateManager:
         self.producers: dict[int, ProducerStateEntry] = {}
         self.ongoing_txns: dict[int, TxnMetadata] = {}  # first offset -> txn
         self.unreplicated_txns: dict[int, TxnMetadata] = {}  # decided, marker not yet below the HW
+        # `snapshots`: the directory's snapshot offsets when the caller has just listed it (the log's
+        # open does): opening thousands of partitions then reads each directory once, not twice.
         found = snapshots if snapshots is not None else snap.list_snapshots(self.dir)
         self.snapshots: list[int] = sorted(found)
         self.last_map_offset = 0

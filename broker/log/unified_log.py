@@ -346,7 +346,7 @@ class UnifiedLog:
                                        txn_start_offset=txn_start_offset).first_offset
 
     def append_marker_info(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
-                           leader_epoch: int, *, transaction_version: int = 1,
+                           leader_epoch: int, *, transaction_version: int,
                            txn_start_offset: int | None = None) -> AppendInfo:
         """append_marker, returning the AppendInfo (with the marker batch, for in-process followers)."""
         psm = self._ensure_loaded()

@@ -174,6 +174,14 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
     # (end of the transaction coordinator's entries)
     #
     # --- the log: producer state, the LSO, the aborted-transaction index (broker/log/) ---
+    Equivalent("broker/log/unified_log.py", "UnifiedLog._find_duplicate", "break",
+               "duplicates are looked for in client appends only, and a client append holds exactly one batch "
+               "(validate_batches refuses more, as Kafka requires of produce v3+): after skipping a batch without a "
+               "producer id there is no next batch, so `break` ends the loop where `continue` would"),
+    Equivalent("broker/log/unified_log.py", "UnifiedLog.append_marker_info", "prepare_update(producer_id, None)",
+               "on the marker path ProducerAppendInfo reads its origin only as `is AppendOrigin.REPLICATION` "
+               "(marker epoch, coordinator epoch, transaction start checks) and update() never reads it: None "
+               "fails those tests exactly as COORDINATOR does, so the same markers are refused"),
     # (end of the log's entries)
     #
     # --- share partitions (broker/share/share_partition.py, broker/share/record_state.py) ---

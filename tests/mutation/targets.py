@@ -60,7 +60,8 @@ TARGETS: tuple[Target, ...] = (
             )),
         ),
         ("tests/broker/log/test_producer_state.py", "tests/broker/log/test_unified_log.py",
-         "tests/broker/log/test_indexes.py"),
+         "tests/broker/log/test_indexes.py", "tests/broker/log/test_producer_state_edges.py",
+         "tests/broker/log/test_unified_log_edges.py"),
     ),
     Target(
         "coordinator",
