@@ -268,6 +268,13 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
                "if offset < self.start_offset:",
                "offset == start offset: the split there is index 0 (nothing dropped), start and end stay, and the "
                "start offset has already passed every leading completed record"),
+    Equivalent("broker/share/share_partition.py", "SharePartition.staged_batches", "limit = None",
+               "transition() reads the delivery-count limit only for a target of AVAILABLE; a COMMIT event "
+               "(ACCEPT or REJECT) targets ACKNOWLEDGED or ARCHIVED"),
+    Equivalent("broker/share/share_partition.py", "SharePartition.staged_batches",
+               "transition(r.state, r.txn_commit, r.delivery_count, None)",
+               "transition() reads the delivery-count limit only for a target of AVAILABLE; a COMMIT event "
+               "(ACCEPT or REJECT) targets ACKNOWLEDGED or ARCHIVED"),
     # (end of the share partitions' entries)
 )
 

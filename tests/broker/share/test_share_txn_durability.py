@@ -185,3 +185,59 @@ def test_staged_batches_are_the_states_the_commit_gives():
     assert sp.staged_batches(PID, acks) == [StateBatch(0, 1, ACKED, 1), StateBatch(2, 2, ARCHIVED, 1),
                                             StateBatch(3, 3, ACKED, 1), StateBatch(5, 6, ARCHIVED, 1)]
     assert sp.staged_batches(OTHER_PID, acks) == []
+
+
+def restored(staged: list[tuple[int, list[StateBatch]]], start: int = 0, persisted: range = range(10),
+             lock_ms: int = 30_000) -> tuple[SharePartition, StagedPersister, ManualClock]:
+    persister, clock = StagedPersister(staged), ManualClock()
+    persister.start, persister.offsets = start, {o: (0, 1) for o in persisted}
+    sp = SharePartition(KEY, 1, persister, clock, Limits(lock_ms=lock_ms))
+    sp.initialize(lambda: 0)
+    return sp, persister, clock
+
+
+def test_a_staged_batch_below_the_start_offset_does_not_stop_the_next_one():
+    sp, _, _ = restored([(PID, [StateBatch(0, 1, ACKED, 1), StateBatch(6, 7, ACKED, 1)])], start=5,
+                        persisted=range(5, 10))
+    assert [(r.first, r.last) for r in sp.in_flight() if r.state is S.TX_PENDING] == [(6, 7)]
+
+
+def test_a_staged_record_just_past_the_persisted_end_is_restored():
+    sp, _, _ = restored([(PID, [StateBatch(10, 10, ACKED, 1)])])
+    assert spans(sp)[-1] == (10, 10, S.TX_PENDING, 1, "")
+
+
+def test_restored_records_commit_to_the_state_they_were_staged_for():
+    sp, _, _ = restored([(PID, [StateBatch(2, 2, ACKED, 1), StateBatch(3, 3, ARCHIVED, 1)])])
+    sp.complete_transaction(PID, True)
+    assert [(r.first, r.last, r.state) for r in sp.in_flight()][:3] == [
+        (0, 1, S.AVAILABLE), (2, 2, S.ACKNOWLEDGED), (3, 3, S.ARCHIVED)]
+
+
+def test_a_restored_records_lock_runs_from_the_load_and_its_expiry_is_counted_once():
+    # Only pending records in flight: nothing else would make the share-partition look at its locks.
+    sp, _, clock = restored([(PID, [StateBatch(0, 9, ACKED, 1)])], lock_ms=1000)
+    clock.advance(999)
+    sp.expire_locks()
+    assert sp.expired_pending_locks == 0
+    clock.advance(1)
+    sp.expire_locks()
+    assert (sp.expired_pending_locks, spans(sp)) == (10, [(0, 9, S.TX_PENDING, 1, "")])
+
+
+def test_aborting_an_owned_staging_writes_nothing_though_another_transaction_holds_ownerless_records():
+    sp, persister, _ = restored([(OTHER_PID, [StateBatch(5, 6, ACKED, 1)])])
+    sp.acquire("m1", batches((0, 9)), 100, fetch_offset=0)
+    sp.stage("m1", PID, [AckBatch(0, 4, [int(A.ACCEPT)])])
+    writes = len(persister.writes)
+    assert sp.complete_transaction(PID, False) == 5
+    assert len(persister.writes) == writes  # back to m1, ACQUIRED: nothing durable changed
+    assert spans(sp)[0] == (0, 4, S.ACQUIRED, 2, "m1")  # delivered once before the load, once now
+
+
+def test_staged_batches_stop_at_the_acknowledged_span():
+    sp, _, _ = restored([], persisted=range(0))
+    sp.acquire("m1", batches((0, 9)), 100, fetch_offset=0)
+    sp.stage("m1", PID, [AckBatch(4, 5, [int(A.REJECT)])])
+    sp.stage("m1", PID, [AckBatch(0, 3, [int(A.ACCEPT)])])
+    assert sp.staged_batches(PID, [AckBatch(0, 3, [int(A.ACCEPT)])]) == [StateBatch(0, 3, ACKED, 1)]
