@@ -28,6 +28,8 @@ class ConfigKey:
     doc: str
     # Allowed values of a str key, compared case-insensitively and stored as written here.
     choices: tuple[str, ...] = ()
+    # The smallest value of an int key (Kafka's ConfigDef.Range.atLeast), None for no bound.
+    minimum: int | None = None
 
 
 _KEYS: list[ConfigKey] = [
@@ -95,6 +97,9 @@ _KEYS: list[ConfigKey] = [
               "smallest consumer.assignment.interval.ms a group may set"),
     ConfigKey("group.consumer.max.assignment.interval.ms", int, 15000,
               "largest consumer.assignment.interval.ms a group may set"),
+    ConfigKey("group.consumer.max.size", int, 2**31 - 1,
+              "members a consumer group may have (GROUP_MAX_SIZE_REACHED beyond; a static member replacing its "
+              "own instance id is not a new one)", minimum=1),
     ConfigKey("group.share.session.timeout.ms", int, 45000,
               "session timeout of share groups (a group sets share.session.timeout.ms)"),
     ConfigKey("group.share.min.session.timeout.ms", int, 45000, "smallest share.session.timeout.ms a group may set"),
@@ -239,10 +244,7 @@ def _coerce(key: ConfigKey, value: Any) -> Any:
     if key.type is int:
         if isinstance(value, bool):
             raise ConfigError(f"{key.name}={value!r} is not an integer")
-        try:
-            return int(str(value).strip().replace("_", ""))
-        except ValueError:
-            raise ConfigError(f"{key.name}={value!r} is not an integer") from None
+        return _coerce_int(key, value)
     text = str(value)
     if key.choices:
         chosen = [c for c in key.choices if c.lower() == text.strip().lower()]
@@ -250,6 +252,16 @@ def _coerce(key: ConfigKey, value: Any) -> Any:
             raise ConfigError(f"{key.name}={text!r} is not one of {', '.join(key.choices)}")
         return chosen[0]
     return text
+
+
+def _coerce_int(key: ConfigKey, value: Any) -> int:
+    try:
+        number = int(str(value).strip().replace("_", ""))
+    except ValueError:
+        raise ConfigError(f"{key.name}={value!r} is not an integer") from None
+    if key.minimum is not None and number < key.minimum:
+        raise ConfigError(f"{key.name}={number} must be at least {key.minimum}")
+    return number
 
 
 def _coerce_float(key: ConfigKey, value: Any) -> float:

@@ -1,7 +1,7 @@
 """ConsumerGroupHeartbeat (Kafka's GroupMetadataManager.consumerGroupHeartbeat) and consumer member sessions.
 
 A member joins with epoch 0 and its own member id, heartbeats with the epoch it was given, and leaves
-with epoch -1 (-2 for a static member). Each heartbeat may move the group epoch (a member joined or
+with epoch -1 (-2 for a static member, see below). Each heartbeat may move the group epoch (a member joined or
 left, a subscription changed, a subscribed topic appeared or changed); the target assignment is then
 recomputed by the group's server assignor (uniform, or range; the members' most requested one). The
 member is then reconciled towards its target (current_assignment_builder.py): partitions it must give
@@ -12,9 +12,15 @@ before it is applied, so a new coordinator resumes the group with its members an
 Sessions: a member silent for consumer.session.timeout.ms is fenced; a member that does not revoke
 within its rebalance timeout is fenced too (both on the injectable clock, checked by tick()).
 
-Not served (stated, not emulated): static members leaving with -2 are removed like dynamic ones (Kafka
-keeps their assignment until the session times out); classic-protocol members in consumer groups
-(online migration) and the assignment interval batching (every heartbeat computes the target at once).
+Static members (group.instance.id), as Kafka: one instance id, one live member (a second one joining gets
+UNRELEASED_INSTANCE_ID). A static member leaving with -2 stays in the group at epoch -2 with its
+assignment, so nothing is rebalanced; a member joining with the same instance id (a new member id) takes
+its place and its assignment at once, without a new group epoch unless its subscription differs; if none
+comes, the session timeout removes it like any silent member. group.consumer.max.size caps the members
+(GROUP_MAX_SIZE_REACHED), the left static member counted, its replacement not a new one.
+
+Not served (stated, not emulated): classic-protocol members in consumer groups (online migration) and the
+assignment interval batching (every heartbeat computes the target at once).
 
 Collaborators come through the constructor (topics, configs, clock, record writer). Event-loop owned.
 """
@@ -23,7 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from kafka.errors import (
@@ -31,6 +37,7 @@ from kafka.errors import (
     FencedInstanceIdError,
     FencedMemberEpochError,
     GroupIdNotFoundError,
+    GroupMaxSizeReachedError,
     InvalidRequestError,
     UnknownMemberIdError,
     UnreleasedInstanceIdError,
@@ -62,6 +69,7 @@ ASSIGNORS: dict[str, PartitionAssignor] = {"uniform": UniformAssignor(), "range"
 DEFAULT_ASSIGNOR = "uniform"
 REJOIN = "The member must abandon all its partitions and rejoin."
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+MAX_SIZE = 2**31 - 1  # group.consumer.max.size's default: Integer.MAX_VALUE
 
 
 class InvalidRegularExpressionError(BrokerResponseError):
@@ -120,7 +128,7 @@ Writer = Callable[[list[consumer_records.Record]], object]
 class ConsumerMembership:
     def __init__(self, groups: MutableMapping[str, ConsumerGroup], context: ConsumerGroupContext, clock: Clock, *,
                  write: Writer, other_group: Callable[[str], str | None],
-                 drop_empty_classic: Callable[[str], bool]) -> None:
+                 drop_empty_classic: Callable[[str], bool], max_size: int = MAX_SIZE) -> None:
         self.groups = groups
         self.topics = context.topics
         self.configs = context.configs
@@ -130,6 +138,7 @@ class ConsumerMembership:
         self.other_group = other_group
         # Replace an empty classic group by a consumer group (writes its tombstone); False if not empty.
         self.drop_empty_classic = drop_empty_classic
+        self.max_size = max_size  # group.consumer.max.size
         self.sessions = SessionTimers()
         self.revocations = SessionTimers()
 
@@ -160,10 +169,14 @@ class ConsumerMembership:
         group = self._group(req)
         known = req.group_id in self.groups
         before = consumer_records.Snapshot.of(group) if known else consumer_records.Snapshot.empty()
+        self._check_size(group, req)
+        replaced = self._left_static_member(group, req)
         old = group.members.get(req.member_id)
         old_assigned, old_epoch = (dict(old.assigned), old.member_epoch) if old is not None else ({}, 0)
-        member = group.members[req.member_id] = self._member(group, req)
-        changed = self._update(member, req) or old is None
+        member = self._take_over(group, replaced, req.member_id) if replaced else self._member(group, req)
+        group.members[req.member_id] = member
+        # A replacement is the same instance under a new id: only a different subscription moves the epoch.
+        changed = self._update(member, req) or (old is None and replaced is None)
         changed = self._resolve_regexes(group) or changed
         if group.refresh_subscription_metadata(self.topics) or changed:
             group.bump_epoch()
@@ -173,6 +186,8 @@ class ConsumerMembership:
                             group.partition_epochs().get, req.owned)
         group.members[member.member_id] = updated
         self._commit(group, before)
+        if replaced is not None and replaced.member_id != updated.member_id:
+            self._cancel_timers(group.group_id, replaced.member_id)
         self._schedule(group, updated)
         send = (req.member_epoch == JOIN or req.is_full or updated.assigned != old_assigned
                 or updated.member_epoch != old_epoch)
@@ -194,14 +209,43 @@ class ConsumerMembership:
             raise
         self.groups[group.group_id] = group
 
+    def _check_size(self, group: ConsumerGroup, req: ConsumerHeartbeat) -> None:
+        """Kafka's throwIfConsumerGroupIsFull: a full group takes no new member; a known member id, or an
+        instance id a static member holds (its replacement, or UNRELEASED_INSTANCE_ID), is not new."""
+        if len(group.members) < self.max_size or req.member_id in group.members:
+            return
+        if req.instance_id is not None and group.static_member(req.instance_id) is not None:
+            return
+        raise GroupMaxSizeReachedError(
+            f"The consumer group has reached its maximum capacity of {self.max_size} members.")
+
+    @staticmethod
+    def _left_static_member(group: ConsumerGroup, req: ConsumerHeartbeat) -> ConsumerGroupMember | None:
+        """The static member a join with its instance id replaces: one that left with -2."""
+        if req.member_epoch != JOIN or req.instance_id is None:
+            return None
+        static = group.static_member(req.instance_id)
+        return static if static is not None and static.member_epoch == STATIC_LEAVE else None
+
+    @staticmethod
+    def _take_over(group: ConsumerGroup, old: ConsumerGroupMember, member_id: str) -> ConsumerGroupMember:
+        """The left static member under the joining member's id, at epoch 0, with its assignment and its
+        target (Kafka's replaceMember): reconciling it gives the same partitions back at once."""
+        target = group.target.get(old.member_id)
+        group.remove_member(old.member_id)
+        if target is not None:
+            group.target[member_id] = target
+        return replace(old, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+
     def _member(self, group: ConsumerGroup, req: ConsumerHeartbeat) -> ConsumerGroupMember:
         member = group.members.get(req.member_id)
         if req.instance_id is not None:
             static = group.static_member(req.instance_id)
             if static is not None and static.member_id != req.member_id:
                 if req.member_epoch == JOIN:
-                    raise UnreleasedInstanceIdError(f"Static member {static.member_id} with instance id "
-                                                    f"{req.instance_id} is not released yet.")
+                    raise UnreleasedInstanceIdError(f"Static member {req.member_id} with instance id "
+                                                    f"{req.instance_id} cannot join the group because the "
+                                                    f"instance id is owned by member {static.member_id}.")
                 raise FencedInstanceIdError(f"Static member {req.member_id} with instance id {req.instance_id} "
                                             f"was fenced by member {static.member_id}.")
         if req.member_epoch == JOIN:
@@ -270,7 +314,7 @@ class ConsumerMembership:
         if group is None:
             raise GroupIdNotFoundError(f"Consumer group {req.group_id} not found.")
         member_id = req.member_id
-        if req.member_epoch == STATIC_LEAVE and req.instance_id is not None:
+        if req.instance_id is not None:
             static = group.static_member(req.instance_id)
             if static is None:
                 raise UnknownMemberIdError(f"Instance id {req.instance_id} is unknown.")
@@ -279,9 +323,22 @@ class ConsumerMembership:
                                             f"was fenced by member {static.member_id}.")
         if member_id not in group.members:
             raise UnknownMemberIdError(f"Member {member_id} is not a member of group {group.group_id}.")
-        self.remove_member(group, member_id)
+        if req.member_epoch == STATIC_LEAVE:
+            self._static_leave(group, member_id)
+        else:
+            self.remove_member(group, member_id)
         return ConsumerHeartbeatResult(0, None, member_id, req.member_epoch,
                                        self.configs.consumer_heartbeat_interval_ms(group.group_id))
+
+    def _static_leave(self, group: ConsumerGroup, member_id: str) -> None:
+        """Kafka's consumerGroupStaticMemberGroupLeave: the member stays, at epoch -2, with its assignment
+        (no rebalance) and nothing left to revoke. Its session timer runs on from its last heartbeat: if
+        no member takes its instance id over meanwhile, the timeout removes it."""
+        before = consumer_records.Snapshot.of(group)
+        member = group.members[member_id]
+        member.member_epoch, member.pending_revocation = STATIC_LEAVE, {}
+        self._commit(group, before)
+        self.revocations.cancel(group.group_id, member_id)
 
     def remove_member(self, group: ConsumerGroup, member_id: str) -> None:
         """Fence a member (left, session or rebalance timeout): the group epoch moves and the others are
@@ -295,9 +352,12 @@ class ConsumerMembership:
             group.update_target_assignment(ASSIGNORS[group.preferred_assignor(DEFAULT_ASSIGNOR)], self.topics)
         else:
             group.assignment_epoch = group.group_epoch
-        self.sessions.cancel(group.group_id, member_id)
-        self.revocations.cancel(group.group_id, member_id)
+        self._cancel_timers(group.group_id, member_id)
         self._commit(group, before)
+
+    def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        self.sessions.cancel(group_id, member_id)
+        self.revocations.cancel(group_id, member_id)
 
     def tick(self) -> list[tuple[str, str]]:
         """Fence the members whose session or revocation deadline passed; return them."""
@@ -348,6 +408,8 @@ def _validate(req: ConsumerHeartbeat) -> None:
         raise InvalidRequestError("InstanceId can't be empty.")
     if req.member_epoch < STATIC_LEAVE:
         raise InvalidRequestError(f"MemberEpoch is invalid: {req.member_epoch}.")
+    if req.member_epoch == STATIC_LEAVE and req.instance_id is None:
+        raise InvalidRequestError("InstanceId can't be null.")
     if req.member_epoch == JOIN:
         if not req.member_id:
             raise InvalidRequestError("MemberId can't be empty.")

@@ -80,7 +80,8 @@ class GroupShard:
         self.consumer_groups: dict[str, ConsumerGroup] = {}
         self.consumer_membership = ConsumerMembership(
             self.consumer_groups, consumer, clock, write=self.append_records, other_group=self._other_group_type,
-            drop_empty_classic=self._drop_empty_classic) if consumer else None
+            drop_empty_classic=self._drop_empty_classic,
+            max_size=int(config["group.consumer.max.size"])) if consumer else None
 
     def _classic_or_consumer(self, group_id: str) -> bool:
         return group_id in self.groups or group_id in self.consumer_groups

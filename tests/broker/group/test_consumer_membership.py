@@ -51,7 +51,8 @@ class Configs:
 
 
 class Env:
-    def __init__(self, log: FakeLog | None = None) -> None:
+    def __init__(self, log: FakeLog | None = None, **config: object) -> None:
+        self.config = config
         self.clock = ManualClock()
         self.log = log or FakeLog()
         self.topics = Topics()
@@ -59,18 +60,18 @@ class Env:
 
     def new_shard(self) -> GroupShard:
         context = ConsumerGroupContext(self.topics, Configs())
-        shard = GroupShard(0, BrokerConfig({}), self.clock, self.log, None, context)
+        shard = GroupShard(0, BrokerConfig(self.config), self.clock, self.log, None, context)
         shard.replay(self.log.data(), 0)
         shard.finish_load()
         return shard
 
     def hb(self, member: str, epoch: int, owned: dict[uuid.UUID, set[int]] | None = None, *,
            topics: list[str] | None = None, regex: str | None = None, assignor: str | None = None,
-           rebalance_ms: int = -1, group: str = "g"):
+           rebalance_ms: int = -1, group: str = "g", instance: str | None = None):
         membership = self.shard.consumer_membership
         assert membership is not None
         return membership.heartbeat(ConsumerHeartbeat(
-            group, member, epoch, None, None, rebalance_ms, topics, regex, assignor,
+            group, member, epoch, instance, None, rebalance_ms, topics, regex, assignor,
             None if owned is None else {t: frozenset(p) for t, p in owned.items()}, "client", "/127.0.0.1"))
 
     def join(self, member: str, topics: list[str] | None = None, **kw):
@@ -308,3 +309,153 @@ def test_deleting_a_consumer_group_needs_it_empty_and_takes_its_offsets() -> Non
     assert "g" not in env.shard.consumer_groups and env.shard.offsets.get("g", ("t", 0)) is None
     reloaded = env.new_shard()
     assert "g" not in reloaded.consumer_groups and reloaded.offsets.get("g", ("t", 0)) is None
+
+
+# ---- static members (group.instance.id) ----------------------------------------------------------------
+# Kafka's GroupMetadataManager: a static member leaving with epoch -2 stays in the group at epoch -2 with its
+# assignment (consumerGroupStaticMemberGroupLeave writes only its current assignment record); a join with the
+# same instance id and a new member id replaces it and takes its assignment (replaceMember); its session
+# timer is not touched by the leave, so without a replacement it expires session.timeout.ms after the last
+# heartbeat and fences the member. Error codes: UNRELEASED_INSTANCE_ID 111, FENCED_INSTANCE_ID 82,
+# GROUP_MAX_SIZE_REACHED 81, NOT_ENOUGH_REPLICAS 19.
+
+
+def _stable_pair(env: Env) -> set[int]:
+    """Static member "a" (instance "i-a") and dynamic "b", reconciled at group epoch 2; returns a's partitions."""
+    env.join("a", instance="i-a")
+    env.join("b")
+    env.hb("a", 1, {T: {0, 1, 2, 3}}, instance="i-a")
+    kept = set(env.shard.consumer_groups["g"].members["a"].assigned[T])
+    assert env.hb("a", 1, {T: kept}, instance="i-a").member_epoch == 2
+    r = env.hb("b", 2, {})
+    assert (r.member_epoch, parts(r)) == (2, {0, 1, 2, 3} - kept)
+    return kept
+
+
+def test_a_static_member_leaving_with_minus_two_keeps_its_assignment_and_the_group_epoch() -> None:
+    env = Env()
+    kept = _stable_pair(env)
+    group = env.shard.consumer_groups["g"]
+    target_a = dict(group.target["a"])
+    r = env.hb("a", -2, instance="i-a")
+    assert (r.error, r.member_id, r.member_epoch) == (0, "a", -2)
+    assert (group.group_epoch, group.assignment_epoch, set(group.members)) == (2, 2, {"a", "b"})
+    a = group.members["a"]
+    assert (a.member_epoch, set(a.assigned[T]), a.pending_revocation) == (-2, kept, {})
+    assert group.target["a"] == target_a
+    r = env.hb("b", 2, {T: {0, 1, 2, 3} - kept})                  # nothing moves for the other member
+    assert (r.error, r.member_epoch, r.assignment) == (0, 2, None)
+    # The leave was written: a new coordinator has "a" at epoch -2, still holding its partitions.
+    reloaded = env.new_shard().consumer_groups["g"]
+    left = reloaded.members["a"]
+    assert (reloaded.group_epoch, left.member_epoch, left.instance_id, set(left.assigned[T])) == (2, -2, "i-a", kept)
+
+
+def test_a_member_with_the_same_instance_id_takes_the_assignment_over_without_a_new_epoch() -> None:
+    env = Env()
+    kept = _stable_pair(env)
+    group = env.shard.consumer_groups["g"]
+    target_a = dict(group.target["a"])
+    env.hb("a", -2, instance="i-a")
+    r = env.join("a2", instance="i-a")
+    assert (r.error, r.member_id, r.member_epoch, parts(r)) == (0, "a2", 2, kept)
+    assert (group.group_epoch, group.assignment_epoch, set(group.members)) == (2, 2, {"a2", "b"})
+    assert group.target == {"a2": target_a, "b": group.target["b"]} and group.state == "Stable"
+    assert env.hb("b", 2, {T: {0, 1, 2, 3} - kept}).assignment is None  # b is not rebalanced
+    assert env.hb("a", 2, {T: kept}, instance="i-a").error == 82    # the old id is fenced by the new one
+    # Written: the old member's records are tombstoned, the new one's replace them, no new group epoch.
+    reloaded = env.new_shard().consumer_groups["g"]
+    assert (reloaded.group_epoch, set(reloaded.members)) == (2, {"a2", "b"})
+    a2 = reloaded.members["a2"]
+    assert (a2.member_epoch, a2.instance_id, set(a2.assigned[T]), reloaded.target["a2"]) == (2, "i-a", kept, target_a)
+    # The replaced member's session timer is gone with it: only the live members can time out.
+    membership = env.shard.consumer_membership
+    assert membership is not None
+    env.clock.advance(SESSION_MS)
+    assert sorted(membership.tick()) == [("g", "a2"), ("g", "b")]
+
+
+def test_a_replacement_with_another_subscription_moves_the_group_epoch() -> None:
+    env = Env()
+    env.topics.by_name["u"] = TopicMetadata(uuid.UUID(int=22), "u", 2)
+    _stable_pair(env)
+    env.hb("a", -2, instance="i-a")
+    r = env.join("a2", ["t", "u"], instance="i-a")
+    assert (r.error, r.member_epoch) == (0, 3)
+    assert env.shard.consumer_groups["g"].group_epoch == 3
+
+
+def test_a_left_static_member_is_removed_when_its_session_times_out() -> None:
+    env = Env()
+    kept = _stable_pair(env)
+    membership = env.shard.consumer_membership
+    assert membership is not None
+    env.clock.advance(1_000)
+    env.hb("a", -2, instance="i-a")                                # 1 s after its last heartbeat
+    env.clock.advance(SESSION_MS - 1_001)
+    env.hb("b", 2, {T: {0, 1, 2, 3} - kept})
+    assert membership.tick() == []
+    env.clock.advance(1)
+    assert membership.tick() == [("g", "a")]
+    group = env.shard.consumer_groups["g"]
+    assert (group.group_epoch, set(group.members)) == (3, {"b"})
+    r = env.hb("b", 2, {T: {0, 1, 2, 3} - kept})
+    assert (r.member_epoch, parts(r)) == (3, {0, 1, 2, 3})
+    # Too late: the instance id joins as a new member, and the epoch moves again.
+    assert env.join("a2", instance="i-a").member_epoch == 4
+
+
+def test_an_instance_id_still_held_by_a_live_member_is_unreleased() -> None:
+    env = Env()
+    env.join("a", instance="i-a")
+    end = env.log.end
+    assert env.join("a2", instance="i-a").error == 111
+    assert env.hb("a2", 1, {}, instance="i-a").error == 82           # a heartbeat under another id: fenced
+    assert env.hb("a2", -2, instance="i-a").error == 82              # so is a leave
+    assert env.hb("a", -2, instance="other").error == 25             # an instance id nobody holds
+    assert env.hb("a", -2).error == 42                               # -2 needs the instance id
+    group = env.shard.consumer_groups["g"]
+    assert (set(group.members), group.group_epoch, env.log.end) == ({"a"}, 1, end)
+    # A static member leaving with -1 is removed at once, releasing the id.
+    env.hb("a", -1, instance="i-a")
+    assert (env.join("a2", instance="i-a").error, group.group_epoch) == (0, 3)
+
+
+def test_a_failed_write_of_a_static_leave_changes_nothing() -> None:
+    env = Env()
+    _stable_pair(env)
+    env.log.fail_with = NotEnoughReplicasError("no")
+    assert env.hb("a", -2, instance="i-a").error == 19
+    assert env.shard.consumer_groups["g"].members["a"].member_epoch == 2
+    env.log.fail_with = None
+    env.hb("a", -2, instance="i-a")
+    env.log.fail_with = NotEnoughReplicasError("no")
+    assert env.join("a2", instance="i-a").error == 19
+    group = env.shard.consumer_groups["g"]
+    assert (set(group.members), group.members["a"].member_epoch, set(group.target)) == ({"a", "b"}, -2, {"a", "b"})
+
+
+def test_a_full_group_refuses_new_members_but_not_a_static_replacement() -> None:
+    env = Env(**{"group.consumer.max.size": 2})
+    kept = _stable_pair(env)
+    assert env.join("c").error == 81
+    assert env.join("c", instance="i-c").error == 81
+    assert env.join("a2", instance="i-a").error == 111               # a's instance: not new, but not released
+    env.hb("a", -2, instance="i-a")
+    assert env.join("c").error == 81                                 # the left static member still counts
+    r = env.join("a2", instance="i-a")
+    assert (r.error, r.member_epoch, parts(r)) == (0, 2, kept)
+    assert env.hb("b", 2, {T: {0, 1, 2, 3} - kept}).error == 0        # members heartbeat as usual
+    group = env.shard.consumer_groups["g"]
+    assert (set(group.members), group.group_epoch) == ({"a2", "b"}, 2)
+    env.hb("b", -1)
+    assert env.join("c").error == 0                                  # room again
+
+
+def test_group_consumer_max_size_is_at_least_one_and_unbounded_by_default() -> None:
+    from kafka_txn_broker.config import ConfigError
+
+    assert BrokerConfig({})["group.consumer.max.size"] == 2**31 - 1
+    assert BrokerConfig({"group.consumer.max.size": "1"})["group.consumer.max.size"] == 1
+    with pytest.raises(ConfigError, match=r"group\.consumer\.max\.size=0 must be at least 1"):
+        BrokerConfig({"group.consumer.max.size": 0})
