@@ -205,3 +205,45 @@ def test_a_group_carries_on_when_its_coordinator_moves(cluster: EmbeddedCluster)
     assert sorted(m.value() for _, m in records) == sorted(sent)
     # The new coordinator replayed the group's records: same epoch and members, nobody had to rejoin.
     assert new != old and after == (epoch, 2)
+
+
+def test_a_static_member_restarting_keeps_its_partitions_and_nobody_else_is_revoked(cluster: EmbeddedCluster) -> None:
+    """librdkafka leaves with epoch -2 when group.instance.id is set: the broker keeps the member's
+    assignment, and a new consumer with the same instance id takes it over at once, at the same group epoch,
+    while the other member keeps its partitions (no revocation reaches it)."""
+    bs = cluster.bootstrap_servers
+    inner = cluster.cluster
+    assert inner is not None
+    revoked: list[set[int]] = []
+    b = Consumer({"bootstrap.servers": bs, "group.id": "static", "group.protocol": "consumer",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False, "log_level": 3})
+    b.subscribe([TOPIC], on_revoke=lambda _c, tps: revoked.append({tp.partition for tp in tps}) if tps else None)
+    a = consumer(bs, "static", **{"group.instance.id": "i-a"})
+    a2: Consumer | None = None
+    try:
+        poll_until([a, b], lambda r: len(assigned(a)) == len(assigned(b)) == 2, timeout_s=15)
+        kept_a, kept_b = assigned(a), assigned(b)
+        assert kept_a | kept_b == set(range(PARTITIONS))
+        coordinator = inner.nodes[0].group_coordinator.partition_of("static")[1]
+        group = inner.nodes[coordinator].group_coordinator.shard("static").consumer_groups["static"]
+        epoch, old_id = group.group_epoch, next(m for m in group.members.values() if m.instance_id == "i-a").member_id
+        revoked.clear()  # the two-member rebalance is over: from now on, nothing may be taken from b
+        a.close()
+        deadline = time.monotonic() + 5  # the leave heartbeat may still be on its way
+        while getattr(group.members.get(old_id), "member_epoch", None) != -2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        left = group.members.get(old_id)
+        assert left is not None and (left.member_epoch, left.assigned) == (-2, group.target[old_id])
+        assert group.group_epoch == epoch  # still in the group with its partitions: no rebalance
+        a2 = consumer(bs, "static", **{"group.instance.id": "i-a"})
+        poll_until([a2, b], lambda r: assigned(a2) == kept_a, timeout_s=10)
+        poll_until([a2, b], lambda r: False, timeout_s=1.0)  # time for any rebalance to show up
+        mine, theirs = assigned(a2), assigned(b)
+        members = {m.member_id: m.instance_id for m in group.members.values()}
+        after_epoch, revoked_from_b = group.group_epoch, list(revoked)  # b's own close revokes all, later
+    finally:
+        for c in (a2, b):
+            if c is not None:
+                c.close()
+    assert (mine, theirs, revoked_from_b) == (kept_a, kept_b, [])
+    assert after_epoch == epoch and old_id not in members and set(members.values()) == {"i-a", None}
