@@ -1,7 +1,8 @@
 """KIP-848 consumer groups with librdkafka's `group.protocol=consumer` (confluent-kafka 2.16.1) on a 3-node
 cluster: server-side assignment, a rebalance without duplicates, read_committed consumption of
-transactions, exactly-once consume-transform-produce, admin listing and description, and a group that
-carries on when its coordinator moves (the new one replays the group's records)."""
+transactions, exactly-once consume-transform-produce, admin listing and description, a group that
+carries on when its coordinator moves (the new one replays the group's records), and a static member
+(group.instance.id) restarting without a rebalance."""
 
 from __future__ import annotations
 
