@@ -275,6 +275,11 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
                "transition(r.state, r.txn_commit, r.delivery_count, None)",
                "transition() reads the delivery-count limit only for a target of AVAILABLE; a COMMIT event "
                "(ACCEPT or REJECT) targets ACKNOWLEDGED or ARCHIVED"),
+    Equivalent("broker/share/share_partition.py", "SharePartition.complete_transaction",
+               "if r.state is RecordState.TX_PENDING or r.txn_producer_id == producer_id)",
+               "it only adds other producers' pending records to the ownerless check; when the producer's own "
+               "records all had an owner, the ABORT leaves them ACQUIRED, which is never written: the extra "
+               "write finds nothing to persist and the start offset unmoved"),
     # (end of the share partitions' entries)
 )
 

@@ -241,3 +241,13 @@ def test_staged_batches_stop_at_the_acknowledged_span():
     sp.stage("m1", PID, [AckBatch(4, 5, [int(A.REJECT)])])
     sp.stage("m1", PID, [AckBatch(0, 3, [int(A.ACCEPT)])])
     assert sp.staged_batches(PID, [AckBatch(0, 3, [int(A.ACCEPT)])]) == [StateBatch(0, 3, ACKED, 1)]
+
+
+def test_a_restored_records_lock_starts_at_the_load_not_before():
+    # Another record's shorter lock (the group's duration lowered since) makes the locks looked at early.
+    sp, _, clock = restored([(PID, [StateBatch(5, 9, ACKED, 1)])], lock_ms=1000)
+    sp.limits.lock_ms = 100  # type: ignore[attr-defined]
+    sp.acquire("m1", batches((0, 4)), 100, fetch_offset=0)
+    clock.advance(100)
+    assert sp.expire_locks() == 5  # m1's records released
+    assert sp.expired_pending_locks == 0  # the restored ones' lock (1000 ms from the load) still runs
