@@ -23,7 +23,6 @@ from kafka_txn_broker.formats.errors import TOPIC_AUTHORIZATION_FAILED, error_co
 from kafka_txn_broker.formats.group_records import OffsetValue
 from kafka_txn_broker.group.offset_commit import CommitRequest, FetchedOffset, commit, fetch, validate_fetch
 from kafka_txn_broker.group.offset_store import TopicPartition
-from kafka_txn_broker.group.txn_verification import verify_txn_offset_commit
 
 UNKNOWN_TOPIC = int(UnknownTopicOrPartitionError.errno)
 
@@ -69,8 +68,8 @@ def _commit_all(ctx: RequestContext, req: CommitRequest, order: list[tuple[str, 
         everywhere = error_code(exc)
     else:
         if transactional_id is not None and req.producer is not None and req.offsets:
-            everywhere = verify_txn_offset_commit(ctx.node, ctx.api_version, transactional_id, *req.producer,
-                                                  shard.partition) or None
+            everywhere = ctx.node.txn_offset_commit_verifier.verify(ctx.api_version, transactional_id,
+                                                                    *req.producer, shard.partition) or None
     if everywhere is not None:
         return {(t, p): everywhere for t, parts in order for p in parts}
     codes = commit(shard, req) if req.offsets else {}

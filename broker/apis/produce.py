@@ -24,7 +24,6 @@ from kafka_txn_broker.formats.errors import (
     error_message,
 )
 from kafka_txn_broker.formats.record_batch import HEADER_SIZE, UnsupportedCompressionError, iter_batches, iter_records
-from kafka_txn_broker.txn.verification import verify_produce
 
 R = ProduceResponse
 TR = R.TopicProduceResponse
@@ -40,7 +39,8 @@ def _append_one(ctx: RequestContext, req: Any, topic_data: Any, pdata: Any) -> A
             raise CorruptRecordError("produce request without records")
         if "compact" in topic.configs.get("cleanup.policy", ""):  # cheap: every produce request passes here
             _check_keys(pdata.records, topic.name, pdata.index)
-        before = verify_produce(ctx, req, topic.name, pdata.index, pdata.records)
+        before = ctx.node.produce_verifier.verify(getattr(req, "transactional_id", None), ctx.api_version,
+                                                  topic.name, pdata.index, pdata.records)
         if before is not None:
             raise before
         info = part.append_as_leader(pdata.records, req.acks)

@@ -3,7 +3,8 @@
 The node builds each subsystem with the collaborators it uses (Kafka's BrokerServer does the same):
 the replica manager gets the cluster metadata and a way to reach the other nodes' replicas; each
 coordinator gets its internal topic as a CoordinatorLog, the metadata view, the config and the clock;
-the marker channel gets a MarkerWriter that writes on the leader node's replica. Only this module and
+the marker channel gets a MarkerWriter that writes on the leader node's replica; the transaction
+verifiers (Produce, TxnOffsetCommit) get the config, the replicas and txn_coordinator_of. Only this module and
 cluster.py know the node and the cluster themselves. On the cluster's event loop, like all broker state.
 """
 
@@ -20,6 +21,7 @@ from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, TXN_TOPIC, partit
 from kafka_txn_broker.group.consumer_membership import ConsumerGroupContext
 from kafka_txn_broker.group.coordinator import LOAD_CHUNK_BYTES, GroupCoordinator
 from kafka_txn_broker.group.share_membership import ShareGroupContext
+from kafka_txn_broker.group.txn_verification import TxnOffsetCommitVerifier
 from kafka_txn_broker.replica.coordinator_log import ReplicaCoordinatorLog
 from kafka_txn_broker.replica.replica_manager import ReplicaManager
 from kafka_txn_broker.server.producer_id_manager import ProducerIdManager
@@ -38,6 +40,7 @@ from kafka_txn_broker.txn.coordinator import TransactionCoordinator
 from kafka_txn_broker.txn.faults import FaultyMarkerWriter, UpstreamBugs
 from kafka_txn_broker.txn.marker_channel import TransactionMarkerChannelManager
 from kafka_txn_broker.txn.state_manager import LOAD_BUFFER_BYTES, TransactionStateManager
+from kafka_txn_broker.txn.verification import ProduceVerifier
 
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock
@@ -78,6 +81,10 @@ class BrokerNode:
         self.group_coordinator = GroupCoordinator(node_id, self.config, self.clock, offsets_log, self.metadata,
                                                   share_context, consumer_context)
         self.txn_coordinator = self._transaction_coordinator()
+        # KIP-890: the leader's and the group coordinator's question to an id's transaction coordinator.
+        self.produce_verifier = ProduceVerifier(self.config, self.replica_manager, self.txn_coordinator_of)
+        self.txn_offset_commit_verifier = TxnOffsetCommitVerifier(self.config, self.replica_manager,
+                                                                  self.txn_coordinator_of)
 
     def _start_share_groups(self, cluster: Cluster) -> None:
         """The share coordinator (this node's `__share_group_state` partitions), the share-partition manager

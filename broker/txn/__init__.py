@@ -5,6 +5,6 @@
 - state_manager: TransactionStateManager (cache, loading, appends, timeouts, expiration, listing)
 - marker_channel: TransactionMarkerChannelManager (markers to partition leaders, then COMPLETE_*)
 - coordinator: TransactionCoordinator (InitProducerId, AddPartitions/AddOffsets, EndTxn, reaper)
-- verification: transaction.partition.verification.enable on the produce path
+- verification: ProduceVerifier, transaction.partition.verification.enable on the produce path
 - java_regex: ListTransactions' Java regex filter
 """

@@ -10,11 +10,17 @@ iteration, which also makes Kafka's VerificationGuard unnecessary (no abort mark
 Produce v12+ from a TV2 client (with transaction.version >= 2) asks the coordinator to *add* the
 partition instead (KIP-890 part 2: such clients send no AddPartitionsToTxn themselves).
 Errors are translated as Kafka's ReplicaManager and AddPartitionsToTxnManager do, per client version.
+
+ProduceVerifier gets what it reads through its constructor: the broker config (read at each request,
+so a dynamic change applies at once), this node's replicas (LocalReplicas) and the lookup of an id's
+transaction coordinator (CoordinatorLookup). group/txn_verification.py asks the coordinator the same way
+for TxnOffsetCommit, with ask_coordinator().
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka.errors import (
     InvalidProducerEpochError,
@@ -28,15 +34,101 @@ from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.record_batch import HEADER_SIZE, iter_batches
 
 if TYPE_CHECKING:
-    from kafka_txn_broker.apis.context import RequestContext
-    from kafka_txn_broker.server.node import BrokerNode
+    from kafka_txn_broker.config import BrokerConfig
+    from kafka_txn_broker.log.producer_state import ProducerStateEntry
 
+TopicPartition = tuple[str, int]
 # Produce versions: v11 understands TRANSACTION_ABORTABLE, v12 is a TV2 client (KIP-890).
 GENERIC_ERROR_PRODUCE_VERSION = 11
 ADD_PARTITION_PRODUCE_VERSION = 12
 # Retriable coordinator answers that old clients would not retry: NOT_ENOUGH_REPLICAS makes them retry.
 _RETRY_AS_NOT_ENOUGH_REPLICAS = frozenset({E.CONCURRENT_TRANSACTIONS, E.COORDINATOR_LOAD_IN_PROGRESS,
                                            E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR})
+
+
+# ---- what the verifiers are given ------------------------------------------------------------------
+class ProducerStates(Protocol):
+    def last_entry(self, producer_id: int) -> ProducerStateEntry | None: ...
+
+
+class ReplicaLog(Protocol):
+    @property
+    def producer_state(self) -> ProducerStates: ...
+
+
+class LocalReplica(Protocol):
+    @property
+    def log(self) -> ReplicaLog: ...
+
+
+class LocalReplicas(Protocol):
+    """This node's replicas (ReplicaManager): only a replica's producer state is read."""
+
+    def get(self, topic: str, partition: int) -> LocalReplica | None: ...
+
+
+class PartitionsInTransaction(Protocol):
+    """The two AddPartitionsToTxn forms of a TransactionCoordinator."""
+
+    def add_partitions_to_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                      partitions: Iterable[TopicPartition], client_tv: int) -> int: ...
+
+    def verify_partitions_in_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                         partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]: ...
+
+
+# The transaction coordinator of an id (on any node), None when it is unavailable (BrokerNode.txn_coordinator_of).
+CoordinatorLookup = Callable[[str], PartitionsInTransaction | None]
+
+
+def in_open_transaction(replica: LocalReplica, producer_id: int, epoch: int) -> bool:
+    """Has this producer epoch an open transaction on the replica (so the coordinator already knows it)?"""
+    entry = replica.log.producer_state.last_entry(producer_id)
+    return entry is not None and entry.current_txn_first_offset is not None and entry.producer_epoch == epoch
+
+
+def ask_coordinator(coordinator_of: CoordinatorLookup, transactional_id: str, producer_id: int, epoch: int,
+                    tp: TopicPartition, *, add: bool) -> int:
+    """Verify (or, for TV2 clients, add) one partition with the transactional id's coordinator."""
+    txn = coordinator_of(transactional_id)
+    if txn is None:
+        return E.COORDINATOR_NOT_AVAILABLE
+    if add:
+        return txn.add_partitions_to_transaction(transactional_id, producer_id, epoch, [tp], client_tv=2)
+    return txn.verify_partitions_in_transaction(transactional_id, producer_id, epoch, [tp])[tp]
+
+
+# ---- Produce -------------------------------------------------------------------------------------------
+class ProduceVerifier:
+    """The leader's check before a transactional Produce append. Event-loop owned like all broker state:
+    the Produce handler calls it on the cluster's loop, and the coordinator answers within the call (no
+    await, no lock)."""
+
+    def __init__(self, config: BrokerConfig, replicas: LocalReplicas, coordinator_of: CoordinatorLookup) -> None:
+        self.config = config
+        self.replicas = replicas
+        self.coordinator_of = coordinator_of
+
+    def verify(self, transactional_id: str | None, produce_version: int, topic: str, partition: int,
+               records: Any) -> Exception | None:
+        """None if the records may be appended, else the error to answer for this partition."""
+        if transactional_id is None or not self.config["transaction.partition.verification.enable"]:
+            return None
+        producer = _transactional_producer(records)
+        if producer is None:
+            return None
+        producer_id, epoch, _seq = producer
+        if self._has_ongoing_transaction(topic, partition, producer_id, epoch):
+            return None
+        add = produce_version >= ADD_PARTITION_PRODUCE_VERSION and self.config["transaction.version"] >= 2
+        code = ask_coordinator(self.coordinator_of, transactional_id, producer_id, epoch, (topic, partition), add=add)
+        return _to_produce_error(code, produce_version)
+
+    def _has_ongoing_transaction(self, topic: str, partition: int, producer_id: int, epoch: int) -> bool:
+        part = self.replicas.get(topic, partition)
+        if part is None:
+            return True  # not our replica: the append itself will fail with the right error
+        return in_open_transaction(part, producer_id, epoch)
 
 
 def _transactional_producer(records: Any) -> tuple[int, int, int] | None:
@@ -49,42 +141,7 @@ def _transactional_producer(records: Any) -> tuple[int, int, int] | None:
     return None
 
 
-def _has_ongoing_transaction(node: BrokerNode, topic: str, partition: int, producer_id: int, epoch: int) -> bool:
-    part = node.replica_manager.get(topic, partition)
-    if part is None:
-        return True  # not our replica: the append itself will fail with the right error
-    entry = part.log.producer_state.last_entry(producer_id)
-    return entry is not None and entry.current_txn_first_offset is not None and entry.producer_epoch == epoch
-
-
-def verify_produce(ctx: RequestContext, req: Any, topic: str, partition: int, records: Any) -> Exception | None:
-    node = ctx.node
-    transactional_id = getattr(req, "transactional_id", None)
-    if transactional_id is None or not node.config["transaction.partition.verification.enable"]:
-        return None
-    producer = _transactional_producer(records)
-    if producer is None:
-        return None
-    producer_id, epoch, _seq = producer
-    if _has_ongoing_transaction(node, topic, partition, producer_id, epoch):
-        return None
-    add = (ctx.api_version >= ADD_PARTITION_PRODUCE_VERSION and node.config["transaction.version"] >= 2)
-    code = ask_coordinator(node, transactional_id, producer_id, epoch, (topic, partition), add=add)
-    return _to_produce_error(code, ctx.api_version, add)
-
-
-def ask_coordinator(node: BrokerNode, transactional_id: str, producer_id: int, epoch: int, tp: tuple[str, int],
-                    *, add: bool) -> int:
-    """Verify (or, for TV2 clients, add) one partition with the transactional id's coordinator."""
-    txn = node.txn_coordinator_of(transactional_id)
-    if txn is None:
-        return E.COORDINATOR_NOT_AVAILABLE
-    if add:
-        return txn.add_partitions_to_transaction(transactional_id, producer_id, epoch, [tp], client_tv=2)
-    return txn.verify_partitions_in_transaction(transactional_id, producer_id, epoch, [tp])[tp]
-
-
-def _to_produce_error(code: int, produce_version: int, add: bool) -> Exception | None:
+def _to_produce_error(code: int, produce_version: int) -> Exception | None:
     if code == E.NONE:
         return None
     if code == E.PRODUCER_FENCED:
@@ -100,4 +157,3 @@ def _to_produce_error(code: int, produce_version: int, add: bool) -> Exception |
             f"Unable to verify the partition has been added to the transaction. Underlying error: {E.name(code)}")
     error_class = for_code(code)
     return error_class(f"transaction verification failed: {E.name(code)}")
-

@@ -3,14 +3,16 @@
 FakePartitionLog plays this node's replicas of `__transaction_state` (a CoordinatorLog): it assigns
 offsets like a leader, keeps the batches for a later load, and fails an append when told to.
 FakeMetadata answers the metadata view; FakeMarkers plays the leaders that receive markers;
-FakeCoordinator wires a TransactionCoordinator on them.
+FakeCoordinator wires a TransactionCoordinator on them. FakeReplicas (this node's replicas, only their
+producer state) and AskedCoordinator (a transaction coordinator that records its questions) are the
+collaborators of the transaction verifiers (txn/verification.py, group/txn_verification.py).
 """
 
 from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 from kafka.errors import NotLeaderForPartitionError
@@ -21,6 +23,7 @@ from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC
 from kafka_txn_broker.formats.record_batch import BatchHeader, iter_batches, iter_records, with_base_offset
 from kafka_txn_broker.formats.transaction_log import TransactionLogValue, decode_key, decode_value
+from kafka_txn_broker.log.producer_state import ProducerStateEntry
 from kafka_txn_broker.txn.coordinator import TransactionCoordinator
 from kafka_txn_broker.txn.faults import FaultyMarkerWriter, UpstreamBugs
 from kafka_txn_broker.txn.marker_channel import TransactionMarkerChannelManager
@@ -155,3 +158,66 @@ class FakeCoordinator:
 
     def records_written(self) -> int:
         return len(self.log.records(0))
+
+
+class FakeReplica:
+    """One replica as the verifiers read it: `replica.log.producer_state.last_entry(pid)`."""
+
+    def __init__(self) -> None:
+        self.entries: dict[int, ProducerStateEntry] = {}
+
+    @property
+    def log(self) -> FakeReplica:  # only the log's producer state is read, so the replica plays its log too
+        return self
+
+    @property
+    def producer_state(self) -> FakeReplica:
+        return self
+
+    def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
+        return self.entries.get(producer_id)
+
+
+class FakeReplicas:
+    """This node's replicas (LocalReplicas); a partition never touched here is not a replica of this node."""
+
+    def __init__(self) -> None:
+        self.replicas: dict[TopicPartition, FakeReplica] = {}
+
+    def host(self, topic: str, partition: int) -> FakeReplica:
+        return self.replicas.setdefault((topic, partition), FakeReplica())
+
+    def producer(self, tp: TopicPartition, producer_id: int, epoch: int, txn_first_offset: int | None) -> None:
+        """The producer's last state on the replica: an open transaction from `txn_first_offset`, or none."""
+        self.host(*tp).entries[producer_id] = ProducerStateEntry(producer_id, epoch,
+                                                                 current_txn_first_offset=txn_first_offset)
+
+    def get(self, topic: str, partition: int) -> FakeReplica | None:
+        return self.replicas.get((topic, partition))
+
+
+class AskedCoordinator:
+    """The transaction coordinators as a verifier reaches them (CoordinatorLookup and PartitionsInTransaction):
+    records every lookup and question, answers `answer`; `available = False` plays no coordinator."""
+
+    def __init__(self, answer: int = E.NONE) -> None:
+        self.answer = answer
+        self.available = True
+        self.lookups: list[str] = []
+        # ("add" | "verify", transactional id, producer id, epoch, partitions, client_tv or None)
+        self.asked: list[tuple[str, str, int, int, list[TopicPartition], int | None]] = []
+
+    def coordinator_of(self, transactional_id: str) -> AskedCoordinator | None:
+        self.lookups.append(transactional_id)
+        return self if self.available else None
+
+    def add_partitions_to_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                      partitions: Iterable[TopicPartition], client_tv: int) -> int:
+        self.asked.append(("add", transactional_id, producer_id, producer_epoch, list(partitions), client_tv))
+        return self.answer
+
+    def verify_partitions_in_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                         partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        parts = list(partitions)
+        self.asked.append(("verify", transactional_id, producer_id, producer_epoch, parts, None))
+        return dict.fromkeys(parts, self.answer)
