@@ -28,6 +28,8 @@ class ConfigKey:
     doc: str
     # Allowed values of a str key, compared case-insensitively and stored as written here.
     choices: tuple[str, ...] = ()
+    # The smallest value of an int key (Kafka's ConfigDef atLeast), None: any.
+    minimum: int | None = None
 
 
 _KEYS: list[ConfigKey] = [
@@ -154,6 +156,9 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("share.coordinator.state.topic.segment.bytes", int, 104857600, "segment size of __share_group_state"),
     ConfigKey("share.coordinator.snapshot.update.records.per.snapshot", int, 500,
               "ShareUpdate records of a share-partition between two ShareSnapshot records"),
+    ConfigKey("share.coordinator.state.topic.prune.interval.ms", int, 300000,
+              "how often the share coordinator deletes the __share_group_state records replay no longer needs",
+              minimum=1),
     ConfigKey("group.streams.num.standby.replicas", int, 0, "standby replicas per task of streams groups"),
     ConfigKey("group.streams.max.standby.replicas", int, 2, "largest streams.num.standby.replicas a group may set"),
     ConfigKey("group.streams.initial.rebalance.delay.ms", int, 3000, "wait before a new streams group's first "
@@ -240,9 +245,12 @@ def _coerce(key: ConfigKey, value: Any) -> Any:
         if isinstance(value, bool):
             raise ConfigError(f"{key.name}={value!r} is not an integer")
         try:
-            return int(str(value).strip().replace("_", ""))
+            number = int(str(value).strip().replace("_", ""))
         except ValueError:
             raise ConfigError(f"{key.name}={value!r} is not an integer") from None
+        if key.minimum is not None and number < key.minimum:
+            raise ConfigError(f"{key.name}={number} is too small: at least {key.minimum}")
+        return number
     text = str(value)
     if key.choices:
         chosen = [c for c in key.choices if c.lower() == text.strip().lower()]
