@@ -22,6 +22,7 @@ from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.formats.record_batch import iter_batches
 from kafka_txn_broker.formats.share_coordinator_records import StateBatch
 from kafka_txn_broker.formats.share_state import ShareGroupOffset, StateKey
+from kafka_txn_broker.share.cluster_adapters import ReplicaStatePruner
 from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC, ShareCoordinator
 from kafka_txn_broker.share.share_coordinator_shard import ShareCoordinatorShard
 from tests.broker.group.fakes import FakeLog
@@ -367,3 +368,62 @@ def test_a_failed_prune_is_retried_on_the_next_interval() -> None:
     clock.advance(300_000)
     c.tick(clock.millis())
     assert pruner.calls == [(0, 3)]
+
+
+# ---- DeleteRecords on the leader replica -------------------------------------------------------------
+@dataclass
+class FakeReplicaLog:
+    log_start_offset: int = 0
+    last_stable_offset: int = 100
+    high_watermark: int = 100
+
+
+@dataclass
+class FakeReplicaPartition:
+    log: FakeReplicaLog = field(default_factory=FakeReplicaLog)
+
+
+@dataclass
+class FakeReplicas:
+    """A node's replica manager: its `__share_group_state` replicas and the DeleteRecords it was asked."""
+
+    partitions: dict[tuple[str, int], FakeReplicaPartition] = field(default_factory=dict)
+    deleted: list[tuple[str, int, int]] = field(default_factory=list)
+
+    def get(self, topic: str, partition: int) -> FakeReplicaPartition | None:
+        return self.partitions.get((topic, partition))
+
+    def delete_records(self, topic: str, partition: int, offset: int) -> tuple[int, int]:
+        self.deleted.append((topic, partition, offset))
+        self.partitions[(topic, partition)].log.log_start_offset = offset
+        return offset, offset
+
+
+def pruner_over(log: FakeReplicaLog) -> tuple[ReplicaStatePruner, FakeReplicas]:
+    replicas = FakeReplicas({(SHARE_STATE_TOPIC, 5): FakeReplicaPartition(log)})
+    return ReplicaStatePruner(replicas), replicas  # type: ignore[arg-type]
+
+
+def test_the_pruner_deletes_the_records_below_the_offset_on_the_state_partition() -> None:
+    pruner, replicas = pruner_over(FakeReplicaLog())
+    assert pruner.prune(5, 40) == 40
+    assert replicas.deleted == [(SHARE_STATE_TOPIC, 5, 40)]
+
+
+@pytest.mark.parametrize("lso, hw, expected", [
+    (30, 100, 30),  # an open transaction's records stay (the last stable offset)
+    (100, 35, 35),  # so do records not yet replicated (the high watermark)
+])
+def test_the_pruner_never_goes_past_the_last_stable_offset_or_the_high_watermark(lso: int, hw: int,
+                                                                                 expected: int) -> None:
+    pruner, replicas = pruner_over(FakeReplicaLog(0, lso, hw))
+    assert pruner.prune(5, 40) == expected
+    assert replicas.deleted == [(SHARE_STATE_TOPIC, 5, expected)]
+
+
+def test_the_pruner_does_nothing_when_the_log_start_is_already_there_or_the_replica_is_missing() -> None:
+    pruner, replicas = pruner_over(FakeReplicaLog(log_start_offset=40))
+    assert pruner.prune(5, 40) is None
+    assert pruner.prune(5, 12) is None  # never backwards
+    assert pruner.prune(6, 40) is None  # no replica of that partition here
+    assert replicas.deleted == []
