@@ -19,6 +19,7 @@ from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.formats.share_coordinator_records import coordinator_key
 from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC
+from tests.e2e.cli_support import kafka_txn
 from tests.e2e.share_support import FAST_GROUPS, poll_until, produce, set_group_configs, share_consumer
 
 TOPIC, GROUP = "work", "pruned"
@@ -95,6 +96,11 @@ def test_the_state_topic_is_pruned_and_a_restart_loads_the_same_state(cluster: E
     pruned = state_partition(cluster)
     # The leader moved its log start to the share-partition's latest snapshot, and its followers with it.
     assert set(pruned["log_start"].values()) == {before["bound"]}
+    # kafka-txn's share view reads the pruned partition from its new start (offset 0 is out of range now).
+    r = kafka_txn(cluster.bootstrap_servers, "describe-share-group", "--group", GROUP, "-o", "json")
+    assert r.code == 0, r.err
+    [row] = r.json()["share_group"]
+    assert (row["start_offset"], row["error"]) == (24, None)
 
     cluster.restart()
     after = state_partition(cluster)  # replayed from the new log start
