@@ -19,8 +19,13 @@ from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.formats.share_coordinator_records import coordinator_key
 from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC
+from kafka_txn_broker.testing.raw_client import RawKafkaClient
+from kafka_txn_broker.testing.share_client import ACCEPT, partition_codes
 from tests.e2e.cli_support import kafka_txn
 from tests.e2e.share_support import FAST_GROUPS, poll_until, produce, set_group_configs, share_consumer
+from tests.e2e.test_txn_share_acknowledge_wire import ENABLED as TXN_ENABLED
+from tests.e2e.test_txn_share_acknowledge_wire import GROUP as TXN_GROUP
+from tests.e2e.test_txn_share_acknowledge_wire import TXN_ID, end_txn_v5, share_member, txn_ack, wait_for
 
 TOPIC, GROUP = "work", "pruned"
 PRUNE_INTERVAL_MS = 300_000  # Kafka's share.coordinator.state.topic.prune.interval.ms default
@@ -40,23 +45,25 @@ def cluster(tmp_path: Path, clock: ManualClock) -> Iterator[EmbeddedCluster]:
         yield c
 
 
-def state_partition(cluster: EmbeddedCluster) -> dict[str, Any]:
-    """The group's share-partition state where its `__share_group_state` partition's leader keeps it, and
-    that partition's log start offset on each replica."""
+def state_partition(cluster: EmbeddedCluster, group: str = GROUP, topic: str = TOPIC) -> dict[str, Any]:
+    """Partition 0 of `topic` in `group` as its `__share_group_state` partition's leader keeps it (the state,
+    the prunable bound, the open staged transactions' first offsets), and that partition's log start offset
+    on each replica."""
     core = cluster.cluster
     assert core is not None
 
     def look() -> dict[str, Any]:
-        topic_id = core.metadata.topics[TOPIC].topic_id
-        key = coordinator_key(GROUP, topic_id, 0)
+        topic_id = core.metadata.topics[topic].topic_id
+        key = coordinator_key(group, topic_id, 0)
         partition = next(iter(core.nodes.values())).share_router.partition_of(key)
         leader = core.metadata.leader(SHARE_STATE_TOPIC, partition)
         shard = core.nodes[leader].share_coordinator.shard(partition)
-        state = shard.states[(GROUP, topic_id, 0)]
+        state = shard.states[(group, topic_id, 0)]
         starts = {n.node_id: n.replica_manager.get(SHARE_STATE_TOPIC, partition).log.log_start_offset
                   for n in core.nodes.values() if n.replica_manager.get(SHARE_STATE_TOPIC, partition) is not None}
         return {"partition": partition, "leader": leader, "start_offset": state.start_offset,
-                "batches": list(state.batches), "log_start": starts, "bound": shard.prunable_offset()}
+                "batches": list(state.batches), "log_start": starts, "bound": shard.prunable_offset(),
+                "open_txns": dict(shard.open_txn_first_offset)}
 
     return cluster.call_soon(look)  # type: ignore[no-any-return]
 
@@ -118,3 +125,51 @@ def test_the_state_topic_is_pruned_and_a_restart_loads_the_same_state(cluster: E
     delivered = [m.value() for _i, m in got + extra]
     assert sorted(delivered) == [b"new-0", b"new-1", b"new-2"]
     assert not accepted & set(delivered)
+
+
+def test_an_open_staged_transaction_is_not_pruned_and_its_commit_survives_a_restart(tmp_path: Path,
+                                                                                    clock: ManualClock) -> None:
+    """KIP-1289: staged acknowledgements are transactional records of `__share_group_state`, applied at
+    their producer's marker; pruning leaves them while the transaction is open, and after its COMMIT until a
+    snapshot holds what it applied."""
+    config = {**TXN_ENABLED, "share.coordinator.snapshot.update.records.per.snapshot": 1,
+              "share.coordinator.state.topic.prune.interval.ms": 1000}  # short: the transaction must not time out
+    with EmbeddedCluster(nodes=3, data_dir=tmp_path, config=config, clock=clock) as cluster:
+        cluster.create_topic("in", 1, 3)
+        cluster.create_topic("out", 1, 3)
+        set_group_configs(cluster.bootstrap_servers, TXN_GROUP, share_auto_offset_reset="earliest")
+        produce(cluster.bootstrap_servers, "in", 10, 1)
+        with RawKafkaClient(cluster.bootstrap_servers) as client:
+            leader = client.partition_leaders("in")[0]
+            topic_id = cluster.call_soon(lambda: cluster.cluster.metadata.topics["in"].topic_id)  # type: ignore[union-attr]
+            member = share_member(client, topic_id, leader)
+            assert member.fetch() == [(0, 9)]
+            code, pe = client.init_producer_id(TXN_ID, 60000)
+            assert code == 0
+            r = txn_ack(client, leader, pe, topic_id, [(0, 3, [ACCEPT])], member_epoch=member.epoch)
+            assert (r.error_code, partition_codes(r)) == (0, [0])
+            # Plain writes after it (per_snapshot=1: at least one is a snapshot later than the staged records):
+            # 4-7 acknowledged; a new session gives back what the last one held (8-9 released).
+            assert member.acknowledge(4, 7, ACCEPT) == 0
+            assert member.fetch() == [(8, 9)]
+            staged = state_partition(cluster, TXN_GROUP, "in")
+            first = staged["open_txns"][pe.producer_id]
+            assert staged["bound"] == first > 0
+
+            def prune() -> set[int]:
+                clock.advance(1000)
+                cluster.tick()
+                return set(state_partition(cluster, TXN_GROUP, "in")["log_start"].values())
+
+            assert prune() == {first}  # pruned up to the open transaction's records, not past them
+        cluster.restart()  # while the transaction is open: the load replays from `first`
+        with RawKafkaClient(cluster.bootstrap_servers) as client:
+            member = share_member(client, topic_id, client.partition_leaders("in")[0])
+            # 0-3 are pending in the open transaction (not delivered again), 4-7 acknowledged.
+            assert member.fetch() == [(8, 9)]
+            end_txn_v5(client, pe, commit=True)
+            wait_for(cluster, lambda s: s["TX_PENDING"] == 0)
+            assert min(prune()) >= first
+        assert state_partition(cluster, TXN_GROUP, "in")["start_offset"] == 8  # 0-7 acknowledged
+        cluster.restart()
+        assert state_partition(cluster, TXN_GROUP, "in")["start_offset"] == 8
