@@ -30,6 +30,7 @@ from kafka_txn_broker.share.cluster_adapters import (
     ClusterShareNodes,
     MetadataTopics,
     PartitionEnds,
+    ReplicaStatePruner,
     SharePartitionLeaders,
 )
 from kafka_txn_broker.share.persister import ShareStatePersister
@@ -92,7 +93,8 @@ class BrokerNode:
         state_log = ReplicaCoordinatorLog(self.replica_manager, SHARE_STATE_TOPIC, LOAD_CHUNK_BYTES)
         self.share_coordinator = ShareCoordinator(
             self.node_id, state_log, self.metadata, self.clock,
-            self.config["share.coordinator.snapshot.update.records.per.snapshot"])
+            self.config["share.coordinator.snapshot.update.records.per.snapshot"],
+            ReplicaStatePruner(self.replica_manager), self.config["share.coordinator.state.topic.prune.interval.ms"])
         router = self.share_router = ShareCoordinatorRouter(ClusterShareNodes(cluster))
         self.share_persister = ShareStatePersister(router)
         self.share_topics = MetadataTopics(self.metadata)
@@ -224,4 +226,5 @@ class BrokerNode:
         self.replica_manager.tick(now)
         self.group_coordinator.tick(now)
         self.txn_coordinator.tick(now)
+        self.share_coordinator.tick(now)
         self.share_partition_manager.tick()

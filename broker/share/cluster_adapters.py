@@ -16,6 +16,7 @@ from kafka_txn_broker.group.modern.assignor import TopicMetadata
 from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC, ShareCoordinator
 
 if TYPE_CHECKING:
+    from kafka_txn_broker.replica.replica_manager import ReplicaManager
     from kafka_txn_broker.server.cluster import Cluster
     from kafka_txn_broker.server.metadata import ClusterMetadata
     from kafka_txn_broker.share.share_partition import SharePartitionKey
@@ -71,6 +72,26 @@ class ClusterShareNodes:
     def live_share_coordinator(self, node_id: int) -> ShareCoordinator | None:
         node = self.cluster.live_node(node_id)
         return node.share_coordinator if node is not None else None
+
+
+class ReplicaStatePruner:
+    """DeleteRecords on this node's leader replica of a `__share_group_state` partition, as the share
+    coordinator prunes it (the same log start offset advance as the DeleteRecords API, which refuses
+    internal topics to clients)."""
+
+    def __init__(self, replicas: ReplicaManager) -> None:
+        self.replicas = replicas
+
+    def prune(self, partition: int, offset: int) -> int | None:
+        part = self.replicas.get(SHARE_STATE_TOPIC, partition)
+        if part is None:
+            return None
+        # Records of open transactions stay, and so does anything not yet replicated.
+        bound = min(offset, part.log.last_stable_offset, part.log.high_watermark)
+        if bound <= part.log.log_start_offset:
+            return None
+        self.replicas.delete_records(SHARE_STATE_TOPIC, partition, bound)
+        return int(part.log.log_start_offset)
 
 
 class PartitionEnds:

@@ -7,6 +7,10 @@ partitionFor("group:topicId:partition") (Java hashCode, topic id as Kafka prints
 (KIP-932: a ShareUpdate only holds what one write changed, so compaction, which keeps one record per
 key, would lose acknowledgements; Kafka drops records older than each key's last snapshot instead).
 
+Every `share.coordinator.state.topic.prune.interval.ms` (tick(), on the clock) it prunes each partition it
+leads as Kafka's coordinator does: the log start moves up to the shard's prunable_offset() (DeleteRecords on
+the leader replica), so the topic stays as large as the records replay still needs.
+
 `ShareCoordinatorRouter` finds the node leading a key's partition and calls its coordinator in process;
 Kafka's brokers send ReadShareGroupState / WriteShareGroupState (API 84, 85) to it instead.
 Event-loop owned; loading is synchronous.
@@ -43,17 +47,29 @@ class _PartitionWriter:
         return self.log.append(self.partition, batch)
 
 
+class StateLogPruner(Protocol):
+    def prune(self, partition: int, offset: int) -> int | None:
+        """Move the log start offset of this node's leader replica of `__share_group_state`-partition up to
+        `offset`, never past its last stable offset or high watermark (DeleteRecords); the new log start
+        offset, None when it did not move. Raises the Kafka error."""
+        ...
+
+
 class ShareCoordinator:
     """Collaborators come through the constructor: the node's replicas of `__share_group_state` as a
-    CoordinatorLog, the metadata view (who leads a partition), the clock and the snapshot interval."""
+    CoordinatorLog, the metadata view (who leads a partition), the clock, the snapshot interval, and the
+    pruner with its interval."""
 
     def __init__(self, node_id: int, log: CoordinatorLog, metadata: MetadataView, clock: Clock,
-                 updates_per_snapshot: int) -> None:
+                 updates_per_snapshot: int, pruner: StateLogPruner, prune_interval_ms: int) -> None:
         self.node_id = node_id
         self.log = log
         self.metadata = metadata
         self.clock = clock
         self.updates_per_snapshot = updates_per_snapshot
+        self.pruner = pruner
+        self.prune_interval_ms = prune_interval_ms
+        self.last_prune_ms = clock.millis()
         self.shards: dict[int, ShareCoordinatorShard] = {}
 
     def shard(self, partition: int) -> ShareCoordinatorShard:
@@ -88,6 +104,29 @@ class ShareCoordinator:
         shard = self.shards.get(partition)
         if shard is not None:
             shard.complete_transaction(producer_id, commit)
+
+    def tick(self, now_ms: int) -> None:
+        """Every prune interval: prune each loaded partition (Kafka's performRecordPruning)."""
+        if now_ms - self.last_prune_ms < self.prune_interval_ms:
+            return
+        self.last_prune_ms = now_ms
+        for shard in self.loaded_shards():
+            self.prune(shard)
+
+    def prune(self, shard: ShareCoordinatorShard) -> int | None:
+        """Delete the records of the shard's partition that replay no longer needs; the new log start
+        offset, None when it did not move (nothing to prune, or the prune failed: the next one retries)."""
+        offset = shard.prunable_offset()
+        if offset is None:
+            return None
+        try:
+            moved = self.pruner.prune(shard.partition, offset)
+        except Exception as exc:  # e.g. leadership just moved: the new leader prunes
+            log.warning("pruning %s-%s below %s failed: %s", SHARE_STATE_TOPIC, shard.partition, offset, exc)
+            return None
+        if moved is not None:
+            log.debug("pruned %s-%s below %s", SHARE_STATE_TOPIC, shard.partition, moved)
+        return moved
 
     def on_leadership_change(self, changed: list[PartitionState]) -> None:
         for state in changed:

@@ -16,6 +16,12 @@ crash at any point leaves the log saying which staged acknowledgements took effe
 loaded meanwhile gets the still-open ones back as pending (staged_of()) instead of redelivering records
 whose acknowledgement may yet commit.
 
+Pruning (Kafka's ShareCoordinatorOffsetsManager): the shard knows, per share-partition, the offset from
+which replay rebuilds its state (its latest snapshot, or the first offset of a transaction committed after
+that snapshot that staged updates on it), and the first offset of each open staged transaction;
+prunable_offset() is the smallest of them, below which the log can go (DeleteRecords) without changing what
+replay rebuilds. A deleted share-partition needs nothing.
+
 Collaborators come through the constructor: the log writer, the clock, the snapshot interval.
 Threading: the broker's event loop owns it; appends are synchronous.
 """
@@ -27,10 +33,17 @@ from typing import TYPE_CHECKING, Protocol
 
 from kafka.errors import FencedLeaderEpochError, FencedStateEpochError, InvalidRequestError
 
-from kafka_txn_broker.formats.record_batch import build_batch, iter_batches
+from kafka_txn_broker.formats.record_batch import (
+    BatchHeader,
+    build_batch,
+    iter_batches,
+    iter_records,
+    parse_control_record,
+)
 from kafka_txn_broker.formats.share_coordinator_records import (
     SHARE_SNAPSHOT,
     SHARE_UPDATE,
+    RecordFormatError,
     ShareSnapshotValue,
     ShareUpdateValue,
     StateBatch,
@@ -38,7 +51,15 @@ from kafka_txn_broker.formats.share_coordinator_records import (
     encode_snapshot_value,
     encode_update_value,
 )
-from kafka_txn_broker.formats.share_state import ShareGroupOffset, StagedUpdates, StateKey, combine, replay_batch
+from kafka_txn_broker.formats.share_state import (
+    ShareGroupOffset,
+    StagedUpdates,
+    StateKey,
+    combine,
+    replay_batch,
+    state_key_of,
+)
+from kafka_txn_broker.formats.transactions import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock
@@ -63,6 +84,11 @@ class ShareCoordinatorShard:
         self.states: dict[StateKey, ShareGroupOffset] = {}
         self.staged = StagedUpdates()  # of open transactions, until their marker
         self.loaded = False
+        # Pruning bookkeeping: where replay must start for each live share-partition to come back the same,
+        # the first offset of each producer's open staged transaction, and the end of what was seen.
+        self.replay_from: dict[StateKey, int] = {}
+        self.open_txn_first_offset: dict[int, int] = {}
+        self.next_offset = 0
 
     # ---- reads ---------------------------------------------------------------------------------------
     def read_state(self, key: StateKey, leader_epoch: int) -> ShareGroupOffset | None:
@@ -112,15 +138,18 @@ class ShareCoordinatorShard:
             raise FencedLeaderEpochError(
                 f"leader epoch {leader_epoch} of {_name(key)} is older than {state.leader_epoch}")
         value = ShareUpdateValue(state.snapshot_epoch, state.leader_epoch, -1, list(batches))
-        self.writer.append(build_batch([(encode_key(SHARE_UPDATE, *key), encode_update_value(value))],
-                                       timestamp_ms=self.now(), producer_id=producer_id,
-                                       producer_epoch=producer_epoch, transactional=True))
+        offset = self._append([(encode_key(SHARE_UPDATE, *key), encode_update_value(value))],
+                              producer_id=producer_id, producer_epoch=producer_epoch, transactional=True)
         self.staged.add(producer_id, key, value)
+        self.open_txn_first_offset.setdefault(producer_id, offset)
 
     def complete_transaction(self, producer_id: int, commit: bool) -> int:
         """The producer's marker was written to this partition: apply (COMMIT) or drop (ABORT) what it
         staged here. A repeated marker finds nothing."""
-        return self.staged.complete(self.states, producer_id, commit, self.now())
+        keys = self._staged_keys(producer_id)
+        resolved = self.staged.complete(self.states, producer_id, commit, self.now())
+        self._on_marker(producer_id, commit, keys)
+        return resolved
 
     def initialize_state(self, key: StateKey, state_epoch: int, start_offset: int) -> None:
         """A fresh state (InitializeShareGroupState; AlterShareGroupOffsets bumps the state epoch)."""
@@ -131,9 +160,11 @@ class ShareCoordinatorShard:
         """Tombstones for both record keys (DeleteShareGroupState)."""
         if key not in self.states:
             return
-        records = [(encode_key(t, *key), None) for t in (SHARE_SNAPSHOT, SHARE_UPDATE)]
-        self.writer.append(build_batch(records, timestamp_ms=self.now()))
+        records: list[tuple[bytes, bytes | None]] = [(encode_key(t, *key), None)
+                                                     for t in (SHARE_SNAPSHOT, SHARE_UPDATE)]
+        self._append(records)
         self.states.pop(key, None)
+        self.replay_from.pop(key, None)  # a deleted share-partition needs no record any more
 
     def _write(self, key: StateKey, state_epoch: int, leader_epoch: int, start_offset: int,
                batches: list[StateBatch]) -> None:
@@ -149,16 +180,23 @@ class ShareCoordinatorShard:
             return
         value = ShareUpdateValue(state.snapshot_epoch, leader_epoch if leader_epoch != NO_EPOCH else state.leader_epoch,
                                  start_offset, list(batches))
-        self.writer.append(build_batch([(encode_key(SHARE_UPDATE, *key), encode_update_value(value))],
-                                       timestamp_ms=self.now()))
+        self._append([(encode_key(SHARE_UPDATE, *key), encode_update_value(value))])
         self._apply_update(key, value)
 
     def _append_snapshot(self, key: StateKey, s: ShareGroupOffset) -> None:
         value = ShareSnapshotValue(s.snapshot_epoch, s.state_epoch, s.leader_epoch, s.start_offset,
                                    s.create_timestamp, s.write_timestamp, s.batches, s.delivery_complete_count())
-        self.writer.append(build_batch([(encode_key(SHARE_SNAPSHOT, *key), encode_snapshot_value(value))],
-                                       timestamp_ms=self.now()))
+        offset = self._append([(encode_key(SHARE_SNAPSHOT, *key), encode_snapshot_value(value))])
         self._apply_snapshot(key, value)
+        self.replay_from[key] = offset
+
+    def _append(self, records: list[tuple[bytes, bytes | None]], producer_id: int = NO_PRODUCER_ID,
+                producer_epoch: int = NO_PRODUCER_EPOCH, transactional: bool = False) -> int:
+        """Append one batch of `records`; its first offset."""
+        offset = self.writer.append(build_batch(records, timestamp_ms=self.now(), producer_id=producer_id,
+                                                producer_epoch=producer_epoch, transactional=transactional))
+        self.next_offset = max(self.next_offset, offset + len(records))
+        return offset
 
     # ---- applying records ----------------------------------------------------------------------------
     def _apply_snapshot(self, key: StateKey, v: ShareSnapshotValue) -> None:
@@ -175,11 +213,63 @@ class ShareCoordinatorShard:
         next_offset = from_offset
         for pos, header in iter_batches(chunk):
             if header.last_offset >= from_offset:
-                for offset, exc in replay_batch(self.states, self.staged, chunk[pos:pos + header.size], header):
-                    log.warning("skipping unreadable __share_group_state-%s record at %s: %s",
-                                self.partition, offset, exc)
+                self._replay_batch(chunk[pos:pos + header.size], header)
             next_offset = max(next_offset, header.next_offset)
         return next_offset
+
+    def _replay_batch(self, batch: bytes, header: BatchHeader) -> None:
+        keys = self._staged_keys(header.producer_id) if header.is_control else set()
+        skipped = replay_batch(self.states, self.staged, batch, header)
+        for offset, exc in skipped:
+            log.warning("skipping unreadable __share_group_state-%s record at %s: %s", self.partition, offset, exc)
+        self.next_offset = max(self.next_offset, header.next_offset)
+        if header.is_control:
+            if not skipped:
+                self._on_marker(header.producer_id, self._is_commit(batch), keys)
+        elif header.is_transactional:
+            self.open_txn_first_offset.setdefault(header.producer_id, header.base_offset)
+        else:
+            self._track_records(batch, {offset for offset, _exc in skipped})
+
+    def _track_records(self, batch: bytes, skipped: set[int]) -> None:
+        """Replay starts at a share-partition's latest snapshot; a tombstone means it needs nothing."""
+        for rec in iter_records(batch):
+            if rec.key is None or rec.offset in skipped:
+                continue
+            try:
+                record_type, key = state_key_of(rec.key)
+            except (RecordFormatError, UnicodeDecodeError, ValueError):
+                continue  # replay_batch skipped it too
+            if rec.value is None:
+                self.replay_from.pop(key, None)
+            elif record_type == SHARE_SNAPSHOT:
+                self.replay_from[key] = rec.offset
+
+    # ---- pruning -------------------------------------------------------------------------------------
+    def _staged_keys(self, producer_id: int) -> set[StateKey]:
+        return {key for key, _value in self.staged.by_producer.get(producer_id, [])}
+
+    def _on_marker(self, producer_id: int, commit: bool, keys: set[StateKey]) -> None:
+        """A COMMIT applied the producer's staged updates after the latest snapshot of the share-partitions
+        they were on: replaying those states now needs the transaction's records too."""
+        first = self.open_txn_first_offset.pop(producer_id, None)
+        if not commit or first is None:
+            return
+        for key in keys:
+            if key in self.replay_from:
+                self.replay_from[key] = min(self.replay_from[key], first)
+
+    @staticmethod
+    def _is_commit(batch: bytes) -> bool:
+        commit, _coordinator_epoch = parse_control_record(batch)
+        return commit
+
+    def prunable_offset(self) -> int | None:
+        """The offset below which no record is needed (the log start may move up to it), None when nothing
+        can go: the smallest offset replay must start from for a live share-partition or an open staged
+        transaction; with none of either, everything seen."""
+        bound = min([*self.replay_from.values(), *self.open_txn_first_offset.values(), self.next_offset])
+        return bound if bound > 0 else None
 
     def finish_load(self) -> None:
         self.loaded = True

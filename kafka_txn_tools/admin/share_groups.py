@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import kafka.errors as kerrors
 
+from kafka_txn_tools.admin import wire
 from kafka_txn_tools.admin.errors import BrokerError, error_name
 from kafka_txn_tools.models import TopicPartition
 
@@ -201,7 +202,10 @@ def _replay_partition(client: AdminClient, leader: int, index: int, states: dict
     from kafka_txn_broker.formats.share_state import StagedUpdates, replay_batch
 
     T = FetchRequest.FetchTopic
-    offset = 0
+    # From the log start: the share coordinator prunes the records replay no longer needs (DeleteRecords),
+    # and a Fetch below the log start is OFFSET_OUT_OF_RANGE.
+    tp = TopicPartition(SHARE_STATE_TOPIC, index)
+    offset = max(client.offsets_for_time({tp: leader}, wire.EARLIEST).get(tp, 0), 0)
     staged = StagedUpdates()  # acknowledgements staged by open transactions (KIP-1289): not applied yet
     while True:
         request = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=FETCH_BYTES, isolation_level=0,

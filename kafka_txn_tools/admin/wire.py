@@ -300,6 +300,7 @@ def parse_fence(response: Any) -> tuple[int, int, str | None]:
 # --- ListOffsets -----------------------------------------------------------------------------
 
 LATEST = -1
+EARLIEST = -2  # the log start offset
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 
 

@@ -13,6 +13,7 @@ def test_defaults_are_kafkas() -> None:
     assert cfg["producer.id.expiration.ms"] == 86_400_000
     assert cfg["transaction.state.log.num.partitions"] == 50
     assert cfg["transaction.partition.verification.enable"] is True
+    assert cfg["share.coordinator.state.topic.prune.interval.ms"] == 300_000  # ShareCoordinatorConfig: 5 min
 
 
 def test_yaml_nested_and_set_overrides(tmp_path: Path) -> None:
@@ -29,10 +30,17 @@ def test_yaml_nested_and_set_overrides(tmp_path: Path) -> None:
     ("num.partitions=many", "is not an integer"),
     ("auto.create.topics.enable=maybe", "is not a boolean"),
     ("num.partitions", "must look like key=value"),
+    # Kafka's ShareCoordinatorConfig: atLeast(1)
+    ("share.coordinator.state.topic.prune.interval.ms=0", "must be at least 1"),
 ])
 def test_bad_settings_name_the_problem(item: str, words: str) -> None:
     with pytest.raises(ConfigError, match=words.replace(".", r"\.")):
         BrokerConfig.from_sources(None, [item])
+
+
+def test_the_smallest_prune_interval_is_accepted() -> None:
+    cfg = BrokerConfig.from_sources(None, ["share.coordinator.state.topic.prune.interval.ms=1"])
+    assert cfg["share.coordinator.state.topic.prune.interval.ms"] == 1
 
 
 def test_security_keys() -> None:
