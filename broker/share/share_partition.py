@@ -437,7 +437,7 @@ class SharePartition:
                     target, count = transition(r.state, r.txn_commit, r.delivery_count, limit)
                     out.append(StateBatch(max(r.first, ack.first_offset), min(r.last, ack.last_offset),
                                           int(target), count))
-        return _merge_state_batches(sorted(out))
+        return _merge_state_batches(out)  # in offset order: stage() accepts batches only in that order
 
     def unstage(self, producer_id: int, acks: Sequence[AckBatch]) -> None:
         """Undo stage() of these batches (another partition of the same request failed)."""
@@ -497,10 +497,12 @@ class SharePartition:
         return sorted(found.values())
 
     def _check_disjoint(self, spans: list[tuple[int, int]]) -> None:
-        spans = sorted(spans)
-        for (_a, b), (c, d) in itertools.pairwise(spans):
+        """Batches in offset order, none overlapping the one before (Kafka's validateAcknowledgementBatches
+        refuses the partition's acknowledgements otherwise, INVALID_REQUEST)."""
+        for (a, b), (c, d) in itertools.pairwise(spans):
             if c <= b:
-                raise InvalidRequestError(f"acknowledgement batches overlap at offsets {c}-{min(b, d)}")
+                what = "overlap" if d >= a else "are out of offset order"
+                raise InvalidRequestError(f"acknowledgement batches {a}-{b} and {c}-{d} {what}")
 
     def _check_owned(self, member_id: str, first: int, last: int) -> None:
         if first < self.start_offset or last >= self._end:

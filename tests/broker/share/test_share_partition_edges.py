@@ -82,7 +82,7 @@ def test_records_by_state_count_every_state_including_the_empty_ones() -> None:
 def test_one_write_merges_adjacent_batches_of_one_state_and_delivery_count() -> None:
     sp, persister = make()
     sp.acquire("m1", batches((0, 3), (4, 7), (8, 11)), 12, fetch_offset=0)
-    sp.acknowledge("m1", [ack(4, 7, A.REJECT), ack(8, 9, A.REJECT), ack(10, 11, A.ACCEPT), ack(1, 2, A.ACCEPT)])
+    sp.acknowledge("m1", [ack(1, 2, A.ACCEPT), ack(4, 7, A.REJECT), ack(8, 9, A.REJECT), ack(10, 11, A.ACCEPT)])
     # 0 and 3 are still acquired: the start offset stays at 0; 4-9 are one ARCHIVED batch, 10-11 another.
     assert persister.writes[-1] == (0, [StateBatch(1, 2, 2, 1), StateBatch(4, 9, 4, 1), StateBatch(10, 11, 2, 1)])
 
@@ -201,7 +201,11 @@ def test_malformed_acknowledgement_batches_are_invalid_requests_naming_the_probl
     assert "acknowledgement batch -1-2 is empty" in invalid(sp, ack(-1, 2, A.ACCEPT))
     assert "acknowledgement batch 0-3 has 2 types; give 1 or 4" in invalid(sp, ack(0, 3, A.ACCEPT, A.ACCEPT))
     assert "unknown acknowledge type in [9]" in invalid(sp, AckBatch(0, 0, [9]))
-    assert "acknowledgement batches overlap at offsets 2-3" in invalid(sp, ack(0, 3, A.ACCEPT), ack(2, 5, A.ACCEPT))
+    assert "acknowledgement batches 0-3 and 2-5 overlap" in invalid(sp, ack(0, 3, A.ACCEPT), ack(2, 5, A.ACCEPT))
+    assert "acknowledgement batches 3-3 and 3-4 overlap" in invalid(sp, ack(3, 3, A.ACCEPT), ack(3, 4, A.ACCEPT))
+    # Kafka's validateAcknowledgementBatches also wants them in offset order.
+    assert "acknowledgement batches 5-6 and 0-1 are out of offset order" in invalid(sp, ack(5, 6, A.ACCEPT),
+                                                                                     ack(0, 1, A.ACCEPT))
     with pytest.raises(InvalidRecordStateError) as exc:
         sp.stage("m1", 100, [ack(0, 1, A.RELEASE)])
     assert "acknowledge type 2 is not allowed in a transaction: only ACCEPT (1) and REJECT (3)" in str(exc.value)

@@ -179,8 +179,8 @@ def test_staged_batches_are_the_states_the_commit_gives():
     sp = SharePartition(KEY, 0, persister, clock, Limits())
     sp.initialize(lambda: 0)
     sp.acquire("m1", batches((0, 9)), 100, fetch_offset=0)
-    acks = [AckBatch(5, 6, [int(A.REJECT)]), AckBatch(0, 3, [int(A.ACCEPT), int(A.ACCEPT), int(A.REJECT),
-                                                                   int(A.ACCEPT)])]
+    acks = [AckBatch(0, 3, [int(A.ACCEPT), int(A.ACCEPT), int(A.REJECT), int(A.ACCEPT)]),
+            AckBatch(5, 6, [int(A.REJECT)])]
     sp.stage("m1", PID, acks)
     assert sp.staged_batches(PID, acks) == [StateBatch(0, 1, ACKED, 1), StateBatch(2, 2, ARCHIVED, 1),
                                             StateBatch(3, 3, ACKED, 1), StateBatch(5, 6, ARCHIVED, 1)]
