@@ -203,6 +203,7 @@ def test_malformed_acknowledgement_batches_are_invalid_requests_naming_the_probl
     assert "unknown acknowledge type in [9]" in invalid(sp, AckBatch(0, 0, [9]))
     assert "acknowledgement batches 0-3 and 2-5 overlap" in invalid(sp, ack(0, 3, A.ACCEPT), ack(2, 5, A.ACCEPT))
     assert "acknowledgement batches 3-3 and 3-4 overlap" in invalid(sp, ack(3, 3, A.ACCEPT), ack(3, 4, A.ACCEPT))
+    assert "acknowledgement batches 3-4 and 1-3 overlap" in invalid(sp, ack(3, 4, A.ACCEPT), ack(1, 3, A.ACCEPT))
     # Kafka's validateAcknowledgementBatches also wants them in offset order.
     assert "acknowledgement batches 5-6 and 0-1 are out of offset order" in invalid(sp, ack(5, 6, A.ACCEPT),
                                                                                      ack(0, 1, A.ACCEPT))
