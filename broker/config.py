@@ -162,6 +162,9 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("share.coordinator.state.topic.prune.interval.ms", int, 300000,
               "how often the share coordinator deletes the __share_group_state records replay no longer needs",
               minimum=1),
+    ConfigKey("share.coordinator.cold.partition.snapshot.interval.ms", int, 300000,
+              "how often the share coordinator writes a new ShareSnapshot of each share-partition whose latest "
+              "snapshot is this old (so an idle one does not hold back pruning)", minimum=1),
     ConfigKey("group.streams.num.standby.replicas", int, 0, "standby replicas per task of streams groups"),
     ConfigKey("group.streams.max.standby.replicas", int, 2, "largest streams.num.standby.replicas a group may set"),
     ConfigKey("group.streams.initial.rebalance.delay.ms", int, 3000, "wait before a new streams group's first "

@@ -57,15 +57,16 @@ class ShareGroupOffset:
         return cls(v.snapshot_epoch, v.state_epoch, v.leader_epoch, v.start_offset, list(v.state_batches),
                    v.create_timestamp, v.write_timestamp)
 
-    def apply_update(self, v: ShareUpdateValue, write_timestamp: int = -1) -> bool:
-        """Apply an update of this snapshot; False (nothing changes) for an older snapshot's update."""
+    def apply_update(self, v: ShareUpdateValue) -> bool:
+        """Apply an update of this snapshot; False (nothing changes) for an older snapshot's update. The
+        timestamps stay the snapshot's (Kafka's merge: an update carries none), so a state rebuilt by replay
+        equals the live one, and the write timestamp says how old the latest snapshot is."""
         if v.snapshot_epoch != self.snapshot_epoch:
             return False
         if v.start_offset >= 0:
             self.start_offset = v.start_offset
         self.batches = combine(self.batches, v.state_batches, self.start_offset)
         self.leader_epoch = max(self.leader_epoch, v.leader_epoch)
-        self.write_timestamp = write_timestamp
         self.updates_since_snapshot += 1
         return True
 
@@ -110,8 +111,7 @@ class StagedUpdates:
                  for pid, staged in self.by_producer.items()]
         return sorted((pid, batches) for pid, batches in found if batches)
 
-    def complete(self, states: dict[StateKey, ShareGroupOffset], producer_id: int, commit: bool,
-                 write_timestamp: int = -1) -> int:
+    def complete(self, states: dict[StateKey, ShareGroupOffset], producer_id: int, commit: bool) -> int:
         """The producer's marker: COMMIT applies what it staged to `states`, ABORT drops it. A staged update
         was written against the snapshot of its time; it applies to whatever snapshot is current now (a
         snapshot written meanwhile could not hold it). Returns how many staged updates it resolved."""
@@ -120,7 +120,7 @@ class StagedUpdates:
             for key, value in staged:
                 state = states.get(key)
                 if state is not None:
-                    state.apply_update(replace(value, snapshot_epoch=state.snapshot_epoch), write_timestamp)
+                    state.apply_update(replace(value, snapshot_epoch=state.snapshot_epoch))
         return len(staged)
 
 

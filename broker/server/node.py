@@ -94,7 +94,8 @@ class BrokerNode:
         self.share_coordinator = ShareCoordinator(
             self.node_id, state_log, self.metadata, self.clock,
             self.config["share.coordinator.snapshot.update.records.per.snapshot"],
-            ReplicaStatePruner(self.replica_manager), self.config["share.coordinator.state.topic.prune.interval.ms"])
+            ReplicaStatePruner(self.replica_manager), self.config["share.coordinator.state.topic.prune.interval.ms"],
+            self.config["share.coordinator.cold.partition.snapshot.interval.ms"])
         router = self.share_router = ShareCoordinatorRouter(ClusterShareNodes(cluster))
         self.share_persister = ShareStatePersister(router)
         self.share_topics = MetadataTopics(self.metadata)

@@ -7,7 +7,8 @@ their durable state in `__share_group_state`.
 - share_session: ShareSession and ShareSessionCache (epochs, partitions of a member's session)
 - share_partition_manager: SharePartitionManager (fetch, acknowledge, long polling, lock expiry)
 - persister: routes share-partition state reads and writes to the share coordinator
-- share_coordinator_shard / share_coordinator: `__share_group_state` partitions, replayed, written and pruned
+- share_coordinator_shard / share_coordinator: `__share_group_state` partitions, replayed, written, pruned
+  (cold share-partitions snapshotted again so they do not hold the pruning back)
 - share_group_offsets: DescribeShareGroupOffsets / AlterShareGroupOffsets / DeleteShareGroupOffsets flows
 - cluster_adapters: the embedded cluster seen through the protocols above (in-process routing)
 """

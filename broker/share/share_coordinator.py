@@ -9,7 +9,10 @@ key, would lose acknowledgements; Kafka drops records older than each key's last
 
 Every `share.coordinator.state.topic.prune.interval.ms` (tick(), on the clock) it prunes each partition it
 leads as Kafka's coordinator does: the log start moves up to the shard's prunable_offset() (DeleteRecords on
-the leader replica), so the topic stays as large as the records replay still needs.
+the leader replica), so the topic stays as large as the records replay still needs. Every
+`share.coordinator.cold.partition.snapshot.interval.ms` it first writes a fresh snapshot of each share-partition
+whose latest snapshot is that old (the shard's snapshot_cold_partitions()), so a share-partition nobody writes
+any more does not hold its partition's prune bound back for ever.
 
 `ShareCoordinatorRouter` finds the node leading a key's partition and calls its coordinator in process;
 Kafka's brokers send ReadShareGroupState / WriteShareGroupState (API 84, 85) to it instead.
@@ -57,11 +60,12 @@ class StateLogPruner(Protocol):
 
 class ShareCoordinator:
     """Collaborators come through the constructor: the node's replicas of `__share_group_state` as a
-    CoordinatorLog, the metadata view (who leads a partition), the clock, the snapshot interval, and the
-    pruner with its interval."""
+    CoordinatorLog, the metadata view (who leads a partition), the clock, the snapshot interval, the
+    pruner with its interval, and the cold-partition snapshot interval."""
 
     def __init__(self, node_id: int, log: CoordinatorLog, metadata: MetadataView, clock: Clock,
-                 updates_per_snapshot: int, pruner: StateLogPruner, prune_interval_ms: int) -> None:
+                 updates_per_snapshot: int, pruner: StateLogPruner, prune_interval_ms: int,
+                 cold_snapshot_interval_ms: int) -> None:
         self.node_id = node_id
         self.log = log
         self.metadata = metadata
@@ -70,6 +74,8 @@ class ShareCoordinator:
         self.pruner = pruner
         self.prune_interval_ms = prune_interval_ms
         self.last_prune_ms = clock.millis()
+        self.cold_snapshot_interval_ms = cold_snapshot_interval_ms
+        self.last_cold_snapshot_ms = clock.millis()
         self.shards: dict[int, ShareCoordinatorShard] = {}
 
     def shard(self, partition: int) -> ShareCoordinatorShard:
@@ -106,12 +112,26 @@ class ShareCoordinator:
             shard.complete_transaction(producer_id, commit)
 
     def tick(self, now_ms: int) -> None:
-        """Every prune interval: prune each loaded partition (Kafka's performRecordPruning)."""
-        if now_ms - self.last_prune_ms < self.prune_interval_ms:
+        """Kafka's two timers: every cold-partition snapshot interval, snapshot the share-partitions of each
+        loaded partition whose latest snapshot is that old (first, so a prune on the same tick can use them);
+        every prune interval, prune each loaded partition (performRecordPruning)."""
+        if now_ms - self.last_cold_snapshot_ms >= self.cold_snapshot_interval_ms:
+            self.last_cold_snapshot_ms = now_ms
+            for shard in self.loaded_shards():
+                self.snapshot_cold_partitions(shard)
+        if now_ms - self.last_prune_ms >= self.prune_interval_ms:
+            self.last_prune_ms = now_ms
+            for shard in self.loaded_shards():
+                self.prune(shard)
+
+    def snapshot_cold_partitions(self, shard: ShareCoordinatorShard) -> None:
+        try:
+            written = shard.snapshot_cold_partitions(self.cold_snapshot_interval_ms)
+        except Exception as exc:  # e.g. the append failed: the next interval tries again
+            log.warning("cold-partition snapshots on %s-%s failed: %s", SHARE_STATE_TOPIC, shard.partition, exc)
             return
-        self.last_prune_ms = now_ms
-        for shard in self.loaded_shards():
-            self.prune(shard)
+        if written:
+            log.debug("%d cold-partition snapshots on %s-%s", written, SHARE_STATE_TOPIC, shard.partition)
 
     def prune(self, shard: ShareCoordinatorShard) -> int | None:
         """Delete the records of the shard's partition that replay no longer needs; the new log start

@@ -22,6 +22,12 @@ that snapshot that staged updates on it), and the first offset of each open stag
 prunable_offset() is the smallest of them, below which the log can go (DeleteRecords) without changing what
 replay rebuilds. A deleted share-partition needs nothing.
 
+Cold-partition snapshots (Kafka's snapshotColdPartitions): a share-partition nobody writes any more would keep
+its old snapshot, and the updates after it, as where replay starts, holding the bound of the whole partition
+back while other share-partitions' writes make it grow. snapshot_cold_partitions() rewrites, as a new snapshot,
+the state of every share-partition whose latest snapshot is older than the interval (the share coordinator
+calls it on its timer); acknowledgements staged by open transactions stay out of it, held apart as before.
+
 Collaborators come through the constructor: the log writer, the clock, the snapshot interval.
 Threading: the broker's event loop owns it; appends are synchronous.
 """
@@ -29,6 +35,7 @@ Threading: the broker's event loop owns it; appends are synchronous.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 from kafka.errors import FencedLeaderEpochError, FencedStateEpochError, InvalidRequestError
@@ -87,6 +94,7 @@ class ShareCoordinatorShard:
         # Pruning bookkeeping: where replay must start for each live share-partition to come back the same,
         # the first offset of each producer's open staged transaction, and the end of what was seen.
         self.replay_from: dict[StateKey, int] = {}
+        self.snapshot_offset: dict[StateKey, int] = {}  # of each live share-partition's latest snapshot
         self.open_txn_first_offset: dict[int, int] = {}
         self.next_offset = 0
 
@@ -147,7 +155,7 @@ class ShareCoordinatorShard:
         """The producer's marker was written to this partition: apply (COMMIT) or drop (ABORT) what it
         staged here. A repeated marker finds nothing."""
         keys = self._staged_keys(producer_id)
-        resolved = self.staged.complete(self.states, producer_id, commit, self.now())
+        resolved = self.staged.complete(self.states, producer_id, commit)
         self._on_marker(producer_id, commit, keys)
         return resolved
 
@@ -164,7 +172,12 @@ class ShareCoordinatorShard:
                                                      for t in (SHARE_SNAPSHOT, SHARE_UPDATE)]
         self._append(records)
         self.states.pop(key, None)
-        self.replay_from.pop(key, None)  # a deleted share-partition needs no record any more
+        self._forget(key)
+
+    def _forget(self, key: StateKey) -> None:
+        """A deleted share-partition needs no record any more."""
+        self.replay_from.pop(key, None)
+        self.snapshot_offset.pop(key, None)
 
     def _write(self, key: StateKey, state_epoch: int, leader_epoch: int, start_offset: int,
                batches: list[StateBatch]) -> None:
@@ -173,9 +186,11 @@ class ShareCoordinatorShard:
                 or state_epoch > state.state_epoch:  # an update has no state epoch: a new one needs a snapshot
             base = state or ShareGroupOffset(-1, state_epoch, leader_epoch, start_offset, [], self.now())
             start = start_offset if start_offset >= 0 else base.start_offset
+            # A snapshot written for a write is created now (Kafka: create and write timestamps equal; only
+            # a cold-partition snapshot keeps the older create timestamp).
             merged = ShareGroupOffset(base.snapshot_epoch + 1, state_epoch,
                                       leader_epoch if leader_epoch != NO_EPOCH else base.leader_epoch, start,
-                                      combine(base.batches, batches, start), base.create_timestamp, self.now())
+                                      combine(base.batches, batches, start), self.now(), self.now())
             self._append_snapshot(key, merged)
             return
         value = ShareUpdateValue(state.snapshot_epoch, leader_epoch if leader_epoch != NO_EPOCH else state.leader_epoch,
@@ -188,7 +203,7 @@ class ShareCoordinatorShard:
                                    s.create_timestamp, s.write_timestamp, s.batches, s.delivery_complete_count())
         offset = self._append([(encode_key(SHARE_SNAPSHOT, *key), encode_snapshot_value(value))])
         self._apply_snapshot(key, value)
-        self.replay_from[key] = offset
+        self.replay_from[key] = self.snapshot_offset[key] = offset
 
     def _append(self, records: list[tuple[bytes, bytes | None]], producer_id: int = NO_PRODUCER_ID,
                 producer_epoch: int = NO_PRODUCER_EPOCH, transactional: bool = False) -> int:
@@ -205,7 +220,7 @@ class ShareCoordinatorShard:
     def _apply_update(self, key: StateKey, v: ShareUpdateValue) -> None:
         state = self.states.get(key)
         if state is not None:
-            state.apply_update(v, self.now())
+            state.apply_update(v)
 
     # ---- loading -------------------------------------------------------------------------------------
     def replay(self, chunk: bytes, from_offset: int) -> int:
@@ -241,9 +256,9 @@ class ShareCoordinatorShard:
             except (RecordFormatError, UnicodeDecodeError, ValueError):
                 continue  # replay_batch skipped it too
             if rec.value is None:
-                self.replay_from.pop(key, None)
+                self._forget(key)
             elif record_type == SHARE_SNAPSHOT:
-                self.replay_from[key] = rec.offset
+                self.replay_from[key] = self.snapshot_offset[key] = rec.offset
 
     # ---- pruning -------------------------------------------------------------------------------------
     def _staged_keys(self, producer_id: int) -> set[StateKey]:
@@ -270,6 +285,34 @@ class ShareCoordinatorShard:
         transaction; with none of either, everything seen."""
         bound = min([*self.replay_from.values(), *self.open_txn_first_offset.values(), self.next_offset])
         return bound if bound > 0 else None
+
+    # ---- cold-partition snapshots ------------------------------------------------------------------------
+    def snapshot_cold_partitions(self, interval_ms: int) -> int:
+        """Kafka's snapshotColdPartitions, every `share.coordinator.cold.partition.snapshot.interval.ms`: each
+        share-partition whose latest snapshot was written `interval_ms` ago or earlier gets a new one, the
+        same state with the next snapshot epoch, its create timestamp kept and written now, so a share-partition
+        nobody writes any more stops holding the prune bound at its old snapshot. Nothing at all when every
+        share-partition's latest snapshot already is such a snapshot with nothing replay needs before it (the
+        partition is quiet: snapshotting again would not move the bound). Returns how many it wrote.
+
+        What open transactions staged stays out of the snapshot (it is held apart until the marker, and the
+        bound already stops at the transaction's first offset)."""
+        if all(self._cold_snapshotted(key, state) for key, state in self.states.items()):
+            return 0
+        now = self.now()
+        cold = [key for key, state in self.states.items() if now - state.write_timestamp >= interval_ms]
+        for key in cold:
+            state = self.states[key]
+            self._append_snapshot(key, replace(state, snapshot_epoch=state.snapshot_epoch + 1, write_timestamp=now,
+                                               batches=list(state.batches), updates_since_snapshot=0))
+        return len(cold)
+
+    def _cold_snapshotted(self, key: StateKey, state: ShareGroupOffset) -> bool:
+        """The latest snapshot is a cold-partition one (Kafka: its create and write timestamps differ) and
+        replay starts at it: a COMMIT since then of acknowledgements staged before it (KIP-1289) sends replay
+        back to the transaction's first offset, which only a newer snapshot moves on."""
+        replay_starts_at_it = self.replay_from.get(key) == self.snapshot_offset.get(key)
+        return state.create_timestamp != state.write_timestamp and replay_starts_at_it
 
     def finish_load(self) -> None:
         self.loaded = True

@@ -14,6 +14,7 @@ def test_defaults_are_kafkas() -> None:
     assert cfg["transaction.state.log.num.partitions"] == 50
     assert cfg["transaction.partition.verification.enable"] is True
     assert cfg["share.coordinator.state.topic.prune.interval.ms"] == 300_000  # ShareCoordinatorConfig: 5 min
+    assert cfg["share.coordinator.cold.partition.snapshot.interval.ms"] == 300_000  # ShareCoordinatorConfig: 5 min
 
 
 def test_yaml_nested_and_set_overrides(tmp_path: Path) -> None:
@@ -32,6 +33,7 @@ def test_yaml_nested_and_set_overrides(tmp_path: Path) -> None:
     ("num.partitions", "must look like key=value"),
     # Kafka's ShareCoordinatorConfig: atLeast(1)
     ("share.coordinator.state.topic.prune.interval.ms=0", "must be at least 1"),
+    ("share.coordinator.cold.partition.snapshot.interval.ms=0", "must be at least 1"),
 ])
 def test_bad_settings_name_the_problem(item: str, words: str) -> None:
     with pytest.raises(ConfigError, match=words.replace(".", r"\.")):
@@ -54,3 +56,8 @@ def test_security_keys() -> None:
     with pytest.raises(ConfigError, match="quote the value for 'alice'") as err:
         BrokerConfig({"sasl.users": {"alice": True}})
     assert "True" not in str(err.value)
+
+
+def test_the_smallest_cold_partition_snapshot_interval_is_accepted() -> None:
+    cfg = BrokerConfig.from_sources(None, ["share.coordinator.cold.partition.snapshot.interval.ms=1"])
+    assert cfg["share.coordinator.cold.partition.snapshot.interval.ms"] == 1

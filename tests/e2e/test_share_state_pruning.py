@@ -4,10 +4,13 @@ Share-group traffic with a ShareSnapshot every 5 updates (`share.coordinator.sna
 writes snapshots; once `share.coordinator.state.topic.prune.interval.ms` (Kafka's default, 5 min) has passed
 on the cluster's manual clock, the coordinator's tick moves the state partition's log start offset up, on
 the leader and its followers. After a restart the coordinator replays only what is left and still has the
-same state: the records acknowledged stay acknowledged, none is delivered again."""
+same state: the records acknowledged stay acknowledged, none is delivered again. A share-partition nobody
+writes any more gets a fresh snapshot every `share.coordinator.cold.partition.snapshot.interval.ms` (Kafka's
+cold-partition snapshots), so it does not hold back the pruning of a partition other share-partitions use."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -68,10 +71,10 @@ def state_partition(cluster: EmbeddedCluster, group: str = GROUP, topic: str = T
     return cluster.call_soon(look)  # type: ignore[no-any-return]
 
 
-def accept_one_at_a_time(cluster: EmbeddedCluster, count: int) -> set[bytes]:
+def accept_one_at_a_time(cluster: EmbeddedCluster, count: int, group: str = GROUP, topic: str = TOPIC) -> set[bytes]:
     """Produce and acknowledge records one by one: each acknowledgement is a state write."""
     bs = cluster.bootstrap_servers
-    member = share_consumer(bs, GROUP, [TOPIC], explicit=True)
+    member = share_consumer(bs, group, [topic], explicit=True)
     accepted: set[bytes] = set()
 
     def accept(_i: int, consumer: Any, batch: list[Any]) -> None:
@@ -81,7 +84,7 @@ def accept_one_at_a_time(cluster: EmbeddedCluster, count: int) -> set[bytes]:
         consumer.commit_sync(10)
 
     for i in range(count):
-        produce(bs, TOPIC, 1, 1, prefix=f"r{i}-")
+        produce(bs, topic, 1, 1, prefix=f"r{i}-")
         poll_until([member], lambda _r, n=i: len(accepted) > n, on_batch=accept)
     member.close()
     assert len(accepted) == count
@@ -101,8 +104,11 @@ def test_the_state_topic_is_pruned_and_a_restart_loads_the_same_state(cluster: E
     clock.advance(1)
     cluster.tick()
     pruned = state_partition(cluster)
-    # The leader moved its log start to the share-partition's latest snapshot, and its followers with it.
-    assert set(pruned["log_start"].values()) == {before["bound"]}
+    # Kafka's cold-partition snapshot interval is 5 min too, and the share-partition's latest snapshot is that
+    # old on this clock: the tick first wrote it a fresh snapshot, then the leader moved its log start to that
+    # one, past the old snapshot, and its followers with it.
+    assert pruned["bound"] > before["bound"]
+    assert set(pruned["log_start"].values()) == {pruned["bound"]}
     # kafka-txn's share view reads the pruned partition from its new start (offset 0 is out of range now).
     r = kafka_txn(cluster.bootstrap_servers, "describe-share-group", "--group", GROUP, "-o", "json")
     assert r.code == 0, r.err
@@ -173,3 +179,80 @@ def test_an_open_staged_transaction_is_not_pruned_and_its_commit_survives_a_rest
         assert state_partition(cluster, TXN_GROUP, "in")["start_offset"] == 8  # 0-7 acknowledged
         cluster.restart()
         assert state_partition(cluster, TXN_GROUP, "in")["start_offset"] == 8
+
+
+# ---- cold-partition snapshots ---------------------------------------------------------------------------
+BUSY = "busy"
+COLD_INTERVAL_MS = 300_000  # Kafka's share.coordinator.cold.partition.snapshot.interval.ms default
+
+
+def state_partition_zero(cluster: EmbeddedCluster) -> dict[str, Any]:
+    """`__share_group_state`-0 as its leader's shard has it: the states of (cold, work, 0) and (hot, busy, 0)
+    (copies), the prune bound, the end of the log, and the log start offset on each replica."""
+    core = cluster.cluster
+    assert core is not None
+
+    def look() -> dict[str, Any]:
+        keys = {"cold": ("cold", core.metadata.topics[TOPIC].topic_id, 0),
+                "hot": ("hot", core.metadata.topics[BUSY].topic_id, 0)}
+        leader = core.metadata.leader(SHARE_STATE_TOPIC, 0)
+        shard = core.nodes[leader].share_coordinator.shard(0)
+        replicas = [n.replica_manager.get(SHARE_STATE_TOPIC, 0) for n in core.nodes.values()]
+        return {**{name: copy.deepcopy(shard.states.get(key)) for name, key in keys.items()},
+                "bound": shard.prunable_offset(), "end": shard.next_offset,
+                "log_start": {r.log.log_start_offset for r in replicas if r is not None}}
+
+    return cluster.call_soon(look)  # type: ignore[no-any-return]
+
+
+def test_a_share_partition_nobody_writes_any_more_stops_holding_back_the_pruning(tmp_path: Path,
+                                                                                 clock: ManualClock) -> None:
+    # One `__share_group_state` partition: both share-partitions' states share it.
+    config = {**CONFIG, "share.coordinator.state.topic.num.partitions": 1}
+    with EmbeddedCluster(nodes=3, data_dir=tmp_path, config=config, clock=clock) as cluster:
+        bs = cluster.bootstrap_servers
+        for topic, group in ((TOPIC, "cold"), (BUSY, "hot")):
+            cluster.create_topic(topic, 1, 3)
+            set_group_configs(bs, group, share_auto_offset_reset="earliest")
+        start = clock.millis()
+        # "cold": 3 acknowledgements (fewer than the 5 updates per snapshot), then nobody writes it.
+        cold_accepted = accept_one_at_a_time(cluster, 3, "cold", TOPIC)
+        cold_end = state_partition_zero(cluster)["end"]
+        clock.advance(200_000)
+        cluster.tick()
+        # "hot": 12 acknowledgements 200 s later, so snapshots after all of the cold one's records.
+        accept_one_at_a_time(cluster, 12, "hot", BUSY)
+        before = state_partition_zero(cluster)
+        assert before["bound"] is None  # the cold one's snapshot is the partition's first record: nothing can go
+        assert before["cold"].write_timestamp == start  # (its latest snapshot: written before any clock move)
+
+        clock.advance(COLD_INTERVAL_MS - 200_000)  # the prune interval is Kafka's 5 min as well
+        cluster.tick()
+        after = state_partition_zero(cluster)
+        # The cold one got a snapshot of the same state, with the next snapshot epoch, written now; the hot one,
+        # whose latest snapshot is 100 s old, none.
+        cold_before, cold_after = before["cold"], after["cold"]
+        assert (cold_after.start_offset, cold_after.batches) == (cold_before.start_offset, cold_before.batches)
+        assert (cold_after.snapshot_epoch, cold_after.create_timestamp, cold_after.write_timestamp) == (
+            cold_before.snapshot_epoch + 1, cold_before.create_timestamp, clock.millis())
+        assert after["hot"].snapshot_epoch == before["hot"].snapshot_epoch
+        # The log start moved past every record of the cold one's (on the leader and its followers), up to the
+        # hot one's latest snapshot.
+        assert after["bound"] is not None and after["bound"] >= cold_end
+        assert after["log_start"] == {after["bound"]}
+
+        cluster.restart()  # replayed from the new log start
+        again = state_partition_zero(cluster)
+        for name in ("cold", "hot"):
+            assert (again[name].start_offset, again[name].batches) == (after[name].start_offset, after[name].batches)
+        assert again["log_start"] == after["log_start"]
+        # The cold group still has its 3 records acknowledged: only new ones are delivered.
+        produce(bs, TOPIC, 2, 1, prefix="new-")
+        member = share_consumer(bs, "cold", [TOPIC])
+        got = poll_until([member], lambda r: len(r) >= 2)
+        extra = poll_until([member], lambda _r: False, timeout_s=1.0)
+        member.commit_sync(10)
+        member.close()
+        delivered = [m.value() for _i, m in got + extra]
+        assert sorted(delivered) == [b"new-0", b"new-1"]
+        assert not cold_accepted & set(delivered)

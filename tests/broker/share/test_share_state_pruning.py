@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import pytest
 from kafka.errors import NotLeaderForPartitionError
@@ -21,7 +21,7 @@ from kafka.errors import NotLeaderForPartitionError
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.formats.record_batch import iter_batches
 from kafka_txn_broker.formats.share_coordinator_records import StateBatch
-from kafka_txn_broker.formats.share_state import ShareGroupOffset, StateKey
+from kafka_txn_broker.formats.share_state import StateKey
 from kafka_txn_broker.share.cluster_adapters import ReplicaStatePruner
 from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC, ShareCoordinator
 from kafka_txn_broker.share.share_coordinator_shard import ShareCoordinatorShard
@@ -60,18 +60,13 @@ def assert_pruning_loses_nothing(log: FakeLog, shard: ShareCoordinatorShard) -> 
     bound = shard.prunable_offset()
     remaining = from_start(log, bound if bound is not None else 0)
     rest = replay(remaining)
-    assert as_replayed(shard.states) == whole.states  # (the live shard and a full replay agree to begin with)
+    assert shard.states == whole.states  # (the live shard and a full replay agree to begin with)
     assert rest.states == whole.states
     assert rest.staged.by_producer == whole.staged.by_producer
     # A shard loaded from the whole log, or from what pruning left, has the same bound (nothing is left to
     # prune when pruning left nothing).
     assert whole.prunable_offset() == bound
     assert rest.prunable_offset() == (bound if remaining else None)
-
-
-def as_replayed(states: dict[StateKey, ShareGroupOffset]) -> dict[StateKey, ShareGroupOffset]:
-    """The states as replay rebuilds them: a record does not carry the time an update was applied."""
-    return {k: replace(v, write_timestamp=-1) if v.updates_since_snapshot else v for k, v in states.items()}
 
 
 def write(s: ShareCoordinatorShard, key: StateKey, first: int) -> None:
@@ -283,7 +278,7 @@ def test_replaying_what_pruning_leaves_rebuilds_the_same_states(seed: int) -> No
     assert pruned_to > 0
     # A shard loaded from the pruned log carries on exactly as the live one.
     again = replay(from_start(history.log, pruned_to))
-    assert again.states == as_replayed(s.states)
+    assert again.states == s.states
     assert again.staged.by_producer == s.staged.by_producer
 
 
@@ -328,7 +323,8 @@ class RecordingPruner:
 
 def coordinator(clock: ManualClock, pruner: RecordingPruner) -> ShareCoordinator:
     return ShareCoordinator(1, FakeStateLogs(), OneNodeMetadata(), clock, 2, pruner,  # type: ignore[arg-type]
-                            prune_interval_ms=300_000)
+                            prune_interval_ms=300_000,
+                            cold_snapshot_interval_ms=10**9)  # none here: test_share_cold_snapshots.py
 
 
 def snapshots_on(c: ShareCoordinator, partition: int, writes: int) -> None:
