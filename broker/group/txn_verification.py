@@ -3,6 +3,17 @@ producer's open transaction? TV1 clients added it with AddOffsetsToTxn, so the c
 a TV2 client (TxnOffsetCommit v5 with transaction.version >= 2) sends no AddOffsetsToTxn and the
 partition is added here. Without this a late or stray commit could open a transaction nobody ends.
 
+As on the produce path (txn/verification.py), transaction.partition.verification.enable switches off only
+the verify-only question: a TV2 client's add is asked whatever it says, or the offsets would never be in
+the transaction. Before any question this node must hold the partition (Kafka's ReplicaManager fails
+the verification with NOT_LEADER_OR_FOLLOWER, which the group coordinator answers as NOT_COORDINATOR).
+
+The transaction coordinator's answer reaches the committer as Kafka's group coordinator passes it on:
+AddPartitionsToTxnManager's per-version translation (PRODUCER_FENCED, TRANSACTION_ABORTABLE below v4),
+then GroupCoordinatorService's handleOperationException, which remaps only storage-level errors and
+passes the coordinator errors (CONCURRENT_TRANSACTIONS, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+COORDINATOR_NOT_AVAILABLE) through; the committing client retries those.
+
 TxnOffsetCommitVerifier gets the broker config, this node's replicas and the transaction coordinator
 lookup through its constructor (the same collaborators as txn/verification.py's ProduceVerifier).
 """
@@ -22,10 +33,19 @@ if TYPE_CHECKING:
 # TxnOffsetCommit v4 understands TRANSACTION_ABORTABLE; v5 is a TV2 client.
 ABORTABLE_VERSION = 4
 IMPLICIT_ADD_VERSION = 5
-# Answers of the transaction coordinator that mean "try again": the client retries these on
-# TxnOffsetCommit after looking up the group coordinator again.
-_RETRIABLE = frozenset({E.CONCURRENT_TRANSACTIONS, E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE,
-                        E.NOT_COORDINATOR, E.NOT_ENOUGH_REPLICAS})
+# What the group coordinator's exception handler makes of a storage-level error; every other code reaches
+# the client unchanged.
+_AS_GROUP_COORDINATOR_ERROR = {
+    E.NETWORK_EXCEPTION: E.COORDINATOR_LOAD_IN_PROGRESS,  # retried without a coordinator lookup
+    E.UNKNOWN_TOPIC_OR_PARTITION: E.COORDINATOR_NOT_AVAILABLE,
+    E.NOT_ENOUGH_REPLICAS: E.COORDINATOR_NOT_AVAILABLE,
+    E.REQUEST_TIMED_OUT: E.COORDINATOR_NOT_AVAILABLE,
+    E.NOT_LEADER_OR_FOLLOWER: E.NOT_COORDINATOR,
+    E.KAFKA_STORAGE_ERROR: E.NOT_COORDINATOR,
+    E.MESSAGE_TOO_LARGE: E.UNKNOWN_SERVER_ERROR,
+    E.RECORD_LIST_TOO_LARGE: E.UNKNOWN_SERVER_ERROR,
+    E.INVALID_FETCH_SIZE: E.UNKNOWN_SERVER_ERROR,
+}
 
 
 class TxnOffsetCommitVerifier:
@@ -41,19 +61,17 @@ class TxnOffsetCommitVerifier:
     def verify(self, api_version: int, transactional_id: str, producer_id: int, producer_epoch: int,
                partition: int) -> int:
         """NONE if the commit may be written into the transaction, else the error for every partition."""
-        if not self.config["transaction.partition.verification.enable"]:
-            return E.NONE
-        if self._in_open_transaction(partition, producer_id, producer_epoch):
-            return E.NONE
         add = api_version >= IMPLICIT_ADD_VERSION and self.config["transaction.version"] >= 2
+        if not add and not self.config["transaction.partition.verification.enable"]:
+            return E.NONE  # the config switches off the verify-only question, never a TV2 client's add
+        part = self.replicas.get(GROUP_TOPIC, partition)
+        if part is None:
+            return _for_client(E.NOT_LEADER_OR_FOLLOWER, api_version)  # not ours: nothing to ask
+        if in_open_transaction(part, producer_id, producer_epoch):
+            return E.NONE
         code = ask_coordinator(self.coordinator_of, transactional_id, producer_id, producer_epoch,
                                (GROUP_TOPIC, partition), add=add)
         return _for_client(code, api_version)
-
-    def _in_open_transaction(self, partition: int, producer_id: int, producer_epoch: int) -> bool:
-        # Unlike Produce, no replica here is not "open": the coordinator is asked.
-        part = self.replicas.get(GROUP_TOPIC, partition)
-        return part is not None and in_open_transaction(part, producer_id, producer_epoch)
 
 
 def _for_client(code: int, api_version: int) -> int:
@@ -61,6 +79,4 @@ def _for_client(code: int, api_version: int) -> int:
         return E.INVALID_PRODUCER_EPOCH
     if code == E.TRANSACTION_ABORTABLE:
         return code if api_version >= ABORTABLE_VERSION else E.INVALID_TXN_STATE
-    if code in _RETRIABLE:
-        return E.COORDINATOR_NOT_AVAILABLE
-    return code
+    return _AS_GROUP_COORDINATOR_ERROR.get(code, code)

@@ -6,7 +6,9 @@ No broker state is edited. Each scenario plays a misbehaving client with the raw
 hanging writes need a broker that does not verify transactional writes, i.e. Kafka before 3.6, or
 `transaction.partition.verification.enable=false` (embedded: `--set
 transaction.partition.verification.enable=false`); a verifying broker rejects them and the scenario
-raises ScenarioPrevented, which is itself the point of KIP-890.
+raises ScenarioPrevented, which is itself the point of KIP-890. The misbehaving writes are TV1-style
+(Produce v8): a TV2 write (Produce v12+) is added to the transaction by the leader even with
+verification off, as in Kafka 4.x, so it could not make these incidents.
 
 Every scenario returns its ground truth: which partition hangs, for which producer id / epoch, from
 which offset, and what the coordinator says about the transactional id (which never lists that

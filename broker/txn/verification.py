@@ -8,8 +8,17 @@ so the question is a direct call and the answer arrives before the append, on th
 iteration, which also makes Kafka's VerificationGuard unnecessary (no abort marker can slip in).
 
 Produce v12+ from a TV2 client (with transaction.version >= 2) asks the coordinator to *add* the
-partition instead (KIP-890 part 2: such clients send no AddPartitionsToTxn themselves).
-Errors are translated as Kafka's ReplicaManager and AddPartitionsToTxnManager do, per client version.
+partition instead (KIP-890 part 2: such clients send no AddPartitionsToTxn themselves). That add is not
+verification but the client's only way into the transaction, so it is asked whatever
+transaction.partition.verification.enable says: the config switches off only the verify-only question
+(as Kafka 4.x's ReplicaManager does; skipping the add would leave the partition outside the transaction
+and its records hanging after the commit).
+
+Errors are translated as Kafka's ReplicaManager and AddPartitionsToTxnManager do, per client version: a
+retriable coordinator error becomes NOT_ENOUGH_REPLICAS (which old producers retry), except
+CONCURRENT_TRANSACTIONS for Produce v12+, which a TV2 producer gets as is and retries. (Kafka's leader
+also retries that one itself for up to add.partitions.to.txn.retry.backoff.max.ms; here the coordinator
+answers within the call, so an immediate retry would get the same answer: the producer retries.)
 
 ProduceVerifier gets what it reads through its constructor: the broker config (read at each request,
 so a dynamic change applies at once), this node's replicas (LocalReplicas) and the lookup of an id's
@@ -41,9 +50,11 @@ TopicPartition = tuple[str, int]
 # Produce versions: v11 understands TRANSACTION_ABORTABLE, v12 is a TV2 client (KIP-890).
 GENERIC_ERROR_PRODUCE_VERSION = 11
 ADD_PARTITION_PRODUCE_VERSION = 12
-# Retriable coordinator answers that old clients would not retry: NOT_ENOUGH_REPLICAS makes them retry.
-_RETRY_AS_NOT_ENOUGH_REPLICAS = frozenset({E.CONCURRENT_TRANSACTIONS, E.COORDINATOR_LOAD_IN_PROGRESS,
-                                           E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR})
+# Retriable coordinator answers that old clients would not retry: NOT_ENOUGH_REPLICAS makes them retry
+# (ReplicaManager.handleProduceAppend). CONCURRENT_TRANSACTIONS is one of them only below Produce v12.
+_RETRY_AS_NOT_ENOUGH_REPLICAS = frozenset({E.CONCURRENT_TRANSACTIONS, E.NETWORK_EXCEPTION,
+                                           E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE,
+                                           E.NOT_COORDINATOR})
 
 
 # ---- what the verifiers are given ------------------------------------------------------------------
@@ -112,15 +123,17 @@ class ProduceVerifier:
     def verify(self, transactional_id: str | None, produce_version: int, topic: str, partition: int,
                records: Any) -> Exception | None:
         """None if the records may be appended, else the error to answer for this partition."""
-        if transactional_id is None or not self.config["transaction.partition.verification.enable"]:
+        if transactional_id is None:
             return None
+        add = produce_version >= ADD_PARTITION_PRODUCE_VERSION and self.config["transaction.version"] >= 2
+        if not add and not self.config["transaction.partition.verification.enable"]:
+            return None  # the config switches off the verify-only question, never a TV2 client's add
         producer = _transactional_producer(records)
         if producer is None:
             return None
         producer_id, epoch, _seq = producer
         if self._has_ongoing_transaction(topic, partition, producer_id, epoch):
             return None
-        add = produce_version >= ADD_PARTITION_PRODUCE_VERSION and self.config["transaction.version"] >= 2
         code = ask_coordinator(self.coordinator_of, transactional_id, producer_id, epoch, (topic, partition), add=add)
         return _to_produce_error(code, produce_version)
 
@@ -152,7 +165,9 @@ def _to_produce_error(code: int, produce_version: int) -> Exception | None:
         code = E.INVALID_TXN_STATE
     if code == E.INVALID_TXN_STATE:
         return InvalidTxnStateError("Partition was not added to the transaction")
-    if code in _RETRY_AS_NOT_ENOUGH_REPLICAS:
+    # A TV2 producer (Produce v12+) retries CONCURRENT_TRANSACTIONS itself: it gets it as is.
+    tv2_retries_it = code == E.CONCURRENT_TRANSACTIONS and produce_version >= ADD_PARTITION_PRODUCE_VERSION
+    if code in _RETRY_AS_NOT_ENOUGH_REPLICAS and not tv2_retries_it:
         return NotEnoughReplicasError(
             f"Unable to verify the partition has been added to the transaction. Underlying error: {E.name(code)}")
     error_class = for_code(code)

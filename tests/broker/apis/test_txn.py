@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from kafka.protocol.metadata import FindCoordinatorRequest
 from kafka.protocol.producer import (
     AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
@@ -15,6 +16,8 @@ from kafka.protocol.producer import (
     EndTxnResponse,
     ProduceRequest,
     ProduceResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
 )
 
 from kafka_txn_broker.formats import errors as E
@@ -166,3 +169,55 @@ def test_produce_v12_adds_the_partition_for_a_tv2_client(client: RawKafkaClient)
 def test_verification_of_an_unknown_transactional_id(client: RawKafkaClient) -> None:
     _, pe = init(client, "known")
     assert produce(client, 8, "unknown-id", pe, 0) == E.INVALID_PRODUCER_ID_MAPPING
+
+
+def test_with_verification_off_only_a_tv2_produce_enters_the_transaction(tmp_path: Any) -> None:
+    """transaction.partition.verification.enable=false switches off the verify-only question only (Kafka 4.x
+    ReplicaManager.maybeSendPartitionsToTransactionCoordinator skips when !supportsEpochBump && !enable): a
+    Produce v12 is still added to the transaction, a Produce v8 to a partition never added is appended outside it
+    (the hanging transactions the scenarios make)."""
+    cfg = {"transaction.state.log.num.partitions": 3, "offsets.topic.num.partitions": 1,
+           "transaction.partition.verification.enable": False}
+    with EmbeddedCluster(nodes=1, data_dir=tmp_path, config=cfg) as off, \
+            RawKafkaClient(off.bootstrap_servers) as raw:
+        off.create_topic("t", 2, 1)
+        _, tv2 = init(raw, "off-tv2")
+        assert produce(raw, 12, "off-tv2", tv2, 0) == 0
+        assert add_v4(raw, 4, "off-tv2", tv2, True, [0]) == {("t", 0): 0}  # in the coordinator's transaction
+        assert end(raw, 5, "off-tv2", tv2, True).error_code == 0
+        _, tv1 = init(raw, "off-tv1")
+        assert produce(raw, 8, "off-tv1", tv1, 1) == 0  # accepted without a question
+        assert add_v4(raw, 4, "off-tv1", tv1, True, [1]) != {("t", 1): 0}  # but not in any transaction
+
+
+def txn_offset_commit(raw: RawKafkaClient, version: int, txn_id: str, pe: ProducerIdAndEpoch, group: str) -> int:
+    T = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+    P = T.TxnOffsetCommitRequestPartition
+    req = TxnOffsetCommitRequest[version](
+        transactional_id=txn_id, group_id=group, producer_id=pe.producer_id, producer_epoch=pe.epoch,
+        generation_id=-1, member_id="", group_instance_id=None,
+        topics=[T(name="t", partitions=[P(partition_index=0, committed_offset=5, committed_leader_epoch=-1,
+                                          committed_metadata=None)])])
+    resp = raw.send(req, version, 0, TxnOffsetCommitResponse)  # one node: it coordinates every group
+    return int(resp.topics[0].partitions[0].error_code)
+
+
+def test_with_verification_off_a_tv2_txn_offset_commit_adds_the_offsets_partition(tmp_path: Any) -> None:
+    """The same rule for TxnOffsetCommit (CoordinatorPartitionWriter goes through the same ReplicaManager path):
+    v5 adds the group's __consumer_offsets partition with verification off, v3 is written without a question
+    and stays outside the transaction."""
+    cfg = {"transaction.state.log.num.partitions": 3, "offsets.topic.num.partitions": 1,
+           "transaction.partition.verification.enable": False}
+    with EmbeddedCluster(nodes=1, data_dir=tmp_path, config=cfg) as off, \
+            RawKafkaClient(off.bootstrap_servers) as raw:
+        off.create_topic("t", 1, 1)
+        offsets_tp = (GROUP_TOPIC, 0)
+        for group in ("g1", "g2"):  # creates __consumer_offsets and loads the group's partition
+            assert raw.send(FindCoordinatorRequest[1](key=group, key_type=0), 1).error_code == 0
+        _, tv2 = init(raw, "off-tv2")
+        assert txn_offset_commit(raw, 5, "off-tv2", tv2, "g2") == 0
+        described = raw.describe_transaction("off-tv2")
+        assert {(t.topic, p) for t in described.topics for p in t.partitions} == {offsets_tp}
+        _, tv1 = init(raw, "off-tv1")
+        assert txn_offset_commit(raw, 3, "off-tv1", tv1, "g1") == 0  # no AddOffsetsToTxn, no question
+        assert list(raw.describe_transaction("off-tv1").topics) == []

@@ -1,12 +1,20 @@
 """TxnOffsetCommitVerifier on fakes: the group coordinator's question to the transaction coordinator before a
 transactional offset commit (KIP-890), and the answer the committer gets.
 
-Expected answers follow Kafka: the `__consumer_offsets` partition of the group is verified (TxnOffsetCommit
-v0-v4) or added (v5+, AddPartitionsToTxnManager.txnOffsetCommitRequestVersionToTransactionSupportedOperation)
-unless the producer epoch already has an open transaction there; AddPartitionsToTxnManager turns
-PRODUCER_FENCED into INVALID_PRODUCER_EPOCH and, below v4, TRANSACTION_ABORTABLE into INVALID_TXN_STATE; the
-group coordinator answers NOT_ENOUGH_REPLICAS with COORDINATOR_NOT_AVAILABLE (GroupCoordinatorService.
-handleOperationException) and passes INVALID_TXN_STATE and the like through.
+Expected answers follow Kafka 4.x: the `__consumer_offsets` partition of the group is verified (TxnOffsetCommit
+v0-v4) or added (v5+, AddPartitionsToTxnManager.txnOffsetCommitRequestVersionToTransactionSupportedOperation:
+ADD_PARTITION) unless the producer epoch already has an open transaction there. CoordinatorPartitionWriter.
+maybeStartTransactionVerification goes through ReplicaManager.maybeSendPartitionsToTransactionCoordinator, which
+skips only a question without supportsEpochBump when transaction.partition.verification.enable is false, and
+fails a partition this node does not host before any question (getPartitionOrException: NOT_LEADER_OR_FOLLOWER).
+AddPartitionsToTxnManager turns PRODUCER_FENCED into INVALID_PRODUCER_EPOCH and, below v4, TRANSACTION_ABORTABLE
+into INVALID_TXN_STATE. The produce path's NOT_ENOUGH_REPLICAS translation is not on this path: the error goes
+to GroupCoordinatorService.commitTransactionalOffsets' handleOperationException (CoordinatorOperationException-
+Helper), which maps NETWORK_EXCEPTION to COORDINATOR_LOAD_IN_PROGRESS; UNKNOWN_TOPIC_OR_PARTITION,
+NOT_ENOUGH_REPLICAS and REQUEST_TIMED_OUT to COORDINATOR_NOT_AVAILABLE; NOT_LEADER_OR_FOLLOWER and
+KAFKA_STORAGE_ERROR to NOT_COORDINATOR; MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE and INVALID_FETCH_SIZE to
+UNKNOWN_SERVER_ERROR; and passes every other code (CONCURRENT_TRANSACTIONS, NOT_COORDINATOR,
+COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, INVALID_TXN_STATE, ...) through unchanged.
 """
 
 from __future__ import annotations
@@ -27,8 +35,20 @@ OFFSETS_TP = (GROUP_TOPIC, PARTITION)
 
 # Kafka's error codes (org.apache.kafka.common.protocol.Errors).
 NONE = 0
-NOT_ENOUGH_REPLICAS = 19
+UNKNOWN_SERVER_ERROR = -1
+UNKNOWN_TOPIC_OR_PARTITION = 3
+INVALID_FETCH_SIZE = 4
+NOT_LEADER_OR_FOLLOWER = 6
+REQUEST_TIMED_OUT = 7
+MESSAGE_TOO_LARGE = 10
+NETWORK_EXCEPTION = 13
+COORDINATOR_LOAD_IN_PROGRESS = 14
 COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+RECORD_LIST_TOO_LARGE = 18
+NOT_ENOUGH_REPLICAS = 19
+CONCURRENT_TRANSACTIONS = 51
+KAFKA_STORAGE_ERROR = 56
 INVALID_PRODUCER_EPOCH = 47
 INVALID_TXN_STATE = 48
 INVALID_PRODUCER_ID_MAPPING = 49
@@ -53,10 +73,47 @@ class GroupLeader:
         return self.coordinators.lookups == [] and self.coordinators.asked == []
 
 
-def test_verification_disabled_asks_nothing() -> None:
+@pytest.mark.parametrize("version", [0, 3, 4])
+def test_verification_disabled_asks_nothing(version: int) -> None:
     leader = GroupLeader(**{"transaction.partition.verification.enable": False})
-    assert leader.commit(4) == NONE
+    assert leader.commit(version) == NONE
     assert leader.asked_nothing()
+
+
+def test_verification_disabled_still_adds_for_a_tv2_commit() -> None:
+    # ReplicaManager.maybeSendPartitionsToTransactionCoordinator skips only !supportsEpochBump: the v5 add is the
+    # TV2 client's only way to put the offsets into the transaction.
+    leader = GroupLeader(**{"transaction.partition.verification.enable": False, "transaction.version": 2})
+    assert leader.commit(5) == NONE
+    assert leader.coordinators.asked == [("add", TXN_ID, PID, EPOCH, [OFFSETS_TP], 2)]
+
+
+def test_verification_disabled_tv2_add_answer_reaches_the_committer() -> None:
+    leader = GroupLeader(CONCURRENT_TRANSACTIONS,
+                         **{"transaction.partition.verification.enable": False, "transaction.version": 2})
+    assert leader.commit(5) == CONCURRENT_TRANSACTIONS
+
+
+def test_verification_disabled_with_transaction_version_1_asks_nothing_for_v5() -> None:
+    # Without transaction.version 2 a v5 commit is only verified (the module's rule), so the config skips it.
+    leader = GroupLeader(**{"transaction.partition.verification.enable": False, "transaction.version": 1})
+    assert leader.commit(5) == NONE
+    assert leader.asked_nothing()
+
+
+@pytest.mark.parametrize("version", [0, 4, 5])
+def test_a_partition_this_node_does_not_host_is_not_coordinator_without_a_question(version: int) -> None:
+    # getPartitionOrException fails before any question: NOT_LEADER_OR_FOLLOWER, which handleOperationException
+    # answers as NOT_COORDINATOR.
+    leader = GroupLeader(**{"transaction.version": 2})
+    assert leader.verifier.verify(version, TXN_ID, PID, EPOCH, PARTITION + 1) == NOT_COORDINATOR
+    assert leader.asked_nothing()
+
+
+def test_with_verification_disabled_a_v4_commit_is_not_checked_for_the_replica() -> None:
+    # The skip comes first in maybeSendPartitionsToTransactionCoordinator: no question, no replica lookup.
+    leader = GroupLeader(**{"transaction.partition.verification.enable": False})
+    assert leader.verifier.verify(4, TXN_ID, PID, EPOCH, PARTITION + 1) == NONE
 
 
 def test_an_open_transaction_of_the_same_epoch_asks_nothing() -> None:
@@ -123,10 +180,29 @@ def test_no_coordinator_is_coordinator_not_available() -> None:
     (TRANSACTION_ABORTABLE, 5, TRANSACTION_ABORTABLE),
     (TRANSACTION_ABORTABLE, 3, INVALID_TXN_STATE),
     (INVALID_TXN_STATE, 4, INVALID_TXN_STATE),
-    (NOT_ENOUGH_REPLICAS, 4, COORDINATOR_NOT_AVAILABLE),
-    (COORDINATOR_NOT_AVAILABLE, 4, COORDINATOR_NOT_AVAILABLE),
     (INVALID_PRODUCER_EPOCH, 4, INVALID_PRODUCER_EPOCH),
     (INVALID_PRODUCER_ID_MAPPING, 4, INVALID_PRODUCER_ID_MAPPING),
+    # handleOperationException's default branch: the coordinator errors reach the client unchanged.
+    (CONCURRENT_TRANSACTIONS, 4, CONCURRENT_TRANSACTIONS),
+    (CONCURRENT_TRANSACTIONS, 5, CONCURRENT_TRANSACTIONS),
+    (CONCURRENT_TRANSACTIONS, 0, CONCURRENT_TRANSACTIONS),
+    (NOT_COORDINATOR, 4, NOT_COORDINATOR),
+    (NOT_COORDINATOR, 5, NOT_COORDINATOR),
+    (COORDINATOR_LOAD_IN_PROGRESS, 4, COORDINATOR_LOAD_IN_PROGRESS),
+    (COORDINATOR_LOAD_IN_PROGRESS, 5, COORDINATOR_LOAD_IN_PROGRESS),
+    (COORDINATOR_NOT_AVAILABLE, 4, COORDINATOR_NOT_AVAILABLE),
+    (COORDINATOR_NOT_AVAILABLE, 5, COORDINATOR_NOT_AVAILABLE),
+    # handleOperationException's remapped storage-level errors.
+    (NETWORK_EXCEPTION, 4, COORDINATOR_LOAD_IN_PROGRESS),
+    (NOT_ENOUGH_REPLICAS, 4, COORDINATOR_NOT_AVAILABLE),
+    (NOT_ENOUGH_REPLICAS, 5, COORDINATOR_NOT_AVAILABLE),
+    (UNKNOWN_TOPIC_OR_PARTITION, 4, COORDINATOR_NOT_AVAILABLE),
+    (REQUEST_TIMED_OUT, 4, COORDINATOR_NOT_AVAILABLE),
+    (NOT_LEADER_OR_FOLLOWER, 4, NOT_COORDINATOR),
+    (KAFKA_STORAGE_ERROR, 4, NOT_COORDINATOR),
+    (MESSAGE_TOO_LARGE, 4, UNKNOWN_SERVER_ERROR),
+    (RECORD_LIST_TOO_LARGE, 4, UNKNOWN_SERVER_ERROR),
+    (INVALID_FETCH_SIZE, 4, UNKNOWN_SERVER_ERROR),
 ])
 def test_the_coordinators_answer_per_client_version(answer: int, version: int, expected: int) -> None:
     assert GroupLeader(answer, **{"transaction.version": 2}).commit(version) == expected

@@ -1,13 +1,17 @@
 """ProduceVerifier on fakes: when the leader asks the transaction coordinator before a transactional append
 (KIP-890), which question it asks, and how the answer reaches the producer.
 
-Expected answers follow Kafka: ReplicaManager asks only for a transactional request whose producer epoch has
-no open transaction on the partition, and only with transaction.partition.verification.enable (for a verify
-question); Produce v12+ makes it an add (AddPartitionsToTxnManager.produceRequestVersionToTransactionSupported-
-Operation); AddPartitionsToTxnManager turns PRODUCER_FENCED into INVALID_PRODUCER_EPOCH and, below Produce v11,
-TRANSACTION_ABORTABLE into INVALID_TXN_STATE; ReplicaManager answers a retriable coordinator error
-(CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR) with
-NOT_ENOUGH_REPLICAS, which older producers retry, and passes the others through.
+Expected answers follow Kafka 4.x: ReplicaManager asks only for a transactional request whose producer epoch
+has no open transaction on the partition; Produce v12+ makes the question an add (AddPartitionsToTxnManager.
+produceRequestVersionToTransactionSupportedOperation: ADD_PARTITION, supportsEpochBump); ReplicaManager.
+maybeSendPartitionsToTransactionCoordinator skips the question only when the operation does not support the
+epoch bump AND transaction.partition.verification.enable is false, so a TV2 add is asked with verification
+off; AddPartitionsToTxnManager turns PRODUCER_FENCED into INVALID_PRODUCER_EPOCH and, for DEFAULT_ERROR (below
+Produce v11), TRANSACTION_ABORTABLE into INVALID_TXN_STATE; ReplicaManager.handleProduceAppend answers a
+retriable coordinator error (NETWORK_EXCEPTION, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
+NOT_COORDINATOR, and CONCURRENT_TRANSACTIONS unless the operation supports the epoch bump) with
+NOT_ENOUGH_REPLICAS, which older producers retry, and passes the others through (CONCURRENT_TRANSACTIONS
+to a Produce v12+ producer).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from kafka_txn_broker.txn.verification import ProduceVerifier
 from tests.broker.txn.fakes import AskedCoordinator, FakeCoordinator, FakeReplicas
 
 TXN_ID = "tx"
+NETWORK_EXCEPTION = 13  # org.apache.kafka.common.protocol.Errors
 PID, EPOCH = 7, 3
 TP = ("t", 0)
 
@@ -72,6 +77,39 @@ def test_verification_disabled_asks_nothing(version: int) -> None:
     leader = Leader(**{"transaction.partition.verification.enable": False})
     assert leader.produce(version) is None
     assert leader.asked_nothing()
+
+
+@pytest.mark.parametrize("version", [11, 12])
+def test_verification_disabled_with_transaction_version_1_asks_nothing(version: int) -> None:
+    # Without transaction.version 2 a Produce v12 is only verified (the module's rule), so the config skips it.
+    leader = Leader(**{"transaction.partition.verification.enable": False, "transaction.version": 1})
+    assert leader.produce(version) is None
+    assert leader.asked_nothing()
+
+
+@pytest.mark.parametrize("version", [12, 13])
+def test_verification_disabled_still_adds_for_a_tv2_produce(version: int) -> None:
+    # ReplicaManager.maybeSendPartitionsToTransactionCoordinator (Kafka 4.x) skips only when
+    # !supportsEpochBump && !transactionPartitionVerificationEnable: the TV2 add is the client's way into the
+    # transaction, not a verification.
+    leader = Leader(**{"transaction.partition.verification.enable": False, "transaction.version": 2})
+    assert leader.produce(version) is None
+    assert leader.coordinators.asked == [("add", TXN_ID, PID, EPOCH, [TP], 2)]
+
+
+def test_verification_disabled_tv2_add_still_skips_an_open_transaction() -> None:
+    # The partition-level check (UnifiedLog.maybeStartTransactionVerification: ongoing transaction of the epoch)
+    # comes before the question whatever the config.
+    leader = Leader(**{"transaction.partition.verification.enable": False, "transaction.version": 2})
+    leader.replicas.producer(TP, PID, EPOCH, txn_first_offset=5)
+    assert leader.produce(12) is None
+    assert leader.asked_nothing()
+
+
+def test_verification_disabled_tv2_add_answer_reaches_the_producer() -> None:
+    leader = Leader(ProducerFencedError.errno,
+                    **{"transaction.partition.verification.enable": False, "transaction.version": 2})
+    assert isinstance(leader.produce(12), InvalidProducerEpochError)
 
 
 def test_the_config_is_read_at_each_request() -> None:
@@ -180,6 +218,20 @@ def test_the_verify_question_reaches_a_real_coordinator() -> None:
     assert verifier.verify(TXN_ID, 11, *TP, records) is None
 
 
+def test_with_verification_off_a_tv2_produce_still_enters_the_real_transaction() -> None:
+    """Verification off, TV2 Produce v12: t-0 is added to the coordinator's transaction, so its commit covers it
+    (skipping the add would leave t-0's records outside the transaction: hanging after the commit)."""
+    fake = FakeCoordinator()
+    fake.config.set("transaction.partition.verification.enable", False)
+    _err, pid, epoch = fake.init(TXN_ID)
+    replicas = FakeReplicas()
+    replicas.host(*TP)
+    verifier = ProduceVerifier(fake.config, replicas, fake.coord)
+    assert verifier.verify(TXN_ID, 12, *TP, batch(pid=pid, epoch=epoch)) is None
+    metadata = fake.metadata(TXN_ID)
+    assert metadata is not None and TP in metadata.topic_partitions
+
+
 # ---- the coordinator's answer, as the producer sees it ---------------------------------------------------
 def test_no_coordinator_is_not_enough_replicas() -> None:
     leader = Leader()
@@ -199,6 +251,7 @@ def test_no_coordinator_is_not_enough_replicas() -> None:
     (InvalidTxnStateError.errno, 11, InvalidTxnStateError),
     (ConcurrentTransactionsError.errno, 11, NotEnoughReplicasError),
     (ConcurrentTransactionsError.errno, 3, NotEnoughReplicasError),
+    (NETWORK_EXCEPTION, 11, NotEnoughReplicasError),
     (CoordinatorLoadInProgressError.errno, 10, NotEnoughReplicasError),
     (CoordinatorNotAvailableError.errno, 11, NotEnoughReplicasError),
     (NotCoordinatorError.errno, 11, NotEnoughReplicasError),
@@ -210,6 +263,14 @@ def test_a_verify_answer_per_produce_version(answer: int, version: int, expected
     err = leader.produce(version)
     assert isinstance(err, expected)
     assert error_code(err) == expected.errno
+
+
+def test_concurrent_transactions_passes_through_to_produce_v12_even_when_only_verified() -> None:
+    # Kafka keys the pass-through on the request's supportsEpochBump (Produce v12+), not on the question asked:
+    # with transaction.version 1 this broker only verifies a v12 request, and its producer still retries the error.
+    leader = Leader(ConcurrentTransactionsError.errno, **{"transaction.version": 1})
+    assert isinstance(leader.produce(12), ConcurrentTransactionsError)
+    assert [q[0] for q in leader.coordinators.asked] == ["verify"]
 
 
 def test_an_invalid_txn_state_says_the_partition_was_not_added() -> None:
@@ -224,12 +285,22 @@ def test_a_retriable_answer_names_the_coordinators_error() -> None:
 @pytest.mark.parametrize(("answer", "expected"), [
     (ProducerFencedError.errno, InvalidProducerEpochError),
     (TransactionAbortableError.errno, TransactionAbortableError),
+    (InvalidTxnStateError.errno, InvalidTxnStateError),
+    # ReplicaManager.handleProduceAppend: CONCURRENT_TRANSACTIONS stays as is when supportsEpochBump (TV2 retries
+    # it); the other retriable errors still become NOT_ENOUGH_REPLICAS.
+    (ConcurrentTransactionsError.errno, ConcurrentTransactionsError),
     (CoordinatorLoadInProgressError.errno, NotEnoughReplicasError),
+    (CoordinatorNotAvailableError.errno, NotEnoughReplicasError),
     (NotCoordinatorError.errno, NotEnoughReplicasError),
+    (NETWORK_EXCEPTION, NotEnoughReplicasError),
 ])
-def test_an_add_answer_for_a_tv2_producer(answer: int, expected: type[Exception]) -> None:
-    leader = Leader(answer, **{"transaction.version": 2})
-    assert isinstance(leader.produce(12), expected)
+@pytest.mark.parametrize("verification", [True, False])
+def test_an_add_answer_for_a_tv2_producer(answer: int, expected: type[BrokerResponseError], verification: bool
+                                          ) -> None:
+    leader = Leader(answer, **{"transaction.version": 2, "transaction.partition.verification.enable": verification})
+    err = leader.produce(12)
+    assert isinstance(err, expected)
+    assert error_code(err) == expected.errno
     assert [q[0] for q in leader.coordinators.asked] == ["add"]
 
 
