@@ -1,10 +1,13 @@
 """DescribeConfigs (v1-4), AlterConfigs (v0-2) and IncrementalAlterConfigs (v0-1) for TOPIC, BROKER and
-GROUP resources (kafka_txn_broker.configs has the rules).
+GROUP resources, and DescribeConfigs / IncrementalAlterConfigs for BROKER_LOGGER (the broker's loggers and
+their levels, KIP-412) (kafka_txn_broker.configs has the rules).
 
 Each resource gets its own error code and message, in Kafka's order: a resource named twice, a key twice
 or a null value to set is INVALID_REQUEST; then DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic, the
 cluster (BROKER resources) or the group, else TOPIC_/CLUSTER_/GROUP_AUTHORIZATION_FAILED; then the
-values. A BROKER resource names the receiving broker or "" (the cluster default), as admin clients send it.
+values. A BROKER resource names the receiving broker or "" (the cluster default), as admin clients send it;
+a BROKER_LOGGER resource names the receiving broker, needs the CLUSTER permissions, and is not stored (logger
+levels change at once, in this process). Legacy AlterConfigs refuses BROKER_LOGGER, as Kafka does.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from kafka.protocol.admin import (
 
 from kafka_txn_broker.apis.context import CLUSTER_NAME, RequestContext, Resource
 from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.configs import config_helper
+from kafka_txn_broker.configs import broker_loggers, config_helper
 from kafka_txn_broker.configs.config_def import ConfigSource, OpType, ResourceType
 from kafka_txn_broker.configs.config_helper import ConfigEntry
 from kafka_txn_broker.configs.configuration_control import (
@@ -38,12 +41,12 @@ from kafka_txn_broker.server.metadata import validate_topic_name
 
 DR = DescribeConfigsResponse.DescribeConfigsResult
 _ACL_RESOURCE: dict[int, Resource] = {ResourceType.TOPIC: "TOPIC", ResourceType.BROKER: "CLUSTER",
-                                      ResourceType.GROUP: "GROUP"}
+                                      ResourceType.BROKER_LOGGER: "CLUSTER", ResourceType.GROUP: "GROUP"}
 
 
 def _unsupported(resource_type: int) -> InvalidRequestError:
     return InvalidRequestError(f"Unsupported resource type {resource_type}: the embedded broker has TOPIC (2), "
-                               "BROKER (4) and GROUP (32) configs")
+                               "BROKER (4), BROKER_LOGGER (8) and GROUP (32) configs")
 
 
 def _authorize(ctx: RequestContext, operation: Any, resource_type: int, name: str) -> None:
@@ -73,10 +76,25 @@ def _entries(ctx: RequestContext, resource_type: int, name: str) -> list[ConfigE
             raise InvalidRequestError(f"Unexpected broker id, expected {node.node_id} or empty string, "
                                       f"but received {name}")
         return config_helper.describe_broker(node.config, per_broker=True)
+    if resource_type == ResourceType.BROKER_LOGGER:
+        _check_logger_broker(name, node.node_id)
+        return config_helper.describe_loggers(broker_loggers.loggers())
     if not name:  # GROUP: _authorize let no other type through
         raise InvalidRequestError("Group name must not be empty")
     return config_helper.describe_group(node.metadata.resource_configs(ResourceType.GROUP, name),
                                         node.config)
+
+
+def _check_logger_broker(name: str, node_id: int) -> None:
+    """DescribeConfigs' check of a BROKER_LOGGER name (Kafka's ConfigHelper): this broker's id, nothing else."""
+    if not name:
+        raise InvalidRequestError("Broker id must not be empty")
+    try:
+        broker_id = int(name)
+    except ValueError:
+        raise InvalidRequestError(f"Broker id must be an integer, but it is: {name}") from None
+    if broker_id != node_id:
+        raise InvalidRequestError(f"Unexpected broker id, expected {node_id} but received {name}")
 
 
 def _described(entry: ConfigEntry, synonyms: bool, documentation: bool) -> Any:
@@ -119,6 +137,11 @@ def _alter(ctx: RequestContext, res: Any, twice: bool, incremental: bool, valida
         check_request_configs([n for n, _op, _v in ops], [(n, v) for n, op, v in ops if op != OpType.DELETE])
     else:
         check_request_configs([c.name for c in res.configs], [(c.name, c.value) for c in res.configs])
+    if resource_type == ResourceType.BROKER_LOGGER:
+        if not incremental:  # Kafka's legacy AlterConfigs knows no BROKER_LOGGER resource
+            raise InvalidRequestError(f"Unknown resource type {resource_type}")
+        _alter_loggers(ctx, name, ops, validate_only)
+        return
     if resource_type == ResourceType.BROKER:
         check_broker_name(name, ctx.node.node_id)
     _authorize(ctx, "ALTER_CONFIGS", resource_type, name)
@@ -126,6 +149,21 @@ def _alter(ctx: RequestContext, res: Any, twice: bool, incremental: bool, valida
     new = (apply_ops(resource_type, control.current(resource_type, name), ops) if incremental
            else {c.name: c.value for c in res.configs})
     control.alter(resource_type, name, new, validate_only)
+
+
+def _alter_loggers(ctx: RequestContext, name: str, ops: list[tuple[str, int, str | None]],
+                   validate_only: bool) -> None:
+    """Kafka's RuntimeLoggerManager order: permission, then the broker id, then every change, then apply."""
+    _authorize(ctx, "ALTER_CONFIGS", ResourceType.BROKER_LOGGER, name)
+    try:
+        broker_id = int(name)
+    except ValueError:
+        raise InvalidRequestError(f"Node id must be an integer, but it is: {name}") from None
+    if broker_id != ctx.node.node_id:
+        raise InvalidRequestError(f"Unexpected node id. Expected {ctx.node.node_id}, but received {name}")
+    broker_loggers.validate(ops)
+    if not validate_only:
+        broker_loggers.apply(ops)
 
 
 def _alter_all(ctx: RequestContext, req: Any, response_cls: Any, incremental: bool) -> Any:

@@ -1,5 +1,5 @@
 """DescribeConfigs answers (Kafka's ConfigHelper): every config of a topic, broker or group with its value,
-source, type, documentation and synonyms, in name order.
+source, type, documentation and synonyms, in name order; and a broker's loggers with their levels.
 
 A topic or group config's synonyms are its own override (DYNAMIC_TOPIC_CONFIG / GROUP_CONFIG) followed by
 where the broker property it defaults to is set, most specific first; the entry's source is the first of
@@ -35,7 +35,7 @@ class ConfigEntry:
     value: str | None
     source: ConfigSource
     type: ConfigType
-    doc: str
+    doc: str | None
     read_only: bool = False
     sensitive: bool = False
     synonyms: list[Synonym] = field(default_factory=list)
@@ -67,6 +67,13 @@ def describe_broker(broker: DynamicBrokerConfig, per_broker: bool) -> list[Confi
                                    read_only=name not in dynamic_broker_config.DYNAMIC, sensitive=sensitive,
                                    synonyms=synonyms))
     return entries
+
+
+def describe_loggers(levels: Mapping[str, str]) -> list[ConfigEntry]:
+    """BROKER_LOGGER: each logger with its level, as Kafka describes them (no type, documentation or
+    synonyms; alterable, not sensitive)."""
+    return [ConfigEntry(name, level, ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG, ConfigType.UNKNOWN, None)
+            for name, level in levels.items()]
 
 
 def _overridable(definition: ConfigDefinition, overrides: Mapping[str, str], broker: DynamicBrokerConfig,
