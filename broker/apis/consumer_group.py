@@ -52,7 +52,7 @@ def _heartbeat(ctx: RequestContext, req: Any) -> ConsumerHeartbeat:
         req.group_id or "", member_id, req.member_epoch, req.instance_id, req.rack_id, req.rebalance_timeout_ms,
         list(req.subscribed_topic_names) if req.subscribed_topic_names is not None else None,
         getattr(req, "subscribed_topic_regex", None), req.server_assignor, _owned(req), ctx.client_id or "",
-        client_host(ctx))
+        client_host(ctx), ctx.principal)
 
 
 @api(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, 0, 1)

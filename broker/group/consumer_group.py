@@ -21,10 +21,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import TYPE_CHECKING
 
 from kafka_txn_broker.group.modern.assignor import Assignment, TopicId
 from kafka_txn_broker.group.modern.modern_group import ModernGroup, ModernGroupMember
 from kafka_txn_broker.group.modern.target_assignment import MemberSubscription
+
+if TYPE_CHECKING:
+    from kafka_txn_broker.group.consumer_membership import Requester
 
 GROUP_TYPE = "consumer"
 PROTOCOL_TYPE = "consumer"  # what ListGroups and DescribeGroups report as a consumer group's protocol type
@@ -66,6 +70,8 @@ class ConsumerGroup(ModernGroup[ConsumerGroupMember]):
         super().__init__(group_id, group_epoch)
         self.metadata_hash = 0  # as last read from the log (the group epoch record)
         self.regex_matches: dict[str, frozenset[str]] = {}
+        # Whose DESCRIBE rights filter the regex matches (consumer_membership.py); not in the log.
+        self.regex_requester: Requester | None = None
         self.dead = False
 
     @property

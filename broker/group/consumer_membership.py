@@ -19,8 +19,18 @@ its place and its assignment at once, without a new group epoch unless its subsc
 comes, the session timeout removes it like any silent member. group.consumer.max.size caps the members
 (GROUP_MAX_SIZE_REACHED), the left static member counted, its replacement not a new one.
 
-Not served (stated, not emulated): classic-protocol members in consumer groups (online migration) and the
-assignment interval batching (every heartbeat computes the target at once).
+Regex subscriptions and ACLs (Kafka's TopicRegexResolver): with an authorizer, a regex resolves only to the
+topics the resolving request's principal may DESCRIBE (TOPIC, literal name); the others are left out of
+every regex of the group, so nobody is assigned them. Kafka resolves all the group's regexes at once, in
+the context of the heartbeat that triggered the refresh (a regex new to the group, new topics, or the
+refresh interval). Here the regexes are re-matched at every heartbeat, so the context kept is the one of
+the member that last brought a regex new to the group (or, none known since a load, the next
+heartbeating member): taking each heartbeat's would rebalance a group of mixed principals at every
+heartbeat. An ACL granted later is seen at the next heartbeat (Kafka: at its next refresh).
+
+Not served (stated, not emulated): classic-protocol members in consumer groups (online migration), the
+assignment interval batching (every heartbeat computes the target at once) and the regex refresh
+batching (group.consumer.regex.refresh.interval.ms: every heartbeat re-matches the regexes).
 
 Collaborators come through the constructor (topics, configs, clock, record writer). Event-loop owned.
 """
@@ -91,7 +101,12 @@ class ConsumerHeartbeat:
     server_assignor: str | None = None
     owned: Assignment | None = None  # TopicPartitions; None: unchanged since the last heartbeat
     client_id: str = ""
-    client_host: str = ""
+    client_host: str = ""  # "/" + the peer address, as Kafka reports it
+    principal: str = "User:ANONYMOUS"
+
+    @property
+    def requester(self) -> Requester:
+        return Requester(self.principal, self.client_host.removeprefix("/"))
 
     @property
     def is_full(self) -> bool:
@@ -117,9 +132,23 @@ class ConsumerGroupConfigs(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class Requester:
+    """Who a request came from, as ACLs see it."""
+    principal: str
+    host: str
+
+
+class TopicDescribeCheck(Protocol):
+    """May this principal, from this host, DESCRIBE this topic (the broker's authorizer)?"""
+    def __call__(self, principal: str, host: str, topic: str) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupContext:
     topics: TopicCatalog
     configs: ConsumerGroupConfigs
+    # None: no authorizer, a regex resolves to every live (non-internal) topic it matches.
+    describe_topic: TopicDescribeCheck | None = None
 
 
 Writer = Callable[[list[consumer_records.Record]], object]
@@ -132,6 +161,7 @@ class ConsumerMembership:
         self.groups = groups
         self.topics = context.topics
         self.configs = context.configs
+        self.describe_topic = context.describe_topic
         self.clock = clock
         self.write = write
         # The type of a non-consumer group with this id ("classic", "share"), else None.
@@ -176,8 +206,17 @@ class ConsumerMembership:
         member = self._take_over(group, replaced, req.member_id) if replaced else self._member(group, req)
         group.members[req.member_id] = member
         # A replacement is the same instance under a new id: only a different subscription moves the epoch.
+        new_regex = self._brings_new_regex(group, old, req)
         changed = self._update(member, req) or (old is None and replaced is None)
-        changed = self._resolve_regexes(group) or changed
+        # Unknown since a load (ACLs on): the matches before this are not known, only the logged hash.
+        first = self.describe_topic is not None and group.regex_requester is None
+        if new_regex or group.regex_requester is None:
+            group.regex_requester = req.requester
+        resolved = self._resolve_regexes(group)
+        if first:
+            self._adopt_if_logged(group)
+        else:
+            changed = resolved or changed
         if group.refresh_subscription_metadata(self.topics) or changed:
             group.bump_epoch()
         assignor = ASSIGNORS[group.preferred_assignor(DEFAULT_ASSIGNOR)]
@@ -289,14 +328,40 @@ class ConsumerMembership:
         after = (member.subscribed_topic_names, member.subscribed_topic_regex, member.server_assignor, member.rack_id)
         return before != after
 
+    @staticmethod
+    def _brings_new_regex(group: ConsumerGroup, old: ConsumerGroupMember | None, req: ConsumerHeartbeat) -> bool:
+        """Does the member set a regex no member of the group has (Kafka refreshes in its context then)?"""
+        regex = req.subscribed_topic_regex
+        if not regex or (old is not None and old.subscribed_topic_regex == regex):
+            return False
+        return all(m.subscribed_topic_regex != regex for m in group.members.values() if m is not old)
+
     def _resolve_regexes(self, group: ConsumerGroup) -> bool:
-        """Match the members' regexes against the live topics; True if a match set changed."""
+        """Match the members' regexes against the live topics the group's regex requester may describe;
+        True if a match set changed."""
         regexes = group.regexes()
-        names = [n for n in self.topics.topic_names() if n not in INTERNAL_TOPICS]
+        names = self._describable([n for n in self.topics.topic_names() if n not in INTERNAL_TOPICS], group)
         resolved = {r: frozenset(n for n in names if _compile(r).fullmatch(n)) for r in regexes}
         changed = resolved != group.regex_matches
         group.regex_matches = resolved
         return changed
+
+    def _adopt_if_logged(self, group: ConsumerGroup) -> None:
+        """Keep the subscribed topics' metadata if it is what the logged epoch was computed for."""
+        current = subscription_metadata(group.subscribed_topic_names(), self.topics)
+        if metadata_hash(current) == group.metadata_hash:
+            group.subscription_metadata = current
+
+    def _describable(self, names: list[str], group: ConsumerGroup) -> list[str]:
+        if self.describe_topic is None:
+            return names
+        who = group.regex_requester
+        if who is None:
+            # Only between a load and the group's first heartbeat: nobody to authorize, so nothing (the
+            # first heartbeat resolves again in its member's context).
+            return []
+        check = self.describe_topic
+        return [n for n in names if check(who.principal, who.host, n)]
 
     def _schedule(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         now = self.clock.millis()
@@ -380,9 +445,7 @@ class ConsumerMembership:
             # The topics as they are now, if they are what the group's epoch was computed for (else the
             # first heartbeat moves the epoch).
             self._resolve_regexes(group)
-            current = subscription_metadata(group.subscribed_topic_names(), self.topics)
-            if metadata_hash(current) == group.metadata_hash:
-                group.subscription_metadata = current
+            self._adopt_if_logged(group)
             for member in group.members.values():
                 self._schedule(group, member)
 

@@ -18,12 +18,14 @@ from kafka_txn_broker.configs.config_def import ResourceType
 from kafka_txn_broker.configs.dynamic_broker_config import DynamicBrokerConfig
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, TXN_TOPIC, partition_for
-from kafka_txn_broker.group.consumer_membership import ConsumerGroupContext
+from kafka_txn_broker.group.consumer_membership import ConsumerGroupContext, TopicDescribeCheck
 from kafka_txn_broker.group.coordinator import LOAD_CHUNK_BYTES, GroupCoordinator
 from kafka_txn_broker.group.share_membership import ShareGroupContext
 from kafka_txn_broker.group.txn_verification import TxnOffsetCommitVerifier
 from kafka_txn_broker.replica.coordinator_log import ReplicaCoordinatorLog
 from kafka_txn_broker.replica.replica_manager import ReplicaManager
+from kafka_txn_broker.security.acls import Op
+from kafka_txn_broker.security.acls import ResourceType as AclResource
 from kafka_txn_broker.server.producer_id_manager import ProducerIdManager
 from kafka_txn_broker.server.socket_server import Listener
 from kafka_txn_broker.share.cluster_adapters import (
@@ -45,6 +47,7 @@ from kafka_txn_broker.txn.verification import ProduceVerifier
 
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock
+    from kafka_txn_broker.security.authorizer import AclAuthorizer
     from kafka_txn_broker.server.cluster import Cluster
     from kafka_txn_broker.server.metadata import ClusterMetadata, PartitionState, TopicState
     from kafka_txn_broker.txn.transaction_metadata import TopicPartition
@@ -78,7 +81,8 @@ class BrokerNode:
         self._start_share_groups(cluster)
         offsets_log = ReplicaCoordinatorLog(self.replica_manager, GROUP_TOPIC, LOAD_CHUNK_BYTES)
         share_context = ShareGroupContext(self.share_topics, cluster.group_configs, SharePartitionLeaders(cluster))
-        consumer_context = ConsumerGroupContext(self.share_topics, cluster.group_configs)
+        consumer_context = ConsumerGroupContext(self.share_topics, cluster.group_configs,
+                                                _describe_topic(cluster.security.authorizer))
         self.group_coordinator = GroupCoordinator(node_id, self.config, self.clock, offsets_log, self.metadata,
                                                   share_context, consumer_context)
         self.txn_coordinator = self._transaction_coordinator()
@@ -229,3 +233,13 @@ class BrokerNode:
         self.txn_coordinator.tick(now)
         self.share_coordinator.tick(now)
         self.share_partition_manager.tick()
+
+
+def _describe_topic(authorizer: AclAuthorizer | None) -> TopicDescribeCheck | None:
+    """The group coordinator's question to the authorizer when it resolves a regex subscription."""
+    if authorizer is None:
+        return None
+
+    def check(principal: str, host: str, topic: str) -> bool:
+        return authorizer.authorize(principal, host, Op.DESCRIBE, AclResource.TOPIC, topic)
+    return check

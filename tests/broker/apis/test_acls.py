@@ -63,6 +63,7 @@ from kafka.protocol.producer import (
     WriteTxnMarkersResponse,
 )
 
+from kafka_txn_broker.formats.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from kafka_txn_broker.formats.record_batch import build_batch
 from kafka_txn_broker.server.cluster import EmbeddedCluster
 from tests.broker.security.support import (
@@ -368,3 +369,25 @@ def test_write_txn_markers_needs_alter_or_cluster_action(env: Env) -> None:
         assert CLUSTER_AUTH not in codes("alice")
         env.revoke(acl)
     assert codes("alice") == [CLUSTER_AUTH, CLUSTER_AUTH]
+
+
+# ---- consumer groups (KIP-848) -------------------------------------------------------------------------
+def test_a_regex_subscription_leaves_out_the_topics_the_member_may_not_describe(env: Env) -> None:
+    # Kafka's TopicRegexResolver: topics the regex matches but the member may not DESCRIBE are in no
+    # subscription. alice may READ (so DESCRIBE) orders, nothing on hidden.
+    env.grant(ResourceType.GROUP, "alice-regex", ACLOperation.READ)
+    R = ConsumerGroupHeartbeatRequest
+    req = R[1](group_id="alice-regex", member_id="m-1", member_epoch=0, instance_id=None, rack_id=None,
+               rebalance_timeout_ms=30_000, subscribed_topic_names=None, subscribed_topic_regex="orders|hidden",
+               server_assignor=None, topic_partitions=[])
+    find = FindCoordinatorRequest[4](key_type=0, coordinator_keys=["alice-regex"])
+    assert env.as_user("alice", find, FindCoordinatorResponse).coordinators[0].error_code == 0
+    deadline = time.monotonic() + 20
+    # COORDINATOR_LOAD_IN_PROGRESS / NOT_AVAILABLE while __consumer_offsets comes up.
+    while (resp := env.as_user("alice", req, ConsumerGroupHeartbeatResponse)).error_code in (14, 15, 16):
+        assert time.monotonic() < deadline, resp
+        time.sleep(0.1)
+    assert resp.error_code == 0, resp
+    topics = env.cluster.cluster.metadata.topics  # type: ignore[union-attr]
+    assigned = {tp.topic_id: sorted(tp.partitions) for tp in resp.assignment.topic_partitions}
+    assert assigned == {topics["orders"].topic_id: [0, 1]}

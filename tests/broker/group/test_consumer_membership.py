@@ -42,6 +42,17 @@ class Topics:
         return list(self.by_name)
 
 
+@dataclass
+class Acls:
+    """A fake authorization hook: the (principal, topic) pairs allowed DESCRIBE; records who was asked from where."""
+    allowed: set[tuple[str, str]]
+    asked_hosts: set[str] = field(default_factory=set)
+
+    def __call__(self, principal: str, host: str, topic: str) -> bool:
+        self.asked_hosts.add(host)
+        return (principal, topic) in self.allowed
+
+
 class Configs:
     def consumer_session_timeout_ms(self, group_id: str) -> int:
         return SESSION_MS
@@ -56,10 +67,11 @@ class Env:
         self.clock = ManualClock()
         self.log = log or FakeLog()
         self.topics = Topics()
+        self.acls: Acls | None = None
         self.shard = self.new_shard()
 
     def new_shard(self) -> GroupShard:
-        context = ConsumerGroupContext(self.topics, Configs())
+        context = ConsumerGroupContext(self.topics, Configs(), self.acls)
         shard = GroupShard(0, BrokerConfig(self.config), self.clock, self.log, None, context)
         shard.replay(self.log.data(), 0)
         shard.finish_load()
@@ -67,12 +79,13 @@ class Env:
 
     def hb(self, member: str, epoch: int, owned: dict[uuid.UUID, set[int]] | None = None, *,
            topics: list[str] | None = None, regex: str | None = None, assignor: str | None = None,
-           rebalance_ms: int = -1, group: str = "g", instance: str | None = None):
+           rebalance_ms: int = -1, group: str = "g", instance: str | None = None, principal: str = "User:ANONYMOUS"):
         membership = self.shard.consumer_membership
         assert membership is not None
         return membership.heartbeat(ConsumerHeartbeat(
             group, member, epoch, instance, None, rebalance_ms, topics, regex, assignor,
-            None if owned is None else {t: frozenset(p) for t, p in owned.items()}, "client", "/127.0.0.1"))
+            None if owned is None else {t: frozenset(p) for t, p in owned.items()}, "client", "/127.0.0.1",
+            principal))
 
     def join(self, member: str, topics: list[str] | None = None, **kw):
         return self.hb(member, 0, {}, topics=topics or ["t"], rebalance_ms=30_000, **kw)
@@ -214,6 +227,72 @@ def test_regex_subscription_follows_the_topics() -> None:
     env.topics.by_name["other"] = TopicMetadata(uuid.UUID(int=23), "other", 1)
     r = env.hb("m1", 1, {T: {0, 1, 2, 3}})
     assert r.member_epoch == 2 and r.assignment is not None and set(r.assignment) == {T, other}
+
+
+def abc_env() -> Env:
+    """Topics a, b, c (two partitions each) and an authorizer: alice may describe a and c, bob only b."""
+    env = Env()
+    env.topics.by_name = {n: TopicMetadata(uuid.UUID(int=100 + i), n, 2) for i, n in enumerate("abc")}
+    env.acls = Acls({("User:alice", "a"), ("User:alice", "c"), ("User:bob", "b")})
+    env.shard = env.new_shard()
+    return env
+
+
+def topic_names(env: Env, assignment: dict[uuid.UUID, frozenset[int]] | None) -> set[str]:
+    assert assignment is not None
+    return {t.name for t in env.topics.by_name.values() if t.topic_id in assignment}
+
+
+def test_regex_resolves_only_to_the_topics_the_principal_may_describe() -> None:
+    # Kafka's TopicRegexResolver: the matched topics the requester may not DESCRIBE are left out.
+    env = abc_env()
+    r = env.hb("m1", 0, {}, regex="[abc]", rebalance_ms=30_000, principal="User:alice")
+    assert topic_names(env, r.assignment) == {"a", "c"}
+    assert env.shard.consumer_groups["g"].regex_matches == {"[abc]": frozenset({"a", "c"})}
+    assert env.acls is not None and env.acls.asked_hosts == {"127.0.0.1"}   # the peer, as ACL hosts name it
+    # Granted later: the next resolution adds it (Kafka: at its next refresh), with a new epoch.
+    env.acls.allowed.add(("User:alice", "b"))
+    r = env.hb("m1", r.member_epoch, {t: frozenset(p) for t, p in (r.assignment or {}).items()})
+    assert r.member_epoch == 2 and topic_names(env, r.assignment) == {"a", "b", "c"}
+
+
+def test_a_denied_topic_is_assigned_to_no_member() -> None:
+    env = abc_env()
+    env.hb("m1", 0, {}, regex="[abc]", rebalance_ms=30_000, principal="User:alice")
+    env.hb("m2", 0, {}, regex="[abc]", rebalance_ms=30_000, principal="User:alice")
+    group = env.shard.consumer_groups["g"]
+    b = env.topics.by_name["b"].topic_id
+    assert group.target and all(b not in a for a in group.target.values())
+
+
+def test_a_regex_already_in_the_group_keeps_the_context_that_resolved_it() -> None:
+    # Kafka refreshes when a member brings a regex new to the group, in that member's context; a member
+    # joining with the same regex triggers no refresh, so bob's rights change nothing.
+    env = abc_env()
+    env.hb("m1", 0, {}, regex="[abc]", rebalance_ms=30_000, principal="User:alice")
+    r = env.hb("m2", 0, {}, regex="[abc]", rebalance_ms=30_000, principal="User:bob")
+    assert env.shard.consumer_groups["g"].regex_matches == {"[abc]": frozenset({"a", "c"})}
+    assert r.assignment is not None and "b" not in topic_names(env, r.assignment)
+
+
+def test_a_new_regex_resolves_every_regex_of_the_group_in_its_members_context() -> None:
+    # Kafka resolves all the group's regexes at once with the triggering request's context.
+    env = abc_env()
+    env.hb("m1", 0, {}, regex="[abc]", rebalance_ms=30_000, principal="User:alice")
+    env.hb("m2", 0, {}, regex="b|c", rebalance_ms=30_000, principal="User:bob")
+    assert env.shard.consumer_groups["g"].regex_matches == {"[abc]": frozenset({"b"}), "b|c": frozenset({"b"})}
+
+
+def test_after_a_load_the_first_heartbeat_resolves_in_its_members_context() -> None:
+    env = abc_env()
+    r = env.hb("m1", 0, {}, regex="[abc]", rebalance_ms=30_000, principal="User:alice")
+    env.shard = env.new_shard()
+    group = env.shard.consumer_groups["g"]
+    assert group.regex_matches == {"[abc]": frozenset()}   # nobody to authorize yet: nothing
+    r = env.hb("m1", r.member_epoch, {t: frozenset(p) for t, p in (r.assignment or {}).items()},
+               principal="User:alice")
+    assert group.regex_matches == {"[abc]": frozenset({"a", "c"})}
+    assert r.member_epoch == 1   # the same topics as before the load: no rebalance
 
 
 def test_records_rebuild_the_group_on_a_new_coordinator() -> None:
