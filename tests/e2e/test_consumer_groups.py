@@ -196,9 +196,15 @@ def test_kafka_python_consumer_group_round_trip(cluster: EmbeddedCluster) -> Non
                              session_timeout_ms=30000, heartbeat_interval_ms=1000)
     got: list[bytes] = []
     deadline = time.monotonic() + 60  # until all 24 arrive; a loaded machine can take a while to assign
+    # kafka-python 3.0.12 can lose a rejoin: when its first generation was assigned nothing (it had no
+    # metadata for the topic yet) and the second join completes after a poll() returned early on its timeout,
+    # the leader's assignment snapshot already matches the metadata, so it never applies the assignment and
+    # stops heartbeating (seen about once in six runs on an idle machine, broker logs clean). Knowing the
+    # topic's partitions before the first join, and polls long enough for a join, keep it out of that path.
+    assert consumer.partitions_for_topic(TOPIC) == set(range(PARTITIONS))
     try:
         while len(got) < 24 and time.monotonic() < deadline:
-            for msgs in consumer.poll(timeout_ms=200).values():
+            for msgs in consumer.poll(timeout_ms=1000).values():
                 got.extend(m.value for m in msgs)
         assert len(got) == 24, f"only {len(got)} of 24 records within 60 s"
         consumer.commit()
