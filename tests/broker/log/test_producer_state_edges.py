@@ -3,8 +3,6 @@ idleness after a load, each checked against Kafka's ProducerStateManager."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,20 +11,7 @@ from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.formats import producer_snapshot as snap
 from kafka_txn_broker.formats.record_batch import BatchHeader, build_control_batch
 from kafka_txn_broker.log.producer_state import AppendOrigin, CompletedTxn, ProducerStateManager
-
-
-def _load_sibling(name: str):  # tests run with --import-mode=importlib: sibling modules are not importable
-    spec = importlib.util.spec_from_file_location(f"_sibling_{name}", Path(__file__).with_name(f"{name}.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(spec.name, module)
-    spec.loader.exec_module(module)
-    return module
-
-
-_base = _load_sibling("test_producer_state")
-Harness = _base.Harness
-TS: int = _base.TS
+from tests.broker.log.test_producer_state import TS, Harness
 
 
 def _snapshot_files(directory: Path) -> list[int]:

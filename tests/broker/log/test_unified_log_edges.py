@@ -4,8 +4,6 @@ read below the log start."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,21 +14,7 @@ from kafka_txn_broker.config import BrokerConfig
 from kafka_txn_broker.formats.record_batch import build_control_batch
 from kafka_txn_broker.log.transaction_index import AbortedTxn
 from kafka_txn_broker.log.unified_log import UnifiedLog
-
-
-def _load_sibling(name: str):  # tests run with --import-mode=importlib: sibling modules are not importable
-    spec = importlib.util.spec_from_file_location(f"_sibling_{name}", Path(__file__).with_name(f"{name}.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(spec.name, module)
-    spec.loader.exec_module(module)
-    return module
-
-
-_base = _load_sibling("test_unified_log")
-Producer = _base.Producer
-plain = _base.plain
-TS: int = _base.TS
+from tests.broker.log.test_unified_log import TS, Producer, plain
 
 
 @pytest.fixture
