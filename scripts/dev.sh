@@ -32,7 +32,6 @@ pip_install() {
 }
 
 lint() {
-  mkdir -p .mypy_src && ln -sfn ../broker .mypy_src/kafka_txn_broker
   python3 -m ruff check .
   python3 -m mypy -p kafka_txn_broker -p kafka_txn_tools
 }

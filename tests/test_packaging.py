@@ -1,4 +1,4 @@
-"""The distribution lists every package: an editable install hides a missing one, a wheel would not."""
+"""The distribution's packages are the folders that carry their import names."""
 
 from __future__ import annotations
 
@@ -6,21 +6,22 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# Source directory of each top-level import name, as pyproject's package-dir maps them.
-SOURCES = {"kafka_txn_broker": ROOT / "broker", "kafka_txn_tools": ROOT / "kafka_txn_tools"}
 
 
-def _packages_on_disk() -> set[str]:
-    found = set()
-    for name, top in SOURCES.items():
-        for init in top.rglob("__init__.py"):
-            rel = init.parent.relative_to(top)
-            found.add(".".join((name, *rel.parts)))
-    return found
-
-
-def test_every_package_on_disk_is_in_the_distribution() -> None:
+def _wheel_packages() -> list[Path]:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    listed = set(config["tool"]["setuptools"]["packages"])
-    assert _packages_on_disk() - listed == set()
-    assert listed - _packages_on_disk() == set()
+    return [ROOT / p for p in config["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"]]
+
+
+def test_each_shipped_folder_is_named_as_it_is_imported() -> None:
+    assert {p.name for p in _wheel_packages()} == {"kafka_txn_broker", "kafka_txn_tools"}
+    for package in _wheel_packages():
+        assert (package / "__init__.py").is_file(), package
+
+
+def test_every_folder_of_python_modules_is_a_regular_package() -> None:
+    # A folder of modules without __init__.py would ship as a namespace package: mypy -p skips it.
+    for package in _wheel_packages():
+        for module in package.rglob("*.py"):
+            folder = module.parent
+            assert (folder / "__init__.py").is_file(), f"{folder.relative_to(ROOT)} has no __init__.py"

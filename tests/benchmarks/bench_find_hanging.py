@@ -169,7 +169,9 @@ def run_strategy(strategy: str, bootstrap: str, tree: Path | None = None) -> dic
     env = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="bench-tree-") as links:
         if tree is not None:  # the import names point at that checkout's packages, ahead of the editable install
-            (Path(links) / "kafka_txn_broker").symlink_to(tree / "broker")
+            # An older checkout may still have the package's files directly under broker/.
+            broker = tree / "broker" / "kafka_txn_broker"
+            (Path(links) / "kafka_txn_broker").symlink_to(broker if broker.is_dir() else tree / "broker")
             (Path(links) / "kafka_txn_tools").symlink_to(tree / "kafka_txn_tools")
             env["PYTHONPATH"] = f"{links}:{tree}"
         done = subprocess.run([sys.executable, "-c", CHILD, strategy, bootstrap, str(Path(__file__).parent)],

@@ -18,6 +18,10 @@ class Equivalent:
     reason: str
 
 
+UNIFIED_LOG = "broker/kafka_txn_broker/log/unified_log.py"
+SHARE_PARTITION = "broker/kafka_txn_broker/share/share_partition.py"
+TXN_COORDINATOR = "broker/kafka_txn_broker/txn/coordinator.py"
+
 EQUIVALENTS: tuple[Equivalent, ...] = (
     Equivalent("kafka_txn_tools/admin/hanging.py", "_view", "found=None)",
                "`found` is read only as `if not view.found` (reason_against): None and False are both false"),
@@ -103,179 +107,179 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
                "the rank ends with the broker id: equal ranks are the same replica of the partition"),
     Equivalent("kafka_txn_tools/spark/classify.py", "stuck", "coordinator_waits=None)",
                "pending_partition reads it only as `if not coordinator_waits`: None and False are both false"),
-    # --- the transaction coordinator (broker/txn/coordinator.py) ---
-    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator._abort_fenced",
+    # --- the transaction coordinator (broker/kafka_txn_broker/txn/coordinator.py) ---
+    Equivalent(TXN_COORDINATOR, "TransactionCoordinator._abort_fenced",
                "from_client=None,", "read only as `not from_client`: None and False are both false"),
-    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator.init_producer_id",
+    Equivalent(TXN_COORDINATOR, "TransactionCoordinator.init_producer_id",
                "from_client=None,", "read only as `not from_client`: None and False are both false"),
-    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator.abort_timed_out_transactions",
+    Equivalent(TXN_COORDINATOR, "TransactionCoordinator.abort_timed_out_transactions",
                "timed_out_transactions(None)",
                "timed_out_transactions measures elapsed time on the monotonic clock; its now_ms is not read"),
-    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator.tick", "abort_timed_out_transactions(None)",
+    Equivalent(TXN_COORDINATOR, "TransactionCoordinator.tick", "abort_timed_out_transactions(None)",
                "the scan measures elapsed time on the monotonic clock; now_ms is not read on that path"),
-    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator.abort_timed_out_transactions",
+    Equivalent(TXN_COORDINATOR, "TransactionCoordinator.abort_timed_out_transactions",
                "md.producer_id != producer_id and md.pending_transition_in_progress",
                "the listing and this look-up run in one step of the broker's single event loop: the metadata "
                "listed is the one found, same producer id, no pending transition"),
-    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator.abort_timed_out_transactions",
+    Equivalent(TXN_COORDINATOR, "TransactionCoordinator.abort_timed_out_transactions",
                "md is None and md.producer_id != producer_id",
                "the listing and this look-up run in one step of the broker's single event loop: the metadata "
                "listed is the one found, same producer id, no pending transition"),
-    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator._after_prepare", "return _error(None)",
+    Equivalent(TXN_COORDINATOR, "TransactionCoordinator._after_prepare", "return _error(None)",
                "append_transaction_to_log answers NONE only after it applied this very transition, in the same "
                "call, to the metadata it found at this coordinator epoch (appends and replication are synchronous, "
                "on one event loop); nothing runs between that and this re-check, which therefore always finds the "
                "id at this epoch, in PREPARE_*, with no pending state, the request's producer id and the epoch as "
                "prepared: none of its refusals can be reached (Kafka needs them: its append callback runs later)"),
-    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator._after_prepare",
+    Equivalent(TXN_COORDINATOR, "TransactionCoordinator._after_prepare",
                "if md is None and epoch != coordinator_epoch:",
                "append_transaction_to_log answers NONE only after it applied this very transition, in the same "
                "call, to the metadata it found at this coordinator epoch (appends and replication are synchronous, "
                "on one event loop); nothing runs between that and this re-check, which therefore always finds the "
                "id at this epoch, in PREPARE_*, with no pending state, the request's producer id and the epoch as "
                "prepared: none of its refusals can be reached (Kafka needs them: its append callback runs later)"),
-    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator._after_prepare",
+    Equivalent(TXN_COORDINATOR, "TransactionCoordinator._after_prepare",
                "bumped_ok = supports_epoch_bump(client_tv) or md.producer_epoch == producer_epoch + 1",
                "append_transaction_to_log answers NONE only after it applied this very transition, in the same "
                "call, to the metadata it found at this coordinator epoch (appends and replication are synchronous, "
                "on one event loop); nothing runs between that and this re-check, which therefore always finds the "
                "id at this epoch, in PREPARE_*, with no pending state, the request's producer id and the epoch as "
                "prepared: none of its refusals can be reached (Kafka needs them: its append callback runs later)"),
-    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator.abort_timed_out_transactions", "break",
+    Equivalent(TXN_COORDINATOR, "TransactionCoordinator.abort_timed_out_transactions", "break",
                "the two `continue`s skip ids missing or changed since the listing; the listing and these look-ups run "
                "in one step of the broker's single event loop (aborting one id changes no other Ongoing id), so "
                "neither is ever taken. (A fence that fails is skipped by try/else, not by a continue.)"),
-    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator._on_election",
+    Equivalent(TXN_COORDINATOR, "TransactionCoordinator._on_election",
                "remove_markers_for_txn_topic_partition(None)",
                "an id leaves the marker channel once its COMPLETE_* is written or refused, so every entry of this "
                "partition belongs to an id whose last record is PREPARE_*: the load hands it to the channel again "
                "under the same id, replacing the stale entry"),
-    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator._on_election",
+    Equivalent(TXN_COORDINATOR, "TransactionCoordinator._on_election",
                "self.state_manager.remove_partition(None)",
                "the load replaces the partition's cache entry, and every id with a monotonic mark was written to or "
                "loaded from this partition's log, so it is loaded again and _mark_loaded resets both of its marks; "
                "`loading` is empty between loads"),
-    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator._prepare_end_tv1", "self.clock.millis(), None)",
+    Equivalent(TXN_COORDINATOR, "TransactionCoordinator._prepare_end_tv1", "self.clock.millis(), None)",
                "no_partition_added is read only as `if no_partition_added`: None and False are both false"),
-    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator._prepare_end_tv2",
+    Equivalent(TXN_COORDINATOR, "TransactionCoordinator._prepare_end_tv2",
                "S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, None, is_fence",
                "no_partition_added is read only as `if no_partition_added`: None and False are both false"),
-    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator._prepare_end_tv2",
+    Equivalent(TXN_COORDINATOR, "TransactionCoordinator._prepare_end_tv2",
                "_tv2_completion(md, S.PREPARE_ABORT, True, None, producer_epoch",
                "is_fence is False on this branch: a fence is prepared only from Ongoing (PrepareEpochFence's only "
                "valid previous state) and no transition completes while it is pending, so the state is still Ongoing; "
                "None is as false as False"),
-    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator._prepare_end_tv2",
+    Equivalent(TXN_COORDINATOR, "TransactionCoordinator._prepare_end_tv2",
                "_tv2_completion(md, S.PREPARE_ABORT, True, is_fence, None, client_tv)",
                "_tv2_completion reads producer_epoch only to apply a fence, and is_fence is False on this branch (a "
                "fence is prepared only from Ongoing and no transition completes while it is pending)"),
-    Equivalent("broker/txn/coordinator.py", "TransactionCoordinator._prepare_end_tv2", "retry=None)",
+    Equivalent(TXN_COORDINATOR, "TransactionCoordinator._prepare_end_tv2", "retry=None)",
                "_completed_or_invalid reads retry only as `if retry and ...`: None and False are both false"),
     # (end of the transaction coordinator's entries)
     #
-    # --- the log: producer state, the LSO, the aborted-transaction index (broker/log/) ---
-    Equivalent("broker/log/unified_log.py", "UnifiedLog._find_duplicate", "break",
+    # --- the log: producer state, the LSO, the aborted-transaction index (broker/kafka_txn_broker/log/) ---
+    Equivalent(UNIFIED_LOG, "UnifiedLog._find_duplicate", "break",
                "duplicates are looked for in client appends only, and a client append holds exactly one batch "
                "(validate_batches refuses more, as Kafka requires of produce v3+): after skipping a batch without a "
                "producer id there is no next batch, so `break` ends the loop where `continue` would"),
-    Equivalent("broker/log/unified_log.py", "UnifiedLog.append_marker_info", "prepare_update(producer_id, None)",
+    Equivalent(UNIFIED_LOG, "UnifiedLog.append_marker_info", "prepare_update(producer_id, None)",
                "on the marker path ProducerAppendInfo reads its origin only as `is AppendOrigin.REPLICATION` "
                "(marker epoch, coordinator epoch, transaction start checks) and update() never reads it: None "
                "fails those tests exactly as COORDINATOR does, so the same markers are refused"),
     # (end of the log's entries)
     #
-    # --- share partitions (broker/share/share_partition.py, broker/share/record_state.py) ---
-    Equivalent("broker/share/share_partition.py", "_runs",
+    # --- share partitions (broker/kafka_txn_broker/share/share_partition.py, broker/kafka_txn_broker/share/record_state.py) ---
+    Equivalent(SHARE_PARTITION, "_runs",
                "for i in range(len(events) + 1):",
                "i = 0 compares events[0] with itself (events[start], start = 0): never the end of a run, so the "
                "runs are the same"),
-    Equivalent("broker/share/share_partition.py", "SharePartition.__init__",
+    Equivalent(SHARE_PARTITION, "SharePartition.__init__",
                "self.state_epoch = None",
                "initialize() sets state_epoch from the persisted state before anything reads it: only writes read "
                "it, and only an initialized share-partition writes (acknowledge refuses, releases and markers "
                "return 0 first)"),
-    Equivalent("broker/share/share_partition.py", "SharePartition.__init__",
+    Equivalent(SHARE_PARTITION, "SharePartition.__init__",
                "self.state_epoch = 1",
                "initialize() sets state_epoch from the persisted state before anything reads it: only writes read "
                "it, and only an initialized share-partition writes (acknowledge refuses, releases and markers "
                "return 0 first)"),
-    Equivalent("broker/share/share_partition.py", "SharePartition.__init__",
+    Equivalent(SHARE_PARTITION, "SharePartition.__init__",
                "self.initialized = None",
                "`initialized` is read only as a truth value (`not self.initialized`): None and False are both "
                "false"),
-    Equivalent("broker/share/share_partition.py", "SharePartition.__init__",
+    Equivalent(SHARE_PARTITION, "SharePartition.__init__",
                "self.fenced = None",
                "`fenced` is read only as a truth value (`self.fenced`, the manager's `sp.fenced or ...`): None and "
                "False are both false"),
-    Equivalent("broker/share/share_partition.py", "SharePartition._apply_available",
+    Equivalent(SHARE_PARTITION, "SharePartition._apply_available",
                "limit = None",
                "record_state.transition reads `limit` only when the rule's target is AVAILABLE (to archive at the "
                "delivery-count limit instead); the events here are ACQUIRE and ARCHIVE, whose targets are ACQUIRED "
                "and ARCHIVED"),
-    Equivalent("broker/share/share_partition.py", "SharePartition._apply_available",
+    Equivalent(SHARE_PARTITION, "SharePartition._apply_available",
                "transition(r.state, event, r.delivery_count, None)",
                "record_state.transition reads `limit` only when the rule's target is AVAILABLE (to archive at the "
                "delivery-count limit instead); the events here are ACQUIRE and ARCHIVE, whose targets are ACQUIRED "
                "and ARCHIVED"),
-    Equivalent("broker/share/share_partition.py", "SharePartition._archive_vanished",
+    Equivalent(SHARE_PARTITION, "SharePartition._archive_vanished",
                "limit = None",
                "record_state.transition reads `limit` only when the rule's target is AVAILABLE (to archive at the "
                "delivery-count limit instead); ARCHIVE's target is ARCHIVED"),
-    Equivalent("broker/share/share_partition.py", "SharePartition._archive_vanished",
+    Equivalent(SHARE_PARTITION, "SharePartition._archive_vanished",
                "transition(r.state, Event.ARCHIVE, r.delivery_count, None)",
                "record_state.transition reads `limit` only when the rule's target is AVAILABLE (to archive at the "
                "delivery-count limit instead); ARCHIVE's target is ARCHIVED"),
-    Equivalent("broker/share/share_partition.py", "SharePartition._release",
+    Equivalent(SHARE_PARTITION, "SharePartition._release",
                "self._apply_owned(first, last, event, limit, None)",
                "_apply_owned reads its deadline only for a record that stays ACQUIRED (RENEW); LOCK_EXPIRED and "
                "MEMBER_RELEASE take an ACQUIRED record to AVAILABLE or ARCHIVED"),
-    Equivalent("broker/share/share_partition.py", "SharePartition._release",
+    Equivalent(SHARE_PARTITION, "SharePartition._release",
                "self._apply_owned(first, last, event, limit, 1)",
                "_apply_owned reads its deadline only for a record that stays ACQUIRED (RENEW); LOCK_EXPIRED and "
                "MEMBER_RELEASE take an ACQUIRED record to AVAILABLE or ARCHIVED"),
-    Equivalent("broker/share/share_partition.py", "SharePartition._resolve",
+    Equivalent(SHARE_PARTITION, "SharePartition._resolve",
                "limit = None",
                "record_state.transition reads `limit` only when the rule's target is AVAILABLE (to archive at the "
                "delivery-count limit instead); TXN_ABORT, TXN_COMMIT_ACCEPT and TXN_COMMIT_REJECT target ACQUIRED, "
                "ACKNOWLEDGED and ARCHIVED"),
-    Equivalent("broker/share/share_partition.py", "SharePartition._resolve",
+    Equivalent(SHARE_PARTITION, "SharePartition._resolve",
                "transition(r.state, step, r.delivery_count, None)",
                "record_state.transition reads `limit` only when the rule's target is AVAILABLE (to archive at the "
                "delivery-count limit instead); TXN_ABORT, TXN_COMMIT_ACCEPT and TXN_COMMIT_REJECT target ACQUIRED, "
                "ACKNOWLEDGED and ARCHIVED"),
-    Equivalent("broker/share/share_partition.py", "SharePartition.stage",
+    Equivalent(SHARE_PARTITION, "SharePartition.stage",
                "transition(r.state, Event.TXN_STAGE, r.delivery_count, None)",
                "record_state.transition reads `limit` only when the rule's target is AVAILABLE (to archive at the "
                "delivery-count limit instead); TXN_STAGE targets TX_PENDING (and stage discards the count)"),
-    Equivalent("broker/share/share_partition.py", "SharePartition.stage",
+    Equivalent(SHARE_PARTITION, "SharePartition.stage",
                "transition(r.state, Event.TXN_STAGE, r.delivery_count, 1)",
                "record_state.transition reads `limit` only when the rule's target is AVAILABLE (to archive at the "
                "delivery-count limit instead); TXN_STAGE targets TX_PENDING (and stage discards the count)"),
-    Equivalent("broker/share/share_partition.py", "SharePartition._last_within",
+    Equivalent(SHARE_PARTITION, "SharePartition._last_within",
                "if first <= self._end else ()",
                "first == end: the loop meets only the last range, which holds none of first..last (hi - lo + 1 = "
                "0): it adds 0, and the budget (at least 1: acquire stops at 0) is not met there"),
-    Equivalent("broker/share/share_partition.py", "SharePartition._last_within",
+    Equivalent(SHARE_PARTITION, "SharePartition._last_within",
                "if r.first >= last:",
                "a range starting at `last` holds only offset `last` of first..last, below the end: counted and "
                "meeting the budget, the answer is lo + budget - taken - 1 = last; not counted, it is `last` too"),
-    Equivalent("broker/share/share_partition.py", "SharePartition._last_within",
+    Equivalent(SHARE_PARTITION, "SharePartition._last_within",
                "if taken + hi - lo + 1 > budget:",
                "the budget met exactly at a range's end: the mutant stops at the offset before the next AVAILABLE "
                "record (or at end - 1) instead; the offsets in between are held by others or completed, and below "
                "the end, so acquire takes the same records and appends nothing new"),
-    Equivalent("broker/share/share_partition.py", "SharePartition.archive_below",
+    Equivalent(SHARE_PARTITION, "SharePartition.archive_below",
                "if offset < self.start_offset:",
                "offset == start offset: the split there is index 0 (nothing dropped), start and end stay, and the "
                "start offset has already passed every leading completed record"),
-    Equivalent("broker/share/share_partition.py", "SharePartition.staged_batches", "limit = None",
+    Equivalent(SHARE_PARTITION, "SharePartition.staged_batches", "limit = None",
                "transition() reads the delivery-count limit only for a target of AVAILABLE; a COMMIT event "
                "(ACCEPT or REJECT) targets ACKNOWLEDGED or ARCHIVED"),
-    Equivalent("broker/share/share_partition.py", "SharePartition.staged_batches",
+    Equivalent(SHARE_PARTITION, "SharePartition.staged_batches",
                "transition(r.state, r.txn_commit, r.delivery_count, None)",
                "transition() reads the delivery-count limit only for a target of AVAILABLE; a COMMIT event "
                "(ACCEPT or REJECT) targets ACKNOWLEDGED or ARCHIVED"),
-    Equivalent("broker/share/share_partition.py", "SharePartition.complete_transaction",
+    Equivalent(SHARE_PARTITION, "SharePartition.complete_transaction",
                "if r.state is RecordState.TX_PENDING or r.txn_producer_id == producer_id)",
                "it only adds other producers' pending records to the ownerless check; when the producer's own "
                "records all had an owner, the ABORT leaves them ACQUIRED, which is never written: the extra "

@@ -1,8 +1,8 @@
 """The tree mutmut runs in: this repository laid out as Python imports it.
 
 mutmut names each mutant after the module path of its file and activates it by comparing that name with
-the function's `__module__`. Here `broker/` is imported as `kafka_txn_broker`, so the staging tree holds
-`kafka_txn_broker/` (a copy of broker/), `kafka_txn_tools/` and `tests/`, and a pyproject.toml with this
+the function's `__module__`. The staging tree holds `kafka_txn_broker/` (a copy of broker/kafka_txn_broker/),
+`kafka_txn_tools/` and `tests/` side by side, and a pyproject.toml with this
 project's pytest options and the target's mutmut settings.
 
 mutmut skips decorated functions, properties included. The staging copies of the mutated files therefore
@@ -20,12 +20,12 @@ from pathlib import Path
 from tests.mutation.targets import Target
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = {"broker": "kafka_txn_broker", "kafka_txn_tools": "kafka_txn_tools", "tests": "tests"}
+PACKAGES = {"broker/kafka_txn_broker": "kafka_txn_broker", "kafka_txn_tools": "kafka_txn_tools", "tests": "tests"}
 _IGNORE = shutil.ignore_patterns("__pycache__", ".hypothesis", "*.pyc", "fixtures_out")
 
 
 def staged_path(repo_path: str) -> str:
-    """broker/log/producer_state.py -> kafka_txn_broker/log/producer_state.py"""
+    """broker/kafka_txn_broker/log/producer_state.py -> kafka_txn_broker/log/producer_state.py"""
     top, _, rest = repo_path.partition("/")
     return f"{PACKAGES.get(top, top)}/{rest}"
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Source:
-    path: str  # in this repository, e.g. broker/log/producer_state.py
+    path: str  # in this repository, e.g. broker/kafka_txn_broker/log/producer_state.py
     functions: tuple[str, ...] | None = None  # only these (mutmut's names: "Class.method" or "function")
 
 
@@ -50,9 +50,9 @@ TARGETS: tuple[Target, ...] = (
         "producer-state",
         "producer state, the LSO and the aborted-transaction index",
         (
-            Source("broker/log/producer_state.py"),
-            Source("broker/log/transaction_index.py"),
-            Source("broker/log/unified_log.py", (
+            Source("broker/kafka_txn_broker/log/producer_state.py"),
+            Source("broker/kafka_txn_broker/log/transaction_index.py"),
+            Source("broker/kafka_txn_broker/log/unified_log.py", (
                 "UnifiedLog.high_watermark", "UnifiedLog.first_unstable_offset", "UnifiedLog.last_stable_offset",
                 "UnifiedLog._complete_txn", "UnifiedLog._validate_producers", "UnifiedLog._find_duplicate",
                 "UnifiedLog._load_producer_state", "UnifiedLog.append_marker_info", "UnifiedLog.read",
@@ -67,9 +67,9 @@ TARGETS: tuple[Target, ...] = (
         "coordinator",
         "the transaction coordinator's state machine and timeouts",
         (
-            Source("broker/txn/transaction_metadata.py"),
-            Source("broker/txn/coordinator.py"),
-            Source("broker/txn/state_manager.py", (
+            Source("broker/kafka_txn_broker/txn/transaction_metadata.py"),
+            Source("broker/kafka_txn_broker/txn/coordinator.py"),
+            Source("broker/kafka_txn_broker/txn/state_manager.py", (
                 "TransactionStateManager._complete", "TransactionStateManager._mark_loaded",
                 "TransactionStateManager._elapsed_ms", "TransactionStateManager.timed_out_transactions",
                 "TransactionStateManager.remove_expired_transactional_ids",
@@ -81,7 +81,8 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "share",
         "share-partition state (in-flight records, their transitions and the start offset)",
-        (Source("broker/share/share_partition.py"), Source("broker/share/record_state.py")),
+        (Source("broker/kafka_txn_broker/share/share_partition.py"),
+         Source("broker/kafka_txn_broker/share/record_state.py")),
         ("tests/broker/share/test_share_partition.py", "tests/broker/share/test_record_state.py",
          "tests/broker/share/test_share_partition_txn.py", "tests/broker/share/test_record_state_txn.py",
          "tests/broker/share/test_share_partition_edges.py", "tests/broker/share/test_share_partition_rules.py",

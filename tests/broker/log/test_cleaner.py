@@ -1,4 +1,4 @@
-"""Log compaction of one log (broker/log/cleaner.py): what is kept, offsets, indexes, reads, crash safety."""
+"""Log compaction of one log (kafka_txn_broker/log/cleaner.py): what is kept, offsets, indexes, reads, crash safety."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Which logs the cleaner picks and when (broker/log/cleaner_manager.py), against the broker's clock."""
+"""Which logs the cleaner picks and when (kafka_txn_broker/log/cleaner_manager.py), against the broker's clock."""
 
 from __future__ import annotations
 

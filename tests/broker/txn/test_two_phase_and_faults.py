@@ -1,5 +1,5 @@
 """Two-phase commit (KIP-939), the epoch at Short.MAX_VALUE, and the test-only emulation of the upstream bugs
-KAFKA-19999 and KAFKA-20090 (broker/txn/faults.py), on the coordinator's fakes."""
+KAFKA-19999 and KAFKA-20090 (kafka_txn_broker/txn/faults.py), on the coordinator's fakes."""
 
 from __future__ import annotations
 

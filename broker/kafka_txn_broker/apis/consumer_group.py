@@ -1,7 +1,7 @@
 """ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69): KIP-848 consumer groups on the group coordinator.
 
 Handlers translate between the wire and the consumer membership of the group's shard
-(broker/group/consumer_membership.py). ACLs as Kafka: READ on the group to heartbeat (and DESCRIBE on the
+(kafka_txn_broker/group/consumer_membership.py). ACLs as Kafka: READ on the group to heartbeat (and DESCRIBE on the
 subscribed topics), DESCRIBE on the group to describe it.
 """
 

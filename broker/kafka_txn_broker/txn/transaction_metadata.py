@@ -149,7 +149,7 @@ class TransactionMetadata:
     def prepare_fence_producer_epoch(self) -> TxnTransitMetadata:
         # At Short.MAX_VALUE there is no epoch left to fence with: fence at the same epoch instead (the abort
         # that follows rotates the producer id), as Kafka does since KAFKA-20090; before, this threw and the
-        # transaction could never be aborted (broker/txn/faults.py emulates that).
+        # transaction could never be aborted (kafka_txn_broker/txn/faults.py emulates that).
         if self.producer_epoch == MAX_EPOCH:
             log.error("fencing producer %s of %s at epoch Short.MAX_VALUE: this must not happen unless there is a "
                       "bug", self.producer_id, self.transactional_id)

@@ -21,7 +21,7 @@ continues at the kept one. Without the config, Enable2Pc gets TRANSACTIONAL_ID_A
 Test-only fault hooks: with the environment variable KAFKA_TXN_BROKER_FAULT=exit-after-prepare-commit
 the process exits (os._exit(137), as kill -9 would) right after a PREPARE_COMMIT record is durable,
 before any marker is written or the client is answered. tests/e2e use it to prove recovery. And
-`UpstreamBugs` (broker/txn/faults.py, the `fault.injection` property) emulates KAFKA-20090 here.
+`UpstreamBugs` (kafka_txn_broker/txn/faults.py, the `fault.injection` property) emulates KAFKA-20090 here.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """DescribeShareGroupOffsets (90, v0-1), AlterShareGroupOffsets (91) and DeleteShareGroupOffsets (92):
 what `kafka-share-groups.sh --describe --offsets`, `--reset-offsets` and `--delete-offsets` send to the
-group coordinator (flows in broker/share/share_group_offsets.py).
+group coordinator (flows in kafka_txn_broker/share/share_group_offsets.py).
 
 ACLs as Kafka: DESCRIBE on the group and on each topic to describe, READ on the group and the topics to
 alter, DELETE on the group and READ on the topics to delete.

@@ -15,7 +15,7 @@ which offset, and what the coordinator says about the transactional id (which ne
 partition: that is what makes it hanging rather than merely open).
 
 Two scenarios make transactions stuck on the coordinator's side, the TV2-era incidents, by switching on
-the embedded broker's test-only fault injection (`fault.injection`, broker/txn/faults.py) for their own
+the embedded broker's test-only fault injection (`fault.injection`, kafka_txn_broker/txn/faults.py) for their own
 transactional id through IncrementalAlterConfigs: each emulates an upstream bug before its fix, says
 which, and returns a `StuckTransaction` ground truth (state, pending partitions, the reason find-hanging
 must give, and what clears it). A broker without that property (any real Kafka) refuses the config and
@@ -168,7 +168,7 @@ class _Run:
         return int(time.time() * 1000)
 
     def inject(self, bug: str, txn_id: str) -> None:
-        """Switch the embedded broker's fault injection on for `txn_id` alone (broker/txn/faults.py)."""
+        """Switch the embedded broker's fault injection on for `txn_id` alone (kafka_txn_broker/txn/faults.py)."""
         code, message = self.client.set_broker_configs(
             {"fault.injection": bug, "fault.injection.transactional.id.prefix": txn_id})
         if code != E.NONE:

@@ -5,7 +5,7 @@ a request is in flight), so responses always come back in request order. Anythin
 Kafka error code when the request can be read, or a clean close when it cannot; a bad connection never
 affects another one or the node.
 
-Security (broker/security/auth.py): SSL listeners wrap connections in TLS; on SASL listeners a connection may
+Security (kafka_txn_broker/security/auth.py): SSL listeners wrap connections in TLS; on SASL listeners a connection may
 send only ApiVersions, SaslHandshake and SaslAuthenticate (`pre_auth` APIs) until it authenticates,
 and frames stay below sasl.server.max.receive.size until then.
 """

@@ -30,7 +30,7 @@ DYNAMIC = frozenset({
     "min.insync.replicas", "transaction.partition.verification.enable", "unclean.leader.election.enable",
     "leader.replication.throttled.rate", "follower.replication.throttled.rate",
     "replica.alter.log.dirs.io.max.bytes.per.second",
-    # Rehearsals switch an upstream bug on and off while clients run (broker/txn/faults.py).
+    # Rehearsals switch an upstream bug on and off while clients run (kafka_txn_broker/txn/faults.py).
     "fault.injection", "fault.injection.transactional.id.prefix",
 })
 

@@ -1,5 +1,5 @@
 """ShareFetch (78) and ShareAcknowledge (79) v1-v2: served by the share-partition leaders through the
-node's SharePartitionManager (broker/share/share_partition_manager.py).
+node's SharePartitionManager (kafka_txn_broker/share/share_partition_manager.py).
 
 ACLs as Kafka: READ on the group (else GROUP_AUTHORIZATION_FAILED for the whole request), READ on each
 topic (else TOPIC_AUTHORIZATION_FAILED for its partitions, which are neither fetched nor acknowledged).

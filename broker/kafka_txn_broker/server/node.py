@@ -154,7 +154,7 @@ class BrokerNode:
         return part.write_marker(producer_id, producer_epoch, commit, coordinator_epoch, transaction_version)
 
     def producer_epoch_on(self, leader: int, tp: TopicPartition, producer_id: int) -> tuple[int, bool] | None:
-        """(epoch, open transaction?) of a producer on node `leader`'s replica (broker/txn/faults.py)."""
+        """(epoch, open transaction?) of a producer on node `leader`'s replica (kafka_txn_broker/txn/faults.py)."""
         replicas = self._peer_replicas(leader)
         part = replicas.get(*tp) if replicas is not None else None
         entry = part.log.producer_state.last_entry(producer_id) if part is not None else None

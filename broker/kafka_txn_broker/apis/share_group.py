@@ -1,7 +1,7 @@
 """ShareGroupHeartbeat (76) and ShareGroupDescribe (77): share group membership on the group coordinator.
 
 Handlers translate between the wire and the share membership of the group's shard
-(broker/group/share_membership.py). ACLs as Kafka: READ on the group to heartbeat (and DESCRIBE on the
+(kafka_txn_broker/group/share_membership.py). ACLs as Kafka: READ on the group to heartbeat (and DESCRIBE on the
 subscribed topics), DESCRIBE on the group to describe it.
 """
 

@@ -55,7 +55,7 @@ _KEYS: list[ConfigKey] = [
               "replication throttle of followers, bytes/s (stored only: replication here is not throttled)"),
     ConfigKey("replica.alter.log.dirs.io.max.bytes.per.second", int, 2**63 - 1,
               "log dir move throttle, bytes/s (stored only: one log dir per node)"),
-    # ---- log compaction (broker/log/cleaner.py, cleaner_manager.py); topics override with the names
+    # ---- log compaction (kafka_txn_broker/log/cleaner.py, cleaner_manager.py); topics override with the names
     # in parentheses: min.cleanable.dirty.ratio, delete.retention.ms, min.compaction.lag.ms ----
     ConfigKey("log.cleaner.enable", bool, True, "compact the logs of topics with cleanup.policy=compact"),
     ConfigKey("log.cleaner.backoff.ms", int, 15000, "how often the cleaner looks for a log to compact"),
@@ -152,7 +152,7 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("group.share.max.size", int, 200, "members a share group may have (GROUP_MAX_SIZE_REACHED beyond)"),
     ConfigKey("group.share.max.share.sessions", int, 2000,
               "share sessions one broker keeps (SHARE_SESSION_LIMIT_REACHED beyond)"),
-    # ---- share coordinator: __share_group_state (broker/share/) ----
+    # ---- share coordinator: __share_group_state (kafka_txn_broker/share/) ----
     ConfigKey("share.coordinator.state.topic.num.partitions", int, 50, "partitions of __share_group_state"),
     ConfigKey("share.coordinator.state.topic.replication.factor", int, 3,
               "replication factor of __share_group_state (capped)"),
@@ -185,7 +185,7 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("transaction.two.phase.commit.enable", bool, False,
               "accept two-phase-commit transactions (KIP-939, InitProducerId v6 Enable2Pc): no timeout, an external "
               "transaction manager ends them; when false, Enable2Pc gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED"),
-    # ---- TEST ONLY: emulate an upstream bug, to rehearse its incident (broker/txn/faults.py) ----
+    # ---- TEST ONLY: emulate an upstream bug, to rehearse its incident (kafka_txn_broker/txn/faults.py) ----
     ConfigKey("fault.injection", str, "", "TEST ONLY, never in production: behave as Apache Kafka did before the "
               "named fix. KAFKA-19999: a marker's response is lost once and every same-epoch retry is rejected "
               "(TV2), leaving the transaction in PREPARE_*; KAFKA-20090: no producer id rotation when a fence "
@@ -199,7 +199,7 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("producer.id.block.size", int, 1000, "producer ids reserved per allocation"),
     ConfigKey("cluster.id", str, "kafka-txn-embedded", "cluster id reported in Metadata"),
     ConfigKey("host", str, "127.0.0.1", "address the listeners bind and advertise"),
-    # ---- security (broker/security/: auth.py, tls.py, sasl.py, authorizer.py) ----
+    # ---- security (kafka_txn_broker/security/: auth.py, tls.py, sasl.py, authorizer.py) ----
     ConfigKey("security.protocol", str, "PLAINTEXT", "protocol of every node's listener",
               ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")),
     ConfigKey("ssl.keystore.type", str, "PEM", "only PEM (convert JKS/PKCS12 with openssl)"),
