@@ -19,14 +19,14 @@ Target: kafka-txn at least 3x faster than upstream's strategy, finding the same 
 true hanging transactions.
 
     python tests/benchmarks/bench_find_hanging.py [--partitions 20000] [--open 2000]
-    python tests/benchmarks/bench_find_hanging.py --compare-with /work/main [--rounds 5]
+    python tests/benchmarks/bench_find_hanging.py --compare-with ../other-checkout [--rounds 5]
 
 --compare-with DIR: kafka-txn's find-hanging from another checkout (its kafka_txn_tools and broker packages)
 and from this one take turns against the same cluster, `--rounds` times each, old first; the ratio of the
-medians says what a change costs; this checkout also runs without the coordinator side (issue 11: the
-coordinator side, `__transaction_state` and the groups), which says what those checks cost.
+medians says what a change costs; this checkout also runs without the coordinator side (the coordinator
+side, `__transaction_state` and the groups), which says what those checks cost.
 The cluster then also holds transactions stuck at their coordinator (`scenario coordinator-side`), so the
-new checks have something to find.
+coordinator-side checks have something to find.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ else:
         connected = time.perf_counter()
         if strategy.startswith("kafka-txn"):
             from kafka_txn_tools.admin.scan import ScanOptions, Scope, find_hanging
-            # kafka-txn-partition-side: without issue 11's coordinator side, `__transaction_state` and groups
+            # kafka-txn-partition-side: without the coordinator side, `__transaction_state` and groups
             options = ScanOptions(coordinator_side=False) if strategy == "kafka-txn-partition-side" else ScanOptions()
             report = find_hanging(client, Scope(all=True), now, options)
             assert not report.errors, report.errors[:3]

@@ -144,7 +144,7 @@ def _diff(where: Path, mutant: str) -> str:
 
 
 def write_results(target: Target, scores: list[ModuleScore]) -> Path:
-    """The last run's scores and every survivor's change, for the README to point at."""
+    """The last run's scores and every survivor's change, for docs/contributing.md to point at."""
     lines = [f"# Mutation results: {target.name} ({target.what})", "",
              f"`python -m tests.mutation {target.name}`; tests run per mutant: " +
              ", ".join(f"`{t}`" for t in target.tests) + ".", "",

@@ -3,7 +3,7 @@
 A topic's value is its override (set by CreateTopics or AlterConfigs), else the broker property named as
 its synonym (Kafka's ServerTopicConfigSynonyms, e.g. segment.bytes <- log.segment.bytes) when this broker
 has that property, else Kafka's default. The broker honours the configs in HONOURED when they change,
-without a restart; the others are validated, stored and described only (see the README).
+without a restart; the others are validated, stored and described only (docs/broker/configs.md lists both).
 Pure: the broker config is passed in.
 """
 

@@ -1,4 +1,4 @@
-"""docs/share_txn_loop.py (the README's example) runs as written against the embedded broker: every input
+"""docs/share_txn_loop.py (the loop of docs/share-groups.md) runs as written against the embedded broker: every input
 processed once, its outputs visible to a read_committed reader, the inputs acknowledged."""
 
 from __future__ import annotations
