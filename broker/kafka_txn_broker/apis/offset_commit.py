@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kafka.errors import BrokerResponseError, UnknownTopicOrPartitionError
+from kafka.errors import BrokerResponseError
 from kafka.protocol.consumer import (
     OffsetCommitRequest,
     OffsetCommitResponse,
@@ -19,12 +19,11 @@ from kafka.protocol.producer import TxnOffsetCommitRequest, TxnOffsetCommitRespo
 
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.errors import TOPIC_AUTHORIZATION_FAILED, error_code
 from kafka_txn_broker.formats.group_records import OffsetValue
 from kafka_txn_broker.group.offset_commit import CommitRequest, FetchedOffset, commit, fetch, validate_fetch
 from kafka_txn_broker.group.offset_store import TopicPartition
-
-UNKNOWN_TOPIC = int(UnknownTopicOrPartitionError.errno)
 
 
 def _partition_exists(ctx: RequestContext, topic: str, partition: int) -> bool:
@@ -47,7 +46,7 @@ def _requested(ctx: RequestContext, topics: Iterable[Any], offset_field: str
                 refused[tp] = TOPIC_AUTHORIZATION_FAILED
                 continue
             if not _partition_exists(ctx, *tp):
-                refused[tp] = UNKNOWN_TOPIC
+                refused[tp] = E.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             epoch = getattr(p, "committed_leader_epoch", -1)
             offsets[tp] = OffsetValue(getattr(p, offset_field), -1 if epoch is None else epoch,

@@ -13,10 +13,9 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from kafka.errors import NotLeaderForPartitionError
-
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.errors import GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED
 from kafka_txn_broker.formats.messages import (
     ShareAcknowledgeRequest,
@@ -33,7 +32,6 @@ from kafka_txn_broker.share.share_partition_manager import (
 )
 
 TopicIdPartition = tuple[uuid.UUID, int]
-NOT_LEADER = int(NotLeaderForPartitionError.errno)
 
 
 def _readable(ctx: RequestContext, topic_ids: Iterable[uuid.UUID]) -> set[uuid.UUID]:
@@ -68,7 +66,7 @@ def _parse(topics: Iterable[Any], allowed: set[uuid.UUID]) -> tuple[list[TopicId
 
 def _endpoints(ctx: RequestContext, R: Any, results: dict[TopicIdPartition, PartitionResult]) -> list[Any]:
     leaders = {r.leader_id for r in results.values()
-               if NOT_LEADER in (r.error, r.ack_error) and r.leader_id >= 0}
+               if E.NOT_LEADER_OR_FOLLOWER in (r.error, r.ack_error) and r.leader_id >= 0}
     nodes = [ctx.node.cluster.live_node(n) for n in sorted(leaders)]
     return [R.NodeEndpoint(node_id=n.node_id, host=n.host, port=n.port, rack=None) for n in nodes if n is not None]
 

@@ -30,7 +30,6 @@ from kafka_txn_broker.txn.transaction_metadata import TopicPartition
 APR = AddPartitionsToTxnResponse
 TopicResult = APR.AddPartitionsToTxnTopicResult
 PartitionResult = TopicResult.AddPartitionsToTxnPartitionResult
-TOPIC_AUTHORIZATION_FAILED = 29
 
 
 def _client_tv(ctx: RequestContext, first_tv2_version: int) -> int:
@@ -60,7 +59,7 @@ def _check_partitions(ctx: RequestContext, partitions: list[TopicPartition], fro
         t = meta.topics.get(topic)
         if from_client and t is not None and t.internal:
             # Kafka never authorizes clients to add internal topics (AddOffsetsToTxn is the way).
-            errors[(topic, partition)] = TOPIC_AUTHORIZATION_FAILED
+            errors[(topic, partition)] = E.TOPIC_AUTHORIZATION_FAILED
         elif t is None or not 0 <= partition < len(t.partitions):
             errors[(topic, partition)] = E.UNKNOWN_TOPIC_OR_PARTITION
     if not errors:
@@ -80,7 +79,7 @@ def _authorization_errors(ctx: RequestContext, txn_id: str, partitions: list[Top
     if all(t in writable for t, _ in partitions):
         return None
     others = _check_partitions(ctx, [tp for tp in partitions if tp[0] in writable], ctx.api_version < 4) or {}
-    return {tp: others.get(tp, E.OPERATION_NOT_ATTEMPTED) if tp[0] in writable else TOPIC_AUTHORIZATION_FAILED
+    return {tp: others.get(tp, E.OPERATION_NOT_ATTEMPTED) if tp[0] in writable else E.TOPIC_AUTHORIZATION_FAILED
             for tp in partitions}
 
 

@@ -22,7 +22,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from kafka.errors import BrokerResponseError, NotLeaderForPartitionError
+from kafka.errors import BrokerResponseError
 
 from kafka_txn_broker.apis.api_versions import TXN_SHARE_ACK_SHARE_VERSION, share_version
 from kafka_txn_broker.apis.context import RequestContext
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from kafka_txn_broker.server.node import BrokerNode
 
 TopicIdPartition = tuple[uuid.UUID, int]
-NOT_LEADER = int(NotLeaderForPartitionError.errno)
 
 
 def enabled(config: Any) -> bool:
@@ -127,7 +126,8 @@ def _response(ctx: RequestContext, code: int, results: dict[TopicIdPartition, Pa
         by_topic.setdefault(tid, []).append(P(
             partition_index=index, error_code=r.error, error_message=r.message,
             current_leader=P.LeaderIdAndEpoch(leader_id=r.leader_id, leader_epoch=r.leader_epoch)))
-    leaders = sorted({r.leader_id for r in results.values() if r.error == NOT_LEADER and r.leader_id >= 0})
+    leaders = sorted({r.leader_id for r in results.values()
+                      if r.error == E.NOT_LEADER_OR_FOLLOWER and r.leader_id >= 0})
     nodes = [n for n in (ctx.node.cluster.live_node(i) for i in leaders) if n is not None]
     return R[ctx.api_version](
         throttle_time_ms=0, error_code=code,

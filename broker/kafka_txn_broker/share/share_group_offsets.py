@@ -20,12 +20,11 @@ from typing import Protocol
 
 from kafka.errors import BrokerResponseError, NonEmptyGroupError, UnknownTopicOrPartitionError
 
+from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.group.modern.assignor import TopicMetadata
 from kafka_txn_broker.group.share_group import ShareGroup
 from kafka_txn_broker.share.persister import ShareStatePersister
 from kafka_txn_broker.share.share_partition import SharePartitionKey
-
-NONE = 0
 
 
 class Topics(Protocol):
@@ -52,7 +51,7 @@ class PartitionOffset:
     start_offset: int = -1
     leader_epoch: int = -1
     lag: int = -1
-    error: int = NONE
+    error: int = E.NONE
     message: str | None = None
 
 
@@ -123,7 +122,7 @@ class ShareGroupOffsets:
                 try:
                     old = self.persister.read_summary(key)
                     self.persister.initialize_state(key, (old.state_epoch + 1) if old is not None else 0, start)
-                    codes[p] = NONE
+                    codes[p] = E.NONE
                     reset.append(key)
                 except BrokerResponseError as exc:
                     codes[p] = int(exc.errno)
@@ -159,7 +158,7 @@ class ShareGroupOffsets:
         finally:
             if keys:
                 self.listener.on_state_reset(group_id, keys)
-        return NONE
+        return E.NONE
 
 
 def _require_empty(group: ShareGroup) -> None:
