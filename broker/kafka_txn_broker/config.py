@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from kafka_txn_broker.apis.registry import kafka_releases
+from kafka_txn_broker.formats.releases import kafka_releases
 from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 
 _BOOL_TRUE = {"true", "yes", "1", "on"}
