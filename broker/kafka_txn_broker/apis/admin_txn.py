@@ -37,8 +37,8 @@ from kafka_txn_broker.apis.context import RequestContext, denied
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.errors import TOPIC_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+from kafka_txn_broker.metadata.topics import validate_topic_name
 from kafka_txn_broker.replica.partition import Partition
-from kafka_txn_broker.server.metadata import validate_topic_name
 from kafka_txn_broker.txn.java_regex import JavaRegexError, compile_java_regex
 
 TXN_START_OFFSET_TAG = "_0"

@@ -37,7 +37,7 @@ from kafka_txn_broker.configs.configuration_control import (
     check_request_configs,
 )
 from kafka_txn_broker.formats.errors import error_code, error_message
-from kafka_txn_broker.server.metadata import validate_topic_name
+from kafka_txn_broker.metadata.topics import validate_topic_name
 
 DR = DescribeConfigsResponse.DescribeConfigsResult
 _ACL_RESOURCE: dict[int, Resource] = {ResourceType.TOPIC: "TOPIC", ResourceType.BROKER: "CLUSTER",

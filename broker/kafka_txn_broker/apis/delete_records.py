@@ -13,7 +13,7 @@ from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.errors import error_code
-from kafka_txn_broker.server.metadata import INTERNAL_TOPICS
+from kafka_txn_broker.metadata.topics import INTERNAL_TOPICS
 
 R = DeleteRecordsResponse
 TR = R.DeleteRecordsTopicResult

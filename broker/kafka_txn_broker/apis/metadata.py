@@ -16,7 +16,7 @@ from kafka_txn_broker.formats.errors import (
     UNKNOWN_TOPIC_ID,
     UNKNOWN_TOPIC_OR_PARTITION,
 )
-from kafka_txn_broker.server.metadata import INTERNAL_TOPICS, TopicState
+from kafka_txn_broker.metadata.topics import INTERNAL_TOPICS, TopicState
 
 R = MetadataResponse
 T = R.MetadataResponseTopic

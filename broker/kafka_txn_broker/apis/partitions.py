@@ -14,8 +14,8 @@ from kafka.errors import (
 )
 
 from kafka_txn_broker.apis.context import Operation, RequestContext
+from kafka_txn_broker.metadata.topics import TopicState
 from kafka_txn_broker.replica.partition import Partition
-from kafka_txn_broker.server.metadata import TopicState
 
 ZERO_UUID = uuid.UUID(int=0)
 

@@ -19,7 +19,7 @@ from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.configs import config_helper, log_config
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.errors import ApiError, error_code, error_message
-from kafka_txn_broker.server.metadata import INTERNAL_TOPICS
+from kafka_txn_broker.metadata.topics import INTERNAL_TOPICS
 from kafka_txn_broker.server.replication_control import MAX_PARTITIONS_PER_REQUEST
 
 CR = CreateTopicsResponse

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
     from kafka_txn_broker.config import BrokerConfig
     from kafka_txn_broker.group.consumer_membership import ConsumerGroupContext
     from kafka_txn_broker.group.share_membership import ShareGroupContext
+    from kafka_txn_broker.metadata.topics import PartitionState
+    from kafka_txn_broker.metadata.view import MetadataView
     from kafka_txn_broker.replica.coordinator_log import CoordinatorLog
-    from kafka_txn_broker.server.metadata import MetadataView, PartitionState
 
 log = logging.getLogger(__name__)
 

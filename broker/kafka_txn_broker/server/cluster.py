@@ -23,8 +23,9 @@ from kafka_txn_broker.configs.config_def import ResourceType
 from kafka_txn_broker.configs.dynamic_broker_config import DynamicBrokerConfig
 from kafka_txn_broker.configs.group_config_manager import GroupConfigManager
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC
+from kafka_txn_broker.metadata.topics import PartitionState, TopicState
 from kafka_txn_broker.security.auth import ClusterSecurity
-from kafka_txn_broker.server.metadata import ClusterMetadata, PartitionState, TopicState
+from kafka_txn_broker.server.cluster_metadata import ClusterMetadata
 from kafka_txn_broker.server.node import BrokerNode
 from kafka_txn_broker.server.replication_control import ReplicationControlManager
 

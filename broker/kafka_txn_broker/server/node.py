@@ -21,7 +21,6 @@ from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, TXN_TOPIC, partit
 from kafka_txn_broker.group.consumer_membership import ConsumerGroupContext, TopicDescribeCheck
 from kafka_txn_broker.group.coordinator import LOAD_CHUNK_BYTES, GroupCoordinator
 from kafka_txn_broker.group.share_membership import ShareGroupContext
-from kafka_txn_broker.group.txn_verification import TxnOffsetCommitVerifier
 from kafka_txn_broker.replica.coordinator_log import ReplicaCoordinatorLog
 from kafka_txn_broker.replica.replica_manager import ReplicaManager
 from kafka_txn_broker.security.acls import Op
@@ -42,14 +41,16 @@ from kafka_txn_broker.share.share_partition_manager import SharePartitionManager
 from kafka_txn_broker.txn.coordinator import TransactionCoordinator
 from kafka_txn_broker.txn.faults import FaultyMarkerWriter, UpstreamBugs
 from kafka_txn_broker.txn.marker_channel import TransactionMarkerChannelManager
+from kafka_txn_broker.txn.offset_commit_verification import TxnOffsetCommitVerifier
 from kafka_txn_broker.txn.state_manager import LOAD_BUFFER_BYTES, TransactionStateManager
 from kafka_txn_broker.txn.verification import ProduceVerifier
 
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock
+    from kafka_txn_broker.metadata.topics import PartitionState, TopicState
     from kafka_txn_broker.security.authorizer import AclAuthorizer
     from kafka_txn_broker.server.cluster import Cluster
-    from kafka_txn_broker.server.metadata import ClusterMetadata, PartitionState, TopicState
+    from kafka_txn_broker.server.cluster_metadata import ClusterMetadata
     from kafka_txn_broker.txn.transaction_metadata import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,7 @@ class BrokerNode:
         self.port = port
         self.log_dir: Path = cluster.data_dir / f"node-{node_id}"
         self.replica_manager = ReplicaManager(node_id, self.log_dir, self.config, self.clock, self.metadata,
-                                              self._peer_replicas, self._on_marker)
+                                              self.metadata, self._peer_replicas, self._on_marker)
         self.producer_ids = ProducerIdManager(self.metadata, self.config["producer.id.block.size"])
         self.listener = Listener(self, self.host, port)
         # Online from the moment its logs are open (replication needs it) until stop() begins.

@@ -9,47 +9,16 @@ Event-loop owned, like the cluster they read.
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING
 
-from kafka_txn_broker.group.modern.assignor import TopicMetadata
+from kafka_txn_broker.metadata.view import MetadataTopics
 from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC, ShareCoordinator
 
 if TYPE_CHECKING:
     from kafka_txn_broker.replica.replica_manager import ReplicaManager
     from kafka_txn_broker.server.cluster import Cluster
-    from kafka_txn_broker.server.metadata import ClusterMetadata
     from kafka_txn_broker.share.share_partition import SharePartitionKey
     from kafka_txn_broker.share.share_partition_manager import SharePartitionManager
-
-
-class MetadataTopics:
-    """Topics by name and by id, and partition leaders, from the cluster metadata."""
-
-    def __init__(self, metadata: ClusterMetadata) -> None:
-        self.metadata = metadata
-
-    def topic_by_name(self, name: str) -> TopicMetadata | None:
-        t = self.metadata.topics.get(name)
-        return TopicMetadata(t.topic_id, t.name, len(t.partitions)) if t is not None else None
-
-    def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
-        t = self.metadata.topics_by_id.get(topic_id)
-        return TopicMetadata(t.topic_id, t.name, len(t.partitions)) if t is not None else None
-
-    def topic_names(self) -> list[str]:
-        return list(self.metadata.topics)
-
-    def topic_name(self, topic_id: uuid.UUID) -> str | None:
-        t = self.metadata.topics_by_id.get(topic_id)
-        return t.name if t is not None else None
-
-    def leader_of(self, topic: str, partition: int) -> tuple[int, int]:
-        t = self.metadata.topics.get(topic)
-        if t is None or not 0 <= partition < len(t.partitions):
-            return -1, -1
-        state = t.partitions[partition]
-        return state.leader, state.leader_epoch
 
 
 class ClusterShareNodes:

@@ -31,8 +31,9 @@ from kafka_txn_broker.share.share_coordinator_shard import ShareCoordinatorShard
 
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock
+    from kafka_txn_broker.metadata.topics import PartitionState
+    from kafka_txn_broker.metadata.view import MetadataView
     from kafka_txn_broker.replica.coordinator_log import CoordinatorLog
-    from kafka_txn_broker.server.metadata import MetadataView, PartitionState
 
 log = logging.getLogger(__name__)
 

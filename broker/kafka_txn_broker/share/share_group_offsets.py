@@ -21,10 +21,19 @@ from typing import Protocol
 from kafka.errors import BrokerResponseError, NonEmptyGroupError, UnknownTopicOrPartitionError
 
 from kafka_txn_broker.formats import errors as E
-from kafka_txn_broker.group.modern.assignor import TopicMetadata
-from kafka_txn_broker.group.share_group import ShareGroup
+from kafka_txn_broker.metadata.topics import TopicMetadata
 from kafka_txn_broker.share.persister import ShareStatePersister
 from kafka_txn_broker.share.share_partition import SharePartitionKey
+
+
+class ShareGroup(Protocol):
+    """The share group an admin changes (the group coordinator's ShareGroup): its id, and whether it is Empty."""
+
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def is_empty(self) -> bool: ...
 
 
 class Topics(Protocol):

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 
     from kafka_txn_broker.clock import Clock
     from kafka_txn_broker.config import BrokerConfig
-    from kafka_txn_broker.server.metadata import PartitionState
+    from kafka_txn_broker.metadata.topics import PartitionState
 
 log = logging.getLogger(__name__)
 

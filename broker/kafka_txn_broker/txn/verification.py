@@ -22,7 +22,7 @@ answers within the call, so an immediate retry would get the same answer: the pr
 
 ProduceVerifier gets what it reads through its constructor: the broker config (read at each request,
 so a dynamic change applies at once), this node's replicas (LocalReplicas) and the lookup of an id's
-transaction coordinator (CoordinatorLookup). group/txn_verification.py asks the coordinator the same way
+transaction coordinator (CoordinatorLookup). txn/offset_commit_verification.py asks the coordinator the same way
 for TxnOffsetCommit, with ask_coordinator().
 """
 
