@@ -29,7 +29,7 @@ from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.messages import TxnShareAcknowledgeRequest, TxnShareAcknowledgeResponse
-from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC
+from kafka_txn_broker.formats.partitioning import SHARE_STATE_TOPIC
 from kafka_txn_broker.share.share_partition import AckBatch, SharePartitionKey
 from kafka_txn_broker.share.share_partition_manager import PartitionResult
 

@@ -70,6 +70,7 @@ from kafka_txn_broker.group.modern.range_assignor import RangeAssignor
 from kafka_txn_broker.group.modern.session_timers import SessionTimers
 from kafka_txn_broker.group.modern.target_assignment import metadata_hash, subscription_metadata
 from kafka_txn_broker.group.modern.uniform_assignor import UniformAssignor
+from kafka_txn_broker.metadata.topics import INTERNAL_TOPICS
 
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock
@@ -78,7 +79,6 @@ if TYPE_CHECKING:
 ASSIGNORS: dict[str, PartitionAssignor] = {"uniform": UniformAssignor(), "range": RangeAssignor()}
 DEFAULT_ASSIGNOR = "uniform"
 REJOIN = "The member must abandon all its partitions and rejoin."
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 MAX_SIZE = 2**31 - 1  # group.consumer.max.size's default: Integer.MAX_VALUE
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from kafka_txn_broker.configs.config_def import ResourceType
 from kafka_txn_broker.configs.dynamic_broker_config import DynamicBrokerConfig
 from kafka_txn_broker.formats import errors as E
-from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, TXN_TOPIC, partition_for
+from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, SHARE_STATE_TOPIC, TXN_TOPIC, partition_for
 from kafka_txn_broker.group.consumer_membership import ConsumerGroupContext, TopicDescribeCheck
 from kafka_txn_broker.group.coordinator import LOAD_CHUNK_BYTES, GroupCoordinator
 from kafka_txn_broker.group.share_membership import ShareGroupContext
@@ -35,7 +35,7 @@ from kafka_txn_broker.share.cluster_adapters import (
     SharePartitionLeaders,
 )
 from kafka_txn_broker.share.persister import ShareStatePersister
-from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC, ShareCoordinator, ShareCoordinatorRouter
+from kafka_txn_broker.share.share_coordinator import ShareCoordinator, ShareCoordinatorRouter
 from kafka_txn_broker.share.share_group_offsets import ShareGroupOffsets
 from kafka_txn_broker.share.share_partition_manager import SharePartitionManager
 from kafka_txn_broker.txn.coordinator import TransactionCoordinator

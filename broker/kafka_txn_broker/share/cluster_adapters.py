@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kafka_txn_broker.formats.partitioning import SHARE_STATE_TOPIC
 from kafka_txn_broker.metadata.view import MetadataTopics
-from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC, ShareCoordinator
+from kafka_txn_broker.share.share_coordinator import ShareCoordinator
 
 if TYPE_CHECKING:
     from kafka_txn_broker.replica.replica_manager import ReplicaManager

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka.errors import CoordinatorNotAvailableError, NotCoordinatorError
 
-from kafka_txn_broker.formats.partitioning import partition_for
+from kafka_txn_broker.formats.partitioning import SHARE_STATE_TOPIC, partition_for
 from kafka_txn_broker.share.share_coordinator_shard import ShareCoordinatorShard
 
 if TYPE_CHECKING:
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SHARE_STATE_TOPIC = "__share_group_state"
 
 
 class _PartitionWriter:
