@@ -21,7 +21,7 @@ from kafka_txn_broker.group.shard import GroupShard
 
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock
-    from kafka_txn_broker.config import BrokerConfig
+    from kafka_txn_broker.configs.broker_config import BrokerConfig
     from kafka_txn_broker.group.consumer_membership import ConsumerGroupContext
     from kafka_txn_broker.group.share_membership import ShareGroupContext
     from kafka_txn_broker.metadata.topics import PartitionState

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.log import cleaner
 from kafka_txn_broker.log.offset_checkpoint import read_checkpoints, write_checkpoints
 

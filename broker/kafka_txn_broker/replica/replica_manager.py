@@ -24,7 +24,7 @@ from kafka_txn_broker.replica.partition import Partition
 
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock
-    from kafka_txn_broker.config import BrokerConfig
+    from kafka_txn_broker.configs.broker_config import BrokerConfig
     from kafka_txn_broker.metadata.view import MetadataCache
     from kafka_txn_broker.replica.alter_partition import AlterPartition
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kafka_txn_broker.config import BrokerConfig, ConfigError
+from kafka_txn_broker.configs.broker_config import BrokerConfig, ConfigError
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.security.acl_store import AclStore
 from kafka_txn_broker.security.acls import AclError, parse_acl

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from kafka_txn_broker.clock import SYSTEM_CLOCK, Clock
-from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.configs.config_def import ResourceType
 from kafka_txn_broker.configs.dynamic_broker_config import DynamicBrokerConfig
 from kafka_txn_broker.configs.group_config_manager import GroupConfigManager

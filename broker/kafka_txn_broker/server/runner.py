@@ -8,7 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
-from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.server.cluster import Cluster
 
 log = logging.getLogger(__name__)

@@ -43,7 +43,7 @@ from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.record_batch import HEADER_SIZE, iter_batches
 
 if TYPE_CHECKING:
-    from kafka_txn_broker.config import BrokerConfig
+    from kafka_txn_broker.configs.broker_config import BrokerConfig
     from kafka_txn_broker.log.producer_state import ProducerStateEntry
 
 TopicPartition = tuple[str, int]

@@ -20,7 +20,7 @@ from kafka.protocol.sasl import (
     SaslHandshakeResponse,
 )
 
-from kafka_txn_broker.config import BrokerConfig, ConfigError
+from kafka_txn_broker.configs.broker_config import BrokerConfig, ConfigError
 from kafka_txn_broker.security.auth import ClusterSecurity
 from kafka_txn_broker.server.cluster import EmbeddedCluster
 from tests.broker.security.support import (
