@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kafka_txn_broker.server.cluster import EmbeddedCluster
+    from kafka_txn_broker.embedded import EmbeddedCluster
 
 __all__ = ["EmbeddedCluster"]
 
@@ -33,7 +33,7 @@ __all__ = ["EmbeddedCluster"]
 def __getattr__(name: str) -> Any:
     # Lazy so that `import kafka_txn_broker` (e.g. by the pytest plugin) costs nothing.
     if name == "EmbeddedCluster":
-        from kafka_txn_broker.server.cluster import EmbeddedCluster
+        from kafka_txn_broker.embedded import EmbeddedCluster
 
         return EmbeddedCluster
     raise AttributeError(name)

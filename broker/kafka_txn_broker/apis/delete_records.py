@@ -23,12 +23,12 @@ INVALID_LOW_WATERMARK = -1
 
 def _delete(ctx: RequestContext, topic: str, p: Any) -> Any:
     try:
-        meta = ctx.node.metadata.topics.get(topic)
+        meta = ctx.broker.metadata.topics.get(topic)
         if meta is None or not 0 <= p.partition_index < len(meta.partitions):
             raise UnknownTopicOrPartitionError(f"{topic}-{p.partition_index} does not exist")
         if topic in INTERNAL_TOPICS:
             raise InvalidTopicError(f"Cannot delete records of internal topic {topic}")
-        _offset, low = ctx.node.replica_manager.delete_records(topic, p.partition_index, p.offset)
+        _offset, low = ctx.broker.replica_manager.delete_records(topic, p.partition_index, p.offset)
         return PR(partition_index=p.partition_index, low_watermark=low, error_code=0)
     except Exception as exc:
         return PR(partition_index=p.partition_index, low_watermark=INVALID_LOW_WATERMARK, error_code=error_code(exc))

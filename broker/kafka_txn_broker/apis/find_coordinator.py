@@ -28,14 +28,14 @@ def coordinator_node(ctx: RequestContext, key: str, key_type: int) -> tuple[int,
     else:
         # Kafka: DESCRIBE on the group / transactional id, else GROUP_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
         ctx.require("DESCRIBE", "GROUP" if key_type == GROUP else "TRANSACTIONAL_ID", key)
-    topic = ctx.node.internal_topic(TOPICS[key_type])
+    topic = ctx.broker.internal_topic(TOPICS[key_type])
     if not key:
         raise InvalidRequestError("coordinator key must not be empty")
     state = topic.partitions[partition_for(key, len(topic.partitions))]
-    node = ctx.node.cluster.live_node(state.leader)
-    if node is None:
+    found = ctx.broker.channel.endpoint(state.leader)
+    if found is None:
         raise CoordinatorNotAvailableError(f"no live leader for {state.topic}-{state.partition}")
-    return node.node_id, node.host, node.port
+    return found.node_id, found.host, found.port
 
 
 @api(FindCoordinatorRequest, FindCoordinatorResponse, 0, 6)

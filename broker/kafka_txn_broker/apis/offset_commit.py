@@ -27,7 +27,7 @@ from kafka_txn_broker.group.offset_store import TopicPartition
 
 
 def _partition_exists(ctx: RequestContext, topic: str, partition: int) -> bool:
-    t = ctx.node.metadata.topics.get(topic)
+    t = ctx.broker.metadata.topics.get(topic)
     return t is not None and 0 <= partition < len(t.partitions)
 
 
@@ -62,12 +62,12 @@ def _commit_all(ctx: RequestContext, req: CommitRequest, order: list[tuple[str, 
         if transactional_id is not None:
             ctx.require("WRITE", "TRANSACTIONAL_ID", transactional_id)
         ctx.require("READ", "GROUP", req.group_id)
-        shard = ctx.node.group_coordinator.shard(req.group_id)
+        shard = ctx.broker.group_coordinator.shard(req.group_id)
     except BrokerResponseError as exc:
         everywhere = error_code(exc)
     else:
         if transactional_id is not None and req.producer is not None and req.offsets:
-            everywhere = ctx.node.txn_offset_commit_verifier.verify(ctx.api_version, transactional_id,
+            everywhere = ctx.broker.txn_offset_commit_verifier.verify(ctx.api_version, transactional_id,
                                                                     *req.producer, shard.partition) or None
     if everywhere is not None:
         return {(t, p): everywhere for t, parts in order for p in parts}
@@ -114,7 +114,7 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics: list[Any] | None, r
     wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
     try:
         ctx.require("DESCRIBE", "GROUP", group_id)
-        shard = ctx.node.group_coordinator.shard(group_id)
+        shard = ctx.broker.group_coordinator.shard(group_id)
         validate_fetch(shard, group_id, *member)
     except BrokerResponseError as exc:
         code = error_code(exc)

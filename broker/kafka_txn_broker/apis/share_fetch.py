@@ -36,7 +36,7 @@ TopicIdPartition = tuple[uuid.UUID, int]
 
 def _readable(ctx: RequestContext, topic_ids: Iterable[uuid.UUID]) -> set[uuid.UUID]:
     """Topic ids the principal may READ (unknown ids pass: the manager answers UNKNOWN_TOPIC_ID)."""
-    by_id = ctx.node.cluster.metadata.topics_by_id
+    by_id = ctx.broker.metadata.topics_by_id
     out = set()
     for tid in set(topic_ids):
         t = by_id.get(tid)
@@ -67,8 +67,8 @@ def _parse(topics: Iterable[Any], allowed: set[uuid.UUID]) -> tuple[list[TopicId
 def _endpoints(ctx: RequestContext, R: Any, results: dict[TopicIdPartition, PartitionResult]) -> list[Any]:
     leaders = {r.leader_id for r in results.values()
                if E.NOT_LEADER_OR_FOLLOWER in (r.error, r.ack_error) and r.leader_id >= 0}
-    nodes = [ctx.node.cluster.live_node(n) for n in sorted(leaders)]
-    return [R.NodeEndpoint(node_id=n.node_id, host=n.host, port=n.port, rack=None) for n in nodes if n is not None]
+    found = [ctx.broker.channel.endpoint(n) for n in sorted(leaders)]
+    return [R.NodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=None) for b in found if b is not None]
 
 
 def _by_topic(results: dict[TopicIdPartition, PartitionResult]) -> dict[uuid.UUID, list[tuple[int, PartitionResult]]]:
@@ -109,7 +109,7 @@ async def share_fetch(ctx: RequestContext, req: Any) -> Any:
     call = ShareFetchCall(group_id, req.member_id or "", req.share_session_epoch, req.max_wait_ms, req.max_bytes,
                           req.max_records if req.max_records > 0 else 500, fetch, acks, forget, ctx.session,
                           record_limit)
-    result = await ctx.node.share_partition_manager.fetch(call)
+    result = await ctx.broker.share_partition_manager.fetch(call)
     for tp in refused:
         result.partitions[tp] = PartitionResult(error=TOPIC_AUTHORIZATION_FAILED,
                                                 message="not authorized to READ the topic")
@@ -138,7 +138,7 @@ async def share_acknowledge(ctx: RequestContext, req: Any) -> Any:
                                                                                f"{group_id!r}"))
     allowed = _readable(ctx, (t.topic_id for t in req.topics))
     _fetch, acks, refused = _parse(req.topics, allowed)
-    result = ctx.node.share_partition_manager.acknowledge(group_id, req.member_id or "", req.share_session_epoch,
+    result = ctx.broker.share_partition_manager.acknowledge(group_id, req.member_id or "", req.share_session_epoch,
                                                           acks)
     for tp in refused:
         result.partitions[tp] = PartitionResult(error=TOPIC_AUTHORIZATION_FAILED,

@@ -65,6 +65,7 @@ from kafka_txn_broker.group.consumer_group import (
     MemberState,
 )
 from kafka_txn_broker.group.current_assignment_builder import reconcile
+from kafka_txn_broker.group.group_type import CONSUMER, wrong_type
 from kafka_txn_broker.group.modern.assignor import Assignment, PartitionAssignor, TopicCatalog
 from kafka_txn_broker.group.modern.range_assignor import RangeAssignor
 from kafka_txn_broker.group.modern.session_timers import SessionTimers
@@ -190,7 +191,7 @@ class ConsumerMembership:
         if other == "classic" and req.member_epoch == JOIN and self.drop_empty_classic(req.group_id):
             other = None
         if other is not None:
-            raise GroupIdNotFoundError(f"Group {req.group_id} is not a consumer group.")
+            raise wrong_type(req.group_id, CONSUMER)
         if req.member_epoch != JOIN:
             raise GroupIdNotFoundError(f"Consumer group {req.group_id} not found.")
         return ConsumerGroup(req.group_id)

@@ -88,7 +88,8 @@ class PartitionsInTransaction(Protocol):
                                          partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]: ...
 
 
-# The transaction coordinator of an id (on any node), None when it is unavailable (BrokerNode.txn_coordinator_of).
+# The transaction coordinator of an id (on any node), None when it is unavailable
+# (the server's InterBrokerChannel.txn_coordinator_of).
 CoordinatorLookup = Callable[[str], PartitionsInTransaction | None]
 
 

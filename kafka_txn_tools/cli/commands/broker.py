@@ -34,7 +34,7 @@ def start(
 ) -> None:
     """Start N nodes in this process; print `bootstrap.servers=...` once all are ready; stop on SIGTERM/SIGINT."""
     from kafka_txn_broker.configs.broker_config import BrokerConfig, ConfigError
-    from kafka_txn_broker.server.runner import run_foreground
+    from kafka_txn_broker.embedded import run_foreground
 
     try:
         cfg = BrokerConfig.from_sources(config, sets)

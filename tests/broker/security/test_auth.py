@@ -21,8 +21,8 @@ from kafka.protocol.sasl import (
 )
 
 from kafka_txn_broker.configs.broker_config import BrokerConfig, ConfigError
+from kafka_txn_broker.embedded import EmbeddedCluster
 from kafka_txn_broker.security.auth import ClusterSecurity
-from kafka_txn_broker.server.cluster import EmbeddedCluster
 from tests.broker.security.support import (
     KEY_PASSWORD,
     USERS,
