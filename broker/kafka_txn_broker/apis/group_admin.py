@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import BrokerResponseError, UnknownTopicOrPartitionError
+from kafka.errors import BrokerResponseError
 from kafka.protocol.admin import DeleteGroupsRequest, DeleteGroupsResponse
 from kafka.protocol.consumer import OffsetDeleteRequest, OffsetDeleteResponse
 
@@ -79,7 +79,7 @@ async def offset_delete(ctx: RequestContext, req: Any) -> Any:
         top, codes = error_code(exc), {}
     if top:
         return R[0](error_code=top, throttle_time_ms=0, topics=[])
-    missing = int(UnknownTopicOrPartitionError.errno)
+    missing = E.UNKNOWN_TOPIC_OR_PARTITION
     topics = [T(name=t.name, partitions=[P(partition_index=p.partition_index,
                                            error_code=codes.get((t.name, p.partition_index),
                                                                 missing if t.name in readable

@@ -12,10 +12,14 @@ from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdRespons
 
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.formats.errors import CLUSTER_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+from kafka_txn_broker.formats.errors import (
+    CLUSTER_AUTHORIZATION_FAILED,
+    INVALID_PRODUCER_EPOCH,
+    PRODUCER_FENCED,
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+)
 
 R = InitProducerIdResponse
-INVALID_PRODUCER_EPOCH, PRODUCER_FENCED = 47, 90
 
 
 def _refused(ctx: RequestContext, transactional_id: str | None) -> int:

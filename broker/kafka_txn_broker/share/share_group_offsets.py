@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kafka.errors import BrokerResponseError, NonEmptyGroupError, UnknownTopicOrPartitionError
+from kafka.errors import BrokerResponseError, NonEmptyGroupError
 
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.metadata.topics import TopicMetadata
@@ -102,7 +102,7 @@ class ShareGroupOffsets:
 
     def _describe_one(self, group_id: str, t: TopicMetadata | None, partition: int) -> PartitionOffset:
         if t is None or not 0 <= partition < t.partitions:
-            return PartitionOffset(partition, error=int(UnknownTopicOrPartitionError.errno),
+            return PartitionOffset(partition, error=E.UNKNOWN_TOPIC_OR_PARTITION,
                                    message="This server does not host this topic-partition.")
         try:
             state = self.persister.read_summary(SharePartitionKey(group_id, t.topic_id, partition))
@@ -125,7 +125,7 @@ class ShareGroupOffsets:
             codes = result.setdefault(name, {})
             for p, start in partitions.items():
                 if t is None or not 0 <= p < t.partitions:
-                    codes[p] = int(UnknownTopicOrPartitionError.errno)
+                    codes[p] = E.UNKNOWN_TOPIC_OR_PARTITION
                     continue
                 key = SharePartitionKey(group.group_id, t.topic_id, p)
                 try:
@@ -149,7 +149,7 @@ class ShareGroupOffsets:
         for name in topic_names:
             t = self.topics.topic_by_name(name)
             if t is None:
-                result[name] = int(UnknownTopicOrPartitionError.errno)
+                result[name] = E.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             result[name] = self._delete_keys(group.group_id, by_topic.get(t.topic_id, []))
         return result
