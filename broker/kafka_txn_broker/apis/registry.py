@@ -1,6 +1,6 @@
 """The API table: which request classes a node accepts, in which versions, and who handles them.
 
-Handler modules call `api(...)` at import time; `server/socket_server.py` dispatches on the table and ApiVersions
+Handler modules call `api(...)` at import time; `request_handler.py` dispatches on the table and ApiVersions
 advertises it, so a version range is declared exactly once.
 
 `kafka.version.emulate=<release>` narrows the table to what that Apache Kafka release offers, so

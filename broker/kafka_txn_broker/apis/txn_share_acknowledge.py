@@ -13,7 +13,8 @@ Checks in the KIP's order, each refusal staging nothing:
    is the top-level error;
 4. only then the staging, per partition (INVALID_RECORD_STATE for a type other than ACCEPT / REJECT or a
    record the member does not hold, NOT_LEADER_OR_FOLLOWER with the leader), all or nothing.
-The transaction's marker on that `__share_group_state` partition resolves what was staged (node.py).
+The transaction's marker on that `__share_group_state` partition resolves what was staged (server/node.py, and the
+inter-broker channel's broadcast to the share-partition leaders).
 """
 
 from __future__ import annotations
