@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One entry point for a fresh machine (Python 3.11, root, no venv): installs what is missing, then
 #   bash scripts/dev.sh demo    the end-to-end demo on an embedded 3-node cluster
-#   bash scripts/dev.sh test    lint (ruff, mypy) and the default test suite
+#   bash scripts/dev.sh test    lint (ruff, mypy, the layering contracts) and the default test suite
 #   bash scripts/dev.sh lint    lint only
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +34,8 @@ pip_install() {
 lint() {
   python3 -m ruff check .
   python3 -m mypy -p kafka_txn_broker -p kafka_txn_tools
+  # The layering contracts of pyproject.toml's [tool.importlinter] (docs/architecture.md).
+  lint-imports --no-cache --no-logo
 }
 
 cmd=${1:-test}

@@ -1,17 +1,23 @@
 """Embedded Kafka broker in pure Python: real wire protocol, Kafka-format logs, transactions.
 
-Subsystems, named after Kafka's:
+Subsystems, named after Kafka's, in layers (each imports only the ones below it; pyproject.toml's
+[tool.importlinter] checks it, docs/architecture.md explains it), highest first:
 
-- formats: Kafka's on-disk and record formats and error codes, pure (the tools use this package only)
-- server: the cluster, its nodes, the socket server, cluster metadata, producer ids, metrics
-- apis: one handler module per API family; the registry declares each API's versions once
-- security: TLS, SASL, ACLs and the authorizer
+- testing: the pytest plugin, incident scenarios and the raw client they use
+- embedded: EmbeddedCluster and the foreground broker, where server and apis are joined
+- apis: one handler module per API family; the registry declares each API's versions once; a handler sees
+  its own node (RequestContext.broker)
+- server: the cluster, its nodes, the socket server, the controller's metadata store and decisions, the
+  inter-broker channel (everything that crosses nodes), producer ids, metrics
+- txn, group, share: the transaction coordinator, the group coordinator (classic, consumer and share
+  groups), share-partitions and the share coordinator
 - replica: ReplicaManager and Partition (in-process replication, ISR, high watermark)
 - log: LocalLog, UnifiedLog, segments and their indexes, producer state, the log cleaner
-- txn: the transaction coordinator (state manager, marker channel, verification)
-- group: the classic group coordinator
-- testing: the pytest plugin, incident scenarios and the raw client they use
-- clock, config: time (injectable) and the broker's configuration, used by every subsystem
+- security: TLS, SASL, ACLs and the authorizer
+- configs: the one config schema (broker, topic and group configs) and its dynamic changes
+- metadata: partitions and topics, the read-only metadata views, the internal topics, topic-name rules
+- formats, clock, histogram: Kafka's formats and error codes (pure; the tools use this package only),
+  time (injectable) and a latency histogram
 
 Threading: one asyncio event loop owns all broker state. Every node of a cluster, every connection,
 coordinator and log runs on the cluster's loop (EmbeddedCluster runs it on a thread of its own and
@@ -25,7 +31,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kafka_txn_broker.server.cluster import EmbeddedCluster
+    from kafka_txn_broker.embedded import EmbeddedCluster
 
 __all__ = ["EmbeddedCluster"]
 
@@ -33,7 +39,7 @@ __all__ = ["EmbeddedCluster"]
 def __getattr__(name: str) -> Any:
     # Lazy so that `import kafka_txn_broker` (e.g. by the pytest plugin) costs nothing.
     if name == "EmbeddedCluster":
-        from kafka_txn_broker.server.cluster import EmbeddedCluster
+        from kafka_txn_broker.embedded import EmbeddedCluster
 
         return EmbeddedCluster
     raise AttributeError(name)

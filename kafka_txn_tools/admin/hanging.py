@@ -66,6 +66,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from kafka_txn_broker.formats.partitioning import TXN_TOPIC
 from kafka_txn_tools.models import (
     ABORT_SCAN_INTERVAL_MS,
     EXHAUSTED_EPOCH,
@@ -90,7 +91,6 @@ from kafka_txn_tools.models import (
 )
 
 ONGOING = "Ongoing"
-TXN_TOPIC = "__transaction_state"
 
 
 def select_candidates(

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from kafka_txn_broker.clock import ManualClock
+from kafka_txn_broker.embedded import EmbeddedCluster
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC, partition_for
 from kafka_txn_broker.formats.record_batch import build_batch
-from kafka_txn_broker.server.cluster import EmbeddedCluster
 from kafka_txn_broker.server.node import BrokerNode
 from kafka_txn_broker.txn.coordinator import TransactionCoordinator
 from kafka_txn_broker.txn.transaction_metadata import TransactionMetadata

@@ -22,7 +22,7 @@ from kafka import TopicPartition as KTP
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC
 from kafka_txn_broker.formats.record_batch import iter_batches, parse_control_record
-from kafka_txn_broker.server.metadata import PartitionState
+from kafka_txn_broker.metadata.topics import PartitionState
 from tests.e2e.test_partitions_and_records import consume
 
 TXN_ID = "payments"

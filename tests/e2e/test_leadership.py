@@ -17,7 +17,7 @@ from kafka import TopicPartition as KTP
 from kafka.errors import InvalidReplicationAssignmentError, NoReassignmentInProgressError, UnknownTopicOrPartitionError
 
 from kafka_txn_broker import EmbeddedCluster
-from kafka_txn_broker.server.metadata import PartitionState
+from kafka_txn_broker.metadata.topics import PartitionState
 from tests.e2e.test_partitions_and_records import consume, produce
 
 

@@ -16,7 +16,7 @@ import yaml
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from typer.testing import CliRunner
 
-from kafka_txn_broker.server.cluster import EmbeddedCluster
+from kafka_txn_broker.embedded import EmbeddedCluster
 from kafka_txn_tools.cli import exit_codes
 from kafka_txn_tools.cli.app import app
 from tests.broker.security.support import USERS, broker_config, certificates, confluent_config

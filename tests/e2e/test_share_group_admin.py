@@ -38,7 +38,7 @@ from kafka_txn_broker.formats.messages import (
     ShareGroupDescribeRequest,
     ShareGroupDescribeResponse,
 )
-from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC
+from kafka_txn_broker.formats.partitioning import SHARE_STATE_TOPIC
 from tests.broker.wire import roundtrip
 from tests.e2e.share_support import FAST_GROUPS, poll_until, produce, set_group_configs, share_consumer
 

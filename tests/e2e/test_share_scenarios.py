@@ -11,7 +11,7 @@ import pytest
 
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.clock import ManualClock
-from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC
+from kafka_txn_broker.formats.partitioning import SHARE_STATE_TOPIC
 from kafka_txn_broker.testing.raw_client import RawKafkaClient
 from kafka_txn_broker.testing.scenarios import (
     SHARE_PARTITION,

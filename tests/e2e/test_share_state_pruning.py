@@ -20,8 +20,8 @@ from confluent_kafka import AcknowledgeType
 
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.clock import ManualClock
+from kafka_txn_broker.formats.partitioning import SHARE_STATE_TOPIC
 from kafka_txn_broker.formats.share_coordinator_records import coordinator_key
-from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC
 from kafka_txn_broker.testing.raw_client import RawKafkaClient
 from kafka_txn_broker.testing.share_client import ACCEPT, partition_codes
 from tests.e2e.cli_support import kafka_txn

@@ -20,7 +20,7 @@ from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.messages import TXN_SHARE_ACKNOWLEDGE_KEY
-from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC
+from kafka_txn_broker.formats.partitioning import SHARE_STATE_TOPIC
 from kafka_txn_broker.testing import share_client
 from kafka_txn_broker.testing.raw_client import ProducerIdAndEpoch, RawKafkaClient
 from kafka_txn_broker.testing.share_client import ACCEPT, REJECT, RELEASE, partition_codes

@@ -23,6 +23,7 @@ from kafka.protocol.admin import (
 
 from kafka_txn_broker.apis.context import Operation, RequestContext
 from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.security.acls import (
     AccessControlEntry,
     AclBinding,
@@ -37,20 +38,15 @@ from kafka_txn_broker.security.acls import (
 
 log = logging.getLogger(__name__)
 
-NONE = 0
-UNKNOWN_SERVER_ERROR = -1
-CLUSTER_AUTHORIZATION_FAILED = 31
-INVALID_REQUEST = 42
-SECURITY_DISABLED = 54
 NO_AUTHORIZER = "no authorizer is configured on the broker (authorizer.class.name)"
 FROM_CONFIG = "the ACL comes from the broker config (authorizer.acls); remove it there"
 
 
 def _refusal(ctx: RequestContext, operation: Operation) -> tuple[int, str] | None:
     if ctx.authorizer is None:
-        return SECURITY_DISABLED, NO_AUTHORIZER
+        return E.SECURITY_DISABLED, NO_AUTHORIZER
     if not ctx.authorize(operation, "CLUSTER"):
-        return CLUSTER_AUTHORIZATION_FAILED, f"{ctx.principal} needs {operation} on the cluster"
+        return E.CLUSTER_AUTHORIZATION_FAILED, f"{ctx.principal} needs {operation} on the cluster"
     return None
 
 
@@ -86,9 +82,9 @@ async def describe_acls(ctx: RequestContext, req: Any) -> Any:
     try:
         flt = _filter(req)
     except AclError as exc:
-        return R(throttle_time_ms=0, error_code=INVALID_REQUEST, error_message=str(exc), resources=[])
+        return R(throttle_time_ms=0, error_code=E.INVALID_REQUEST, error_message=str(exc), resources=[])
     assert ctx.authorizer is not None
-    return R(throttle_time_ms=0, error_code=NONE, error_message=None, resources=_described(ctx.authorizer.acls(flt)))
+    return R(throttle_time_ms=0, error_code=E.NONE, error_message=None, resources=_described(ctx.authorizer.acls(flt)))
 
 
 # ---- CreateAcls --------------------------------------------------------------------------------------
@@ -100,11 +96,11 @@ def _create_one(ctx: RequestContext, c: Any) -> tuple[int, str | None]:
                              AccessControlEntry(c.principal, c.host, Op(c.operation), Permission(c.permission_type)))
         ctx.authorizer.create(binding)
     except (AclError, ValueError) as exc:
-        return INVALID_REQUEST, f"invalid ACL: {exc}"
+        return E.INVALID_REQUEST, f"invalid ACL: {exc}"
     except OSError as exc:
         log.error("cannot store ACLs: %s", exc)
-        return UNKNOWN_SERVER_ERROR, f"the broker could not store the ACL: {exc.strerror}"
-    return NONE, None
+        return E.UNKNOWN_SERVER_ERROR, f"the broker could not store the ACL: {exc.strerror}"
+    return E.NONE, None
 
 
 @api(CreateAclsRequest, CreateAclsResponse, 1, 3)
@@ -133,14 +129,14 @@ def _delete_one(ctx: RequestContext, f: Any) -> Any:
     try:
         deleted, from_config = ctx.authorizer.delete(_filter(f))
     except AclError as exc:
-        return F(error_code=INVALID_REQUEST, error_message=str(exc), matching_acls=[])
+        return F(error_code=E.INVALID_REQUEST, error_message=str(exc), matching_acls=[])
     except OSError as exc:
         log.error("cannot store ACLs: %s", exc)
-        return F(error_code=UNKNOWN_SERVER_ERROR, error_message=f"the broker could not store ACLs: {exc.strerror}",
+        return F(error_code=E.UNKNOWN_SERVER_ERROR, error_message=f"the broker could not store ACLs: {exc.strerror}",
                  matching_acls=[])
-    matching = [_matching(b, NONE, None) for b in deleted] + [_matching(b, INVALID_REQUEST, FROM_CONFIG)
+    matching = [_matching(b, E.NONE, None) for b in deleted] + [_matching(b, E.INVALID_REQUEST, FROM_CONFIG)
                                                                for b in from_config]
-    return F(error_code=NONE, error_message=None, matching_acls=matching)
+    return F(error_code=E.NONE, error_message=None, matching_acls=matching)
 
 
 @api(DeleteAclsRequest, DeleteAclsResponse, 1, 3)

@@ -37,8 +37,8 @@ from kafka_txn_broker.apis.context import RequestContext, denied
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.errors import TOPIC_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+from kafka_txn_broker.metadata.topics import validate_topic_name
 from kafka_txn_broker.replica.partition import Partition
-from kafka_txn_broker.server.metadata import validate_topic_name
 from kafka_txn_broker.txn.java_regex import JavaRegexError, compile_java_regex
 
 TXN_START_OFFSET_TAG = "_0"
@@ -62,9 +62,9 @@ def _describe_partition(ctx: RequestContext, topic: str, index: int, topic_error
     PR = DPR.TopicResponse.PartitionResponse
     if topic_error is not None:
         return PR(partition_index=index, error_code=topic_error[0], error_message=topic_error[1], active_producers=[])
-    part = ctx.node.replica_manager.get(topic, index)
+    part = ctx.broker.replica_manager.get(topic, index)
     if part is None:
-        t = ctx.node.metadata.topics[topic]
+        t = ctx.broker.metadata.topics[topic]
         code = E.NOT_LEADER_OR_FOLLOWER if 0 <= index < len(t.partitions) else E.UNKNOWN_TOPIC_OR_PARTITION
         return PR(partition_index=index, error_code=code, error_message=None, active_producers=[])
     return PR(partition_index=index, error_code=E.NONE, error_message=None, active_producers=_producers_of(part))
@@ -77,7 +77,7 @@ def _topic_error(ctx: RequestContext, name: str) -> tuple[int, str | None] | Non
         validate_topic_name(name)
     except InvalidTopicError as exc:
         return E.INVALID_TOPIC_EXCEPTION, str(exc)
-    if name not in ctx.node.metadata.topics:
+    if name not in ctx.broker.metadata.topics:
         return E.UNKNOWN_TOPIC_OR_PARTITION, None
     return None
 
@@ -105,7 +105,7 @@ async def handle_list_transactions(ctx: RequestContext, req: Any) -> Any:
             return R(throttle_time_ms=0, error_code=E.INVALID_REGULAR_EXPRESSION, unknown_state_filters=[],
                      transaction_states=[])
     duration = getattr(req, "duration_filter", -1)
-    code, unknown, listings = ctx.node.txn_coordinator.list_transactions(
+    code, unknown, listings = ctx.broker.txn_coordinator.list_transactions(
         set(req.producer_id_filters), set(req.state_filters), duration if duration is not None else -1, pattern)
     # Ids the principal may not DESCRIBE are dropped silently (KIP-664).
     states = [ListTransactionsResponse.TransactionState(transactional_id=x.transactional_id,
@@ -118,7 +118,7 @@ def _describe_one(ctx: RequestContext, transactional_id: str) -> Any:
     if not ctx.authorize("DESCRIBE", "TRANSACTIONAL_ID", transactional_id):
         code, md = TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
     else:
-        code, md = ctx.node.txn_coordinator.describe_transaction(transactional_id)
+        code, md = ctx.broker.txn_coordinator.describe_transaction(transactional_id)
     if md is None:
         return DTR.TransactionState(error_code=code, transactional_id=transactional_id, transaction_state="",
                                     transaction_timeout_ms=0, transaction_start_time_ms=0, producer_id=0,
@@ -152,8 +152,8 @@ def txn_start_offset(topic_entry: Any) -> int | None:
 
 def _marker_on_partition(ctx: RequestContext, marker: Any, topic: str, index: int, start: int | None,
                          transaction_version: int) -> int:
-    meta = ctx.node.metadata.topics.get(topic)
-    part = ctx.node.replica_manager.get(topic, index)
+    meta = ctx.broker.metadata.topics.get(topic)
+    part = ctx.broker.replica_manager.get(topic, index)
     if meta is None or part is None:
         # Kafka's getMagic: a partition this broker does not host is unknown to it.
         return E.UNKNOWN_TOPIC_OR_PARTITION

@@ -64,5 +64,5 @@ def build_response(version: int, error_code: int = 0, transaction_version: int =
 
 @api(ApiVersionsRequest, ApiVersionsResponse, 0, 4, pre_auth=True)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    return build_response(ctx.api_version, 0, ctx.node.config["transaction.version"], ctx.node.config[EMULATE],
-                          ctx.node.config)
+    return build_response(ctx.api_version, 0, ctx.broker.config["transaction.version"], ctx.broker.config[EMULATE],
+                          ctx.broker.config)

@@ -14,9 +14,9 @@ R = DescribeClusterResponse
 
 @api(DescribeClusterRequest, DescribeClusterResponse, 0, 2)
 async def handle(ctx: RequestContext, req: Any) -> Any:
-    nodes = ctx.node.cluster.nodes
-    brokers = [R.DescribeClusterBroker(broker_id=n.node_id, host=n.host, port=n.port, rack=None, is_fenced=False)
-               for n in nodes.values() if n.online]
+    channel = ctx.broker.channel
+    brokers = [R.DescribeClusterBroker(broker_id=b.node_id, host=b.host, port=b.port, rack=None, is_fenced=False)
+               for b in channel.live_brokers()]
     return R[ctx.api_version](throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1,
-                              cluster_id=ctx.node.config["cluster.id"],
-                              controller_id=ctx.node.cluster.controller_id(), brokers=brokers)
+                              cluster_id=ctx.broker.config["cluster.id"],
+                              controller_id=channel.controller_id(), brokers=brokers)

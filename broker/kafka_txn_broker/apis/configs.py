@@ -31,13 +31,12 @@ from kafka_txn_broker.configs import broker_loggers, config_helper
 from kafka_txn_broker.configs.config_def import ConfigSource, OpType, ResourceType
 from kafka_txn_broker.configs.config_helper import ConfigEntry
 from kafka_txn_broker.configs.configuration_control import (
-    ConfigurationControl,
     apply_ops,
     check_broker_name,
     check_request_configs,
 )
 from kafka_txn_broker.formats.errors import error_code, error_message
-from kafka_txn_broker.server.metadata import validate_topic_name
+from kafka_txn_broker.metadata.topics import validate_topic_name
 
 DR = DescribeConfigsResponse.DescribeConfigsResult
 _ACL_RESOURCE: dict[int, Resource] = {ResourceType.TOPIC: "TOPIC", ResourceType.BROKER: "CLUSTER",
@@ -58,31 +57,31 @@ def _authorize(ctx: RequestContext, operation: Any, resource_type: int, name: st
 
 # ---- DescribeConfigs ---------------------------------------------------------------------------------
 def _entries(ctx: RequestContext, resource_type: int, name: str) -> list[ConfigEntry]:
-    node = ctx.node
+    broker = ctx.broker
     if resource_type == ResourceType.TOPIC:
         validate_topic_name(name)
-        topic = node.metadata.topics.get(name)
+        topic = broker.metadata.topics.get(name)
         if topic is None:
             raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
-        return config_helper.describe_topic(topic.configs, node.config)
+        return config_helper.describe_topic(topic.configs, broker.config)
     if resource_type == ResourceType.BROKER:
         if not name:
-            return config_helper.describe_broker(node.config, per_broker=False)
+            return config_helper.describe_broker(broker.config, per_broker=False)
         try:
             broker_id = int(name)
         except ValueError:
             raise InvalidRequestError(f"Broker id must be an integer, but it is: {name}") from None
-        if broker_id != node.node_id:
-            raise InvalidRequestError(f"Unexpected broker id, expected {node.node_id} or empty string, "
+        if broker_id != broker.node_id:
+            raise InvalidRequestError(f"Unexpected broker id, expected {broker.node_id} or empty string, "
                                       f"but received {name}")
-        return config_helper.describe_broker(node.config, per_broker=True)
+        return config_helper.describe_broker(broker.config, per_broker=True)
     if resource_type == ResourceType.BROKER_LOGGER:
-        _check_logger_broker(name, node.node_id)
+        _check_logger_broker(name, broker.node_id)
         return config_helper.describe_loggers(broker_loggers.loggers())
     if not name:  # GROUP: _authorize let no other type through
         raise InvalidRequestError("Group name must not be empty")
-    return config_helper.describe_group(node.metadata.resource_configs(ResourceType.GROUP, name),
-                                        node.config)
+    return config_helper.describe_group(broker.metadata.resource_configs(ResourceType.GROUP, name),
+                                        broker.config)
 
 
 def _check_logger_broker(name: str, node_id: int) -> None:
@@ -143,9 +142,9 @@ def _alter(ctx: RequestContext, res: Any, twice: bool, incremental: bool, valida
         _alter_loggers(ctx, name, ops, validate_only)
         return
     if resource_type == ResourceType.BROKER:
-        check_broker_name(name, ctx.node.node_id)
+        check_broker_name(name, ctx.broker.node_id)
     _authorize(ctx, "ALTER_CONFIGS", resource_type, name)
-    control = ConfigurationControl(ctx.node.metadata, ctx.node.config, ctx.node.node_id)
+    control = ctx.broker.channel.controller.configuration(ctx.broker.config, ctx.broker.node_id)
     new = (apply_ops(resource_type, control.current(resource_type, name), ops) if incremental
            else {c.name: c.value for c in res.configs})
     control.alter(resource_type, name, new, validate_only)
@@ -159,8 +158,8 @@ def _alter_loggers(ctx: RequestContext, name: str, ops: list[tuple[str, int, str
         broker_id = int(name)
     except ValueError:
         raise InvalidRequestError(f"Node id must be an integer, but it is: {name}") from None
-    if broker_id != ctx.node.node_id:
-        raise InvalidRequestError(f"Unexpected node id. Expected {ctx.node.node_id}, but received {name}")
+    if broker_id != ctx.broker.node_id:
+        raise InvalidRequestError(f"Unexpected node id. Expected {ctx.broker.node_id}, but received {name}")
     broker_loggers.validate(ops)
     if not validate_only:
         broker_loggers.apply(ops)

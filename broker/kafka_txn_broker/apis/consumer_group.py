@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafka.errors import BrokerResponseError, CoordinatorNotAvailableError, GroupIdNotFoundError
+from kafka.errors import BrokerResponseError, CoordinatorNotAvailableError
 
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.groups import client_host, group_shard
@@ -105,17 +105,12 @@ def _describe_error(group_id: str, code: int, message: str | None) -> Any:
 
 @api(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, 0, 1)
 async def consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
-    topics = {t.topic_id: name for name, t in ctx.node.cluster.metadata.topics.items()}
+    topics = {t.topic_id: name for name, t in ctx.broker.metadata.topics.items()}
     out = []
     for group_id in req.group_ids:
         try:
-            shard = group_shard(ctx, group_id, "DESCRIBE")
-            group = shard.consumer_groups.get(group_id)
-            if group is None:
-                kind = "is not a consumer group" if group_id in shard.groups or group_id in shard.share_groups \
-                    else "not found"
-                raise GroupIdNotFoundError(f"Group {group_id} {kind}.")
-            out.append(_described(group, topics))
+            ctx.require("DESCRIBE", "GROUP", group_id)
+            out.append(_described(ctx.broker.group_coordinator.consumer_group(group_id), topics))
         except BrokerResponseError as exc:
             out.append(_describe_error(group_id, error_code(exc), error_message(exc)))
     return ConsumerGroupDescribeResponse[ctx.api_version](throttle_time_ms=0, groups=out)

@@ -3,6 +3,10 @@
     if not ctx.authorize("READ", "TOPIC", name):
         ... TOPIC_AUTHORIZATION_FAILED ...
 
+`ctx.broker` is the node the request arrived at, as its handlers may see it (server/broker_services.py):
+its config, metadata view, replicas and coordinators, and the inter-broker channel for anything that lives
+on another node. A handler never reaches another node's objects itself.
+
 Without an authorizer (`authorizer.class.name` unset) every check is True at the cost of one
 attribute test. The operation and resource names are Kafka's (mypy checks the spelling).
 """
@@ -26,7 +30,7 @@ from kafka_txn_broker.security.acls import Op, ResourceType
 if TYPE_CHECKING:
     from kafka_txn_broker.security.auth import AuthSession
     from kafka_txn_broker.security.authorizer import AclAuthorizer
-    from kafka_txn_broker.server.node import BrokerNode
+    from kafka_txn_broker.server.broker_services import BrokerServices
 
 Operation = Literal["READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS",
                     "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "ALL"]
@@ -42,7 +46,7 @@ DENIED: dict[str, type[BrokerResponseError]] = {
 
 @dataclass(slots=True)
 class RequestContext:
-    node: BrokerNode
+    broker: BrokerServices
     api_key: int
     api_version: int
     correlation_id: int

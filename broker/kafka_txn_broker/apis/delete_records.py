@@ -13,7 +13,7 @@ from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.errors import error_code
-from kafka_txn_broker.server.metadata import INTERNAL_TOPICS
+from kafka_txn_broker.metadata.topics import INTERNAL_TOPICS
 
 R = DeleteRecordsResponse
 TR = R.DeleteRecordsTopicResult
@@ -23,12 +23,12 @@ INVALID_LOW_WATERMARK = -1
 
 def _delete(ctx: RequestContext, topic: str, p: Any) -> Any:
     try:
-        meta = ctx.node.metadata.topics.get(topic)
+        meta = ctx.broker.metadata.topics.get(topic)
         if meta is None or not 0 <= p.partition_index < len(meta.partitions):
             raise UnknownTopicOrPartitionError(f"{topic}-{p.partition_index} does not exist")
         if topic in INTERNAL_TOPICS:
             raise InvalidTopicError(f"Cannot delete records of internal topic {topic}")
-        _offset, low = ctx.node.replica_manager.delete_records(topic, p.partition_index, p.offset)
+        _offset, low = ctx.broker.replica_manager.delete_records(topic, p.partition_index, p.offset)
         return PR(partition_index=p.partition_index, low_watermark=low, error_code=0)
     except Exception as exc:
         return PR(partition_index=p.partition_index, low_watermark=INVALID_LOW_WATERMARK, error_code=error_code(exc))

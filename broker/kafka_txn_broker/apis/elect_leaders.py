@@ -23,7 +23,7 @@ _ELECTIONS = {0: Election.PREFERRED, 1: Election.UNCLEAN}
 
 def _elect(ctx: RequestContext, topic: str, partition: int, election: Election) -> Any:
     try:
-        ctx.node.cluster.replication.elect_leader(topic, partition, election)
+        ctx.broker.channel.controller.elect_leader(topic, partition, election)
         return PR(partition_id=partition, error_code=0, error_message=None)
     except Exception as exc:
         return PR(partition_id=partition, error_code=error_code(exc), error_message=error_message(exc))
@@ -32,7 +32,7 @@ def _elect(ctx: RequestContext, topic: str, partition: int, election: Election) 
 def _everywhere(ctx: RequestContext, election: Election) -> list[Any]:
     """No partitions named: every partition of every topic; ones that need no election are left out."""
     results = []
-    for topic in list(ctx.node.metadata.topics.values()):
+    for topic in list(ctx.broker.metadata.topics.values()):
         parts = [_elect(ctx, topic.name, p.partition, election) for p in list(topic.partitions)]
         results.append(TR(topic=topic.name, partition_result=[
             r for r in parts if r.error_code != E.ELECTION_NOT_NEEDED]))

@@ -99,9 +99,9 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     while True:
         responses, size, errors = _read_all(ctx, req)
         remaining = deadline - loop.time()
-        if size >= max(req.min_bytes, 1) or errors or remaining <= 0 or not ctx.node.online:
+        if size >= max(req.min_bytes, 1) or errors or remaining <= 0 or not ctx.broker.is_online():
             break
-        await ctx.node.replica_manager.wait_for_data(remaining)
+        await ctx.broker.replica_manager.wait_for_data(remaining)
     endpoints = _leader_endpoints(ctx, responses) if ctx.api_version >= 16 else []
     return R[ctx.api_version](throttle_time_ms=0, error_code=0, session_id=0, responses=responses,
                               node_endpoints=endpoints)

@@ -11,8 +11,7 @@ from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorRespo
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats.errors import error_code, error_message
-from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, TXN_TOPIC, partition_for
-from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC
+from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, SHARE_STATE_TOPIC, TXN_TOPIC, partition_for
 
 R = FindCoordinatorResponse
 GROUP, TRANSACTION, SHARE = 0, 1, 2
@@ -29,14 +28,14 @@ def coordinator_node(ctx: RequestContext, key: str, key_type: int) -> tuple[int,
     else:
         # Kafka: DESCRIBE on the group / transactional id, else GROUP_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
         ctx.require("DESCRIBE", "GROUP" if key_type == GROUP else "TRANSACTIONAL_ID", key)
-    topic = ctx.node.internal_topic(TOPICS[key_type])
+    topic = ctx.broker.internal_topic(TOPICS[key_type])
     if not key:
         raise InvalidRequestError("coordinator key must not be empty")
     state = topic.partitions[partition_for(key, len(topic.partitions))]
-    node = ctx.node.cluster.live_node(state.leader)
-    if node is None:
+    found = ctx.broker.channel.endpoint(state.leader)
+    if found is None:
         raise CoordinatorNotAvailableError(f"no live leader for {state.topic}-{state.partition}")
-    return node.node_id, node.host, node.port
+    return found.node_id, found.host, found.port
 
 
 @api(FindCoordinatorRequest, FindCoordinatorResponse, 0, 6)

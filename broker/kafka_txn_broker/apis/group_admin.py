@@ -7,35 +7,42 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import BrokerResponseError, NonEmptyGroupError, UnknownTopicOrPartitionError
+from kafka.errors import BrokerResponseError
 from kafka.protocol.admin import DeleteGroupsRequest, DeleteGroupsResponse
 from kafka.protocol.consumer import OffsetDeleteRequest, OffsetDeleteResponse
 
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.errors import TOPIC_AUTHORIZATION_FAILED, error_code
 from kafka_txn_broker.group.deletion import delete_consumer_group, delete_group, delete_offsets
+from kafka_txn_broker.group.group_type import CONSUMER, SHARE
 from kafka_txn_broker.group.offset_store import TopicPartition
+from kafka_txn_broker.group.shard import GroupShard
+from kafka_txn_broker.group.share_group import ShareGroup
 
 
 def _delete_one(ctx: RequestContext, group_id: str) -> int:
     try:
         ctx.require("DELETE", "GROUP", group_id)
-        shard = ctx.node.group_coordinator.shard(group_id)
+        coordinator = ctx.broker.group_coordinator
+        shard = coordinator.shard(group_id)
+        kind = coordinator.group_type(group_id)
+        if kind == SHARE:
+            return _delete_share_group(ctx, shard, coordinator.share_group(group_id))
     except BrokerResponseError as exc:
         return error_code(exc)
-    if group_id in shard.share_groups:
-        return _delete_share_group(ctx, shard, group_id)
-    if group_id in shard.consumer_groups:
+    if kind == CONSUMER:
         return delete_consumer_group(shard, group_id)
     return delete_group(shard, group_id)
 
 
-def _delete_share_group(ctx: RequestContext, shard: Any, group_id: str) -> int:
+def _delete_share_group(ctx: RequestContext, shard: GroupShard, group: ShareGroup) -> int:
     """An Empty share group goes with its state in `__share_group_state`, then its own record."""
-    if not shard.share_groups[group_id].is_empty:
-        return int(NonEmptyGroupError.errno)
-    code = ctx.node.share_group_offsets.delete_group_state(group_id)
+    group_id = group.group_id
+    if not group.is_empty:
+        return E.NON_EMPTY_GROUP
+    code = ctx.broker.share_group_offsets.delete_group_state(group_id)
     if code:
         return code
     try:
@@ -53,7 +60,7 @@ async def delete_groups(ctx: RequestContext, req: Any) -> Any:
 
 
 def _exists(ctx: RequestContext, tp: TopicPartition) -> bool:
-    t = ctx.node.metadata.topics.get(tp[0])
+    t = ctx.broker.metadata.topics.get(tp[0])
     return t is not None and 0 <= tp[1] < len(t.partitions)
 
 
@@ -67,12 +74,12 @@ async def offset_delete(ctx: RequestContext, req: Any) -> Any:
     known = [tp for tp in wanted if tp[0] in readable and _exists(ctx, tp)]
     try:
         ctx.require("DELETE", "GROUP", req.group_id)
-        top, codes = delete_offsets(ctx.node.group_coordinator.shard(req.group_id), req.group_id, known)
+        top, codes = delete_offsets(ctx.broker.group_coordinator.shard(req.group_id), req.group_id, known)
     except BrokerResponseError as exc:
         top, codes = error_code(exc), {}
     if top:
         return R[0](error_code=top, throttle_time_ms=0, topics=[])
-    missing = int(UnknownTopicOrPartitionError.errno)
+    missing = E.UNKNOWN_TOPIC_OR_PARTITION
     topics = [T(name=t.name, partitions=[P(partition_index=p.partition_index,
                                            error_code=codes.get((t.name, p.partition_index),
                                                                 missing if t.name in readable

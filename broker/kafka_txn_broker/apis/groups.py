@@ -32,6 +32,7 @@ from kafka.protocol.consumer import (
 from kafka_txn_broker.apis import group_admin, offset_commit  # noqa: F401  (register their APIs)
 from kafka_txn_broker.apis.context import Operation, RequestContext
 from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.errors import error_code, error_message
 from kafka_txn_broker.group.classic_group import ClassicGroup, GroupState, JoinResult, SyncResult
 from kafka_txn_broker.group.coordinator import GroupCoordinator
@@ -42,7 +43,7 @@ T = TypeVar("T")
 
 
 def coordinator(ctx: RequestContext) -> GroupCoordinator:
-    return ctx.node.group_coordinator
+    return ctx.broker.group_coordinator
 
 
 def group_shard(ctx: RequestContext, group_id: str, operation: Operation = "READ") -> GroupShard:
@@ -169,20 +170,15 @@ def _described(group_id: str, code: int, message: str | None, state: str = "", g
 
 def _describe_one(ctx: RequestContext, group_id: str) -> Any:
     try:
-        shard = group_shard(ctx, group_id, "DESCRIBE")
-        group = shard.groups.get(group_id)
+        ctx.require("DESCRIBE", "GROUP", group_id)
+        group = coordinator(ctx).classic_group(group_id)
+    except GroupIdNotFoundError as exc:
+        # No group, or another type's (as Kafka 4.x: v6 names the problem, older versions see a Dead group).
+        if ctx.api_version >= 6:
+            return _described(group_id, E.GROUP_ID_NOT_FOUND, error_message(exc), "Dead")
+        return _described(group_id, 0, None, "Dead")
     except BrokerResponseError as exc:
         return _described(group_id, error_code(exc), error_message(exc))
-    if group is None and (group_id in shard.share_groups or group_id in shard.consumer_groups):
-        # As Kafka 4.x: v6 names the problem, older versions just see a Dead group.
-        if ctx.api_version >= 6:
-            return _described(group_id, int(GroupIdNotFoundError.errno), f"Group {group_id} is not a classic group.",
-                              "Dead")
-        return _described(group_id, 0, None, "Dead")
-    if group is None:
-        if ctx.api_version >= 6:
-            return _described(group_id, int(GroupIdNotFoundError.errno), f"group {group_id!r} not found", "Dead")
-        return _described(group_id, 0, None, "Dead")
     return _described(group_id, 0, None, group.state.value, group)
 
 
@@ -193,17 +189,6 @@ async def describe_groups(ctx: RequestContext, req: Any) -> Any:
 
 
 # ---- ListGroups -----------------------------------------------------------------------------------
-CLASSIC = "classic"
-SHARE = "share"  # the group type, and the protocol type ListGroups v0-v4 report for a share group
-CONSUMER = "consumer"  # a KIP-848 consumer group's type and protocol type
-
-
-def _listed(group: ClassicGroup, states: set[str], types: set[str]) -> bool:
-    if states and group.state.value.lower() not in states:
-        return False
-    return not types or CLASSIC in types
-
-
 @api(ListGroupsRequest, ListGroupsResponse, 0, 5)
 async def list_groups(ctx: RequestContext, req: Any) -> Any:
     states = {s.lower() for s in (getattr(req, "states_filter", None) or [])}
@@ -212,18 +197,11 @@ async def list_groups(ctx: RequestContext, req: Any) -> Any:
     L = ListGroupsResponse.ListedGroup
     # DESCRIBE on the cluster shows every group; otherwise only the groups the principal may DESCRIBE.
     everything = ctx.authorize("DESCRIBE", "CLUSTER")
-    listed = [L(group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state.value,
-                group_type=CLASSIC)
-              for shard in coord.loaded_shards() for g in shard.groups.values()
-              if _listed(g, states, types) and (everything or ctx.authorize("DESCRIBE", "GROUP", g.group_id))]
-    listed += [L(group_id=g.group_id, protocol_type=SHARE, group_state=g.state, group_type=SHARE)
-               for shard in coord.loaded_shards() for g in shard.share_groups.values()
-               if (not states or g.state.lower() in states) and (not types or SHARE in types)
-               and (everything or ctx.authorize("DESCRIBE", "GROUP", g.group_id))]
-    listed += [L(group_id=g.group_id, protocol_type=CONSUMER, group_state=g.state, group_type=CONSUMER)
-               for shard in coord.loaded_shards() for g in shard.consumer_groups.values()
-               if (not states or g.state.lower() in states) and (not types or CONSUMER in types)
-               and (everything or ctx.authorize("DESCRIBE", "GROUP", g.group_id))]
+    # A share group's protocol type is "share", a KIP-848 consumer group's "consumer" (what v0-v4 report).
+    listed = [L(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state, group_type=g.group_type)
+              for g in coord.listed_groups()
+              if (not states or g.state.lower() in states) and (not types or g.group_type in types)
+              and (everything or ctx.authorize("DESCRIBE", "GROUP", g.group_id))]
     # Kafka still answers while some partitions load, but says the list may be incomplete.
     code = int(CoordinatorLoadInProgressError.errno) if coord.loading else 0
     return ListGroupsResponse[ctx.api_version](throttle_time_ms=0, error_code=code, groups=listed)

@@ -20,9 +20,9 @@ PR = TR.DescribeLogDirsPartition
 
 
 def _result(ctx: RequestContext, wanted: set[tuple[str, int]] | None) -> Any:
-    node = ctx.node
+    broker = ctx.broker
     by_topic: dict[str, list[Any]] = {}
-    for (topic, index), part in sorted(node.replica_manager.partitions.items()):
+    for (topic, index), part in sorted(broker.replica_manager.partitions.items()):
         if wanted is not None and (topic, index) not in wanted:
             continue
         log = part.log
@@ -31,7 +31,7 @@ def _result(ctx: RequestContext, wanted: set[tuple[str, int]] | None) -> Any:
         by_topic.setdefault(topic, []).append(PR(
             partition_index=index, partition_size=log.size_in_bytes,
             offset_lag=max(log.high_watermark - log.log_end_offset, 0), is_future_key=False))
-    path = node.log_dir.resolve()
+    path = broker.log_dir.resolve()
     try:
         usage = shutil.disk_usage(path)
         total, usable = usage.total, usage.free

@@ -16,7 +16,7 @@ from kafka_txn_broker.formats.errors import (
     UNKNOWN_TOPIC_ID,
     UNKNOWN_TOPIC_OR_PARTITION,
 )
-from kafka_txn_broker.server.metadata import INTERNAL_TOPICS, TopicState
+from kafka_txn_broker.metadata.topics import INTERNAL_TOPICS, TopicState
 
 R = MetadataResponse
 T = R.MetadataResponseTopic
@@ -25,13 +25,12 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 def brokers(ctx: RequestContext) -> list[Any]:
-    cluster = ctx.node.cluster
-    return [R.MetadataResponseBroker(node_id=n.node_id, host=n.host, port=n.port, rack=None)
-            for n in cluster.nodes.values() if n.online]
+    return [R.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=None)
+            for b in ctx.broker.channel.live_brokers()]
 
 
 def topic_entry(ctx: RequestContext, topic: TopicState) -> Any:
-    live = {n for n, node in ctx.node.cluster.nodes.items() if node.online}
+    live = {b.node_id for b in ctx.broker.channel.live_brokers()}
     parts = []
     for p in topic.partitions:
         err = 0 if p.leader != -1 else LEADER_NOT_AVAILABLE
@@ -47,33 +46,33 @@ def _missing(name: str | None, topic_id: uuid.UUID | None, code: int) -> Any:
 
 
 def _auto_create(ctx: RequestContext, name: str) -> TopicState | None:
-    cfg = ctx.node.config
+    cfg = ctx.broker.config
     if name in INTERNAL_TOPICS:
         return None
     try:
-        return ctx.node.cluster.create_topic(name, cfg["num.partitions"], cfg["default.replication.factor"],
-                                             cap_replication=True)
+        return ctx.broker.channel.controller.create_topic(name, cfg["num.partitions"],
+                                                          cfg["default.replication.factor"], cap_replication=True)
     except InvalidTopicError:
         return None
 
 
 @api(MetadataRequest, MetadataResponse, 0, 12)
 async def handle(ctx: RequestContext, req: Any) -> Any:
-    meta = ctx.node.metadata
-    allow_auto = getattr(req, "allow_auto_topic_creation", True) and ctx.node.config["auto.create.topics.enable"]
+    meta = ctx.broker.metadata
+    allow_auto = getattr(req, "allow_auto_topic_creation", True) and ctx.broker.config["auto.create.topics.enable"]
     if req.topics is None or (ctx.api_version == 0 and not req.topics):
         # Topics the principal may not DESCRIBE are left out silently, as Kafka does.
         topics = [topic_entry(ctx, t) for t in meta.topics.values() if ctx.authorize("DESCRIBE", "TOPIC", t.name)]
     else:
         topics = [_lookup(ctx, getattr(t, "name", None), getattr(t, "topic_id", None), allow_auto)
                   for t in req.topics]
-    return R[ctx.api_version](throttle_time_ms=0, brokers=brokers(ctx), cluster_id=ctx.node.config["cluster.id"],
-                              controller_id=ctx.node.cluster.controller_id(),
+    return R[ctx.api_version](throttle_time_ms=0, brokers=brokers(ctx), cluster_id=ctx.broker.config["cluster.id"],
+                              controller_id=ctx.broker.channel.controller_id(),
                               topics=topics)
 
 
 def _lookup(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None, allow_auto: bool) -> Any:
-    meta = ctx.node.metadata
+    meta = ctx.broker.metadata
     if not name and topic_id and topic_id != ZERO_UUID:
         t = meta.topics_by_id.get(topic_id)
         if t is not None and not ctx.authorize("DESCRIBE", "TOPIC", t.name):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kafka.errors import BrokerResponseError, UnknownTopicOrPartitionError
+from kafka.errors import BrokerResponseError
 from kafka.protocol.consumer import (
     OffsetCommitRequest,
     OffsetCommitResponse,
@@ -19,16 +19,15 @@ from kafka.protocol.producer import TxnOffsetCommitRequest, TxnOffsetCommitRespo
 
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.errors import TOPIC_AUTHORIZATION_FAILED, error_code
 from kafka_txn_broker.formats.group_records import OffsetValue
 from kafka_txn_broker.group.offset_commit import CommitRequest, FetchedOffset, commit, fetch, validate_fetch
 from kafka_txn_broker.group.offset_store import TopicPartition
 
-UNKNOWN_TOPIC = int(UnknownTopicOrPartitionError.errno)
-
 
 def _partition_exists(ctx: RequestContext, topic: str, partition: int) -> bool:
-    t = ctx.node.metadata.topics.get(topic)
+    t = ctx.broker.metadata.topics.get(topic)
     return t is not None and 0 <= partition < len(t.partitions)
 
 
@@ -47,7 +46,7 @@ def _requested(ctx: RequestContext, topics: Iterable[Any], offset_field: str
                 refused[tp] = TOPIC_AUTHORIZATION_FAILED
                 continue
             if not _partition_exists(ctx, *tp):
-                refused[tp] = UNKNOWN_TOPIC
+                refused[tp] = E.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             epoch = getattr(p, "committed_leader_epoch", -1)
             offsets[tp] = OffsetValue(getattr(p, offset_field), -1 if epoch is None else epoch,
@@ -63,12 +62,12 @@ def _commit_all(ctx: RequestContext, req: CommitRequest, order: list[tuple[str, 
         if transactional_id is not None:
             ctx.require("WRITE", "TRANSACTIONAL_ID", transactional_id)
         ctx.require("READ", "GROUP", req.group_id)
-        shard = ctx.node.group_coordinator.shard(req.group_id)
+        shard = ctx.broker.group_coordinator.shard(req.group_id)
     except BrokerResponseError as exc:
         everywhere = error_code(exc)
     else:
         if transactional_id is not None and req.producer is not None and req.offsets:
-            everywhere = ctx.node.txn_offset_commit_verifier.verify(ctx.api_version, transactional_id,
+            everywhere = ctx.broker.txn_offset_commit_verifier.verify(ctx.api_version, transactional_id,
                                                                     *req.producer, shard.partition) or None
     if everywhere is not None:
         return {(t, p): everywhere for t, parts in order for p in parts}
@@ -115,7 +114,7 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics: list[Any] | None, r
     wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
     try:
         ctx.require("DESCRIBE", "GROUP", group_id)
-        shard = ctx.node.group_coordinator.shard(group_id)
+        shard = ctx.broker.group_coordinator.shard(group_id)
         validate_fetch(shard, group_id, *member)
     except BrokerResponseError as exc:
         code = error_code(exc)

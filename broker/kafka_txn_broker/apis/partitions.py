@@ -14,14 +14,14 @@ from kafka.errors import (
 )
 
 from kafka_txn_broker.apis.context import Operation, RequestContext
+from kafka_txn_broker.metadata.topics import TopicState
 from kafka_txn_broker.replica.partition import Partition
-from kafka_txn_broker.server.metadata import TopicState
 
 ZERO_UUID = uuid.UUID(int=0)
 
 
 def resolve_topic(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None) -> TopicState:
-    meta = ctx.node.metadata
+    meta = ctx.broker.metadata
     if topic_id is not None and topic_id != ZERO_UUID and not name:
         t = meta.topics_by_id.get(topic_id)
         if t is None:
@@ -49,9 +49,9 @@ def replica(ctx: RequestContext, topic: TopicState, index: int) -> Partition:
     """This node's replica of the partition, or the Kafka error a client expects."""
     if not 0 <= index < len(topic.partitions):
         raise UnknownTopicOrPartitionError(f"{topic.name}-{index} does not exist")
-    part = ctx.node.replica_manager.get(topic.name, index)
+    part = ctx.broker.replica_manager.get(topic.name, index)
     if part is None:
-        raise NotLeaderForPartitionError(f"node {ctx.node.node_id} hosts no replica of {topic.name}-{index}")
+        raise NotLeaderForPartitionError(f"node {ctx.broker.node_id} hosts no replica of {topic.name}-{index}")
     return part
 
 
@@ -73,7 +73,7 @@ NEW_LEADER_ERRORS = frozenset({NotLeaderForPartitionError.errno, FencedLeaderEpo
 
 def current_leader(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None, index: int) -> tuple[int, int]:
     """(leader id, leader epoch) of a partition for a KIP-951 hint; (-1, -1) when unknown."""
-    meta = ctx.node.metadata
+    meta = ctx.broker.metadata
     topic = meta.topics.get(name) if name else meta.topics_by_id.get(topic_id) if topic_id else None
     if topic is None or not 0 <= index < len(topic.partitions):
         return -1, -1
@@ -83,10 +83,5 @@ def current_leader(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | 
 
 def node_endpoints(ctx: RequestContext, node_ids: set[int], endpoint: Any) -> list[Any]:
     """NodeEndpoints (KIP-951) of the live nodes among `node_ids`, built with the response's class."""
-    cluster = ctx.node.cluster
-    found = []
-    for node_id in sorted(node_ids):
-        node = cluster.live_node(node_id)
-        if node is not None:
-            found.append(endpoint(node_id=node_id, host=node.host, port=node.port, rack=None))
-    return found
+    found = [ctx.broker.channel.endpoint(node_id) for node_id in sorted(node_ids)]
+    return [endpoint(node_id=b.node_id, host=b.host, port=b.port, rack=None) for b in found if b is not None]

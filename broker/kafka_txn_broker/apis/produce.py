@@ -39,7 +39,7 @@ def _append_one(ctx: RequestContext, req: Any, topic_data: Any, pdata: Any) -> A
             raise CorruptRecordError("produce request without records")
         if "compact" in topic.configs.get("cleanup.policy", ""):  # cheap: every produce request passes here
             _check_keys(pdata.records, topic.name, pdata.index)
-        before = ctx.node.produce_verifier.verify(getattr(req, "transactional_id", None), ctx.api_version,
+        before = ctx.broker.produce_verifier.verify(getattr(req, "transactional_id", None), ctx.api_version,
                                                   topic.name, pdata.index, pdata.records)
         if before is not None:
             raise before

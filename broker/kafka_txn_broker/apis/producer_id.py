@@ -12,10 +12,14 @@ from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdRespons
 
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.formats.errors import CLUSTER_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+from kafka_txn_broker.formats.errors import (
+    CLUSTER_AUTHORIZATION_FAILED,
+    INVALID_PRODUCER_EPOCH,
+    PRODUCER_FENCED,
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+)
 
 R = InitProducerIdResponse
-INVALID_PRODUCER_EPOCH, PRODUCER_FENCED = 47, 90
 
 
 def _refused(ctx: RequestContext, transactional_id: str | None) -> int:
@@ -36,11 +40,11 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         return R[ctx.api_version](throttle_time_ms=0, error_code=refused, producer_id=-1, producer_epoch=-1)
     if req.transactional_id is None:
         # Idempotent producer: any node hands out an id from its block; epoch starts at 0.
-        pid = ctx.node.producer_ids.generate()
+        pid = ctx.broker.producer_ids.generate()
         return R[ctx.api_version](throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=0)
     enable_2pc = bool(getattr(req, "enable2_pc", False)) if ctx.api_version >= 6 else False
     keep = bool(getattr(req, "keep_prepared_txn", False)) if ctx.api_version >= 6 else False
-    code, pid, epoch = await ctx.node.txn_coordinator.handle_init_producer_id(
+    code, pid, epoch = await ctx.broker.txn_coordinator.handle_init_producer_id(
         req.transactional_id, req.transaction_timeout_ms, getattr(req, "producer_id", -1),
         getattr(req, "producer_epoch", -1), enable_2pc, keep)
     if ctx.api_version < 4 and code == PRODUCER_FENCED:

@@ -29,7 +29,7 @@ LPR = LTR.OngoingPartitionReassignment
 
 def _check_factor(ctx: RequestContext, topic: str, index: int, replicas: list[int] | None, allowed: bool) -> None:
     """v1 (KIP-860): AllowReplicationFactorChange=false refuses a target of another size."""
-    t = ctx.node.metadata.topics.get(topic)
+    t = ctx.broker.metadata.topics.get(topic)
     if allowed or replicas is None or t is None or not 0 <= index < len(t.partitions):
         return
     p = t.partitions[index]
@@ -43,7 +43,7 @@ def _alter_one(ctx: RequestContext, topic: str, p: Any, allow_factor_change: boo
     try:
         replicas = None if p.replicas is None else list(p.replicas)
         _check_factor(ctx, topic, p.partition_index, replicas, allow_factor_change)
-        ctx.node.cluster.replication.alter_reassignment(topic, p.partition_index, replicas)
+        ctx.broker.channel.controller.alter_reassignment(topic, p.partition_index, replicas)
         return APR(partition_index=p.partition_index, error_code=0, error_message=None)
     except Exception as exc:
         return APR(partition_index=p.partition_index, error_code=error_code(exc), error_message=error_message(exc))
@@ -74,7 +74,7 @@ async def handle_list(ctx: RequestContext, req: Any) -> Any:
                                    error_message="Cluster authorization failed.", topics=[])
     wanted = None if req.topics is None else {t.name: list(t.partition_indexes) for t in req.topics}
     by_topic: dict[str, list[Any]] = {}
-    for p in ctx.node.cluster.replication.reassignments(wanted):
+    for p in ctx.broker.channel.controller.reassignments(wanted):
         by_topic.setdefault(p.topic, []).append(LPR(
             partition_index=p.partition, replicas=list(p.replicas), adding_replicas=list(p.adding_replicas),
             removing_replicas=list(p.removing_replicas)))

@@ -1,13 +1,13 @@
 """The API table: which request classes a node accepts, in which versions, and who handles them.
 
-Handler modules call `api(...)` at import time; `server/socket_server.py` dispatches on the table and ApiVersions
+Handler modules call `api(...)` at import time; `request_handler.py` dispatches on the table and ApiVersions
 advertises it, so a version range is declared exactly once.
 
 `kafka.version.emulate=<release>` narrows the table to what that Apache Kafka release offers, so
 clients and tools meet the API set of an older (or newer) broker: APIs the release lacks are not
 advertised and not accepted, and each range is the intersection of ours with the release's. The
 releases' ranges are public facts: the ApiVersions answers of real Apache Kafka brokers, as recorded
-in kafka-python's `BROKER_API_VERSIONS` (the library this broker's messages come from).
+in kafka-python's `BROKER_API_VERSIONS` (formats/releases.py).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from kafka_txn_broker.formats.releases import release_ranges
 
 if TYPE_CHECKING:
     from kafka_txn_broker.apis.context import RequestContext
@@ -85,21 +87,6 @@ def load_all() -> dict[int, ApiSpec]:
     )
 
     return APIS
-
-
-def kafka_releases() -> tuple[str, ...]:
-    """The Apache Kafka releases whose API version ranges are known ("2.0" ... "4.3")."""
-    from kafka.protocol.broker_version_data import BROKER_API_VERSIONS
-
-    return tuple(f"{v[0]}.{v[1]}" for v in sorted(BROKER_API_VERSIONS) if len(v) == 2 and v >= (2, 0))
-
-
-def release_ranges(release: str) -> dict[int, tuple[int, int]]:
-    """API key -> (min, max) that an Apache Kafka `release` ("3.8") advertises in ApiVersions."""
-    from kafka.protocol.broker_version_data import BROKER_API_VERSIONS
-
-    major, minor = (int(part) for part in release.split("."))
-    return dict(BROKER_API_VERSIONS[(major, minor)])
 
 
 def advertised(release: str = "") -> dict[int, tuple[int, int]]:

@@ -19,13 +19,13 @@ from kafka.protocol.sasl import (
 
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.security.auth import ILLEGAL_SASL_STATE
+from kafka_txn_broker.formats import errors as E
 
 
 @api(SaslHandshakeRequest, SaslHandshakeResponse, 0, 1, pre_auth=True)
 async def handshake(ctx: RequestContext, req: Any) -> Any:
     if ctx.session is None:
-        return SaslHandshakeResponse[ctx.api_version](error_code=ILLEGAL_SASL_STATE, mechanisms=[])
+        return SaslHandshakeResponse[ctx.api_version](error_code=E.ILLEGAL_SASL_STATE, mechanisms=[])
     code, mechanisms = ctx.session.handshake(req.mechanism, ctx.api_version)
     return SaslHandshakeResponse[ctx.api_version](error_code=code, mechanisms=mechanisms)
 
@@ -34,7 +34,7 @@ async def handshake(ctx: RequestContext, req: Any) -> Any:
 async def authenticate(ctx: RequestContext, req: Any) -> Any:
     message: str | None
     if ctx.session is None:
-        code, message, challenge = ILLEGAL_SASL_STATE, "no SASL session", b""
+        code, message, challenge = E.ILLEGAL_SASL_STATE, "no SASL session", b""
     else:
         code, message, challenge = ctx.session.authenticate(bytes(req.auth_bytes))
     return SaslAuthenticateResponse[ctx.api_version](error_code=code, error_message=message, auth_bytes=challenge,

@@ -13,10 +13,9 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from kafka.errors import NotLeaderForPartitionError
-
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.errors import GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED
 from kafka_txn_broker.formats.messages import (
     ShareAcknowledgeRequest,
@@ -33,12 +32,11 @@ from kafka_txn_broker.share.share_partition_manager import (
 )
 
 TopicIdPartition = tuple[uuid.UUID, int]
-NOT_LEADER = int(NotLeaderForPartitionError.errno)
 
 
 def _readable(ctx: RequestContext, topic_ids: Iterable[uuid.UUID]) -> set[uuid.UUID]:
     """Topic ids the principal may READ (unknown ids pass: the manager answers UNKNOWN_TOPIC_ID)."""
-    by_id = ctx.node.cluster.metadata.topics_by_id
+    by_id = ctx.broker.metadata.topics_by_id
     out = set()
     for tid in set(topic_ids):
         t = by_id.get(tid)
@@ -68,9 +66,9 @@ def _parse(topics: Iterable[Any], allowed: set[uuid.UUID]) -> tuple[list[TopicId
 
 def _endpoints(ctx: RequestContext, R: Any, results: dict[TopicIdPartition, PartitionResult]) -> list[Any]:
     leaders = {r.leader_id for r in results.values()
-               if NOT_LEADER in (r.error, r.ack_error) and r.leader_id >= 0}
-    nodes = [ctx.node.cluster.live_node(n) for n in sorted(leaders)]
-    return [R.NodeEndpoint(node_id=n.node_id, host=n.host, port=n.port, rack=None) for n in nodes if n is not None]
+               if E.NOT_LEADER_OR_FOLLOWER in (r.error, r.ack_error) and r.leader_id >= 0}
+    found = [ctx.broker.channel.endpoint(n) for n in sorted(leaders)]
+    return [R.NodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=None) for b in found if b is not None]
 
 
 def _by_topic(results: dict[TopicIdPartition, PartitionResult]) -> dict[uuid.UUID, list[tuple[int, PartitionResult]]]:
@@ -111,7 +109,7 @@ async def share_fetch(ctx: RequestContext, req: Any) -> Any:
     call = ShareFetchCall(group_id, req.member_id or "", req.share_session_epoch, req.max_wait_ms, req.max_bytes,
                           req.max_records if req.max_records > 0 else 500, fetch, acks, forget, ctx.session,
                           record_limit)
-    result = await ctx.node.share_partition_manager.fetch(call)
+    result = await ctx.broker.share_partition_manager.fetch(call)
     for tp in refused:
         result.partitions[tp] = PartitionResult(error=TOPIC_AUTHORIZATION_FAILED,
                                                 message="not authorized to READ the topic")
@@ -140,7 +138,7 @@ async def share_acknowledge(ctx: RequestContext, req: Any) -> Any:
                                                                                f"{group_id!r}"))
     allowed = _readable(ctx, (t.topic_id for t in req.topics))
     _fetch, acks, refused = _parse(req.topics, allowed)
-    result = ctx.node.share_partition_manager.acknowledge(group_id, req.member_id or "", req.share_session_epoch,
+    result = ctx.broker.share_partition_manager.acknowledge(group_id, req.member_id or "", req.share_session_epoch,
                                                           acks)
     for tp in refused:
         result.partitions[tp] = PartitionResult(error=TOPIC_AUTHORIZATION_FAILED,

@@ -11,10 +11,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafka.errors import BrokerResponseError, GroupIdNotFoundError
+from kafka.errors import BrokerResponseError
 
-from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.groups import group_shard
+from kafka_txn_broker.apis.context import Operation, RequestContext
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats.errors import TOPIC_AUTHORIZATION_FAILED, error_code, error_message
 from kafka_txn_broker.formats.messages import (
@@ -31,18 +30,15 @@ from kafka_txn_broker.share.share_group_offsets import PartitionOffset, TopicOff
 ZERO = uuid.UUID(int=0)
 
 
-def share_group(ctx: RequestContext, group_id: str, operation: Any) -> ShareGroup:
-    """The share group (GROUP_ID_NOT_FOUND when there is none, or the id is a classic group's)."""
-    shard = group_shard(ctx, group_id, operation)
-    group = shard.share_groups.get(group_id)
-    if group is None:
-        kind = "is not a share group" if group_id in shard.groups else "not found"
-        raise GroupIdNotFoundError(f"Group {group_id} {kind}.")
-    return group
+def share_group(ctx: RequestContext, group_id: str, operation: Operation) -> ShareGroup:
+    """The share group, once the ACL check passed (GROUP_ID_NOT_FOUND when there is none, or the id is
+    another type's)."""
+    ctx.require(operation, "GROUP", group_id)
+    return ctx.broker.group_coordinator.share_group(group_id)
 
 
 def _topic_id(ctx: RequestContext, name: str) -> Any:
-    t = ctx.node.cluster.metadata.topics.get(name)
+    t = ctx.broker.metadata.topics.get(name)
     return t.topic_id if t is not None else ZERO
 
 
@@ -57,7 +53,7 @@ async def describe_share_group_offsets(ctx: RequestContext, req: Any) -> Any:
             share_group(ctx, g.group_id, "DESCRIBE")
             wanted = None if g.topics is None else {t.topic_name: list(t.partitions) for t in g.topics}
             denied = {n for n in (wanted or {}) if not ctx.authorize("DESCRIBE", "TOPIC", n)}
-            described = ctx.node.share_group_offsets.describe(
+            described = ctx.broker.share_group_offsets.describe(
                 g.group_id, None if wanted is None else {n: ps for n, ps in wanted.items() if n not in denied})
             if wanted is None:
                 described = [t for t in described if ctx.authorize("DESCRIBE", "TOPIC", t.name)]
@@ -89,7 +85,7 @@ async def alter_share_group_offsets(ctx: RequestContext, req: Any) -> Any:
     try:
         group = share_group(ctx, req.group_id, "READ")
         allowed = {n: ps for n, ps in wanted.items() if ctx.authorize("READ", "TOPIC", n)}
-        codes = ctx.node.share_group_offsets.alter(group, allowed)
+        codes = ctx.broker.share_group_offsets.alter(group, allowed)
     except BrokerResponseError as exc:
         return R[0](throttle_time_ms=0, error_code=error_code(exc), error_message=error_message(exc), responses=[])
     responses = [T(topic_name=n, topic_id=_topic_id(ctx, n), partitions=[
@@ -106,7 +102,7 @@ async def delete_share_group_offsets(ctx: RequestContext, req: Any) -> Any:
     names = [t.topic_name for t in req.topics]
     try:
         group = share_group(ctx, req.group_id, "DELETE")
-        codes = ctx.node.share_group_offsets.delete(group, [n for n in names if ctx.authorize("READ", "TOPIC", n)])
+        codes = ctx.broker.share_group_offsets.delete(group, [n for n in names if ctx.authorize("READ", "TOPIC", n)])
     except BrokerResponseError as exc:
         return R[0](throttle_time_ms=0, error_code=error_code(exc), error_message=error_message(exc), responses=[])
     responses = [T(topic_name=n, topic_id=_topic_id(ctx, n), error_code=codes.get(n, TOPIC_AUTHORIZATION_FAILED),

@@ -19,7 +19,7 @@ from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.configs import config_helper, log_config
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.errors import ApiError, error_code, error_message
-from kafka_txn_broker.server.metadata import INTERNAL_TOPICS
+from kafka_txn_broker.metadata.topics import INTERNAL_TOPICS
 from kafka_txn_broker.server.replication_control import MAX_PARTITIONS_PER_REQUEST
 
 CR = CreateTopicsResponse
@@ -27,8 +27,8 @@ DR = DeleteTopicsResponse
 
 
 def _create(ctx: RequestContext, t: Any, validate_only: bool) -> Any:
-    cluster = ctx.node.cluster
-    cfg = ctx.node.config
+    controller = ctx.broker.channel.controller
+    cfg = ctx.broker.config
     try:
         if not (ctx.authorize("CREATE", "CLUSTER") or ctx.authorize("CREATE", "TOPIC", t.name)):
             raise denied(ctx.principal, "CREATE", "TOPIC", t.name)
@@ -39,15 +39,12 @@ def _create(ctx: RequestContext, t: Any, validate_only: bool) -> Any:
             partitions = cfg["num.partitions"] if t.num_partitions == -1 else t.num_partitions
             rf = cfg["default.replication.factor"] if t.replication_factor == -1 else t.replication_factor
         configs = {c.name: c.value for c in t.configs}
-        log_config.validate(configs, ctx.node.config)  # INVALID_CONFIG, nothing created
-        if validate_only:
-            topic = cluster.metadata.create_topic(t.name, partitions, rf, configs, validate_only=True,
-                                                  assignments=placed)
-        else:
-            topic = cluster.create_topic(t.name, partitions, rf, configs, assignments=placed)
+        log_config.validate(configs, ctx.broker.config)  # INVALID_CONFIG, nothing created
+        topic = controller.create_topic(t.name, partitions, rf, configs, validate_only=validate_only,
+                                        assignments=placed)
         described = [CR.CreatableTopicResult.CreatableTopicConfigs(
             name=e.name, value=e.value, read_only=e.read_only, config_source=e.source, is_sensitive=e.sensitive)
-            for e in config_helper.describe_topic(topic.configs, ctx.node.config)]
+            for e in config_helper.describe_topic(topic.configs, ctx.broker.config)]
         return CR.CreatableTopicResult(name=t.name, topic_id=topic.topic_id, error_code=0, error_message=None,
                                        num_partitions=partitions, replication_factor=rf, configs=described)
     except Exception as exc:
@@ -70,14 +67,14 @@ def _manual_assignments(ctx: RequestContext, t: Any) -> list[list[int]] | None:
             raise ApiError(f"Found multiple manual partition assignments for partition {a.partition_index}",
                            E.INVALID_REPLICA_ASSIGNMENT)
         found[a.partition_index] = list(a.broker_ids)
-    return ctx.node.cluster.replication.topic_assignments(found)
+    return ctx.broker.channel.controller.topic_assignments(found)
 
 
 # Kafka's controller refuses more new partitions than MAX_PARTITIONS_PER_REQUEST in one request
 # (KAFKA-17870); without the bound a single request (or one flipped bit in num_partitions) would have the
 # node build millions.
 def _too_many_partitions(ctx: RequestContext, req: Any) -> bool:
-    default = ctx.node.config["num.partitions"]
+    default = ctx.broker.config["num.partitions"]
     total = 0
     for t in req.topics:
         if t.assignments:
@@ -104,21 +101,21 @@ async def handle_create(ctx: RequestContext, req: Any) -> Any:
 
 
 def _delete(ctx: RequestContext, name: str | None, topic_id: Any) -> Any:
-    cluster = ctx.node.cluster
+    metadata = ctx.broker.metadata
     try:
         if not name and topic_id is not None:
-            t = cluster.metadata.topics_by_id.get(topic_id)
+            t = metadata.topics_by_id.get(topic_id)
             name = t.name if t else None
         if name is not None:
             ctx.require("DELETE", "TOPIC", name)
         if name in INTERNAL_TOPICS:
             raise InvalidRequestError(f"the internal topic {name} cannot be deleted")
-        topic = cluster.metadata.topics.get(name or "")
+        topic = metadata.topics.get(name or "")
         if topic is None:
             from kafka.errors import UnknownTopicOrPartitionError
 
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-        cluster.delete_topic(topic.name)
+        ctx.broker.channel.controller.delete_topic(topic.name)
         return DR.DeletableTopicResult(name=name, topic_id=topic.topic_id, error_code=0, error_message=None)
     except Exception as exc:
         return DR.DeletableTopicResult(name=name, error_code=error_code(exc), error_message=error_message(exc))
@@ -141,7 +138,7 @@ PResult = PR.CreatePartitionsTopicResult
 def _add_partitions(ctx: RequestContext, t: Any, validate_only: bool) -> Any:
     try:
         assignments = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
-        ctx.node.cluster.replication.create_partitions(t.name, t.count, assignments, validate_only)
+        ctx.broker.channel.controller.create_partitions(t.name, t.count, assignments, validate_only)
         return PResult(name=t.name, error_code=0, error_message=None)
     except Exception as exc:
         return PResult(name=t.name, error_code=error_code(exc), error_message=error_message(exc))

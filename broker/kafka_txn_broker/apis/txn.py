@@ -30,11 +30,10 @@ from kafka_txn_broker.txn.transaction_metadata import TopicPartition
 APR = AddPartitionsToTxnResponse
 TopicResult = APR.AddPartitionsToTxnTopicResult
 PartitionResult = TopicResult.AddPartitionsToTxnPartitionResult
-TOPIC_AUTHORIZATION_FAILED = 29
 
 
 def _client_tv(ctx: RequestContext, first_tv2_version: int) -> int:
-    level = int(ctx.node.config["transaction.version"])
+    level = int(ctx.broker.config["transaction.version"])
     return 2 if ctx.api_version >= first_tv2_version and level >= 2 else 0
 
 
@@ -54,13 +53,13 @@ def _check_partitions(ctx: RequestContext, partitions: list[TopicPartition], fro
                       ) -> dict[TopicPartition, int] | None:
     """Per-partition errors if any partition is unknown (or internal, for clients): then nothing is added
     and the valid partitions get OPERATION_NOT_ATTEMPTED."""
-    meta = ctx.node.metadata
+    meta = ctx.broker.metadata
     errors: dict[TopicPartition, int] = {}
     for topic, partition in partitions:
         t = meta.topics.get(topic)
         if from_client and t is not None and t.internal:
             # Kafka never authorizes clients to add internal topics (AddOffsetsToTxn is the way).
-            errors[(topic, partition)] = TOPIC_AUTHORIZATION_FAILED
+            errors[(topic, partition)] = E.TOPIC_AUTHORIZATION_FAILED
         elif t is None or not 0 <= partition < len(t.partitions):
             errors[(topic, partition)] = E.UNKNOWN_TOPIC_OR_PARTITION
     if not errors:
@@ -80,7 +79,7 @@ def _authorization_errors(ctx: RequestContext, txn_id: str, partitions: list[Top
     if all(t in writable for t, _ in partitions):
         return None
     others = _check_partitions(ctx, [tp for tp in partitions if tp[0] in writable], ctx.api_version < 4) or {}
-    return {tp: others.get(tp, E.OPERATION_NOT_ATTEMPTED) if tp[0] in writable else TOPIC_AUTHORIZATION_FAILED
+    return {tp: others.get(tp, E.OPERATION_NOT_ATTEMPTED) if tp[0] in writable else E.TOPIC_AUTHORIZATION_FAILED
             for tp in partitions}
 
 
@@ -93,7 +92,7 @@ def _one_transaction(ctx: RequestContext, txn_id: str, producer_id: int, epoch: 
     invalid = _check_partitions(ctx, partitions, from_client=ctx.api_version < 4)
     if invalid is not None:
         return invalid
-    coordinator = ctx.node.txn_coordinator
+    coordinator = ctx.broker.txn_coordinator
     if verify_only:
         return coordinator.verify_partitions_in_transaction(txn_id, producer_id, epoch, partitions)
     code = coordinator.add_partitions_to_transaction(txn_id, producer_id, epoch, partitions,
@@ -127,10 +126,10 @@ async def handle_add_offsets(ctx: RequestContext, req: Any) -> Any:
         code = GROUP_AUTHORIZATION_FAILED
     else:
         # Kafka's handler adds the group's __consumer_offsets partition to the transaction.
-        offsets = ctx.node.internal_topic(GROUP_TOPIC)
+        offsets = ctx.broker.internal_topic(GROUP_TOPIC)
         tp = (GROUP_TOPIC, partition_for(req.group_id, len(offsets.partitions)))
         # Kafka passes TV_0 here: a TV2 client never sends AddOffsetsToTxn (TxnOffsetCommit adds the partition).
-        code = ctx.node.txn_coordinator.add_partitions_to_transaction(req.transactional_id, req.producer_id,
+        code = ctx.broker.txn_coordinator.add_partitions_to_transaction(req.transactional_id, req.producer_id,
                                                                       req.producer_epoch, [tp], client_tv=0)
     return AddOffsetsToTxnResponse[ctx.api_version](throttle_time_ms=0, error_code=_old_fenced(code, ctx.api_version))
 
@@ -140,7 +139,7 @@ async def handle_end_txn(ctx: RequestContext, req: Any) -> Any:
     if not ctx.authorize("WRITE", "TRANSACTIONAL_ID", req.transactional_id):
         code, pid, epoch = TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, -1
     else:
-        code, pid, epoch = ctx.node.txn_coordinator.end_transaction(
+        code, pid, epoch = ctx.broker.txn_coordinator.end_transaction(
             req.transactional_id, req.producer_id, req.producer_epoch, bool(req.committed), from_client=True,
             client_tv=_client_tv(ctx, 5))
     kwargs: dict[str, Any] = {"throttle_time_ms": 0, "error_code": _old_fenced(code, ctx.api_version)}

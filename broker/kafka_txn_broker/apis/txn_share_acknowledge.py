@@ -13,7 +13,8 @@ Checks in the KIP's order, each refusal staging nothing:
    is the top-level error;
 4. only then the staging, per partition (INVALID_RECORD_STATE for a type other than ACCEPT / REJECT or a
    record the member does not hold, NOT_LEADER_OR_FOLLOWER with the leader), all or nothing.
-The transaction's marker on that `__share_group_state` partition resolves what was staged (node.py).
+The transaction's marker on that `__share_group_state` partition resolves what was staged (server/node.py, and the
+inter-broker channel's broadcast to the share-partition leaders).
 """
 
 from __future__ import annotations
@@ -22,22 +23,19 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from kafka.errors import BrokerResponseError, NotLeaderForPartitionError
-
 from kafka_txn_broker.apis.api_versions import TXN_SHARE_ACK_SHARE_VERSION, share_version
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.messages import TxnShareAcknowledgeRequest, TxnShareAcknowledgeResponse
-from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC
+from kafka_txn_broker.formats.partitioning import SHARE_STATE_TOPIC
 from kafka_txn_broker.share.share_partition import AckBatch, SharePartitionKey
 from kafka_txn_broker.share.share_partition_manager import PartitionResult
 
 if TYPE_CHECKING:
-    from kafka_txn_broker.server.node import BrokerNode
+    from kafka_txn_broker.server.broker_services import BrokerServices
 
 TopicIdPartition = tuple[uuid.UUID, int]
-NOT_LEADER = int(NotLeaderForPartitionError.errno)
 
 
 def enabled(config: Any) -> bool:
@@ -53,27 +51,12 @@ def _acks(req: Any) -> dict[TopicIdPartition, list[AckBatch]]:
     return acks
 
 
-def _member_error(node: BrokerNode, group_id: str, member_id: str, member_epoch: int) -> int:
-    """The member's standing at its group's coordinator (another node of this process, maybe)."""
-    try:
-        _partition, leader = node.group_coordinator.partition_of(group_id)
-        owner = node.cluster.live_node(leader) if leader >= 0 else None
-        if owner is None:
-            return E.COORDINATOR_NOT_AVAILABLE
-        group = owner.group_coordinator.shard(group_id).share_groups.get(group_id)
-    except BrokerResponseError as exc:
-        return E.error_code(exc)
-    member = group.members.get(member_id) if group is not None else None
-    if member is None:
-        return E.UNKNOWN_MEMBER_ID
-    return E.STALE_MEMBER_EPOCH if member.member_epoch != member_epoch else E.NONE
-
-
-def _register(node: BrokerNode, req: Any, acks: dict[TopicIdPartition, list[AckBatch]]) -> int:
-    """Add the share-partitions' `__share_group_state` partitions to the producer's transaction."""
-    state_partitions = {(SHARE_STATE_TOPIC, node.share_router.partition_of(
+def _register(broker: BrokerServices, req: Any, acks: dict[TopicIdPartition, list[AckBatch]]) -> int:
+    """Add the share-partitions' `__share_group_state` partitions to the producer's transaction, at the id's
+    transaction coordinator (another node of this process, maybe)."""
+    state_partitions = {(SHARE_STATE_TOPIC, broker.share_router.partition_of(
         SharePartitionKey(req.group_id, tid, p).coordinator_key())) for tid, p in acks}
-    txn = node.txn_coordinator_of(req.transactional_id)
+    txn = broker.channel.txn_coordinator_of(req.transactional_id)
     if txn is None:
         return E.COORDINATOR_NOT_AVAILABLE
     return txn.add_partitions_to_transaction(req.transactional_id, req.producer_id, req.producer_epoch,
@@ -88,11 +71,12 @@ def _refused(ctx: RequestContext, req: Any) -> int:
         return E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     if not ctx.authorize("READ", "GROUP", req.group_id):
         return E.GROUP_AUTHORIZATION_FAILED
-    return _member_error(ctx.node, req.group_id, req.member_id, req.member_epoch)
+    # The member and its epoch, at its group's coordinator (another node of this process, maybe).
+    return ctx.broker.channel.share_member_error(req.group_id, req.member_id, req.member_epoch)
 
 
 def _unreadable(ctx: RequestContext, acks: dict[TopicIdPartition, list[AckBatch]]) -> TopicIdPartition | None:
-    by_id = ctx.node.metadata.topics_by_id
+    by_id = ctx.broker.metadata.topics_by_id
     for tid, p in acks:
         t = by_id.get(tid)
         if t is not None and not ctx.authorize("READ", "TOPIC", t.name):
@@ -111,10 +95,10 @@ def _stage(ctx: RequestContext, req: Any) -> tuple[int, dict[TopicIdPartition, P
                                             message=None if tp == denied else "not staged: a topic is not readable")
                         for tp in acks}
     if acks:
-        code = _register(ctx.node, req, acks)
+        code = _register(ctx.broker, req, acks)
         if code != E.NONE:
             return code, {}
-    return E.NONE, ctx.node.share_partition_manager.stage(req.group_id, req.member_id, req.producer_id,
+    return E.NONE, ctx.broker.share_partition_manager.stage(req.group_id, req.member_id, req.producer_id,
                                                               req.producer_epoch, acks)
 
 
@@ -127,8 +111,9 @@ def _response(ctx: RequestContext, code: int, results: dict[TopicIdPartition, Pa
         by_topic.setdefault(tid, []).append(P(
             partition_index=index, error_code=r.error, error_message=r.message,
             current_leader=P.LeaderIdAndEpoch(leader_id=r.leader_id, leader_epoch=r.leader_epoch)))
-    leaders = sorted({r.leader_id for r in results.values() if r.error == NOT_LEADER and r.leader_id >= 0})
-    nodes = [n for n in (ctx.node.cluster.live_node(i) for i in leaders) if n is not None]
+    leaders = sorted({r.leader_id for r in results.values()
+                      if r.error == E.NOT_LEADER_OR_FOLLOWER and r.leader_id >= 0})
+    nodes = [b for b in (ctx.broker.channel.endpoint(i) for i in leaders) if b is not None]
     return R[ctx.api_version](
         throttle_time_ms=0, error_code=code,
         responses=[T(topic_id=tid, partitions=parts) for tid, parts in by_topic.items()],
@@ -139,5 +124,5 @@ def _response(ctx: RequestContext, code: int, results: dict[TopicIdPartition, Pa
 async def txn_share_acknowledge(ctx: RequestContext, req: Any) -> Any:
     started = time.perf_counter()
     code, results = _stage(ctx, req)
-    ctx.node.share_partition_manager.txn_ack_latency.observe((time.perf_counter() - started) * 1000)
+    ctx.broker.share_partition_manager.txn_ack_latency.observe((time.perf_counter() - started) * 1000)
     return _response(ctx, code, results)

@@ -1,7 +1,10 @@
-"""Kafka's dynamic configuration: what topic, broker and group configs exist, how they are checked,
-stored, described and altered.
+"""Kafka's configuration: what broker, topic and group configs exist, how they are parsed, checked,
+stored, described and altered. One schema: every config is one ConfigDefinition, declared once.
 
-- `config_def`: Kafka's ConfigDef (types, parsing, validators) and the protocol's enums;
+- `config_def`: Kafka's ConfigDef (ConfigDefinition: type, default, validator, documentation; parsing) and
+  the protocol's enums;
+- `broker_config`: the broker properties (Kafka's KafkaConfig) and BrokerConfig, the static configuration
+  read from a YAML file and `--set`;
 - `log_config`: topic configs (LogConfig) and their broker synonyms;
 - `group_config`: group configs (GroupConfig) and their broker-level bounds;
 - `dynamic_broker_config`: which broker configs change at run time, and a node's view of them;

@@ -1,15 +1,19 @@
-"""Kafka's ConfigDef for dynamic configs: types, parsing, validators, and the protocol's enums.
+"""Kafka's ConfigDef, the one config schema of the broker: types, parsing, validators, and the protocol's enums.
 
-Values arrive as strings (AlterConfigs, IncrementalAlterConfigs, CreateTopics) and are parsed the way
-Kafka's ConfigDef parses them: trimmed, Java integer ranges, `true`/`false` for booleans, comma-separated
-lists. A bad value raises InvalidConfigurationError (INVALID_CONFIG) with Kafka's message,
-"Invalid value X for configuration Y: <why>". Pure: no I/O, no broker state.
+Every config, whether a broker property (broker_config), a topic config (log_config) or a group config
+(group_config), is one ConfigDefinition: its name, Kafka's type, default, documentation, validator and, for
+some, allowed values. Values are parsed the way Kafka's ConfigDef parses them: strings (AlterConfigs,
+CreateTopics, `--set`, a properties-style YAML value) trimmed, Java integer ranges, `true`/`false` for booleans,
+comma-separated lists; typed values (a YAML file's numbers, booleans and lists) are taken as Kafka takes a
+typed value of the same type. A bad value raises ConfigValueError, an InvalidConfigurationError
+(INVALID_CONFIG) with Kafka's message, "Invalid value X for configuration Y: <why>", which also carries the
+same problem in a command line's words (`cli`). Pure: no I/O, no broker state.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import IntEnum
@@ -81,15 +85,26 @@ _DOUBLE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[dDf
 _LIST_SEPARATOR = re.compile(r"\s*,\s*")
 
 
-def config_error(name: str, value: object, reason: str) -> InvalidConfigurationError:
-    """Kafka's ConfigException text, as clients show it."""
-    return InvalidConfigurationError(f"Invalid value {value} for configuration {name}: {reason}")
+class ConfigValueError(InvalidConfigurationError):
+    """A value Kafka's ConfigDef refuses. Its text is Kafka's ("Invalid value X for configuration Y: why");
+    `cli` says the same for a command line or config file ("num.partitions='many' is not an integer")."""
+
+    def __init__(self, message: str, cli: str) -> None:
+        super().__init__(message)
+        self.cli = cli
+
+
+def config_error(name: str, value: object, reason: str, cli: str | None = None) -> ConfigValueError:
+    """Kafka's ConfigException text, as clients show it; `cli` defaults to the same text."""
+    message = f"Invalid value {value} for configuration {name}: {reason}"
+    return ConfigValueError(message, cli if cli is not None else message)
 
 
 def at_least(minimum: int | float) -> Validator:
     def check(name: str, value: Any) -> None:
         if value < minimum:
-            raise config_error(name, to_string(value), f"Value must be at least {minimum}")
+            raise config_error(name, to_string(value), f"Value must be at least {minimum}",
+                               f"{name}={value} must be at least {minimum}")
 
     return check
 
@@ -97,9 +112,11 @@ def at_least(minimum: int | float) -> Validator:
 def between(minimum: int | float, maximum: int | float) -> Validator:
     def check(name: str, value: Any) -> None:
         if value < minimum:
-            raise config_error(name, to_string(value), f"Value must be at least {minimum}")
+            raise config_error(name, to_string(value), f"Value must be at least {minimum}",
+                               f"{name}={value} must be at least {minimum}")
         if value > maximum:
-            raise config_error(name, to_string(value), f"Value must be no more than {maximum}")
+            raise config_error(name, to_string(value), f"Value must be no more than {maximum}",
+                               f"{name}={value} must be no more than {maximum}")
 
     return check
 
@@ -117,11 +134,14 @@ def one_of(*choices: str) -> Validator:
 
 @dataclass(frozen=True)
 class ConfigDefinition:
-    """One config: its type, default (parsed; None: no default), documentation and checks.
+    """One config: its Kafka type, default (parsed; None: no default), documentation and checks.
 
-    `synonym` names the broker property that supplies the default of a topic or group config (Kafka's
-    ServerTopicConfigSynonyms and GroupConfig synonyms); `internal` ones are accepted but never listed
-    (Kafka's defineInternal)."""
+    `choices` are the allowed values of a STRING config, matched case-insensitively and kept as spelled
+    here (Kafka's CaseInsensitiveValidString, with the canonical spelling). `synonym` names the broker
+    property that supplies the default of a topic or group config (Kafka's ServerTopicConfigSynonyms and
+    GroupConfig synonyms); `internal` ones are accepted but never listed (Kafka's defineInternal). Broker
+    properties only: `dynamic` ones may change at run time (Kafka's DynamicBrokerConfig), `sensitive` ones
+    are described without their value (as PASSWORD configs always are)."""
 
     name: str
     type: ConfigType
@@ -130,32 +150,96 @@ class ConfigDefinition:
     validator: Validator | None = None
     synonym: str | None = None
     internal: bool = False
+    choices: tuple[str, ...] = ()
+    dynamic: bool = False
+    sensitive: bool = False
 
-    def parse(self, text: str) -> Any:
-        value = parse_value(self.name, text, self.type)
+    @property
+    def secret(self) -> bool:
+        return self.sensitive or self.type is ConfigType.PASSWORD
+
+    @property
+    def described_type(self) -> ConfigType:
+        """The type DescribeConfigs reports: PASSWORD for every secret."""
+        return ConfigType.PASSWORD if self.secret else self.type
+
+    def parse(self, value: Any) -> Any:
+        """The value parsed as Kafka parses it, then checked; raises ConfigValueError."""
+        parsed = parse_value(self.name, value, self.type)
+        if self.choices:
+            parsed = _choice(self.name, parsed, self.choices)
         if self.validator is not None:
-            self.validator(self.name, value)
-        return value
+            self.validator(self.name, parsed)
+        return parsed
 
 
-def parse_value(name: str, text: str, kind: ConfigType) -> Any:
-    """Kafka's ConfigDef.parseType for a string value."""
+def _choice(name: str, value: str, choices: tuple[str, ...]) -> str:
+    chosen = [c for c in choices if c.lower() == value.lower()]
+    if not chosen:
+        raise config_error(name, value, f"String must be one of (case insensitive): {', '.join(choices)}",
+                           f"{name}={value!r} is not one of {', '.join(choices)}")
+    return chosen[0]
+
+
+# A type error in a command line's words.
+_TYPE_WORDS = {ConfigType.BOOLEAN: "is not a boolean: use true or false",
+               ConfigType.DOUBLE: "is not a number, e.g. 0.5", ConfigType.INT: "is not an integer",
+               ConfigType.SHORT: "is not an integer", ConfigType.LONG: "is not an integer",
+               ConfigType.LIST: "must be a list"}
+
+
+def _not_of_type(name: str, value: Any, kind: ConfigType, reason: str) -> ConfigValueError:
+    words = _TYPE_WORDS.get(kind, f"is not a {kind.name.lower()}")
+    cli = f"{name} {words}" if kind is ConfigType.LIST else f"{name}={value!r} {words}"
+    return config_error(name, value, reason, cli)
+
+
+def parse_value(name: str, value: Any, kind: ConfigType) -> Any:
+    """Kafka's ConfigDef.parseType: a string as Kafka parses one; a typed value (YAML) as Kafka takes a
+    value of its type (a number for INT/SHORT/LONG/DOUBLE, a boolean for BOOLEAN, a list for LIST)."""
+    if isinstance(value, str):
+        return _parse_text(name, value, kind)
+    if kind is ConfigType.BOOLEAN:
+        if isinstance(value, bool):
+            return value
+        raise _not_of_type(name, value, kind, "Expected value to be either true or false")
+    if kind in _JAVA_RANGES:
+        if isinstance(value, int) and not isinstance(value, bool) and \
+                -_JAVA_RANGES[kind] <= value < _JAVA_RANGES[kind]:
+            return value
+        raise _not_of_type(name, value, kind, f"Not a number of type {kind.name}")
+    if kind is ConfigType.DOUBLE:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        raise _not_of_type(name, value, kind, "Not a number of type DOUBLE")
+    if kind is ConfigType.LIST:
+        if isinstance(value, list | tuple):
+            return [v if isinstance(v, Mapping) else str(v) for v in value]
+        raise _not_of_type(name, value, kind, "Expected a comma separated list")
+    # STRING, PASSWORD, CLASS: a scalar YAML read as something else (cluster.id: 123, version: 3.8) is its text.
+    return str(value).strip()
+
+
+def _parse_text(name: str, text: str, kind: ConfigType) -> Any:
     trimmed = text.strip()
     if kind is ConfigType.BOOLEAN:
         if trimmed.lower() in ("true", "false"):
             return trimmed.lower() == "true"
-        raise config_error(name, text, "Expected value to be either true or false")
+        raise _not_of_type(name, text, kind, "Expected value to be either true or false")
     if kind in _JAVA_RANGES:
         bound = _JAVA_RANGES[kind]
         if not _INTEGER.fullmatch(trimmed) or not -bound <= int(trimmed) < bound:
-            raise config_error(name, text, f"Not a number of type {kind.name}")
+            raise _not_of_type(name, text, kind, f"Not a number of type {kind.name}")
         return int(trimmed)
     if kind is ConfigType.DOUBLE:
         if not _DOUBLE.fullmatch(trimmed):
-            raise config_error(name, text, "Not a number of type DOUBLE")
+            raise _not_of_type(name, text, kind, "Not a number of type DOUBLE")
         return float(trimmed.rstrip("dDfF"))
     if kind is ConfigType.LIST:
-        return [] if not trimmed else _LIST_SEPARATOR.split(trimmed)
+        parts = [] if not trimmed else _LIST_SEPARATOR.split(trimmed)
+        while parts and not parts[-1]:  # Java's String.split drops trailing empty strings
+            parts.pop()
+        return parts
     return trimmed
 
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from kafka.errors import InvalidConfigurationError
 
-from kafka_txn_broker.config import KEYS
-from kafka_txn_broker.configs import dynamic_broker_config, group_config, log_config
+from kafka_txn_broker.configs import group_config, log_config
+from kafka_txn_broker.configs.broker_config import DEFINITIONS as BROKER
 from kafka_txn_broker.configs.config_def import (
     ConfigDefinition,
     ConfigSource,
@@ -54,18 +54,17 @@ def describe_group(overrides: Mapping[str, str], broker: DynamicBrokerConfig) ->
 def describe_broker(broker: DynamicBrokerConfig, per_broker: bool) -> list[ConfigEntry]:
     """One broker's configs (`per_broker`), or the cluster default: only what is set there."""
     entries = []
-    for name in sorted(KEYS):
+    for name in sorted(BROKER):
         chain = broker.sources(name)
         if not per_broker:
             chain = [s for s in chain if s[0] is ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG]
             if not chain:
                 continue
-        kind = dynamic_broker_config.config_type(name)
-        sensitive = kind is ConfigType.PASSWORD
+        definition = BROKER[name]
+        sensitive = definition.secret
         synonyms = [(name, None if sensitive else to_string(value), source) for source, value in chain]
-        entries.append(ConfigEntry(name, synonyms[0][1], synonyms[0][2], kind, KEYS[name].doc,
-                                   read_only=name not in dynamic_broker_config.DYNAMIC, sensitive=sensitive,
-                                   synonyms=synonyms))
+        entries.append(ConfigEntry(name, synonyms[0][1], synonyms[0][2], definition.described_type, definition.doc,
+                                   read_only=not definition.dynamic, sensitive=sensitive, synonyms=synonyms))
     return entries
 
 
@@ -83,7 +82,7 @@ def _overridable(definition: ConfigDefinition, overrides: Mapping[str, str], bro
     if name in overrides:
         synonyms.append((name, _normalised(definition, overrides[name]), override_source))
     synonym = definition.synonym
-    if synonym in KEYS:
+    if synonym in BROKER:
         synonyms += [(synonym, to_string(value), source) for source, value in broker.sources(synonym)]
     elif synonym is not None:  # a broker property this broker lacks: Kafka's default stands for it
         synonyms.append((synonym, to_string(definition.default), ConfigSource.DEFAULT_CONFIG))

@@ -11,16 +11,24 @@ changes, INVALID_CONFIG for topic and group values, UNKNOWN_TOPIC_OR_PARTITION, 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from kafka.errors import InvalidConfigurationError, InvalidRequestError, UnknownTopicOrPartitionError
 
-from kafka_txn_broker.config import BrokerConfig
 from kafka_txn_broker.configs import dynamic_broker_config, group_config, log_config
+from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.configs.config_def import ConfigType, OpType, ResourceType, split_list, to_string
-from kafka_txn_broker.server.metadata import ClusterMetadata, validate_topic_name
+from kafka_txn_broker.metadata.topics import validate_topic_name
+from kafka_txn_broker.metadata.view import MetadataCache
 
 Op = tuple[str, int, str | None]  # (config name, OpType, value)
+
+
+class ConfigStore(MetadataCache, Protocol):
+    """Where dynamic configs are kept: the controller's metadata store (ClusterMetadata), read as a
+    MetadataCache, whose alter_configs writes a resource's whole map durably and tells every node."""
+
+    def alter_configs(self, resource_type: int, name: str, configs: dict[str, str]) -> None: ...
 
 
 def check_request_configs(names: list[str], values: Iterable[tuple[str, str | None]]) -> None:
@@ -88,7 +96,7 @@ class ConfigurationControl:
     all nodes share the metadata). `broker` is the receiving node's view of the broker config. Event-loop
     owned."""
 
-    def __init__(self, metadata: ClusterMetadata, broker: BrokerConfig, node_id: int) -> None:
+    def __init__(self, metadata: ConfigStore, broker: BrokerConfig, node_id: int) -> None:
         self.metadata = metadata
         self.broker = broker
         self.node_id = node_id

@@ -1,7 +1,7 @@
 """Broker configs at run time (Kafka's DynamicBrokerConfig): which properties may change without a
 restart, how a change is checked, and a node's view of its configuration.
 
-Every broker property (kafka_txn_broker.config) is described; the ones in DYNAMIC can be altered for one
+Every broker property (configs/broker_config.py) is described; the `dynamic` ones can be altered for one
 broker (resource name "<node id>") or for all (the cluster default, resource name ""). A node reads a
 per-broker value first, then the cluster default, then its static config (config file, --set), then
 Kafka's default. As in Kafka, a rejected broker change is INVALID_REQUEST (KAFKA-13609), not INVALID_CONFIG.
@@ -15,52 +15,24 @@ from typing import Any
 
 from kafka.errors import InvalidRequestError
 
-from kafka_txn_broker.config import KEYS, BrokerConfig, ConfigError
 from kafka_txn_broker.configs import log_config
-from kafka_txn_broker.configs.config_def import ConfigRepository, ConfigSource, ConfigType, ResourceType
+from kafka_txn_broker.configs.broker_config import DEFINITIONS, BrokerConfig, ConfigError
+from kafka_txn_broker.configs.config_def import ConfigRepository, ConfigSource, ResourceType
 
 log = logging.getLogger(__name__)
 
-# Applied on change: every reader looks the value up when it needs it (the logs' segment size and record
-# size limit are pushed to them, see ReplicaManager.on_config_change).
-DYNAMIC = frozenset({
-    "log.segment.bytes", "log.roll.ms", "log.index.interval.bytes", "log.flush.interval.messages",
-    "log.flush.interval.ms", "log.cleaner.backoff.ms", "log.cleaner.min.cleanable.ratio",
-    "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms", "message.max.bytes",
-    "min.insync.replicas", "transaction.partition.verification.enable", "unclean.leader.election.enable",
-    "leader.replication.throttled.rate", "follower.replication.throttled.rate",
-    "replica.alter.log.dirs.io.max.bytes.per.second",
-    # Rehearsals switch an upstream bug on and off while clients run (kafka_txn_broker/txn/faults.py).
-    "fault.injection", "fault.injection.transactional.id.prefix",
-})
-
-# Kafka's ConfigDef types where the Python type does not tell (int is INT unless listed here).
-_TYPES = {
-    **dict.fromkeys(["log.roll.ms", "log.flush.interval.messages", "log.flush.interval.ms", "log.cleaner.backoff.ms",
-                     "log.retention.check.interval.ms", "leader.replication.throttled.rate",
-                     "follower.replication.throttled.rate", "replica.alter.log.dirs.io.max.bytes.per.second",
-                     "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
-                     "replica.lag.time.max.ms"], ConfigType.LONG),
-    **dict.fromkeys(["offsets.topic.replication.factor", "transaction.state.log.replication.factor"],
-                    ConfigType.SHORT),
-    # Secrets: described without their value.
-    **dict.fromkeys(["ssl.key.password", "ssl.keystore.key", "ssl.keystore.certificate.chain",
-                     "ssl.truststore.certificates", "sasl.users"], ConfigType.PASSWORD),
-}
-_PYTHON_TYPES = {bool: ConfigType.BOOLEAN, int: ConfigType.INT, float: ConfigType.DOUBLE, list: ConfigType.LIST,
-                 str: ConfigType.STRING}
+# The broker properties declared `dynamic` (broker_config.py). Applied on change: every reader looks the value
+# up when it needs it (the logs' segment size and record size limit are pushed to them, see
+# ReplicaManager.on_config_change).
+DYNAMIC = frozenset(d.name for d in DEFINITIONS.values() if d.dynamic)
 # The topic config each log.* property is the default of, whose bounds a dynamic value must meet.
-_TOPIC_SYNONYM_OF = {d.synonym: d for d in log_config.DEFINITIONS.values() if d.synonym in KEYS}
-
-
-def config_type(name: str) -> ConfigType:
-    return _TYPES.get(name) or _PYTHON_TYPES[KEYS[name].type]
+_TOPIC_SYNONYM_OF = {d.synonym: d for d in log_config.DEFINITIONS.values() if d.synonym in DEFINITIONS}
 
 
 def validate(configs: Mapping[str, str], per_broker: bool) -> dict[str, Any]:
     """Check a broker resource's whole dynamic config map; returns the parsed values. Raises
     InvalidRequestError naming the property."""
-    unknown = sorted(n for n in configs if n not in KEYS)
+    unknown = sorted(n for n in configs if n not in DEFINITIONS)
     if unknown:
         raise InvalidRequestError(f"Unknown broker configs: {', '.join(unknown)} (see `kafka-txn broker config`)")
     static = sorted(n for n in configs if n not in DYNAMIC)
@@ -134,7 +106,7 @@ class DynamicBrokerConfig(BrokerConfig):
         found = [(ConfigSource.DYNAMIC_BROKER_CONFIG, self._per_broker.get(name, _MISSING)),
                  (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, self._cluster_default.get(name, _MISSING)),
                  (ConfigSource.STATIC_BROKER_CONFIG, self._static[name] if self._static.is_set(name) else _MISSING),
-                 (ConfigSource.DEFAULT_CONFIG, KEYS[name].default)]
+                 (ConfigSource.DEFAULT_CONFIG, DEFINITIONS[name].default)]
         return [(source, value) for source, value in found if value is not _MISSING]
 
 

@@ -16,7 +16,8 @@ from typing import Any, Literal
 
 from kafka.errors import InvalidConfigurationError
 
-from kafka_txn_broker.config import KEYS, BrokerConfig, ConfigError
+from kafka_txn_broker.configs import broker_config
+from kafka_txn_broker.configs.broker_config import BrokerConfig, ConfigError
 from kafka_txn_broker.configs.config_def import (
     ConfigDefinition,
     ConfigType,
@@ -141,7 +142,7 @@ _SESSION_HEARTBEAT = [(f"{kind}.session.timeout.ms", f"{kind}.heartbeat.interval
 
 def broker_default(name: str, broker: BrokerConfig) -> Any:
     synonym = DEFINITIONS[name].synonym
-    return broker[synonym] if synonym in KEYS else DEFINITIONS[name].default
+    return broker[synonym] if synonym in broker_config.DEFINITIONS else DEFINITIONS[name].default
 
 
 def validate(configs: Mapping[str, str | None], broker: BrokerConfig) -> dict[str, Any]:

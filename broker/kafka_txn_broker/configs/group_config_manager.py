@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from kafka_txn_broker.config import BrokerConfig
 from kafka_txn_broker.configs import group_config
+from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.configs.config_def import ConfigRepository, ResourceType
 from kafka_txn_broker.configs.group_config import ShareAutoOffsetReset
 

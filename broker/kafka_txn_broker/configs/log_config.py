@@ -16,7 +16,8 @@ from typing import Any
 
 from kafka.errors import InvalidConfigurationError
 
-from kafka_txn_broker.config import KEYS, BrokerConfig
+from kafka_txn_broker.configs import broker_config
+from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.configs.config_def import (
     ConfigDefinition,
     ConfigType,
@@ -153,7 +154,7 @@ def broker_default(name: str, broker: BrokerConfig) -> Any:
     """The value a topic without an override gets: the synonym broker property if this broker has one,
     else Kafka's default."""
     definition = DEFINITIONS[name]
-    if definition.synonym in KEYS:
+    if definition.synonym in broker_config.DEFINITIONS:
         return broker[definition.synonym]
     return definition.default
 

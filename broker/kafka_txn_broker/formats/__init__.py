@@ -8,9 +8,10 @@
 - share_group_records: the share groups' ShareGroupMetadata record in `__consumer_offsets`
 - share_coordinator_records: `__share_group_state` keys and values (ShareSnapshot, ShareUpdate)
 - share_state: a share-partition's state replayed from those records (ShareGroupOffset, the batch combiner)
-- partitioning: partitionFor of the internal topics (Java hashCode)
+- partitioning: the internal topics' names, and partitionFor of their keys (Java hashCode)
 - errors: Kafka's error codes (one table) and the exceptions that carry them
 - transactions: the coordinator's states, epoch limits, transaction timeouts
+- releases: the API version ranges of Apache Kafka releases (kafka-python's record of them, imported lazily)
 - messages: JSON definitions of the protocol messages kafka-python 3.0.12 lacks (share groups), and the
   message classes its class builder makes of them (the one module here that imports kafka-python)
 

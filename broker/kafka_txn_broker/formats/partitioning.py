@@ -1,4 +1,6 @@
-"""Where a group or transactional id lives: partitionFor(key) of its internal topic (Java hashCode)."""
+"""The internal topics' names, and where a group, transactional id or share-partition lives in them:
+partitionFor(key) of its internal topic (Java hashCode). The names are defined here, once, for the broker
+(kafka_txn_broker.metadata reuses them) and the tools alike."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ from functools import lru_cache
 
 GROUP_TOPIC = "__consumer_offsets"
 TXN_TOPIC = "__transaction_state"
+SHARE_STATE_TOPIC = "__share_group_state"
 
 
 # Every coordinator request hashes its id again, and a busy id's requests follow each other; a miss costs

@@ -21,12 +21,14 @@ import uuid
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from kafka_txn_broker.formats.bytes import Reader, Writer
+
 SHARE_SNAPSHOT = 0
 SHARE_UPDATE = 1
 VALUE_VERSION = 0
 DELIVERY_COMPLETE_COUNT_TAG = 0
 
-_BATCH = struct.Struct(">qqbh")
+_BATCH = ">qqbh"
 
 
 class RecordFormatError(ValueError):
@@ -81,132 +83,80 @@ def coordinator_key(group_id: str, topic_id: uuid.UUID, partition: int) -> str:
 
 
 def encode_key(record_type: int, group_id: str, topic_id: uuid.UUID, partition: int) -> bytes:
-    group = group_id.encode()
-    return struct.pack(">hh", record_type, len(group)) + group + topic_id.bytes + struct.pack(">i", partition)
+    return Writer().int16(record_type).string(group_id).raw(topic_id.bytes).int32(partition).to_bytes()
 
 
 def decode_key(data: bytes) -> ShareStateKey:
-    r = _Reader(data)
-    record_type = r.unpack(">h")
+    r = Reader(data, error=RecordFormatError)
+    record_type = r.int16("record type")
     if record_type not in (SHARE_SNAPSHOT, SHARE_UPDATE):
         raise RecordFormatError(f"unknown __share_group_state key type {record_type}")
-    n = r.unpack(">h")
-    if n < 0:
+    group = r.string("GroupId")
+    if group is None:
         raise RecordFormatError("null group id in a share state key")
-    group = r.take(n).decode()
-    topic_id = uuid.UUID(bytes=r.take(16))
-    return ShareStateKey(record_type, group, topic_id, r.unpack(">i"))
+    topic_id = uuid.UUID(bytes=r.raw(16, "TopicId"))
+    return ShareStateKey(record_type, group, topic_id, r.int32("Partition"))
 
 
 # ---- values -----------------------------------------------------------------------------------------
 def encode_snapshot_value(v: ShareSnapshotValue) -> bytes:
-    head = struct.pack(">hiiiqqq", VALUE_VERSION, v.snapshot_epoch, v.state_epoch, v.leader_epoch, v.start_offset,
-                       v.create_timestamp, v.write_timestamp)
-    return head + _encode_batches(v.state_batches) + _encode_tags(v.delivery_complete_count)
+    w = Writer(flexible=True).int16(VALUE_VERSION).int32(v.snapshot_epoch).int32(v.state_epoch)
+    w.int32(v.leader_epoch).int64(v.start_offset).int64(v.create_timestamp).int64(v.write_timestamp)
+    return _write_batches_and_tags(w, v.state_batches, v.delivery_complete_count)
 
 
 def encode_update_value(v: ShareUpdateValue) -> bytes:
-    head = struct.pack(">hiiq", VALUE_VERSION, v.snapshot_epoch, v.leader_epoch, v.start_offset)
-    return head + _encode_batches(v.state_batches) + _encode_tags(v.delivery_complete_count)
+    w = Writer(flexible=True).int16(VALUE_VERSION).int32(v.snapshot_epoch).int32(v.leader_epoch)
+    w.int64(v.start_offset)
+    return _write_batches_and_tags(w, v.state_batches, v.delivery_complete_count)
 
 
 def decode_snapshot_value(data: bytes) -> ShareSnapshotValue:
     r = _value_reader(data)
-    snapshot_epoch, state_epoch, leader_epoch = r.unpack(">i"), r.unpack(">i"), r.unpack(">i")
-    start, created, written = r.unpack(">q"), r.unpack(">q"), r.unpack(">q")
-    batches = _decode_batches(r)
+    snapshot_epoch, state_epoch = r.int32("SnapshotEpoch"), r.int32("StateEpoch")
+    leader_epoch, start = r.int32("LeaderEpoch"), r.int64("StartOffset")
+    created, written = r.int64("CreateTimestamp"), r.int64("WriteTimestamp")
+    batches = _read_batches(r)
     return ShareSnapshotValue(snapshot_epoch, state_epoch, leader_epoch, start, created, written, batches,
-                              _decode_tags(r))
+                              _delivery_complete_count(r))
 
 
 def decode_update_value(data: bytes) -> ShareUpdateValue:
     r = _value_reader(data)
-    snapshot_epoch, leader_epoch, start = r.unpack(">i"), r.unpack(">i"), r.unpack(">q")
-    batches = _decode_batches(r)
-    return ShareUpdateValue(snapshot_epoch, leader_epoch, start, batches, _decode_tags(r))
+    snapshot_epoch, leader_epoch, start = r.int32("SnapshotEpoch"), r.int32("LeaderEpoch"), r.int64("StartOffset")
+    batches = _read_batches(r)
+    return ShareUpdateValue(snapshot_epoch, leader_epoch, start, batches, _delivery_complete_count(r))
 
 
-def _encode_batches(batches: list[StateBatch]) -> bytes:
-    out = bytearray(_uvarint(len(batches) + 1))
+def _write_batches_and_tags(w: Writer, batches: list[StateBatch], delivery_complete_count: int) -> bytes:
+    w.array_length(len(batches))
     for b in batches:
-        out += _BATCH.pack(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
-        out.append(0)  # the batch's empty tagged-field section
-    return bytes(out)
+        w.pack(_BATCH, b.first_offset, b.last_offset, b.delivery_state, b.delivery_count).tags()
+    known = delivery_complete_count >= 0
+    return w.tags([(DELIVERY_COMPLETE_COUNT_TAG, struct.pack(">i", delivery_complete_count))] if known else []
+                  ).to_bytes()
 
 
-def _decode_batches(r: _Reader) -> list[StateBatch]:
-    n = r.uvarint() - 1
+def _read_batches(r: Reader) -> list[StateBatch]:
+    n = r.array_length("StateBatches")
     if n < 0:
         raise RecordFormatError("null state batches")
     batches = []
     for _ in range(n):
-        batches.append(StateBatch(*_BATCH.unpack(r.take(_BATCH.size))))
-        r.skip_tags()
+        batches.append(StateBatch(r.int64("FirstOffset"), r.int64("LastOffset"), r.take(">b", "DeliveryState"),
+                                  r.int16("DeliveryCount")))
+        r.tags()  # a batch's tagged fields: none known
     return batches
 
 
-def _encode_tags(delivery_complete_count: int) -> bytes:
-    if delivery_complete_count < 0:
-        return b"\x00"
-    return b"\x01" + _uvarint(DELIVERY_COMPLETE_COUNT_TAG) + _uvarint(4) + struct.pack(">i", delivery_complete_count)
+def _delivery_complete_count(r: Reader) -> int:
+    raw = r.tags().get(DELIVERY_COMPLETE_COUNT_TAG)
+    return struct.unpack(">i", raw)[0] if raw is not None and len(raw) == 4 else -1
 
 
-def _decode_tags(r: _Reader) -> int:
-    count = -1
-    for _ in range(r.uvarint()):
-        tag, size = r.uvarint(), r.uvarint()
-        raw = r.take(size)
-        if tag == DELIVERY_COMPLETE_COUNT_TAG and size == 4:
-            (count,) = struct.unpack(">i", raw)
-    return count
-
-
-def _value_reader(data: bytes) -> _Reader:
-    r = _Reader(data)
-    version = r.unpack(">h")
+def _value_reader(data: bytes) -> Reader:
+    r = Reader(data, flexible=True, error=RecordFormatError)
+    version = r.int16("version")
     if version != VALUE_VERSION:
         raise RecordFormatError(f"unsupported share state value version {version}")
     return r
-
-
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
-            raise RecordFormatError(f"share state record ends early (need {n} bytes at {self.pos})")
-        out = self.data[self.pos:self.pos + n]
-        self.pos += n
-        return out
-
-    def unpack(self, fmt: str) -> int:
-        s = struct.Struct(fmt)
-        (value,) = s.unpack(self.take(s.size))
-        return int(value)
-
-    def uvarint(self) -> int:
-        shift = value = 0
-        while True:
-            b = self.take(1)[0]
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return value
-            shift += 7
-            if shift > 63:
-                raise RecordFormatError("varint too long")
-
-    def skip_tags(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self.take(self.uvarint())

@@ -7,8 +7,6 @@
 - offset_store: committed and pending transactional offsets of one partition
 - offset_commit: OffsetCommit, TxnOffsetCommit, OffsetFetch rules
 - deletion: DeleteGroups, OffsetDelete
-- txn_verification: TxnOffsetCommitVerifier, TxnOffsetCommit's check with the transaction coordinator
-  (KIP-890)
 - append_errors: what a member is told when a write to `__consumer_offsets` fails
 - modern/: the machinery of the KIP-848 generation of groups (member epochs, target assignment,
   server-side assignors, session timers)

@@ -2,40 +2,26 @@
 
 from __future__ import annotations
 
-from kafka.errors import (
-    BrokerResponseError,
-    CoordinatorNotAvailableError,
-    InvalidCommitOffsetSizeError,
-    InvalidFetchRequestError,
-    KafkaStorageError,
-    MessageSizeTooLargeError,
-    NotCoordinatorError,
-    NotEnoughReplicasAfterAppendError,
-    NotEnoughReplicasError,
-    NotLeaderForPartitionError,
-    RecordListTooLargeError,
-    RequestTimedOutError,
-    UnknownTopicOrPartitionError,
-)
+from kafka.errors import BrokerResponseError
 
-UNKNOWN_SERVER_ERROR = -1
+from kafka_txn_broker.formats import errors as E
 
 # The log's errors mean nothing to a consumer; these are the group-level errors it knows how to handle
 # (find the coordinator again, retry later, or give up on an oversized commit), as Kafka maps them.
 _MAPPED: dict[int, int] = {
-    UnknownTopicOrPartitionError.errno: CoordinatorNotAvailableError.errno,
-    NotEnoughReplicasError.errno: CoordinatorNotAvailableError.errno,
-    NotEnoughReplicasAfterAppendError.errno: CoordinatorNotAvailableError.errno,
-    RequestTimedOutError.errno: CoordinatorNotAvailableError.errno,
-    NotLeaderForPartitionError.errno: NotCoordinatorError.errno,
-    KafkaStorageError.errno: NotCoordinatorError.errno,
-    MessageSizeTooLargeError.errno: InvalidCommitOffsetSizeError.errno,
-    RecordListTooLargeError.errno: InvalidCommitOffsetSizeError.errno,
-    InvalidFetchRequestError.errno: InvalidCommitOffsetSizeError.errno,
+    E.UNKNOWN_TOPIC_OR_PARTITION: E.COORDINATOR_NOT_AVAILABLE,
+    E.NOT_ENOUGH_REPLICAS: E.COORDINATOR_NOT_AVAILABLE,
+    E.NOT_ENOUGH_REPLICAS_AFTER_APPEND: E.COORDINATOR_NOT_AVAILABLE,
+    E.REQUEST_TIMED_OUT: E.COORDINATOR_NOT_AVAILABLE,
+    E.NOT_LEADER_OR_FOLLOWER: E.NOT_COORDINATOR,
+    E.KAFKA_STORAGE_ERROR: E.NOT_COORDINATOR,
+    E.MESSAGE_TOO_LARGE: E.INVALID_COMMIT_OFFSET_SIZE,
+    E.RECORD_LIST_TOO_LARGE: E.INVALID_COMMIT_OFFSET_SIZE,
+    E.INVALID_FETCH_SIZE: E.INVALID_COMMIT_OFFSET_SIZE,
 }
 
 
 def append_error_code(exc: BaseException) -> int:
     if isinstance(exc, BrokerResponseError) and isinstance(exc.errno, int):
         return _MAPPED.get(exc.errno, exc.errno)
-    return UNKNOWN_SERVER_ERROR
+    return E.UNKNOWN_SERVER_ERROR

@@ -65,11 +65,13 @@ from kafka_txn_broker.group.consumer_group import (
     MemberState,
 )
 from kafka_txn_broker.group.current_assignment_builder import reconcile
+from kafka_txn_broker.group.group_type import CONSUMER, wrong_type
 from kafka_txn_broker.group.modern.assignor import Assignment, PartitionAssignor, TopicCatalog
 from kafka_txn_broker.group.modern.range_assignor import RangeAssignor
 from kafka_txn_broker.group.modern.session_timers import SessionTimers
 from kafka_txn_broker.group.modern.target_assignment import metadata_hash, subscription_metadata
 from kafka_txn_broker.group.modern.uniform_assignor import UniformAssignor
+from kafka_txn_broker.metadata.topics import INTERNAL_TOPICS
 
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock
@@ -78,7 +80,6 @@ if TYPE_CHECKING:
 ASSIGNORS: dict[str, PartitionAssignor] = {"uniform": UniformAssignor(), "range": RangeAssignor()}
 DEFAULT_ASSIGNOR = "uniform"
 REJOIN = "The member must abandon all its partitions and rejoin."
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 MAX_SIZE = 2**31 - 1  # group.consumer.max.size's default: Integer.MAX_VALUE
 
 
@@ -190,7 +191,7 @@ class ConsumerMembership:
         if other == "classic" and req.member_epoch == JOIN and self.drop_empty_classic(req.group_id):
             other = None
         if other is not None:
-            raise GroupIdNotFoundError(f"Group {req.group_id} is not a consumer group.")
+            raise wrong_type(req.group_id, CONSUMER)
         if req.member_epoch != JOIN:
             raise GroupIdNotFoundError(f"Consumer group {req.group_id} not found.")
         return ConsumerGroup(req.group_id)

@@ -16,16 +16,22 @@ from typing import TYPE_CHECKING
 
 from kafka.errors import CoordinatorLoadInProgressError, NotCoordinatorError
 
+from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, partition_for
+from kafka_txn_broker.group.group_type import SHARE, GroupType, ListedGroup
 from kafka_txn_broker.group.shard import GroupShard
 
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock
-    from kafka_txn_broker.config import BrokerConfig
+    from kafka_txn_broker.configs.broker_config import BrokerConfig
+    from kafka_txn_broker.group.classic_group import ClassicGroup
+    from kafka_txn_broker.group.consumer_group import ConsumerGroup
     from kafka_txn_broker.group.consumer_membership import ConsumerGroupContext
+    from kafka_txn_broker.group.share_group import ShareGroup
     from kafka_txn_broker.group.share_membership import ShareGroupContext
+    from kafka_txn_broker.metadata.topics import PartitionState
+    from kafka_txn_broker.metadata.view import MetadataView
     from kafka_txn_broker.replica.coordinator_log import CoordinatorLog
-    from kafka_txn_broker.server.metadata import MetadataView, PartitionState
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +101,34 @@ class GroupCoordinator:
     @property
     def loading(self) -> bool:
         return any(not s.loaded for s in self.shards.values())
+
+    # ---- the groups, as the request handlers read them ---------------------------------------
+    def group_type(self, group_id: str) -> GroupType | None:
+        """The type of the group (None: there is none); NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS as shard()."""
+        return self.shard(group_id).group_type(group_id)
+
+    def classic_group(self, group_id: str) -> ClassicGroup:
+        """The classic group, or GROUP_ID_NOT_FOUND (none, or another type's id); routing errors as shard()."""
+        return self.shard(group_id).classic_group(group_id)
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup:
+        return self.shard(group_id).consumer_group(group_id)
+
+    def share_group(self, group_id: str) -> ShareGroup:
+        return self.shard(group_id).share_group(group_id)
+
+    def listed_groups(self) -> list[ListedGroup]:
+        """Every group of the loaded partitions (ListGroups; `loading` says whether some are missing)."""
+        return [g for shard in self.loaded_shards() for g in shard.listed_groups()]
+
+    def share_member_error(self, group_id: str, member_id: str, member_epoch: int) -> int:
+        """A share group member's standing (TxnShareAcknowledge): NONE, UNKNOWN_MEMBER_ID (no such member or
+        group) or STALE_MEMBER_EPOCH; routing errors are raised as shard() raises them."""
+        shard = self.shard(group_id)
+        member = shard.share_groups[group_id].members.get(member_id) if shard.group_type(group_id) == SHARE else None
+        if member is None:
+            return E.UNKNOWN_MEMBER_ID
+        return E.STALE_MEMBER_EPOCH if member.member_epoch != member_epoch else E.NONE
 
     # ---- hooks -------------------------------------------------------------------------------
     def on_leadership_change(self, changed: list[PartitionState]) -> None:

@@ -15,6 +15,7 @@ from kafka.errors import (
     NonEmptyGroupError,
 )
 
+from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.group_records import encode_group_key, encode_offset_key
 from kafka_txn_broker.group import consumer_records
 from kafka_txn_broker.group.append_errors import append_error_code
@@ -22,7 +23,6 @@ from kafka_txn_broker.group.classic_group import ClassicGroup, GroupState
 from kafka_txn_broker.group.offset_store import TopicPartition
 from kafka_txn_broker.group.shard import GroupShard
 
-NONE = 0
 CONSUMER_PROTOCOL = "consumer"
 
 
@@ -41,7 +41,7 @@ def delete_consumer_group(shard: GroupShard, group_id: str) -> int:
         shard.offsets.delete(group_id, tp)
     group.dead = True
     del shard.consumer_groups[group_id]
-    return NONE
+    return E.NONE
 
 
 def _existing(shard: GroupShard, group_id: str) -> ClassicGroup:
@@ -70,7 +70,7 @@ def delete_group(shard: GroupShard, group_id: str) -> int:
         shard.offsets.delete(group_id, tp)
     group.transition(GroupState.DEAD, shard.now())
     del shard.groups[group_id]
-    return NONE
+    return E.NONE
 
 
 def subscribed_topics(group: ClassicGroup) -> set[str] | None:
@@ -116,7 +116,7 @@ def delete_offsets(shard: GroupShard, group_id: str, partitions: list[TopicParti
         if in_use is None or tp[0] in in_use:
             errors[tp] = int(GroupSubscribedToTopicError.errno)
         else:
-            errors[tp] = NONE
+            errors[tp] = E.NONE
             if shard.offsets.get(group_id, tp) is not None:
                 deletable.append(tp)
     if deletable:
@@ -126,4 +126,4 @@ def delete_offsets(shard: GroupShard, group_id: str, partitions: list[TopicParti
             return append_error_code(exc), {}
         for tp in deletable:
             shard.offsets.delete(group_id, tp)
-    return NONE, errors
+    return E.NONE, errors

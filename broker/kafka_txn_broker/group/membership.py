@@ -28,6 +28,7 @@ from kafka.errors import (
     UnknownMemberIdError,
 )
 
+from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.group.append_errors import append_error_code
 from kafka_txn_broker.group.classic_group import (
     ClassicGroup,
@@ -45,7 +46,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-NONE = 0
 S = GroupState
 
 
@@ -321,7 +321,7 @@ class GroupMembership:
         return group, member
 
     def _sync_result(self, group: ClassicGroup, assignment: bytes) -> SyncResult:
-        return SyncResult(NONE, assignment, group.protocol_type, group.protocol_name)
+        return SyncResult(E.NONE, assignment, group.protocol_type, group.protocol_name)
 
     def _apply_leader_assignment(self, group: ClassicGroup, assignments: dict[str, bytes]) -> None:
         full = {mid: bytes(assignments.get(mid, b"")) for mid in group.members}
@@ -364,17 +364,17 @@ class GroupMembership:
         member.last_heartbeat_ms = self.now()
         if group.is_in(S.PREPARING_REBALANCE):
             return _code(RebalanceInProgressError)
-        return NONE
+        return E.NONE
 
     # ---- LeaveGroup --------------------------------------------------------------------------
     def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[int, list[int]]:
         """(top-level error, per-member errors) for members given as (member id, instance id)."""
         group = self.groups.get(group_id)
         if group is None:
-            return NONE, [_code(UnknownMemberIdError)] * len(leaving)
+            return E.NONE, [_code(UnknownMemberIdError)] * len(leaving)
         if group.is_in(S.DEAD):
             return _code(CoordinatorNotAvailableError), [_code(CoordinatorNotAvailableError)] * len(leaving)
-        return NONE, [self._leave_one(group, mid, iid) for mid, iid in leaving]
+        return E.NONE, [self._leave_one(group, mid, iid) for mid, iid in leaving]
 
     def _leave_one(self, group: ClassicGroup, member_id: str, instance_id: str | None) -> int:
         if instance_id is not None:
@@ -387,12 +387,12 @@ class GroupMembership:
         if member_id in group.pending_members:
             del group.pending_members[member_id]
             self._check_join_complete(group)
-            return NONE
+            return E.NONE
         member = group.members.get(member_id)
         if member is None:
             return _code(UnknownMemberIdError)
         self._remove_member_and_update_group(group, member, "left the group")
-        return NONE
+        return E.NONE
 
     # ---- removal and timeouts ----------------------------------------------------------------
     def _remove_member(self, group: ClassicGroup, member: Member, code: int) -> None:

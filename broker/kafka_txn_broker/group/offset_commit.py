@@ -18,6 +18,7 @@ from kafka.errors import (
     UnsupportedVersionError,
 )
 
+from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.group_records import OffsetValue
 from kafka_txn_broker.group.append_errors import append_error_code
 from kafka_txn_broker.group.classic_group import ClassicGroup, GroupState
@@ -27,7 +28,6 @@ from kafka_txn_broker.group.shard import GroupShard
 
 # Kafka's offset.metadata.max.bytes default.
 OFFSET_METADATA_MAX_BYTES = 4096
-NONE = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +47,7 @@ class FetchedOffset:
     offset: int = -1
     leader_epoch: int = -1
     metadata: str = ""
-    error: int = NONE
+    error: int = E.NONE
 
 
 def _group_for_commit(shard: GroupShard, req: CommitRequest) -> ClassicGroup:
@@ -134,7 +134,7 @@ def _write(shard: GroupShard, req: CommitRequest, offsets: dict[TopicPartition, 
             shard.store_txn_offsets(req.group_id, req.producer[0], req.producer[1], offsets)
     except Exception as exc:
         return append_error_code(exc)
-    return NONE
+    return E.NONE
 
 
 def fetch(shard: GroupShard, group_id: str, partitions: list[TopicPartition] | None,

@@ -10,9 +10,7 @@ from __future__ import annotations
 import logging
 import zlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
-
-from kafka.errors import GroupIdNotFoundError
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from kafka_txn_broker.formats import consumer_group_records, share_group_records
 from kafka_txn_broker.formats.group_records import (
@@ -41,6 +39,7 @@ from kafka_txn_broker.group import consumer_records
 from kafka_txn_broker.group.classic_group import ClassicGroup, GroupState, Member
 from kafka_txn_broker.group.consumer_group import ConsumerGroup
 from kafka_txn_broker.group.consumer_membership import ConsumerGroupContext, ConsumerMembership
+from kafka_txn_broker.group.group_type import CLASSIC, CONSUMER, SHARE, GroupType, ListedGroup, not_found, wrong_type
 from kafka_txn_broker.group.membership import GroupMembership
 from kafka_txn_broker.group.offset_store import CommittedOffset, OffsetStore, TopicPartition
 from kafka_txn_broker.group.share_group import ShareGroup
@@ -52,6 +51,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Record = tuple[bytes, bytes | None]
+G = TypeVar("G")
 
 
 class LogWriter(Protocol):
@@ -106,13 +106,44 @@ class GroupShard:
     def now(self) -> int:
         return self.clock.millis()
 
+    # ---- the groups, by type (handlers read them through GroupCoordinator) ------------------------
+    def group_type(self, group_id: str) -> GroupType | None:
+        """The type of the group with this id, None when there is none."""
+        if group_id in self.groups:
+            return CLASSIC
+        if group_id in self.consumer_groups:
+            return CONSUMER
+        return SHARE if group_id in self.share_groups else None
+
+    def classic_group(self, group_id: str) -> ClassicGroup:
+        """The classic group; GROUP_ID_NOT_FOUND when there is none or the id is another type's."""
+        return self._of_type(self.groups, group_id, CLASSIC)
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup:
+        return self._of_type(self.consumer_groups, group_id, CONSUMER)
+
+    def share_group(self, group_id: str) -> ShareGroup:
+        return self._of_type(self.share_groups, group_id, SHARE)
+
+    def _of_type(self, groups: Mapping[str, G], group_id: str, kind: GroupType) -> G:
+        group = groups.get(group_id)
+        if group is not None:
+            return group
+        raise not_found(group_id) if self.group_type(group_id) is None else wrong_type(group_id, kind)
+
+    def listed_groups(self) -> list[ListedGroup]:
+        """Every group of the partition as ListGroups shows it."""
+        return ([ListedGroup(g.group_id, CLASSIC, g.protocol_type or "", g.state.value) for g in self.groups.values()]
+                + [ListedGroup(g.group_id, SHARE, SHARE, g.state) for g in self.share_groups.values()]
+                + [ListedGroup(g.group_id, CONSUMER, CONSUMER, g.state) for g in self.consumer_groups.values()])
+
     def get_or_create(self, group_id: str) -> ClassicGroup:
         if group_id in self.share_groups:
-            raise GroupIdNotFoundError(f"Group {group_id} is not a classic group.")
+            raise wrong_type(group_id, CLASSIC)
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:
             if not consumer_group.is_empty:
-                raise GroupIdNotFoundError(f"Group {group_id} is not a classic group.")
+                raise wrong_type(group_id, CLASSIC)
             self.delete_consumer_group(group_id)  # an empty consumer group becomes classic, as in Kafka
         group = self.groups.get(group_id)
         if group is None:

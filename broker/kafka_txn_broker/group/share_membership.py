@@ -29,6 +29,7 @@ from kafka.errors import (
     UnknownMemberIdError,
 )
 
+from kafka_txn_broker.group.group_type import SHARE, wrong_type
 from kafka_txn_broker.group.modern.assignor import Assignment, PartitionAssignor, TopicId, TopicsView
 from kafka_txn_broker.group.modern.session_timers import SessionTimers
 from kafka_txn_broker.group.modern.simple_assignor import SimpleAssignor
@@ -103,7 +104,7 @@ class ShareMembership:
         try:
             _validate(req)
             if self.other_group_exists(req.group_id):
-                raise GroupIdNotFoundError(f"Group {req.group_id} is not a share group.")
+                raise wrong_type(req.group_id, SHARE)
             if req.member_epoch == LEAVE:
                 return self._leave(req)
             return self._join_or_heartbeat(req)

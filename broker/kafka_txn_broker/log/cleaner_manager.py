@@ -27,20 +27,26 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.log import cleaner
 from kafka_txn_broker.log.offset_checkpoint import read_checkpoints, write_checkpoints
 
 if TYPE_CHECKING:
     from kafka_txn_broker.log.unified_log import UnifiedLog
-    from kafka_txn_broker.replica.partition import Partition
 
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 N = TypeVar("N", int, float)
+
+
+class Replica(Protocol):
+    """A replica the cleaner may compact: only its log matters here (the replica layer's Partition)."""
+
+    @property
+    def log(self) -> UnifiedLog: ...
 
 
 @dataclass(frozen=True)
@@ -124,7 +130,7 @@ class LogCleanerManager:
         self._last_check_ms: int | None = None
         self._busy = False  # the last check cleaned a log: look again at the next tick
 
-    def tick(self, now_ms: int, partitions: Mapping[TopicPartition, Partition],
+    def tick(self, now_ms: int, partitions: Mapping[TopicPartition, Replica],
              topic_configs: Callable[[str], Mapping[str, str]]) -> bool:
         """Clean at most one due log. True if one was cleaned."""
         if not self.config["log.cleaner.enable"]:
@@ -166,7 +172,7 @@ class LogCleanerManager:
         except OSError as exc:  # the logs are fine; the next start just finds more dirty data
             log.warning("cannot write %s: %s", self._checkpoint_path, exc)
 
-    def _dirtiest(self, now_ms: int, partitions: Mapping[TopicPartition, Partition],
+    def _dirtiest(self, now_ms: int, partitions: Mapping[TopicPartition, Replica],
                   topic_configs: Callable[[str], Mapping[str, str]]) -> _Candidate | None:
         settings_by_topic: dict[str, TopicCleaning | None] = {}
         best: _Candidate | None = None

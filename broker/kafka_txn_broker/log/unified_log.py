@@ -23,7 +23,7 @@ from pathlib import Path
 from kafka.errors import KafkaError, KafkaStorageError, OffsetOutOfRangeError, RecordListTooLargeError, UnknownError
 
 from kafka_txn_broker.clock import Clock
-from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.formats.errors import CorruptRecordError
 from kafka_txn_broker.formats.record_batch import (
     MIN_BATCH_LENGTH,

@@ -24,8 +24,8 @@ from kafka_txn_broker.formats.record_batch import BatchHeader, iter_batches
 from kafka_txn_broker.log.unified_log import UnifiedLog
 
 if TYPE_CHECKING:
+    from kafka_txn_broker.metadata.topics import PartitionState
     from kafka_txn_broker.replica.replica_manager import ReplicaManager
-    from kafka_txn_broker.server.metadata import PartitionState
 
 _log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ class Partition:
         """After a failed write: if the log went offline, hand leadership to an in-sync replica, as
         Kafka's controller does when a leader's log dir fails. This write still fails with
         KAFKA_STORAGE_ERROR; the client refreshes its metadata and retries on the new leader."""
-        if self.log.offline and self.manager.metadata.leader_log_failed(self.state, self.node_id):
+        if self.log.offline and self.manager.controller.leader_log_failed(self.state, self.node_id):
             _log.warning("%s-%s: log on node %s is offline; leadership moves to node %s",
                          self.topic, self.index, self.node_id, self.state.leader)
 
@@ -159,16 +159,16 @@ class Partition:
                 self._leave_isr(replica, str(exc))
                 continue
             if replica not in self.state.isr and follower.log.log_end_offset >= leader_end:
-                self.manager.metadata.join_isr(self.state, replica)
+                self.manager.controller.join_isr(self.state, replica)
         self.update_high_watermark(followers)
         if self.state.reassigning:
             # After the pass, not inside it: completing moves replicas (and maybe leadership) on every node.
-            self.manager.metadata.maybe_complete_reassignment(self.state)
+            self.manager.controller.maybe_complete_reassignment(self.state)
 
     def _leave_isr(self, replica: int, why: str) -> None:
         if replica in self.state.isr:
             _log.warning("%s-%s: replica on node %s leaves the ISR: %s", self.topic, self.index, replica, why)
-            self.manager.metadata.leave_isr(self.state, replica)
+            self.manager.controller.leave_isr(self.state, replica)
 
     def update_high_watermark(self, followers: list[tuple[int, Partition]] | None = None) -> None:
         if followers is None:

@@ -19,13 +19,14 @@ from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, TXN_TOPIC
 from kafka_txn_broker.log.cleaner_manager import LogCleanerManager
 from kafka_txn_broker.log.offset_checkpoint import read_checkpoints, write_checkpoints
 from kafka_txn_broker.log.unified_log import UnifiedLog
+from kafka_txn_broker.metadata.topics import PartitionState
 from kafka_txn_broker.replica.partition import Partition
-from kafka_txn_broker.server.metadata import PartitionState
 
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock
-    from kafka_txn_broker.config import BrokerConfig
-    from kafka_txn_broker.server.metadata import ClusterMetadata
+    from kafka_txn_broker.configs.broker_config import BrokerConfig
+    from kafka_txn_broker.metadata.view import MetadataCache
+    from kafka_txn_broker.replica.alter_partition import AlterPartition
 
 log = logging.getLogger(__name__)
 
@@ -39,14 +40,15 @@ LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 
 
 class ReplicaManager:
-    def __init__(self, node_id: int, log_dir: Path, config: BrokerConfig, clock: Clock, metadata: ClusterMetadata,
-                 peers: PeerLookup, on_marker: MarkerListener) -> None:
+    def __init__(self, node_id: int, log_dir: Path, config: BrokerConfig, clock: Clock, metadata: MetadataCache,
+                 controller: AlterPartition, peers: PeerLookup, on_marker: MarkerListener) -> None:
         self.node_id = node_id
         self.log_dir = log_dir
         self.config = config
         self.clock = clock
-        # The controller's view: ISR changes and leader fail-over go through it.
         self.metadata = metadata
+        # ISR changes and a leader's fail-over are the controller's to decide.
+        self.controller = controller
         self._peers = peers
         self.on_marker = on_marker
         self.partitions: dict[TopicPartition, Partition] = {}

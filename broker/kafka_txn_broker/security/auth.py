@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kafka_txn_broker.config import BrokerConfig, ConfigError
+from kafka_txn_broker.configs.broker_config import BrokerConfig, ConfigError
+from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.security.acl_store import AclStore
 from kafka_txn_broker.security.acls import AclError, parse_acl
 from kafka_txn_broker.security.authorizer import AclAuthorizer
@@ -31,10 +32,6 @@ PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 AUTHORIZERS = ("kafka.security.authorizer.AclAuthorizer", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                "kafka.security.auth.SimpleAclAuthorizer", "acl")
 
-NONE = 0
-UNSUPPORTED_SASL_MECHANISM = 33
-ILLEGAL_SASL_STATE = 34
-SASL_AUTHENTICATION_FAILED = 58
 
 
 @dataclass(frozen=True)
@@ -122,40 +119,40 @@ class AuthSession:
     def handshake(self, mechanism: str, version: int) -> tuple[int, list[str]]:
         enabled = list(self.security.mechanisms)
         if not self.security.sasl_enabled:
-            return ILLEGAL_SASL_STATE, enabled  # Kafka's answer on a listener without SASL
+            return E.ILLEGAL_SASL_STATE, enabled  # Kafka's answer on a listener without SASL
         if self._server is not None or self.authenticated:
             self.close_after_response = True  # no re-authentication (we grant no session lifetime)
-            return ILLEGAL_SASL_STATE, enabled
+            return E.ILLEGAL_SASL_STATE, enabled
         if mechanism not in enabled:
             self.close_after_response = True
-            return UNSUPPORTED_SASL_MECHANISM, enabled
+            return E.UNSUPPORTED_SASL_MECHANISM, enabled
         assert self.security.credentials is not None
         self._server = new_server(mechanism, self.security.credentials)
         self._mechanism = mechanism
         self.raw_tokens = version == 0
-        return NONE, enabled
+        return E.NONE, enabled
 
     def authenticate(self, token: bytes) -> tuple[int, str | None, bytes]:
         """(error code, error message, challenge) for one SaslAuthenticate request."""
         if self._server is None or self.authenticated or self.raw_tokens:
             self.close_after_response = True
-            return ILLEGAL_SASL_STATE, "SaslAuthenticate is only valid after a SaslHandshake v1", b""
+            return E.ILLEGAL_SASL_STATE, "SaslAuthenticate is only valid after a SaslHandshake v1", b""
         try:
             challenge = self._server.evaluate(token)
         except SaslFailure as exc:
             self.close_after_response = True
             log.info("failed authentication from %s with SASL %s (user %r): %s", self.peer_host, self._mechanism,
                      self._server.username, exc)
-            return SASL_AUTHENTICATION_FAILED, str(exc), b""
+            return E.SASL_AUTHENTICATION_FAILED, str(exc), b""
         if self._server.complete:
             self._complete()
-        return NONE, None, challenge
+        return E.NONE, None, challenge
 
     def raw_token(self, token: bytes) -> bytes | None:
         """A SaslHandshake v0 token: the framed answer, or None to close (v0 has no error answer)."""
         self.raw_tokens = False
         code, _, challenge = self.authenticate(token)
-        if code != NONE:
+        if code != E.NONE:
             return None
         self.close_after_response = False
         self.raw_tokens = not self.authenticated

@@ -1,7 +1,10 @@
-"""EmbeddedCluster: N broker nodes in one process, each on its own port with its own log dir.
+"""Cluster: N broker nodes in one process, each on its own port with its own log dir, and the controller
+that moves leadership between them.
 
-`Cluster` is the asyncio core (metadata, nodes, leadership moves); `EmbeddedCluster` runs it on a
-private event loop thread so synchronous code and tests can use real Kafka clients against it.
+`Cluster` is the asyncio core (metadata, nodes, leadership moves); the request side of each node comes
+from the layer above as a factory (kafka_txn_broker/embedded.py wires in apis' KafkaApis and runs the
+cluster on a thread of its own, or in the foreground). Nodes reach each other only through the
+InterBrokerChannel (server/inter_broker.py). On the cluster's event loop, like all broker state.
 """
 
 from __future__ import annotations
@@ -9,34 +12,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import shutil
-import tempfile
-import threading
-from collections.abc import Coroutine, Mapping
-from concurrent.futures import Future
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
 
 from kafka_txn_broker.clock import SYSTEM_CLOCK, Clock
-from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.configs.config_def import ResourceType
 from kafka_txn_broker.configs.dynamic_broker_config import DynamicBrokerConfig
 from kafka_txn_broker.configs.group_config_manager import GroupConfigManager
-from kafka_txn_broker.formats.partitioning import TXN_TOPIC
+from kafka_txn_broker.metadata.topics import PartitionState, TopicState
 from kafka_txn_broker.security.auth import ClusterSecurity
-from kafka_txn_broker.server.metadata import ClusterMetadata, PartitionState, TopicState
-from kafka_txn_broker.server.node import BrokerNode
+from kafka_txn_broker.server.cluster_metadata import ClusterMetadata
+from kafka_txn_broker.server.controller import internal_topic_configs
+from kafka_txn_broker.server.inter_broker import InterBrokerChannel
+from kafka_txn_broker.server.node import BrokerNode, RequestHandlerFactory
 from kafka_txn_broker.server.replication_control import ReplicationControlManager
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 TICK_SECONDS = 0.1
 
 
 class Cluster:
     def __init__(self, nodes: int, data_dir: Path, config: BrokerConfig, clock: Clock = SYSTEM_CLOCK,
-                 ports: list[int] | None = None) -> None:
+                 ports: list[int] | None = None, *, request_handler: RequestHandlerFactory) -> None:
         if nodes < 1:
             raise ValueError("an embedded cluster needs at least one node")
         if ports is not None and len(ports) != nodes:
@@ -54,7 +53,10 @@ class Cluster:
         # The controller's broker configs: the cluster-wide dynamic values over the static ones.
         self.controller_config = DynamicBrokerConfig(config, -1, self.metadata)
         self.replication = ReplicationControlManager(self.metadata, self.unclean_leader_election_enabled)
-        self.nodes = {i: BrokerNode(self, i, (ports or [0] * nodes)[i]) for i in range(nodes)}
+        # What crosses from one node to another (and to the controller) goes through this one object.
+        self.channel = InterBrokerChannel(self)
+        self.nodes = {i: BrokerNode(self, i, (ports or [0] * nodes)[i], self.channel, request_handler)
+                      for i in range(nodes)}
         self._ticker: asyncio.Task[None] | None = None
 
     # ---- lifecycle ---------------------------------------------------------------------------
@@ -196,148 +198,10 @@ class Cluster:
 
     def ensure_internal_topic(self, name: str, partitions: int, replication_factor: int,
                               configs: Mapping[str, str] | None = None) -> TopicState:
+        """An internal topic, created on first use with Kafka's topic configs for it (so DescribeConfigs shows
+        its segment size and cleanup policy)."""
         topic = self.metadata.topics.get(name)
         if topic is None:
-            if configs is None:
-                # Kafka's own topic configs for them, so DescribeConfigs shows their segment size.
-                segment_key = ("transaction.state.log.segment.bytes" if name == TXN_TOPIC
-                               else "offsets.topic.segment.bytes")
-                configs = {"cleanup.policy": "compact", "segment.bytes": str(self.config[segment_key])}
+            configs = internal_topic_configs(name, self.config) if configs is None else configs
             topic = self.create_topic(name, partitions, replication_factor, configs, cap_replication=True)
         return topic
-
-
-class EmbeddedCluster:
-    """A Kafka cluster in this process, for tests, demos and incident rehearsal.
-
-        with EmbeddedCluster(nodes=3, data_dir=tmp) as cluster:
-            Producer({"bootstrap.servers": cluster.bootstrap_servers})
-    """
-
-    def __init__(self, nodes: int = 3, data_dir: str | Path | None = None,
-                 config: Mapping[str, Any] | None = None, clock: Clock = SYSTEM_CLOCK,
-                 ports: list[int] | None = None) -> None:
-        self._owns_dir = data_dir is None
-        self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="kafka-txn-"))
-        self.config = BrokerConfig(config)
-        self.clock = clock
-        self._node_count = nodes
-        self._ports = ports
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self.cluster: Cluster | None = None
-
-    # ---- loop plumbing ---------------------------------------------------------------------------
-    def _run_loop(self, ready: threading.Event) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        asyncio.set_event_loop(loop)
-        ready.set()
-        loop.run_forever()
-        try:
-            _finish_leftover_tasks(loop)
-        finally:
-            loop.close()
-
-    def call(self, coro: Coroutine[Any, Any, T], timeout: float = 60.0) -> T:
-        """Run a coroutine on the cluster's loop and wait for its result."""
-        assert self._loop is not None, "cluster not started"
-        fut: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
-        return fut.result(timeout)
-
-    def call_soon(self, fn: Any, *args: Any) -> Any:
-        """Run a plain function on the loop thread (the broker's state is not thread-safe)."""
-
-        async def wrapper() -> Any:
-            return fn(*args)
-
-        return self.call(wrapper())
-
-    # ---- public API ------------------------------------------------------------------------------
-    def start(self) -> EmbeddedCluster:
-        ready = threading.Event()
-        self._thread = threading.Thread(target=self._run_loop, args=(ready,), name="kafka-txn-broker",
-                                        daemon=True)
-        self._thread.start()
-        ready.wait()
-        self.cluster = Cluster(self._node_count, self.data_dir, self.config, self.clock, self._ports)
-        self.call(self.cluster.start())
-        self._ports = [n.port for n in self.cluster.nodes.values()]
-        return self
-
-    def stop(self) -> None:
-        if self.cluster is not None:
-            self.call(self.cluster.stop())
-            self.cluster = None
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-        if self._thread is not None:
-            self._thread.join(10)
-            self._thread = None
-        self._loop = None
-
-    def close(self) -> None:
-        self.stop()
-        if self._owns_dir:
-            shutil.rmtree(self.data_dir, ignore_errors=True)
-
-    def __enter__(self) -> EmbeddedCluster:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @property
-    def bootstrap_servers(self) -> str:
-        assert self.cluster is not None, "cluster not started"
-        return ",".join(f"{n.host}:{n.port}" for n in self.cluster.nodes.values())
-
-    @property
-    def node_ids(self) -> list[int]:
-        assert self.cluster is not None
-        return list(self.cluster.nodes)
-
-    def stop_node(self, node_id: int) -> None:
-        assert self.cluster is not None
-        self.call(self.cluster.stop_node(node_id))
-
-    def start_node(self, node_id: int) -> None:
-        assert self.cluster is not None
-        self.call(self.cluster.start_node(node_id))
-
-    def restart(self) -> None:
-        """Stop every node cleanly and start them again on the same ports and data."""
-        assert self.cluster is not None
-        self.call(self.cluster.stop())
-        self.cluster = Cluster(self._node_count, self.data_dir, self.config, self.clock, self._ports)
-        self.call(self.cluster.start())
-
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
-                     configs: Mapping[str, str] | None = None, *, assignments: list[list[int]] | None = None) -> None:
-        """A topic placed round-robin, or as `assignments` say (partition i on the nodes assignments[i],
-        the first one leading): then `partitions` and `replication_factor` come from them."""
-        assert self.cluster is not None
-        cluster = self.cluster
-        if assignments is not None:
-            partitions, replication_factor = len(assignments), len(assignments[0])
-
-        def create() -> None:
-            cluster.create_topic(name, partitions, replication_factor, configs, assignments=assignments)
-
-        self.call_soon(create)
-
-    def tick(self) -> None:
-        assert self.cluster is not None
-        self.call_soon(self.cluster.tick)
-
-
-def _finish_leftover_tasks(loop: asyncio.AbstractEventLoop) -> None:
-    """Cancel what is still running when the loop stops (e.g. a TLS connection whose handshake ended
-    while the node was stopping) and let it unwind now: left for the garbage collector, it would try to
-    schedule its socket's shutdown on the closed loop."""
-    tasks = asyncio.all_tasks(loop)
-    for task in tasks:
-        task.cancel()
-    if tasks:
-        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
-    loop.run_until_complete(loop.shutdown_asyncgens())

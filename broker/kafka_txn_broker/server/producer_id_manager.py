@@ -7,7 +7,7 @@ id is never reissued, even after kill -9.
 
 from __future__ import annotations
 
-from kafka_txn_broker.server.metadata import ClusterMetadata
+from kafka_txn_broker.server.cluster_metadata import ClusterMetadata
 
 
 class ProducerIdManager:

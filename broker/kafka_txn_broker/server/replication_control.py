@@ -16,8 +16,9 @@ from collections.abc import Callable, Iterable
 
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.errors import ApiError
+from kafka_txn_broker.metadata.topics import PartitionState, TopicState
 from kafka_txn_broker.server import partition_change as pc
-from kafka_txn_broker.server.metadata import ClusterMetadata, PartitionState, TopicState
+from kafka_txn_broker.server.cluster_metadata import ClusterMetadata
 
 # Kafka's controller refuses more new partitions than this in one request (KAFKA-17870).
 MAX_PARTITIONS_PER_REQUEST = 10000

@@ -10,5 +10,9 @@ their durable state in `__share_group_state`.
 - share_coordinator_shard / share_coordinator: `__share_group_state` partitions, replayed, written, pruned
   (cold share-partitions snapshotted again so they do not hold the pruning back)
 - share_group_offsets: DescribeShareGroupOffsets / AlterShareGroupOffsets / DeleteShareGroupOffsets flows
-- cluster_adapters: the embedded cluster seen through the protocols above (in-process routing)
+- replica_state_pruner: DeleteRecords on this node's `__share_group_state` replicas for the coordinator's pruning
+
+What crosses nodes (the share coordinator of another node, the share-partition leaders told of a group's
+change, a partition's end on its leader) reaches them through the protocols above, which the server's
+inter-broker channel implements.
 """

@@ -26,17 +26,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka.errors import CoordinatorNotAvailableError, NotCoordinatorError
 
-from kafka_txn_broker.formats.partitioning import partition_for
+from kafka_txn_broker.formats.partitioning import SHARE_STATE_TOPIC, partition_for
 from kafka_txn_broker.share.share_coordinator_shard import ShareCoordinatorShard
 
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock
+    from kafka_txn_broker.metadata.topics import PartitionState
+    from kafka_txn_broker.metadata.view import MetadataView
     from kafka_txn_broker.replica.coordinator_log import CoordinatorLog
-    from kafka_txn_broker.server.metadata import MetadataView, PartitionState
 
 log = logging.getLogger(__name__)
 
-SHARE_STATE_TOPIC = "__share_group_state"
 
 
 class _PartitionWriter:

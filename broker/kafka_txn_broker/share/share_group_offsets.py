@@ -18,14 +18,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kafka.errors import BrokerResponseError, NonEmptyGroupError, UnknownTopicOrPartitionError
+from kafka.errors import BrokerResponseError, NonEmptyGroupError
 
-from kafka_txn_broker.group.modern.assignor import TopicMetadata
-from kafka_txn_broker.group.share_group import ShareGroup
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.metadata.topics import TopicMetadata
 from kafka_txn_broker.share.persister import ShareStatePersister
 from kafka_txn_broker.share.share_partition import SharePartitionKey
 
-NONE = 0
+
+class ShareGroup(Protocol):
+    """The share group an admin changes (the group coordinator's ShareGroup): its id, and whether it is Empty."""
+
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def is_empty(self) -> bool: ...
 
 
 class Topics(Protocol):
@@ -52,7 +60,7 @@ class PartitionOffset:
     start_offset: int = -1
     leader_epoch: int = -1
     lag: int = -1
-    error: int = NONE
+    error: int = E.NONE
     message: str | None = None
 
 
@@ -94,7 +102,7 @@ class ShareGroupOffsets:
 
     def _describe_one(self, group_id: str, t: TopicMetadata | None, partition: int) -> PartitionOffset:
         if t is None or not 0 <= partition < t.partitions:
-            return PartitionOffset(partition, error=int(UnknownTopicOrPartitionError.errno),
+            return PartitionOffset(partition, error=E.UNKNOWN_TOPIC_OR_PARTITION,
                                    message="This server does not host this topic-partition.")
         try:
             state = self.persister.read_summary(SharePartitionKey(group_id, t.topic_id, partition))
@@ -117,13 +125,13 @@ class ShareGroupOffsets:
             codes = result.setdefault(name, {})
             for p, start in partitions.items():
                 if t is None or not 0 <= p < t.partitions:
-                    codes[p] = int(UnknownTopicOrPartitionError.errno)
+                    codes[p] = E.UNKNOWN_TOPIC_OR_PARTITION
                     continue
                 key = SharePartitionKey(group.group_id, t.topic_id, p)
                 try:
                     old = self.persister.read_summary(key)
                     self.persister.initialize_state(key, (old.state_epoch + 1) if old is not None else 0, start)
-                    codes[p] = NONE
+                    codes[p] = E.NONE
                     reset.append(key)
                 except BrokerResponseError as exc:
                     codes[p] = int(exc.errno)
@@ -141,7 +149,7 @@ class ShareGroupOffsets:
         for name in topic_names:
             t = self.topics.topic_by_name(name)
             if t is None:
-                result[name] = int(UnknownTopicOrPartitionError.errno)
+                result[name] = E.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             result[name] = self._delete_keys(group.group_id, by_topic.get(t.topic_id, []))
         return result
@@ -159,7 +167,7 @@ class ShareGroupOffsets:
         finally:
             if keys:
                 self.listener.on_state_reset(group_id, keys)
-        return NONE
+        return E.NONE
 
 
 def _require_empty(group: ShareGroup) -> None:

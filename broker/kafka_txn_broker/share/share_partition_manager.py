@@ -42,6 +42,7 @@ from kafka.errors import (
 )
 
 from kafka_txn_broker.configs.group_config import ShareAutoOffsetReset
+from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.record_batch import BatchHeader, iter_batches
 from kafka_txn_broker.formats.share_coordinator_records import StateBatch
 from kafka_txn_broker.histogram import Histogram
@@ -57,13 +58,11 @@ from kafka_txn_broker.share.share_session import FINAL_EPOCH, INITIAL_EPOCH, Sha
 
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock
-    from kafka_txn_broker.server.metadata import PartitionState
+    from kafka_txn_broker.metadata.topics import PartitionState
 
 log = logging.getLogger(__name__)
 
 TopicIdPartition = tuple[uuid.UUID, int]
-NONE = 0
-UNKNOWN_SERVER_ERROR = -1
 RENEW = 4
 RECORD_LIMIT_MODE = 1
 
@@ -130,9 +129,9 @@ class _GroupLimits:
 class PartitionResult:
     """What one share-partition answers in a ShareFetch / ShareAcknowledge response."""
 
-    error: int = NONE
+    error: int = E.NONE
     message: str | None = None
-    ack_error: int = NONE
+    ack_error: int = E.NONE
     ack_message: str | None = None
     leader_id: int = -1
     leader_epoch: int = -1
@@ -158,7 +157,7 @@ class ShareFetchCall:
 
 @dataclass(slots=True)
 class ShareFetchResult:
-    error: int = NONE
+    error: int = E.NONE
     message: str | None = None
     lock_timeout_ms: int = 0
     partitions: dict[TopicIdPartition, PartitionResult] = field(default_factory=dict)
@@ -259,7 +258,7 @@ class SharePartitionManager:
             out.error, out.message = int(exc.errno), _message(exc)
         except Exception as exc:  # a bug must not fail the other partitions
             log.exception("share fetch of %s for group %s failed", tp, call.group_id)
-            out.error, out.message = UNKNOWN_SERVER_ERROR, repr(exc)
+            out.error, out.message = E.UNKNOWN_SERVER_ERROR, repr(exc)
 
     def _acquire(self, sp: SharePartition, part: Any, call: ShareFetchCall, max_records: int, max_bytes: int,
                  out: PartitionResult) -> None:
@@ -365,7 +364,7 @@ class SharePartitionManager:
             return int(exc.errno), _message(exc)
         if any(t != 1 for b in batches for t in b.ack_types):
             self.replicas.notify_data()  # released records: a waiting fetch may take them
-        return NONE, None
+        return E.NONE, None
 
     # ---- TxnShareAcknowledge (KIP-1289) -------------------------------------------------------------
     def stage(self, group_id: str, member_id: str, producer_id: int, producer_epoch: int,

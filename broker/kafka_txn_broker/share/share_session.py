@@ -17,15 +17,16 @@ from dataclasses import dataclass, field
 
 from kafka.errors import BrokerResponseError, InvalidShareSessionEpochError, ShareSessionNotFoundError
 
+from kafka_txn_broker.formats import errors as E
+
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
-SHARE_SESSION_LIMIT_REACHED = 133
 
 TopicIdPartition = tuple[uuid.UUID, int]
 
 
 class ShareSessionLimitReachedError(BrokerResponseError):
-    errno = SHARE_SESSION_LIMIT_REACHED
+    errno = E.SHARE_SESSION_LIMIT_REACHED
     message = "SHARE_SESSION_LIMIT_REACHED"
     description = "The limit of share sessions on this broker has been reached."
 

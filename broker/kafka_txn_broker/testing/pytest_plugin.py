@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from kafka_txn_broker.server.cluster import EmbeddedCluster
+    from kafka_txn_broker.embedded import EmbeddedCluster
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -33,7 +33,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def kafka_cluster(request: pytest.FixtureRequest,
                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedCluster]:
     """A fresh embedded Kafka cluster for one test, stopped afterwards."""
-    from kafka_txn_broker.server.cluster import EmbeddedCluster
+    from kafka_txn_broker.embedded import EmbeddedCluster
 
     marker = request.node.get_closest_marker("kafka_config")
     config: dict[str, Any] = dict(marker.args[0]) if marker and marker.args else {}

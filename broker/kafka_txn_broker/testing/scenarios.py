@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.partitioning import SHARE_STATE_TOPIC
 from kafka_txn_broker.formats.transactions import MAX_EPOCH
 from kafka_txn_broker.formats.transactions import TransactionState as S
 from kafka_txn_broker.testing.raw_client import ProducerIdAndEpoch, RawKafkaClient
@@ -443,7 +444,7 @@ class _Staged:
     def truth(self, outcome: str, clears: str, new_leader: int | None = None) -> ShareTransaction:
         d = self.run.describe(self.txn_id)
         state_parts = sorted(f"{t.topic}-{p}" for t in (d.topics or []) for p in t.partitions
-                             if t.topic == "__share_group_state")
+                             if t.topic == SHARE_STATE_TOPIC)
         leader = self.leader if new_leader is None else new_leader
         return ShareTransaction(self.txn_id, self.pe.producer_id, self.pe.epoch, self.timeout_ms, self.group,
                                 self.run.topic, SHARE_PARTITION, 0, SHARE_INPUTS - 1, state_parts, self.leader,

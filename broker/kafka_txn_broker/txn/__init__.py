@@ -6,5 +6,7 @@
 - marker_channel: TransactionMarkerChannelManager (markers to partition leaders, then COMPLETE_*)
 - coordinator: TransactionCoordinator (InitProducerId, AddPartitions/AddOffsets, EndTxn, reaper)
 - verification: ProduceVerifier, transaction.partition.verification.enable on the produce path
+- offset_commit_verification: TxnOffsetCommitVerifier, TxnOffsetCommit's check with the transaction coordinator
+  (KIP-890), which the group coordinator's TxnOffsetCommit asks before it writes
 - java_regex: ListTransactions' Java regex filter
 """

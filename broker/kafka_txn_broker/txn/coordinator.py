@@ -57,8 +57,8 @@ if TYPE_CHECKING:
     import re
 
     from kafka_txn_broker.clock import Clock
-    from kafka_txn_broker.config import BrokerConfig
-    from kafka_txn_broker.server.metadata import PartitionState
+    from kafka_txn_broker.configs.broker_config import BrokerConfig
+    from kafka_txn_broker.metadata.topics import PartitionState
 
 log = logging.getLogger(__name__)
 

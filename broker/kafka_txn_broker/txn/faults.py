@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Protocol
 from kafka_txn_broker.formats import errors as E
 
 if TYPE_CHECKING:
-    from kafka_txn_broker.config import BrokerConfig
+    from kafka_txn_broker.configs.broker_config import BrokerConfig
     from kafka_txn_broker.txn.transaction_metadata import TopicPartition
 
 log = logging.getLogger(__name__)

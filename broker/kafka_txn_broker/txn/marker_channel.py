@@ -30,7 +30,7 @@ from kafka_txn_broker.txn.state_manager import CoordinatorError
 from kafka_txn_broker.txn.transaction_metadata import TopicPartition, TransactionMetadata, TxnTransitMetadata
 
 if TYPE_CHECKING:
-    from kafka_txn_broker.server.metadata import MetadataView
+    from kafka_txn_broker.metadata.view import MetadataView
     from kafka_txn_broker.txn.state_manager import TransactionStateManager
 
 log = logging.getLogger(__name__)

@@ -49,9 +49,9 @@ from kafka_txn_broker.txn.transaction_metadata import TransactionMetadata, TxnTr
 
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock
-    from kafka_txn_broker.config import BrokerConfig
+    from kafka_txn_broker.configs.broker_config import BrokerConfig
+    from kafka_txn_broker.metadata.view import MetadataView
     from kafka_txn_broker.replica.coordinator_log import CoordinatorLog
-    from kafka_txn_broker.server.metadata import MetadataView
 
 log = logging.getLogger(__name__)
 

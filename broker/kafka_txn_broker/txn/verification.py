@@ -22,7 +22,7 @@ answers within the call, so an immediate retry would get the same answer: the pr
 
 ProduceVerifier gets what it reads through its constructor: the broker config (read at each request,
 so a dynamic change applies at once), this node's replicas (LocalReplicas) and the lookup of an id's
-transaction coordinator (CoordinatorLookup). group/txn_verification.py asks the coordinator the same way
+transaction coordinator (CoordinatorLookup). txn/offset_commit_verification.py asks the coordinator the same way
 for TxnOffsetCommit, with ask_coordinator().
 """
 
@@ -43,7 +43,7 @@ from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.record_batch import HEADER_SIZE, iter_batches
 
 if TYPE_CHECKING:
-    from kafka_txn_broker.config import BrokerConfig
+    from kafka_txn_broker.configs.broker_config import BrokerConfig
     from kafka_txn_broker.log.producer_state import ProducerStateEntry
 
 TopicPartition = tuple[str, int]
@@ -88,7 +88,8 @@ class PartitionsInTransaction(Protocol):
                                          partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]: ...
 
 
-# The transaction coordinator of an id (on any node), None when it is unavailable (BrokerNode.txn_coordinator_of).
+# The transaction coordinator of an id (on any node), None when it is unavailable
+# (the server's InterBrokerChannel.txn_coordinator_of).
 CoordinatorLookup = Callable[[str], PartitionsInTransaction | None]
 
 

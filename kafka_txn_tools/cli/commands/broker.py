@@ -33,8 +33,8 @@ def start(
     metrics_port: int | None = typer.Option(None, "--metrics-port", help="serve Prometheus metrics here"),
 ) -> None:
     """Start N nodes in this process; print `bootstrap.servers=...` once all are ready; stop on SIGTERM/SIGINT."""
-    from kafka_txn_broker.config import BrokerConfig, ConfigError
-    from kafka_txn_broker.server.runner import run_foreground
+    from kafka_txn_broker.configs.broker_config import BrokerConfig, ConfigError
+    from kafka_txn_broker.embedded import run_foreground
 
     try:
         cfg = BrokerConfig.from_sources(config, sets)
@@ -51,9 +51,9 @@ def start(
 @broker_app.command("config")
 def show_config() -> None:
     """List the supported broker properties with their defaults."""
-    from kafka_txn_broker.config import KEYS
+    from kafka_txn_broker.configs.broker_config import DEFINITIONS
 
-    for key in KEYS.values():
+    for key in DEFINITIONS.values():
         typer.echo(f"{key.name}={key.default}    # {key.doc}")
 
 

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from kafka_txn_broker.server.cluster import EmbeddedCluster
+from kafka_txn_broker.embedded import EmbeddedCluster
 
 SMALL = {"offsets.topic.num.partitions": 1, "transaction.state.log.num.partitions": 1}
 DENY_ALL = {**SMALL, "authorizer.class.name": "acl", "allow.everyone.if.no.acl.found": False}

@@ -63,9 +63,9 @@ from kafka.protocol.producer import (
     WriteTxnMarkersResponse,
 )
 
+from kafka_txn_broker.embedded import EmbeddedCluster
 from kafka_txn_broker.formats.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from kafka_txn_broker.formats.record_batch import build_batch
-from kafka_txn_broker.server.cluster import EmbeddedCluster
 from tests.broker.security.support import (
     broker_config,
     call,

@@ -18,8 +18,8 @@ from kafka.protocol.admin import (
 from kafka.protocol.producer import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
 from kafka_txn_broker.clock import ManualClock
+from kafka_txn_broker.embedded import EmbeddedCluster
 from kafka_txn_broker.formats import errors as E
-from kafka_txn_broker.server.cluster import EmbeddedCluster
 from kafka_txn_broker.testing.raw_client import ProducerIdAndEpoch, RawKafkaClient
 from kafka_txn_tools.admin import wire
 

@@ -18,7 +18,7 @@ import pytest
 from kafka.protocol.admin import DescribeTransactionsRequest
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
-from kafka_txn_broker.server.cluster import EmbeddedCluster
+from kafka_txn_broker.embedded import EmbeddedCluster
 
 DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS, WRITE_TXN_MARKERS, END_TXN = 61, 65, 66, 27, 26
 

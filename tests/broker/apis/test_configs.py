@@ -20,7 +20,7 @@ from kafka.protocol.admin import (
 )
 
 from kafka_txn_broker.configs.config_def import ConfigSource, ConfigType
-from kafka_txn_broker.server.cluster import EmbeddedCluster
+from kafka_txn_broker.embedded import EmbeddedCluster
 from tests.broker.security.support import broker_config, call, sasl_plain_socket
 from tests.broker.wire import roundtrip
 

@@ -19,7 +19,7 @@ from kafka.protocol.admin import (
     IncrementalAlterConfigsResponse,
 )
 
-from kafka_txn_broker.server.cluster import EmbeddedCluster
+from kafka_txn_broker.embedded import EmbeddedCluster
 from tests.broker.apis.test_configs import codes, describe, incremental, legacy
 from tests.broker.security.support import broker_config, call, sasl_plain_socket
 from tests.broker.wire import roundtrip

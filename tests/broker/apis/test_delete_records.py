@@ -8,9 +8,9 @@ from pathlib import Path
 
 from kafka.protocol.admin import DeleteRecordsRequest, DeleteRecordsResponse
 
+from kafka_txn_broker.embedded import EmbeddedCluster
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC
 from kafka_txn_broker.formats.record_batch import build_batch
-from kafka_txn_broker.server.cluster import EmbeddedCluster
 from tests.broker.apis.admin_support import DENY_ALL, cluster_of
 from tests.broker.wire import roundtrip
 

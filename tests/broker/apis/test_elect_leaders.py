@@ -9,7 +9,7 @@ from typing import Any
 
 from kafka.protocol.admin import ElectLeadersRequest, ElectLeadersResponse
 
-from kafka_txn_broker.server.cluster import EmbeddedCluster
+from kafka_txn_broker.embedded import EmbeddedCluster
 from tests.broker.apis.admin_support import DENY_ALL, cluster_of
 from tests.broker.wire import roundtrip
 

@@ -13,8 +13,8 @@ import pytest
 from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
+from kafka_txn_broker.embedded import EmbeddedCluster
 from kafka_txn_broker.formats.record_batch import build_batch
-from kafka_txn_broker.server.cluster import EmbeddedCluster
 from tests.broker.wire import roundtrip
 
 TS = 1_700_000_000_000

@@ -14,9 +14,9 @@ import pytest
 from kafka.protocol.consumer import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
+from kafka_txn_broker.embedded import EmbeddedCluster
 from kafka_txn_broker.formats.record_batch import build_batch
 from kafka_txn_broker.replica.partition import Partition
-from kafka_txn_broker.server.cluster import EmbeddedCluster
 from tests.broker.wire import roundtrip
 
 TOPIC = "t"

@@ -14,8 +14,8 @@ from kafka.protocol.admin import DeleteRecordsRequest, DeleteRecordsResponse
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
+from kafka_txn_broker.embedded import EmbeddedCluster
 from kafka_txn_broker.formats.record_batch import build_batch, iter_batches
-from kafka_txn_broker.server.cluster import EmbeddedCluster
 from tests.broker.wire import roundtrip
 
 NONE, OFFSET_OUT_OF_RANGE, NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_ID = 0, 1, 6, 100

@@ -15,7 +15,7 @@ from kafka.protocol.admin import (
     CreateTopicsResponse,
 )
 
-from kafka_txn_broker.server.cluster import EmbeddedCluster
+from kafka_txn_broker.embedded import EmbeddedCluster
 from tests.broker.apis.admin_support import DENY_ALL, cluster_of
 from tests.broker.wire import roundtrip
 

@@ -20,10 +20,10 @@ from kafka.protocol.producer import (
     TxnOffsetCommitResponse,
 )
 
+from kafka_txn_broker.embedded import EmbeddedCluster
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, partition_for
 from kafka_txn_broker.formats.record_batch import build_batch
-from kafka_txn_broker.server.cluster import EmbeddedCluster
 from kafka_txn_broker.testing.raw_client import ProducerIdAndEpoch, RawKafkaClient
 
 APT = AddPartitionsToTxnRequest

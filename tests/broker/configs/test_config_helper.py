@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kafka_txn_broker.config import BrokerConfig
 from kafka_txn_broker.configs import config_helper
+from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.configs.config_def import ConfigSource as S
 from kafka_txn_broker.configs.config_def import ConfigType
 from kafka_txn_broker.configs.dynamic_broker_config import DynamicBrokerConfig

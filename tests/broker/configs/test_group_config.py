@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from kafka.errors import InvalidConfigurationError
 
-from kafka_txn_broker.config import BrokerConfig, ConfigError
 from kafka_txn_broker.configs import group_config
+from kafka_txn_broker.configs.broker_config import BrokerConfig, ConfigError
 from kafka_txn_broker.configs.group_config import ShareAutoOffsetReset, iso_duration_ms
 
 BROKER = BrokerConfig()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_txn_broker.config import BrokerConfig, ConfigError
+from kafka_txn_broker.configs.broker_config import BrokerConfig, ConfigError
 from kafka_txn_broker.configs.config_def import ResourceType
 from kafka_txn_broker.configs.group_config import ShareAutoOffsetReset
 from kafka_txn_broker.configs.group_config_manager import GroupConfigManager

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from kafka.errors import InvalidConfigurationError
 
-from kafka_txn_broker.config import BrokerConfig
 from kafka_txn_broker.configs import log_config
+from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.configs.dynamic_broker_config import DynamicBrokerConfig
 from kafka_txn_broker.configs.log_config import LogConfig
 from tests.broker.configs.fakes import FakeRepository

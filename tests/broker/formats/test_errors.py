@@ -14,7 +14,7 @@ KAFKA = {-1: "UNKNOWN_SERVER_ERROR", 0: "NONE", 2: "CORRUPT_MESSAGE", 6: "NOT_LE
          10: "MESSAGE_TOO_LARGE", 17: "INVALID_TOPIC_EXCEPTION", 29: "TOPIC_AUTHORIZATION_FAILED",
          48: "INVALID_TXN_STATE", 56: "KAFKA_STORAGE_ERROR", 87: "INVALID_RECORD", 90: "PRODUCER_FENCED",
          99: "POSITION_OUT_OF_RANGE", 105: "TRANSACTIONAL_ID_NOT_FOUND", 120: "TRANSACTION_ABORTABLE",
-         128: "INVALID_REGULAR_EXPRESSION"}
+         128: "INVALID_REGULAR_EXPRESSION", 133: "SHARE_SESSION_LIMIT_REACHED"}
 
 
 @pytest.mark.parametrize(("code", "name"), sorted(KAFKA.items()))
@@ -25,7 +25,7 @@ def test_names_and_codes_are_kafkas(code: int, name: str) -> None:
 
 
 def test_every_code_from_minus_one_to_the_newest_has_one_name() -> None:
-    assert sorted(E.NAMES) == list(range(-1, 129))
+    assert sorted(E.NAMES) == list(range(-1, 134))
     assert len(set(E.NAMES.values())) == len(E.NAMES)
     assert E.name(4000) == "UNKNOWN_ERROR_4000" and E.code("NOT_A_KAFKA_ERROR") is None
 

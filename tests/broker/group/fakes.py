@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_txn_broker.clock import ManualClock
-from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.formats.record_batch import BatchHeader, build_control_batch, with_base_offset
 from kafka_txn_broker.group.classic_group import JoinResult, SyncResult
 from kafka_txn_broker.group.membership import JoinRequest, SyncRequest

@@ -15,7 +15,7 @@ import pytest
 from kafka.errors import GroupIdNotFoundError, NotEnoughReplicasError
 
 from kafka_txn_broker.clock import ManualClock
-from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.formats.group_records import OffsetValue
 from kafka_txn_broker.group.consumer_group import MemberState
 from kafka_txn_broker.group.consumer_membership import ConsumerGroupContext, ConsumerHeartbeat
@@ -532,7 +532,7 @@ def test_a_full_group_refuses_new_members_but_not_a_static_replacement() -> None
 
 
 def test_group_consumer_max_size_is_at_least_one_and_unbounded_by_default() -> None:
-    from kafka_txn_broker.config import ConfigError
+    from kafka_txn_broker.configs.broker_config import ConfigError
 
     assert BrokerConfig({})["group.consumer.max.size"] == 2**31 - 1
     assert BrokerConfig({"group.consumer.max.size": "1"})["group.consumer.max.size"] == 1

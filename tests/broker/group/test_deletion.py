@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 
 from kafka_txn_broker.clock import ManualClock
-from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.formats.group_records import OffsetValue
 from kafka_txn_broker.group.deletion import delete_group, delete_offsets, subscribed_topics
 from kafka_txn_broker.group.offset_commit import CommitRequest, commit, fetch

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kafka_txn_broker.clock import ManualClock
-from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.formats.group_records import OffsetValue, encode_group_key, encode_offset_key
 from kafka_txn_broker.formats.record_batch import build_batch
 from kafka_txn_broker.group.classic_group import GroupState

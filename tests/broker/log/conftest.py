@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kafka_txn_broker.clock import ManualClock
-from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.configs.broker_config import BrokerConfig
 
 
 @pytest.fixture

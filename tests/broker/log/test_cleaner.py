@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kafka_txn_broker.clock import ManualClock
-from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.formats.record_batch import BatchHeader, build_batch, iter_batches, iter_records
 from kafka_txn_broker.log import cleaner, file_cache
 from kafka_txn_broker.log.unified_log import UnifiedLog

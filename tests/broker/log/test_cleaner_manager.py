@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from kafka_txn_broker.clock import ManualClock
-from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.formats.record_batch import build_batch, iter_records
 from kafka_txn_broker.log.cleaner_manager import (
     CHECKPOINT_FILE,

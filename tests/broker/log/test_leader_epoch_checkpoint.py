@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafka_txn_broker.clock import ManualClock
-from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.formats.record_batch import build_batch
 from kafka_txn_broker.log import leader_epoch_checkpoint
 from kafka_txn_broker.log.unified_log import UnifiedLog

@@ -18,7 +18,7 @@ from kafka.errors import (
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafka_txn_broker.clock import ManualClock
-from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.formats.errors import CorruptRecordError, InvalidRecordError, MessageTooLargeError
 from kafka_txn_broker.formats.record_batch import BatchHeader, build_batch, iter_batches, parse_control_record
 from kafka_txn_broker.log import file_cache

@@ -20,9 +20,9 @@ from kafka.protocol.sasl import (
     SaslHandshakeResponse,
 )
 
-from kafka_txn_broker.config import BrokerConfig, ConfigError
+from kafka_txn_broker.configs.broker_config import BrokerConfig, ConfigError
+from kafka_txn_broker.embedded import EmbeddedCluster
 from kafka_txn_broker.security.auth import ClusterSecurity
-from kafka_txn_broker.server.cluster import EmbeddedCluster
 from tests.broker.security.support import (
     KEY_PASSWORD,
     USERS,

@@ -7,7 +7,7 @@ from pathlib import Path
 from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse
 
 from kafka_txn_broker import EmbeddedCluster
-from kafka_txn_broker.server.metadata import ClusterMetadata
+from kafka_txn_broker.server.cluster_metadata import ClusterMetadata
 from kafka_txn_broker.server.producer_id_manager import ProducerIdManager
 from tests.broker.wire import roundtrip
 

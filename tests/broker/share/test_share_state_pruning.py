@@ -19,11 +19,12 @@ import pytest
 from kafka.errors import NotLeaderForPartitionError
 
 from kafka_txn_broker.clock import ManualClock
+from kafka_txn_broker.formats.partitioning import SHARE_STATE_TOPIC
 from kafka_txn_broker.formats.record_batch import iter_batches
 from kafka_txn_broker.formats.share_coordinator_records import StateBatch
 from kafka_txn_broker.formats.share_state import StateKey
-from kafka_txn_broker.share.cluster_adapters import ReplicaStatePruner
-from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC, ShareCoordinator
+from kafka_txn_broker.share.replica_state_pruner import ReplicaStatePruner
+from kafka_txn_broker.share.share_coordinator import ShareCoordinator
 from kafka_txn_broker.share.share_coordinator_shard import ShareCoordinatorShard
 from tests.broker.group.fakes import FakeLog
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kafka_txn_broker.server.cluster import EmbeddedCluster
+from kafka_txn_broker.embedded import EmbeddedCluster
 from kafka_txn_broker.testing.scenarios import (
     HANGING_PARTITION,
     OPEN_PARTITION,

@@ -5,7 +5,7 @@ offsets like a leader, keeps the batches for a later load, and fails an append w
 FakeMetadata answers the metadata view; FakeMarkers plays the leaders that receive markers;
 FakeCoordinator wires a TransactionCoordinator on them. FakeReplicas (this node's replicas, only their
 producer state) and AskedCoordinator (a transaction coordinator that records its questions) are the
-collaborators of the transaction verifiers (txn/verification.py, group/txn_verification.py).
+collaborators of the transaction verifiers (txn/verification.py, txn/offset_commit_verification.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TypeVar
 from kafka.errors import NotLeaderForPartitionError
 
 from kafka_txn_broker.clock import ManualClock
-from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC
 from kafka_txn_broker.formats.record_batch import BatchHeader, iter_batches, iter_records, with_base_offset

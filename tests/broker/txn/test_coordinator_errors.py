@@ -19,7 +19,7 @@ from kafka.errors import KafkaStorageError, NotEnoughReplicasError
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC
 from kafka_txn_broker.formats.transactions import MAX_EPOCH, TWO_PC_TIMEOUT_MS, TransactionState
-from kafka_txn_broker.server.metadata import PartitionState
+from kafka_txn_broker.metadata.topics import PartitionState
 from kafka_txn_broker.txn.coordinator import FAULT_ENV, FAULT_EXIT_AFTER_PREPARE_COMMIT
 from kafka_txn_broker.txn.transaction_metadata import IllegalTransitionError, TransactionMetadata
 from tests.broker.txn.fakes import FakeCoordinator

@@ -16,7 +16,7 @@ import pytest
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC
 from kafka_txn_broker.formats.transactions import MAX_EPOCH, TransactionState
-from kafka_txn_broker.server.metadata import PartitionState
+from kafka_txn_broker.metadata.topics import PartitionState
 from tests.broker.txn.fakes import FakeCoordinator
 
 S = TransactionState

@@ -22,7 +22,7 @@ from kafka.errors import (
 )
 
 from kafka_txn_broker.clock import ManualClock
-from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC
 from kafka_txn_broker.formats.record_batch import build_batch, iter_records

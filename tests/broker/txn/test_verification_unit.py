@@ -34,7 +34,7 @@ from kafka.errors import (
 )
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.formats.errors import error_code
 from kafka_txn_broker.txn.verification import ProduceVerifier
 from tests.broker.txn.fakes import AskedCoordinator, FakeCoordinator, FakeReplicas

@@ -14,15 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from kafka_txn_broker.metadata.topics import TopicMetadata
+
 TopicId = uuid.UUID
 Assignment = dict[TopicId, frozenset[int]]
-
-
-@dataclass(frozen=True, slots=True)
-class TopicMetadata:
-    topic_id: TopicId
-    name: str
-    partitions: int
 
 
 @dataclass(frozen=True, slots=True)

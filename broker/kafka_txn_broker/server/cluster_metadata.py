@@ -1,8 +1,13 @@
-"""Cluster metadata: topics, replica assignment, leaders, ISR and leader epochs (the controller's view).
+"""The controller's metadata store: topics, replica assignment, leaders, ISR, leader epochs, dynamic configs
+and producer id blocks, and the controller's decisions that change them.
 
 All nodes of an embedded cluster share one ClusterMetadata, as KRaft brokers share the metadata log.
 Changes are appended to `DIR/cluster-metadata.jsonl` (one event per line) so a restart, even after
 kill -9, sees every topic and leadership decision; the file is compacted on load.
+
+It belongs to `server`, where the controller runs: the subsystems below read it only through the
+metadata layer's protocols (MetadataView, MetadataCache), and a partition leader's ISR changes reach it
+through the replica layer's AlterPartition protocol.
 """
 
 from __future__ import annotations
@@ -11,74 +16,22 @@ import json
 import os
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from kafka.errors import (
     InvalidPartitionsError,
     InvalidReplicationFactorError,
-    InvalidTopicError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
 
 from kafka_txn_broker.configs.config_def import ResourceType
+from kafka_txn_broker.metadata.topics import PartitionState, TopicState, validate_topic_name
 from kafka_txn_broker.server import partition_change
-
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
-_LEGAL = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-
-
-@dataclass(slots=True)
-class PartitionState:
-    topic: str
-    partition: int
-    # During a reassignment: the target replicas followed by the ones being removed (Kafka's order).
-    replicas: list[int]
-    leader: int
-    leader_epoch: int
-    isr: list[int]
-    adding_replicas: list[int] = field(default_factory=list)
-    removing_replicas: list[int] = field(default_factory=list)
-
-    @property
-    def reassigning(self) -> bool:
-        return bool(self.adding_replicas or self.removing_replicas)
-
-
-@dataclass(slots=True)
-class TopicState:
-    name: str
-    topic_id: uuid.UUID
-    partitions: list[PartitionState]
-    configs: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def internal(self) -> bool:
-        return self.name in INTERNAL_TOPICS
-
 
 LeadershipListener = Callable[[list[PartitionState]], None]
 ConfigListener = Callable[[int, str], None]  # (ResourceType, resource name) whose dynamic configs changed
-
-
-class MetadataView(Protocol):
-    """What a coordinator reads of the cluster metadata (ClusterMetadata provides it; unit tests fake it)."""
-
-    def partition_count(self, topic: str) -> int | None:
-        """The topic's number of partitions; None when the topic does not exist."""
-        ...
-
-    def leader(self, topic: str, partition: int) -> int | None:
-        """The partition's leader, -1 when it has none; None when the partition does not exist."""
-        ...
-
-
-def validate_topic_name(name: str) -> None:
-    """Kafka's topic name rules: 1-249 chars of [a-zA-Z0-9._-], not '.' or '..'."""
-    if not name or name in (".", "..") or len(name) > 249 or not set(name) <= _LEGAL:
-        raise InvalidTopicError(f"invalid topic name {name!r}: use 1-249 characters from [a-zA-Z0-9._-]")
 
 
 class ClusterMetadata:

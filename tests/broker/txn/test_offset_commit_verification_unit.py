@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from kafka_txn_broker.config import BrokerConfig
+from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.formats.partitioning import GROUP_TOPIC
-from kafka_txn_broker.group.txn_verification import TxnOffsetCommitVerifier
+from kafka_txn_broker.txn.offset_commit_verification import TxnOffsetCommitVerifier
 from tests.broker.txn.fakes import AskedCoordinator, FakeReplicas
 
 TXN_ID = "tx"

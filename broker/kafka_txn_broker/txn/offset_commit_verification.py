@@ -27,7 +27,7 @@ from kafka_txn_broker.formats.partitioning import GROUP_TOPIC
 from kafka_txn_broker.txn.verification import ask_coordinator, in_open_transaction
 
 if TYPE_CHECKING:
-    from kafka_txn_broker.config import BrokerConfig
+    from kafka_txn_broker.configs.broker_config import BrokerConfig
     from kafka_txn_broker.txn.verification import CoordinatorLookup, LocalReplicas
 
 # TxnOffsetCommit v4 understands TRANSACTION_ABORTABLE; v5 is a TV2 client.

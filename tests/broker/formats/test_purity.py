@@ -1,0 +1,41 @@
+"""The formats package is pure: no other broker package (the layering contract checks that too) and no
+third-party import at module level but crc32c, so the tools and Spark executors can use it alone."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import kafka_txn_broker.formats
+
+FORMATS = Path(kafka_txn_broker.formats.__file__).resolve().parent
+_STDLIB = {"base64", "contextlib", "dataclasses", "enum", "functools", "gzip", "logging", "os", "pathlib",
+           "struct", "collections", "typing", "uuid"}
+
+
+def imports(path: Path) -> Iterator[tuple[str, bool]]:
+    """(imported module, at module level?) of every absolute import in a file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    top = set(map(id, tree.body))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        else:
+            continue
+        for name in names:
+            yield name, id(node) in top
+
+
+def test_the_formats_package_is_pure() -> None:
+    found = []
+    for path in sorted(FORMATS.rglob("*.py")):
+        for name, top_level in imports(path):
+            root = name.split(".")[0]
+            if name.startswith("kafka_txn_broker.formats") or root in {"__future__", "crc32c"}:
+                continue
+            if root == "kafka_txn_broker" or (top_level and root not in _STDLIB):
+                found.append(f"{path.name}: {name}")
+    assert found == []

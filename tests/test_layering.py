@@ -1,0 +1,103 @@
+"""The house's layering, checked on every import (those under `if TYPE_CHECKING:` and inside functions too):
+
+- the import-linter contracts declared once in pyproject.toml ([tool.importlinter]): the broker's ranked
+  layers, request handlers that reach other nodes only through the inter-broker channel, and tools that
+  import only the broker's formats package;
+- no package cycles: for every package of both distributions, the import graph of its children (each
+  subpackage with everything under it) has no cycle through a subpackage, and the top-level children of
+  kafka_txn_broker and kafka_txn_tools (its layers) have no cycle at all.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import grimp
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("kafka_txn_broker", "kafka_txn_tools")
+
+
+def test_the_layering_contracts_hold() -> None:
+    # This checkout's packages, whatever is installed; no cache written into the tree.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "broker")])}
+    run = subprocess.run(
+        [sys.executable, "-c", "from importlinter.cli import lint_imports_command; lint_imports_command()",
+         "--config", str(ROOT / "pyproject.toml"), "--no-cache", "--no-logo"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "0 broken" in run.stdout
+
+
+def _graph() -> grimp.ImportGraph:
+    return grimp.build_graph(*PACKAGES, cache_dir=None)  # TYPE_CHECKING imports included (grimp's default)
+
+
+def _children_graph(graph: grimp.ImportGraph, package: str) -> dict[str, set[str]]:
+    """child -> the children it imports, each child standing for itself and everything under it."""
+    owner = {}
+    for child in graph.find_children(package):
+        owner[child] = child
+        owner.update(dict.fromkeys(graph.find_descendants(child), child))
+    edges: dict[str, set[str]] = {child: set() for child in set(owner.values())}
+    for module, child in owner.items():
+        for imported in graph.find_modules_directly_imported_by(module):
+            target = owner.get(imported)
+            if target is not None and target != child:
+                edges[child].add(target)
+    return edges
+
+
+def _cycles(edges: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_package_imports_itself_through_another() -> None:
+    graph = _graph()
+    problems = []
+    for package in sorted(m for m in graph.modules if graph.find_children(m)):
+        for cycle in _cycles(_children_graph(graph, package)):
+            # Modules of one package may use each other; a cycle through a subpackage, or among the top
+            # layers, is a package cycle.
+            if package in PACKAGES or any(graph.find_children(m) for m in cycle):
+                chains = [" -> ".join(chain) for a in cycle for b in cycle if a != b
+                          for chain in sorted(graph.find_shortest_chains(a, b, as_packages=True))[:1]]
+                problems.append(f"{package}: {cycle}\n    " + "\n    ".join(chains))
+    assert problems == [], "\n".join(problems)
