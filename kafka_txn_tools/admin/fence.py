@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from kafka_txn_tools.admin.api import ClusterApi
 from kafka_txn_tools.admin.capabilities import missing_api_error, require
 from kafka_txn_tools.admin.errors import BrokerError, ConnectionFailed, NothingToDo
+from kafka_txn_tools.durations import format_duration_ms
 from kafka_txn_tools.models import TWO_PHASE_COMMIT_TIMEOUT_MS, TransactionDescription
 
 IDLE_STATES = frozenset({"Empty", "CompleteCommit", "CompleteAbort"})
@@ -46,10 +47,7 @@ class FenceCheck:
 
 
 def _minutes(ms: int) -> str:
-    seconds = max(ms, 0) // 1000
-    if seconds >= 3600:
-        return f"{seconds // 3600}h {seconds % 3600 // 60}m"
-    return f"{seconds // 60}m {seconds % 60}s" if seconds >= 60 else f"{seconds}s"
+    return format_duration_ms(max(ms, 0))  # the tools' one duration spelling
 
 
 def check_fence(client: ClusterApi, transactional_id: str, now_ms: int, force: bool) -> FenceCheck:

@@ -135,7 +135,7 @@ def empty_message(report: ScanReport) -> str:
     if report.partial:
         return (f"no hanging transactions confirmed ({report.read_replicas} partition replicas read; some "
                 "candidates could not be classified)")
-    return f"no hanging transactions ({report.read_replicas} partition replicas read)"
+    return f"no hanging transactions found ({report.read_replicas} partition replicas read)"
 
 
 def _emit(report: ScanReport, fmt: FindHangingFormat, max_timeout_ms: int, max_prepare_ms: int, wide: bool) -> None:
