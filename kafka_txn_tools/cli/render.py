@@ -262,10 +262,10 @@ class Output:
         out.write(self.render(fmt, width, out))
         out.flush()
         if self.hidden:
-            import typer
+            from kafka_txn_tools.cli.errors import note
 
-            typer.echo(f"note: {len(self.hidden)} columns left out to fit {width} columns ({', '.join(self.hidden)}); "
-                       "use --wide for all, or -o json", err=True)
+            note(f"{len(self.hidden)} columns left out to fit {width} columns ({', '.join(self.hidden)}); use --wide "
+                 "for all, or -o json")
 
 
 # --- value formatting shared by commands -------------------------------------------------------
