@@ -197,17 +197,16 @@ def wrap_words(text: str, width: int | None) -> list[str]:
 
 
 def wrap_lines(text: str, width: int | None) -> str:
-    """Prose after a table, each line wrapped at spaces to `width` (None: as it is), continuation lines
-    indented as the line they continue; a word longer than the width stays whole."""
+    """Prose after a table, each line wrapped at word boundaries to `width` (None: as it is), continuation
+    lines indented as the line they continue; a word longer than the width, or a `command in backticks`,
+    stays whole on one line."""
     if width is None or not text:
         return text
-    import textwrap
-
     out = []
     for line in text.split("\n"):
-        indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
-        out += textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=False,
-                             break_on_hyphens=False) or [line]
+        indent = " " * (len(line) - len(line.lstrip(" ")))
+        parts = wrap_words(line.strip(" "), max(width - len(indent) - 2, 1)) if line.strip() else [""]
+        out += [indent + parts[0], *(f"{indent}  {p}" for p in parts[1:])]
     return "\n".join(out)
 
 

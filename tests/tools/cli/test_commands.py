@@ -149,3 +149,45 @@ def test_skip_refused_is_for_plans_only(fake: FakeCluster) -> None:
     code, _out, err = run("abort", "--topic", "orders", "--partition", "1", "--start-offset", "100",
                           "--skip-refused")
     assert code == exit_codes.USAGE and "--skip-refused applies to --plan" in err
+
+
+# ---- at 80 columns: the reasons stay, decoration goes (COLUMNS=80 as on a terminal) -----------------------------
+def test_describe_share_group_at_80_columns_keeps_held_and_tx_pending(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafka_txn_tools.admin import share_groups, share_pending
+    from kafka_txn_tools.admin.share_groups import ShareGroupView, SharePartitionView
+    from kafka_txn_tools.admin.share_pending import ShareHold
+
+    view = ShareGroupView("payments-workers", "Stable", 3, "read_committed", [
+        SharePartitionView("payments-ledger-eu-west-1", p, 100, 40, 100, 180, 7, 1, 2, 3, True) for p in (0, 1)])
+    holds = [ShareHold("broker-0", "payments-workers", "payments-ledger-eu-west-1", 0, 2000, "ledger-writer-7f3a9c",
+                       10, 16 * 60_000)]
+    monkeypatch.setattr("kafka_txn_tools.cli.commands.share_group.connect", lambda conn: cluster())
+    monkeypatch.setattr(share_groups, "describe_share_group", lambda client, group: view)
+    monkeypatch.setattr(share_pending, "read_metrics", lambda urls, timeout: (holds, []))
+    r = CliRunner().invoke(app, ["describe-share-group", "--group", "payments-workers", "-b", "fake:9092",
+                                 "--metrics-url", "http://broker-0:9404/metrics"], env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines), r.stdout
+    assert lines[0].split()[-2:] == ["HELD", "TX_PENDING"]  # kept: why the records wait
+    assert "10 by ledger-writer-7f3a9c (16m)" in " ".join(r.stdout.split())  # wrapped between words at most
+    assert "columns left out to fit 80 columns" in r.stderr and "MAX DELIV" in r.stderr  # decoration went first
+
+
+def test_sweep_table_at_80_columns_keeps_verdict_and_reason(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from types import SimpleNamespace
+
+    from kafka_txn_tools.cli.commands.sweep import SweepOutput, _print
+
+    row = {"topic": "payments-ledger-eu-west-1", "partition": 7, "producer_id": 2000, "producer_epoch": 3,
+           "start_offset": 116, "age_ms": 2**31 - 1, "verdict": "hanging", "transactional_id": "ledger-writer-7f3a9c",
+           "leader_broker_id": 1, "divergence": None, "reason": "transaction-not-ongoing"}
+    summary = {"hanging": 1, "stuck": 0, "late_live": 0, "unverified": 0, "as_of_ms": 1_700_000_000_000,
+               "late_partitions_by_broker": {"1": 1}, "outputs": {"report.html": "/tmp/out/report.html"}}
+    monkeypatch.setenv("COLUMNS", "80")
+    _print(SimpleNamespace(rows=[row], stuck=[], summary=summary), SweepOutput.table)
+    out, err = capsys.readouterr()
+    assert all(len(line) <= 80 for line in out.splitlines()), out
+    assert "hanging" in out and "transaction-not-ongoing" in out
+    assert "24d 20h" in out or "AGE" in err  # the one duration spelling where it is shown
+    assert "(as of 2023-11-14T22:13:20Z)" in " ".join(err.split())

@@ -233,3 +233,14 @@ def test_stderr_messages_wrap_at_word_boundaries_only_on_a_terminal(monkeypatch,
     monkeypatch.delenv("COLUMNS")
     say(message)  # piped (pytest's capture is no terminal): one line, as logs want it
     assert capsys.readouterr().err == message + "\n"
+
+
+def test_prose_after_a_table_wraps_between_words_and_never_splits_a_command() -> None:
+    footer = ("orders-1 producer 7: coordinator holds 'app' as CompleteAbort; no marker is coming\n"
+              "  do: `kafka-txn abort --topic payments-ledger-eu-west-1 --partition 1 --start-offset 116` (its marker)")
+    text = wrap_lines(footer, 60)
+    lines = text.splitlines()
+    assert "    `kafka-txn abort --topic payments-ledger-eu-west-1 --partition 1 --start-offset 116`" in lines
+    assert all(len(line) <= 60 for line in lines if "`" not in line)
+    assert " ".join(text.split()) == " ".join(footer.split())
+    assert wrap_lines(footer, None) == footer
