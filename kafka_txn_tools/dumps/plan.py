@@ -189,7 +189,9 @@ def plan_yaml(plan: AbortPlan) -> str:
 
     made = f"cluster {plan.cluster_id}" if plan.cluster_id else "an unrecorded cluster"
     when = f", captured {iso_utc(plan.capture_time_ms)}" if plan.capture_time_ms is not None else ""
-    head = (f"# Abort plan made by {plan.generated_by or 'hand'} on {made}{when}: {len(plan.entries)} entries.\n"
+    count = len(plan.entries)
+    head = (f"# Abort plan made by {plan.generated_by or 'hand'} on {made}{when}: {count} "
+            f"{'entry' if count == 1 else 'entries'}.\n"
             "# Check it with `kafka-txn abort --plan FILE --dry-run`; apply it with `kafka-txn abort --plan FILE`.\n")
     return head + str(yaml.safe_dump(plan_to_dict(plan), sort_keys=False, default_flow_style=None))
 

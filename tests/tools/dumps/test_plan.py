@@ -27,7 +27,7 @@ def test_roundtrip(tmp_path):
     assert plan.load_plan(path) == original
     # A person opening the file sees where and when it was made, and how to apply it.
     assert text.startswith("# Abort plan made by kafka-txn sweep on cluster 7ZyqV1DkQ3aHh1hWm2sJ9A, captured "
-                           "2023-11-14T22:13:19Z: 1 entries.\n# Check it with `kafka-txn abort --plan FILE --dry-run`")
+                           "2023-11-14T22:13:19Z: 1 entry.\n# Check it with `kafka-txn abort --plan FILE --dry-run`")
 
 
 def test_a_version_1_plan_is_read_without_a_cluster_id(tmp_path):
