@@ -1,4 +1,4 @@
-"""Parse human durations ("15m", "900s", "2h", "1500ms") into milliseconds.
+"""Durations: parse human ones ("15m", "900s", "2h", "1500ms") into milliseconds, and print them one way.
 
 What a bare number means depends on the option, and its help says so: `--max-transaction-timeout`
 takes minutes, as upstream `kafka-transactions.sh find-hanging --max-transaction-timeout 15` does
@@ -38,9 +38,22 @@ def parse_duration_ms(text: str, bare_unit: str = "m") -> int:
 
 
 def format_duration_ms(ms: int) -> str:
-    """Shortest exact spelling of `ms` in the units parse_duration_ms reads (for messages)."""
-    for unit in ("d", "h", "m", "s"):
+    """The one spelling of a duration the tools print: its two largest units, the second left out when
+    zero (`15m`, `1h 5m`, `24d 20h`, `1s 500ms`, `0ms`). Each part is a unit parse_duration_ms reads.
+
+    Tables, messages and prompts all use it, so the same value always reads the same (Integer.MAX_VALUE
+    ms is `24d 20h` everywhere, never `596h 31m` in one place and `24d 20h` in another).
+    """
+    if ms < 0:
+        return "-" + format_duration_ms(-ms)
+    parts: list[str] = []
+    rest = int(ms)
+    for unit in ("d", "h", "m", "s", "ms"):
         size = _UNIT_MS[unit]
-        if ms and ms % size == 0:
-            return f"{ms // size}{unit}"
-    return f"{ms}ms"
+        count, rest = divmod(rest, size)
+        if count or parts:
+            parts.append(f"{count}{unit}" if count else "")
+        if len(parts) == 2:
+            break
+    shown = [p for p in parts if p]
+    return " ".join(shown) or "0ms"

@@ -412,6 +412,7 @@ class ClusterInfo:
     controller_id: int = -1
     # Topics Metadata answered with an error (unknown, not authorized): topic -> error name.
     topic_errors: tuple[tuple[str, str], ...] = ()
+    cluster_id: str | None = None  # Metadata v2+ (None: the broker did not say)
 
     def broker_ids(self) -> list[int]:
         return sorted(b.node_id for b in self.brokers)

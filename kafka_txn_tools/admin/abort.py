@@ -5,8 +5,13 @@ Nothing is written until `validate` has passed and the caller (a person, or --ye
 1. The leader's DescribeProducers must show exactly the open transaction the user named: the one
    starting at --start-offset, or producer --producer-id's (legacy form); and every other identifier
    given (producer id, producer epoch, coordinator epoch, as in a plan entry) must match it. A
-   mismatch is refused outright (`Refused`): the named transaction is not the open one. If none is
-   open any more and the LSO has passed it, it was completed (`NothingToDo`).
+   mismatch is refused outright (`Refused`): the named transaction is not the open one. When no
+   open transaction starts at the offset, the log there is read (admin/offset_evidence.py): only a
+   marker of the same producer after it makes the abort "already done" (`NothingToDo`); anything
+   else (an offset past the end, a non-transactional record, a marker, an offset inside another
+   open transaction) is a refusal that says what is there and where the open transactions start.
+   The legacy form's producer without an open transaction is "already done" only if a marker ever
+   ended one of its transactions on the partition (its coordinator epoch is set).
 2. The coordinator's view (ListTransactions by producer id + DescribeTransactions, classified by
    admin/hanging.py): if the coordinator still holds the transaction as ongoing with this partition,
    it is live - aborting it would fail the producer's commit - so `refusal` is set and only --force
@@ -29,10 +34,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kafka_txn_tools.admin import hanging
+from kafka_txn_tools.admin import hanging, offset_evidence
 from kafka_txn_tools.admin.api import ClusterApi
 from kafka_txn_tools.admin.capabilities import COORDINATOR_VIEW, missing, missing_api_error, require
-from kafka_txn_tools.admin.errors import BrokerError, ConnectionFailed, NothingToDo, Refused, UsageError
+from kafka_txn_tools.admin.errors import (
+    BrokerError,
+    ConnectionFailed,
+    KafkaTxnError,
+    NothingToDo,
+    Refused,
+    UsageError,
+)
 from kafka_txn_tools.models import (
     AbortSpec,
     ClusterInfo,
@@ -136,7 +148,7 @@ def validate(client: AbortClient, target: AbortTarget) -> AbortCheck:
     if not client.supports("DescribeProducers"):
         return _unverified_producer(client, target, leader, before)
     producers = _producers_on_leader(client, target.partition, leader)
-    producer = _match(target, producers, before)
+    producer = _match(client, target, leader, producers, before)
     _refuse_mismatches(target, producer)
     spec = AbortSpec(target.partition, producer.producer_id, producer.producer_epoch,
                      max(producer.coordinator_epoch, 0), producer.current_txn_start_offset)
@@ -173,10 +185,10 @@ def _leader(client: AbortClient, tp: TopicPartition) -> tuple[ClusterInfo, int]:
     cluster = client.metadata([tp.topic])
     info = cluster.partition(tp)
     if info is None:
+        # Live state, not malformed input: a refusal (exit 1), like every identifier the cluster does not know.
         topic_error = dict(cluster.topic_errors).get(tp.topic)
         what = f"topic {tp.topic!r} ({topic_error})" if topic_error else f"partition {tp}"
-        raise UsageError(f"{what} does not exist or is not visible to this principal",
-                         "check --topic and --partition")
+        raise Refused(f"{what} does not exist or is not visible to this principal", "check --topic and --partition")
     if info.leader < 0:
         raise BrokerError(f"partition {tp} has no leader right now", "LEADER_NOT_AVAILABLE",
                           "retry once a replica is elected leader")
@@ -191,13 +203,14 @@ def _producers_on_leader(client: AbortClient, tp: TopicPartition, leader: int) -
     return [p for r in replicas if r.partition == tp for p in r.producers]
 
 
-def _match(target: AbortTarget, producers: list[ProducerState], before: PartitionOffsets) -> ProducerState:
+def _match(client: AbortClient, target: AbortTarget, leader: int, producers: list[ProducerState],
+           before: PartitionOffsets) -> ProducerState:
     tp = target.partition
     if target.start_offset is not None:
         found = next((p for p in producers if p.has_open_transaction
                       and p.current_txn_start_offset == target.start_offset), None)
         if found is None:
-            _explain_missing(tp, target.start_offset, producers, before)
+            _explain_missing(client, tp, leader, target.start_offset, producers, before)
         assert found is not None
         return found
     pid = target.producer_id
@@ -207,24 +220,74 @@ def _match(target: AbortTarget, producers: list[ProducerState], before: Partitio
                       f"take the producer id from `kafka-txn describe-producers --topic {tp.topic} "
                       f"--partition {tp.partition}`")
     if not state.has_open_transaction:
-        raise NothingToDo(f"producer {pid} has no open transaction on partition {tp}: already aborted or committed")
+        _explain_not_open(tp, state)
     return state
 
 
+def _explain_not_open(tp: TopicPartition, state: ProducerState) -> None:
+    """The legacy form's producer has no open transaction: done only if a marker ever ended one here
+    (a marker sets the producer's coordinator epoch on the partition; -1 means none ever did)."""
+    pid = state.producer_id
+    if state.coordinator_epoch >= 0:
+        raise NothingToDo(f"producer {pid} has no open transaction on partition {tp}: its last transaction there "
+                          f"was already ended by a marker (coordinator epoch {state.coordinator_epoch})")
+    raise Refused(f"producer {pid} has no open transaction on partition {tp}, and no transaction of it was ever "
+                  "ended there by a marker: it does not write transactions to this partition",
+                  f"check the producer with `kafka-txn describe-producers --topic {tp.topic} "
+                  f"--partition {tp.partition}`")
+
+
 def _explain_missing(
-    tp: TopicPartition, offset: int, producers: list[ProducerState], before: PartitionOffsets,
+    client: AbortClient, tp: TopicPartition, leader: int, offset: int, producers: list[ProducerState],
+    before: PartitionOffsets,
 ) -> None:
-    if before.high_watermark is not None and offset >= before.high_watermark:
-        raise UsageError(f"offset {offset} is beyond the end of partition {tp} "
-                         f"(high watermark {before.high_watermark})",
-                         "take --start-offset from `kafka-txn find-hanging` or `describe-producers`")
-    if before.last_stable_offset is not None and before.last_stable_offset > offset:
-        raise NothingToDo(f"no open transaction starts at offset {offset} on partition {tp} any more: it was "
-                          f"aborted or committed (the last stable offset is now {before.last_stable_offset})")
+    """No open transaction starts at `offset`: "already done" only with a marker as evidence, else a
+    refusal that says what is at the offset and where the open transactions start."""
     starts = sorted(p.current_txn_start_offset for p in producers if p.has_open_transaction)
-    hint = (f"open transactions on {tp} start at {', '.join(map(str, starts))}" if starts
-            else f"{tp} has no open transactions")
-    raise UsageError(f"Could not find any open transactions starting at offset {offset} on partition {tp}", hint)
+    fix = (f"open transactions on {tp} start at {', '.join(map(str, starts))}: take --start-offset from "
+           "`kafka-txn find-hanging` or `describe-producers`" if starts else f"{tp} has no open transactions: "
+           "nothing to abort")
+    missing = f"Could not find any open transactions starting at offset {offset} on partition {tp}"
+    if before.high_watermark is not None and offset >= before.high_watermark:
+        raise Refused(f"{missing}: the partition ends before it (high watermark {before.high_watermark})", fix)
+    found = offset_evidence.read(client, tp, leader, offset)
+    raise _judged(found, missing, tp, offset, producers, fix)
+
+
+def _judged(found: offset_evidence.Evidence, missing: str, tp: TopicPartition, offset: int,
+            producers: list[ProducerState], fix: str) -> KafkaTxnError:
+    b = found.batch
+    if found.error == "OFFSET_OUT_OF_RANGE":
+        return Refused(f"{missing}: offset {offset} is no longer in the log (before its log start offset: deleted "
+                       "by retention)", fix)
+    if found.error is not None:
+        return Refused(f"{missing}, and the log at that offset could not be read to tell why ({found.error})", fix)
+    if b is None:
+        return Refused(f"{missing}: there is no record at offset {offset} any more (removed by compaction)", fix)
+    if b.control:
+        kind = {True: "a COMMIT marker", False: "an ABORT marker"}.get(b.commit, "a control record")  # type: ignore[arg-type]
+        return Refused(f"{missing}: the record at offset {offset} is {kind} of producer {b.producer_id}, not the "
+                       "start of a transaction", fix)
+    if not b.transactional:
+        who = f"producer {b.producer_id}" if b.producer_id >= 0 else "a producer without a producer id"
+        return Refused(f"{missing}: the record at offset {offset} is not transactional (written by {who})", fix)
+    inside = next((p for p in producers if p.producer_id == b.producer_id and p.has_open_transaction
+                   and p.current_txn_start_offset < offset), None)
+    if inside is not None:
+        return Refused(f"{missing}: offset {offset} is inside the open transaction of producer {b.producer_id}, "
+                       f"which starts at offset {inside.current_txn_start_offset}",
+                       f"abort it with --start-offset {inside.current_txn_start_offset}")
+    if found.marker is not None and b.base_offset == offset:
+        done, marker = ("committed", "COMMIT") if found.marker.commit else ("aborted", "ABORT")
+        return NothingToDo(f"the transaction of producer {b.producer_id} that started at offset {offset} on "
+                           f"partition {tp} was already {done}: its {marker} marker is at offset "
+                           f"{found.marker.base_offset}")
+    if b.base_offset != offset:
+        return Refused(f"{missing}: offset {offset} is inside a batch of producer {b.producer_id} that starts at "
+                       f"offset {b.base_offset} (transactions start at a batch's first offset)", fix)
+    return Refused(f"{missing}: the transactional record of producer {b.producer_id} there is in no open "
+                   f"transaction, and no marker of it was found in the {found.bytes_read} bytes read after it",
+                   fix)
 
 
 def _coordinator_epochs_match(given: int, live: int) -> bool:

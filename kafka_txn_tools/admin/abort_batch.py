@@ -1,9 +1,14 @@
 """The abort flow for one transaction or a whole plan, shared by `kafka-txn abort` and `kafka-transactions abort`.
 
+0. `check_origin` (plans): the plan must have been made on this cluster. A plan that records another
+   cluster id is refused whole; one that records none (version 1, hand-written, or made from inputs
+   without one) is applied with a warning, since each entry is still checked against live state.
 1. `prepare`: validate every target (admin/abort.py) and settle what cannot be written: already
    done, refused (a mismatch, or live / unreadable coordinator without --force), failed. Nothing is
    written here, so a plan is checked whole before the first marker.
-2. The front end shows what will be written and gets a confirmation (prompts are theirs).
+2. A plan is applied all or nothing: if any entry was refused or failed (`blocked`), the front end
+   writes none of them (`hold_back`), unless told to skip the refused ones (--skip-refused). It
+   shows what will be written, and what was refused, and gets a confirmation (prompts are theirs).
 3. `write`: each remaining marker, re-checked just before it is written.
 
 Results are plain data for rendering and for the audit log.
@@ -28,6 +33,7 @@ class AbortResult(StrEnum):
     FAILED = "failed"
     DRY_RUN = "dry-run"
     CANCELLED = "cancelled"
+    NOT_WRITTEN = "not-written"  # valid, but held back: another entry of its plan was refused (all or nothing)
 
 
 @dataclass
@@ -47,6 +53,32 @@ class AbortItem:
 
     def settle(self, result: AbortResult, message: str) -> None:
         self.result, self.message = result, message
+
+
+@dataclass
+class Origin:
+    """What checking a plan's origin against the live cluster found."""
+
+    refusal: str | None = None  # made on another cluster: nothing may be written
+    warning: str | None = None  # the plan does not say where it was made
+    unverifiable: str | None = None  # the live cluster does not say which it is: a person or --force decides
+
+
+def check_origin(plan: AbortPlan, live_cluster_id: str | None) -> Origin:
+    """Was `plan` made on the cluster with `live_cluster_id` (Metadata's cluster id)?"""
+    if plan.cluster_id is None:
+        why = ("it was written before plans recorded it, or by hand" if plan.version < 2 else
+               "its inputs did not record it (kafka-dump-log.sh text, or a dump without a cluster id)")
+        return Origin(warning=(f"the plan does not say which cluster it was made on ({why}): it is applied to this "
+                               "cluster with every entry still checked against its live state; regenerate it "
+                               "(`kafka-txn find-hanging --all -o plan`) to have the cluster checked as well"))
+    if live_cluster_id is None:
+        return Origin(unverifiable=(f"the plan was made on cluster {plan.cluster_id}, and this cluster does not "
+                                    "report its cluster id, so it cannot be checked that it is the same one"))
+    if live_cluster_id != plan.cluster_id:
+        return Origin(refusal=(f"the plan was made on cluster {plan.cluster_id}, and this is cluster "
+                               f"{live_cluster_id}: a plan applies only to the cluster it was made on"))
+    return Origin()
 
 
 def targets_of(plan: AbortPlan) -> list[AbortTarget]:
@@ -86,6 +118,20 @@ def prepare(client: AbortClient, targets: Sequence[AbortTarget], force: bool) ->
 
 def pending(items: Sequence[AbortItem]) -> list[AbortItem]:
     return [i for i in items if i.pending]
+
+
+def blocked(items: Sequence[AbortItem]) -> list[AbortItem]:
+    """The entries validation stopped (refused, or failed to validate): any one of them holds a whole
+    plan back, since a plan is applied all or nothing."""
+    return [i for i in items if i.result in (AbortResult.REFUSED, AbortResult.FAILED)]
+
+
+def hold_back(items: Sequence[AbortItem]) -> None:
+    """Settle the valid entries of a plan that has refused ones: none is written."""
+    stopped, total = len(blocked(items)), len(items)
+    settle_all(items, AbortResult.NOT_WRITTEN,
+               f"valid, not written: {stopped} of the plan's {total} entries were refused, and a plan is written "
+               "all or nothing")
 
 
 def unverifiable(items: Sequence[AbortItem]) -> list[str]:

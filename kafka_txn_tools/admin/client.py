@@ -150,6 +150,13 @@ class AdminClient:
         except kerrors.IncompatibleBrokerVersion as exc:
             # Not a network fault: the broker does not offer the request at all.
             raise MissingApi(_api_of(exc), f"the broker does not support the request to {what} ({exc})") from None
+        except kerrors.KafkaTimeoutError:
+            from kafka_txn_tools.durations import format_duration_ms
+
+            # Connected a moment ago, so the brokers are reachable: say what the timeout was, not that they are down.
+            raise ConnectionFailed(f"{what}: no answer within the {format_duration_ms(self.timeout_ms)} timeout (the "
+                                   "cluster answered when connecting just before)",
+                                   "give a longer --timeout, e.g. --timeout 30s") from None
         except kerrors.KafkaError as exc:
             err = _transport_error(exc, None, what)
             raise ConnectionFailed(err.message, "check that the brokers are up and reachable") from None
@@ -648,7 +655,7 @@ def _auth_refused(servers: str, mechanism: str, exc: BaseException) -> Connectio
 
 def _probe(settings: ClientSettings, timeout_ms: int) -> list[str]:
     """The bootstrap addresses that answered as Kafka; ConnectionFailed naming each problem if none did."""
-    from kafka_txn_tools.admin.bootstrap import probe_all
+    from kafka_txn_tools.admin.bootstrap import MAX_PROBE_S, probe_all
 
     servers = [a for a in (settings.bootstrap_servers or "").split(",") if a.strip()]
     kw = settings.kwargs
@@ -657,6 +664,13 @@ def _probe(settings: ClientSettings, timeout_ms: int) -> list[str]:
     usable = [p.address for p in probes if p.ok]
     if usable:
         return usable
+    if timeout_ms / 1000 < MAX_PROBE_S and all(p.problem.startswith("did not answer within") for p in probes):
+        # Silence within a short timeout proves nothing about the brokers: ask again with the probe's own
+        # budget, and blame the timeout only if they answer then.
+        again = probe_all(servers, kw.get("security_protocol", "PLAINTEXT"), kw.get("ssl_context"),
+                          kw.get("sasl_mechanism"), MAX_PROBE_S)
+        if any(p.ok for p in again):
+            raise _too_short(",".join(servers), timeout_ms)
     problems = "; ".join(f"{p.address} {p.problem}" for p in probes)
     fixes = sorted({p.fix for p in probes if p.fix})
     raise ConnectionFailed(f"cannot connect to the cluster: {problems}", "; ".join(fixes) or None)
@@ -685,6 +699,8 @@ def _connect(settings: ClientSettings, timeout_ms: int, client_id: str) -> Any:
         _close_quietly(watch.client)
         if watch.refusal is not None:
             raise _auth_refused(servers, mech, watch.refusal) from None
+        if _connects_given_time(usable, kwargs, timeout_ms):
+            raise _too_short(servers, timeout_ms) from None
         raise ConnectionFailed(
             f"could not connect to the cluster at {servers} within {timeout_ms / 1000:g}s",
             "check --bootstrap-server, that the brokers are up, and security.protocol / TLS settings",
@@ -697,6 +713,31 @@ def _connect(settings: ClientSettings, timeout_ms: int, client_id: str) -> Any:
         raise ConnectionFailed(f"could not connect to the cluster at {servers}: {exc}") from None
     finally:
         net_log.removeHandler(watch)
+
+
+# A timeout this short may be all that failed: connecting once more with this one tells.
+ENOUGH_TO_CONNECT_MS = 5_000
+
+
+def _too_short(servers: str, timeout_ms: int) -> ConnectionFailed:
+    from kafka_txn_tools.durations import format_duration_ms
+
+    return ConnectionFailed(f"the timeout of {format_duration_ms(timeout_ms)} is too short to connect: the brokers at "
+                      f"{servers} answered when given {format_duration_ms(ENOUGH_TO_CONNECT_MS)}",
+                      "give a longer --timeout, e.g. --timeout 30s (or default.api.timeout.ms in --command-config)")
+
+
+def _connects_given_time(usable: list[str], kwargs: dict[str, Any], timeout_ms: int) -> bool:
+    """After a connection timed out within a short timeout: does one with ENOUGH_TO_CONNECT_MS succeed?"""
+    if timeout_ms >= ENOUGH_TO_CONNECT_MS:
+        return False
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=usable, bootstrap_timeout_ms=ENOUGH_TO_CONNECT_MS,
+                                 **{**kwargs, "request_timeout_ms": ENOUGH_TO_CONNECT_MS})
+    except kerrors.KafkaError:
+        return False
+    _close_quietly(admin)
+    return True
 
 
 def _close_quietly(client: Any) -> None:

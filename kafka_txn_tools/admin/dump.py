@@ -26,6 +26,7 @@ class DumpRows:
     transactions: list[Row] = field(default_factory=list)
     errors: list[Row] = field(default_factory=list)
     brokers: list[int] = field(default_factory=list)
+    cluster_id: str | None = None  # as Metadata reports it: plans made from the dump record it
 
 
 def producer_rows(replicas: list[PartitionProducers], cluster: ClusterInfo, capture_ms: int) -> list[Row]:
@@ -69,7 +70,7 @@ def collect(
 ) -> DumpRows:
     require(client, "dump", "DescribeProducers", "ListTransactions", "DescribeTransactions")
     cluster = client.metadata(None)
-    out = DumpRows(brokers=cluster.broker_ids())
+    out = DumpRows(brokers=cluster.broker_ids(), cluster_id=cluster.cluster_id)
     by_broker, plan_errors = plan_requests(cluster, Scope(all=True))
     if on_total is not None:
         on_total(sum(map(len, by_broker.values())))
@@ -116,4 +117,5 @@ def write_dump(rows: DumpRows, out: Path, fmt: str, capture_time_ms: int) -> Any
     writer.add(TRANSACTIONS, rows.transactions)
     writer.add(ERRORS, rows.errors)
     writer.brokers.update(rows.brokers)
+    writer.cluster_id = rows.cluster_id
     return writer.close()

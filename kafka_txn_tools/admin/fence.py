@@ -5,7 +5,8 @@ transaction and the producer that owned the id fails with a fenced error from th
 tool for a transaction stuck on the coordinator's side (PrepareCommit/PrepareAbort whose markers never
 land, Ongoing past its timeout at epoch exhaustion). It is refused, unless forced, when:
 
-- the coordinator does not know the id: fencing would create it (`NothingToDo`);
+- the coordinator does not know the id: fencing would create it (`Refused`: an unknown id is no
+  evidence that a transaction completed; it may be a typo);
 - no transaction is in progress (Empty, CompleteCommit, CompleteAbort): fencing would only make a
   healthy producer fail;
 - the transaction is live: still within its transaction.timeout.ms (its coordinator will abort it at
@@ -21,7 +22,8 @@ from dataclasses import dataclass
 
 from kafka_txn_tools.admin.api import ClusterApi
 from kafka_txn_tools.admin.capabilities import missing_api_error, require
-from kafka_txn_tools.admin.errors import BrokerError, ConnectionFailed, NothingToDo
+from kafka_txn_tools.admin.errors import BrokerError, ConnectionFailed, Refused
+from kafka_txn_tools.durations import format_duration_ms
 from kafka_txn_tools.models import TWO_PHASE_COMMIT_TIMEOUT_MS, TransactionDescription
 
 IDLE_STATES = frozenset({"Empty", "CompleteCommit", "CompleteAbort"})
@@ -46,10 +48,7 @@ class FenceCheck:
 
 
 def _minutes(ms: int) -> str:
-    seconds = max(ms, 0) // 1000
-    if seconds >= 3600:
-        return f"{seconds // 3600}h {seconds % 3600 // 60}m"
-    return f"{seconds // 60}m {seconds % 60}s" if seconds >= 60 else f"{seconds}s"
+    return format_duration_ms(max(ms, 0))  # the tools' one duration spelling
 
 
 def check_fence(client: ClusterApi, transactional_id: str, now_ms: int, force: bool) -> FenceCheck:
@@ -66,8 +65,12 @@ def check_fence(client: ClusterApi, transactional_id: str, now_ms: int, force: b
     d = described.descriptions.get(transactional_id)
     if d is None:
         if transactional_id in described.not_found:
-            raise NothingToDo(f"transactional id {transactional_id!r} is not known to its coordinator: nothing to "
-                              "fence (fencing would create it)")
+            # Not "already done": nothing shows that a transaction of this id ever completed (a typo, or an
+            # id expired after transactional.id.expiration.ms, look the same).
+            raise Refused(f"transactional id {transactional_id!r} is not known to its coordinator: nothing to fence "
+                          "(fencing would create it)",
+                          "check the id with `kafka-txn list` (a typo, or an id that expired after "
+                          "transactional.id.expiration.ms)")
         errors = described.errors
         if errors and errors[0].code > 0:
             raise BrokerError(f"cannot describe {transactional_id!r} before fencing: {errors[0].message}",

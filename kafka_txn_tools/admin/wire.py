@@ -130,7 +130,8 @@ def parse_metadata(response: Any) -> ClusterInfo:
                 tuple(p.replica_nodes), tuple(p.isr_nodes), bool(topic.is_internal)))
     partitions.sort(key=lambda info: info.partition)
     controller = getattr(response, "controller_id", -1)
-    return ClusterInfo(brokers, tuple(partitions), controller if controller is not None else -1, tuple(errors))
+    return ClusterInfo(brokers, tuple(partitions), controller if controller is not None else -1, tuple(errors),
+                       getattr(response, "cluster_id", None) or None)
 
 
 # --- DescribeProducers -----------------------------------------------------------------------

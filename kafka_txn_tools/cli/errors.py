@@ -27,16 +27,28 @@ from kafka_txn_tools.cli import exit_codes
 PROG = "kafka-txn"
 
 
+def say(message: str) -> None:
+    """A message on stderr, wrapped at word boundaries to the terminal's width ($COLUMNS, else the
+    terminal's; never when stderr is piped, so logs keep one line per message). Continuation lines are
+    indented; a `command in backticks` or a word longer than the width is never broken."""
+    from kafka_txn_tools.cli.render import wrap_words
+    from kafka_txn_tools.cli.terminal import table_width
+
+    width = table_width(sys.stderr)
+    lines = wrap_words(message, None if width is None else max(width - 2, 20))
+    typer.echo("\n".join([lines[0], *(f"  {line}" for line in lines[1:])]), err=True)
+
+
 def warn(message: str) -> None:
-    typer.echo(f"warning: {message}", err=True)
+    say(f"warning: {message}")
 
 
 def note(message: str) -> None:
-    typer.echo(f"note: {message}", err=True)
+    say(f"note: {message}")
 
 
 def fail(message: str, code: int = exit_codes.ERROR) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
+    say(f"error: {message}")
     raise typer.Exit(code)
 
 
@@ -65,7 +77,7 @@ def user_errors() -> Iterator[None]:
         yield
     except NothingToDo as exc:
         # Not a failure: a re-run of something already done (scripts see exit code 4).
-        typer.echo(f"nothing to do: {exc}", err=True)
+        say(f"nothing to do: {exc}")
         raise typer.Exit(exit_codes.ALREADY_DONE) from None
     except KafkaTxnError as exc:
         if debugging():
@@ -114,10 +126,10 @@ class KafkaTxnGroup(TyperGroup):
             typer.echo(exc.format_message(), err=True)
             rv = exit_codes.USAGE
         except UsageError as exc:
-            typer.echo(f"error: {_usage_message(exc)}", err=True)
+            say(f"error: {_usage_message(exc)}")
             rv = exit_codes.USAGE
         except ClickException as exc:
-            typer.echo(f"error: {exc.format_message()}", err=True)
+            say(f"error: {exc.format_message()}")
             rv = exc.exit_code
         except Abort:
             typer.echo("interrupted", err=True)

@@ -25,6 +25,7 @@ class Confirmation:
     writes: Sequence[str]  # one line per marker or fence
     warnings: list[str] = field(default_factory=list)  # shown above the question
     action: str = "write"
+    left_out: list[str] = field(default_factory=list)  # refused, so not written (abort --plan --skip-refused)
 
 
 class NoTerminal(Exception):
@@ -79,6 +80,8 @@ def ask(confirmation: Confirmation, terminal: TextIO | Terminal | None = None) -
         lines = [f"Cluster: {bold(confirmation.cluster, tty)}",
                  f"About to {confirmation.action} {count} {'change' if count == 1 else 'changes'}:",
                  *(f"  {w}" for w in confirmation.writes),
+                 *([f"Left out, {len(confirmation.left_out)} refused (not written):"] if confirmation.left_out else []),
+                 *(f"  {w}" for w in confirmation.left_out),
                  *(f"{bold('WARNING', tty)}: {w}" for w in confirmation.warnings)]
         tty.write("\n".join(lines) + f"\nProceed on {confirmation.cluster}? [y/N] ")
         tty.flush()

@@ -3,16 +3,20 @@
 - json / yaml: `{<kind>: [rows], "errors": [...], ...extra}`; keys are snake_case and stable.
 - csv / tsv: a header of the row keys, then rows; None is empty, lists are comma-joined.
 - kafka: upstream kafka-transactions.sh's table, byte for byte (see `upstream_table`).
-- table: aligned columns. A cell is never broken across lines: when the terminal (or $COLUMNS) is
-  narrower than the table, the least important columns are left out with a note on stderr, and if
-  even the essential ones do not fit, each record is printed as a block of `TITLE  value` lines.
-  `--wide` prints every column whatever the width; piped output is never narrowed.
+- table: aligned columns; an empty cell reads `-`. When the terminal (or $COLUMNS) is narrower than
+  the table, decoration goes first: the least important columns are left out (with a note on stderr),
+  and a prose column (a reason, a detail; `Column.wrap`) that is last is broken at word boundaries
+  within its cell rather than dropped. If even the essential columns do not fit, each record is
+  printed as a block of `TITLE  value` lines, prose wrapped under its value. Nothing else is ever
+  broken: a value, a `command in backticks` and a word stay whole on one line. `--wide` prints every
+  column whatever the width; piped output is never narrowed.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +27,8 @@ from kafka_txn_tools.cli.terminal import bold, table_width
 
 Row = Mapping[str, Any]
 GAP = "  "
+EMPTY = "-"  # an empty table cell, in every command
+MIN_WRAP = 30  # the narrowest a prose column is squeezed to before columns are left out
 
 
 @dataclass(frozen=True)
@@ -32,12 +38,14 @@ class Column:
     fmt: Callable[[Any], str] | None = None
     # 0: essential, never left out; higher numbers are left out first when the terminal is narrow.
     drop: int = 0
+    # Prose (a reason, a detail): may be broken at word boundaries on a narrow terminal, never dropped
+    # for being long.
+    wrap: bool = False
 
     def cell(self, row: Row) -> str:
         value = row.get(self.key)
-        if self.fmt is not None:
-            return self.fmt(value)
-        return plain(value)
+        text = self.fmt(value) if self.fmt is not None else plain(value)
+        return text if text != "" else EMPTY
 
 
 def plain(value: Any) -> str:
@@ -98,31 +106,58 @@ def render_delimited(rows: Sequence[Row], columns: Sequence[str], delimiter: str
     return buf.getvalue()
 
 
-def render_plain_table(rows: Sequence[Row], columns: Sequence[Column], out: TextIO | None = None) -> str:
-    """Aligned columns separated by two spaces; the header bold on a colour terminal."""
+def render_plain_table(rows: Sequence[Row], columns: Sequence[Column], out: TextIO | None = None,
+                       width: int | None = None) -> str:
+    """Aligned columns separated by two spaces; the header bold on a colour terminal. With `width`, a
+    last prose column wider than what is left is wrapped within its cell (continuation lines start at
+    its column)."""
     cells = [[c.title for c in columns]] + [[c.cell(r) for c in columns] for r in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
-    lines = [GAP.join(v.ljust(widths[i]) for i, v in enumerate(line)).rstrip() for line in cells]
+    room = None
+    if width is not None and columns and columns[-1].wrap:
+        offset = sum(widths[:-1]) + len(GAP) * (len(columns) - 1)
+        if offset + widths[-1] > width:
+            room = max(width - offset, 1)
+    lines = []
+    for line in cells:
+        head = GAP.join(v.ljust(widths[i]) for i, v in enumerate(line[:-1]))
+        last = wrap_words(line[-1], room) if room is not None else [line[-1]]
+        prefix = head + GAP if len(line) > 1 else ""
+        lines.append((prefix + last[0]).rstrip())
+        lines += [(" " * len(prefix) + more).rstrip() for more in last[1:]]
     if out is not None and lines:
         lines[0] = bold(lines[0], out)
     return "".join(line + "\n" for line in lines)
 
 
-def render_blocks(rows: Sequence[Row], columns: Sequence[Column]) -> str:
-    """One record per block of `TITLE  value` lines: nothing is cut, however narrow the terminal."""
+def render_blocks(rows: Sequence[Row], columns: Sequence[Column], width: int | None = None) -> str:
+    """One record per block of `TITLE  value` lines: nothing is cut, however narrow the terminal; prose
+    values are wrapped at word boundaries under their value."""
     label = max(len(c.title) for c in columns)
-    blocks = ["".join(f"{c.title.ljust(label)}{GAP}{c.cell(r)}".rstrip() + "\n" for c in columns) for r in rows]
-    return "\n".join(blocks)
+    indent = " " * (label + len(GAP))
+    room = None if width is None else max(width - len(indent), 1)
+
+    def lines(c: Column, r: Row) -> str:
+        value = c.cell(r)
+        parts = wrap_words(value, room) if c.wrap else [value]
+        head = f"{c.title.ljust(label)}{GAP}{parts[0]}".rstrip()
+        return "".join([head + "\n", *(f"{indent}{p}\n" for p in parts[1:])])
+
+    return "\n".join("".join(lines(c, r) for c in columns) for r in rows)
 
 
 def fit_columns(rows: Sequence[Row], columns: Sequence[Column], width: int) -> tuple[list[Column], bool]:
     """The columns that fit in `width`, leaving out the least important first; False: even the
-    essential ones do not fit (print blocks)."""
-    widths = {c.key: max([len(c.title), *(len(c.cell(r)) for r in rows)]) for c in columns}
+    essential ones do not fit (print blocks). A prose column (`wrap`) that is last counts at the
+    width it may be squeezed to (see `squeezed_width`)."""
+    natural = {c.key: max([len(c.title), *(len(c.cell(r)) for r in rows)]) for c in columns}
     shown = list(columns)
 
     def total() -> int:
-        return sum(widths[c.key] for c in shown) + len(GAP) * (len(shown) - 1)
+        widths = [natural[c.key] for c in shown]
+        if shown[-1].wrap:
+            widths[-1] = min(widths[-1], squeezed_width(rows, shown[-1]))
+        return sum(widths) + len(GAP) * (len(shown) - 1)
 
     # Highest `drop` first; among equals, the rightmost first.
     order = sorted((c for c in columns if c.drop > 0), key=lambda c: (-c.drop, -columns.index(c)))
@@ -133,18 +168,45 @@ def fit_columns(rows: Sequence[Row], columns: Sequence[Column], width: int) -> t
     return shown, total() <= width
 
 
+def squeezed_width(rows: Sequence[Row], column: Column) -> int:
+    """The narrowest a prose column may become: MIN_WRAP, or its longest unbreakable word."""
+    longest = max([len(column.title), *(len(t) for r in rows for t in _TOKEN.findall(column.cell(r)))])
+    return max(MIN_WRAP, longest)
+
+
+# A word: a `span in backticks` (a command, kept whole with the punctuation around it), or a run of non-spaces.
+_TOKEN = re.compile(r"\S*`[^`]*`\S*|\S+")
+
+
+def wrap_words(text: str, width: int | None) -> list[str]:
+    """`text` in lines of at most `width` characters, broken only between words (None: one line per
+    line of `text`). A word longer than the width, such as a command in backticks, stays whole."""
+    if width is None:
+        return text.split("\n") or [""]
+    out: list[str] = []
+    for paragraph in text.split("\n"):
+        line = ""
+        for token in _TOKEN.findall(paragraph):
+            if line and len(line) + 1 + len(token) > width:
+                out.append(line)
+                line = token
+            else:
+                line = f"{line} {token}" if line else token
+        out.append(line)
+    return out
+
+
 def wrap_lines(text: str, width: int | None) -> str:
-    """Prose after a table, each line wrapped at spaces to `width` (None: as it is), continuation lines
-    indented as the line they continue; a word longer than the width stays whole."""
+    """Prose after a table, each line wrapped at word boundaries to `width` (None: as it is), continuation
+    lines indented as the line they continue; a word longer than the width, or a `command in backticks`,
+    stays whole on one line."""
     if width is None or not text:
         return text
-    import textwrap
-
     out = []
     for line in text.split("\n"):
-        indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
-        out += textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=False,
-                             break_on_hyphens=False) or [line]
+        indent = " " * (len(line) - len(line.lstrip(" ")))
+        parts = wrap_words(line.strip(" "), max(width - len(indent) - 2, 1)) if line.strip() else [""]
+        out += [indent + parts[0], *(f"{indent}  {p}" for p in parts[1:])]
     return "\n".join(out)
 
 
@@ -189,9 +251,9 @@ class Output:
             return render_plain_table(rows, self.columns, out)
         shown, fits = fit_columns(rows, self.columns, width)
         if not fits:
-            return render_blocks(rows, self.columns)
+            return render_blocks(rows, self.columns, width)
         self.hidden = [c.title for c in self.columns if c not in shown]
-        return render_plain_table(rows, shown, out)
+        return render_plain_table(rows, shown, out, width)
 
     def emit(self, fmt: OutputFormat, out: TextIO | None = None, wide: bool = False) -> None:
         out = out if out is not None else sys.stdout
@@ -199,32 +261,33 @@ class Output:
         out.write(self.render(fmt, width, out))
         out.flush()
         if self.hidden:
-            import typer
+            from kafka_txn_tools.cli.errors import note
 
-            typer.echo(f"note: {len(self.hidden)} columns left out to fit {width} columns ({', '.join(self.hidden)}); "
-                       "use --wide for all, or -o json", err=True)
+            note(f"{len(self.hidden)} columns left out to fit {width} columns ({', '.join(self.hidden)}); use --wide "
+                 "for all, or -o json")
 
 
 # --- value formatting shared by commands -------------------------------------------------------
 
 def human_duration(ms: Any) -> str:
-    """`95m 12s`-style ages for tables (machine formats keep milliseconds)."""
-    if ms is None:
-        return ""
-    seconds = int(ms) // 1000
-    if seconds < 0:
-        return f"{ms}ms"
-    days, rest = divmod(seconds, 86_400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d {hours}h"
-    if hours:
-        return f"{hours}h {minutes}m"
-    if minutes:
-        return f"{minutes}m {secs}s"
-    return f"{secs}s"
+    """A duration in the tools' one spelling (durations.format_duration_ms); `-` for none. Machine
+    formats keep milliseconds."""
+    from kafka_txn_tools.durations import format_duration_ms
+
+    return EMPTY if ms is None else format_duration_ms(int(ms))
+
+
+def timestamp(now_ms: int) -> Callable[[Any], str]:
+    """A cell format for epoch milliseconds: ISO-8601 UTC with the age at `now_ms`; `-` for none (or -1)."""
+    from kafka_txn_tools.timestamps import with_age
+
+    return lambda ms: with_age(None if ms is None else int(ms), now_ms) or EMPTY
+
+
+def nothing_found(things: str, note: str | None = None) -> str:
+    """The one wording of an empty result: `no <things> found`, with what was looked at in brackets."""
+    return f"no {things} found" + (f" ({note})" if note else "")
 
 
 def none_as_dash(value: Any) -> str:
-    return "-" if value is None else plain(value)
+    return EMPTY if value is None else plain(value)

@@ -70,6 +70,18 @@ def node_id_from_meta(log_dir: Path) -> int | None:
     return ids.get("node.id", ids.get("broker.id"))
 
 
+def cluster_ids(root: str | os.PathLike[str]) -> set[str]:
+    """The `cluster.id` of every meta.properties under `root` (a log dir or a tree of them): the
+    cluster the copied log dirs come from."""
+    found = set()
+    for meta in sorted(Path(root).rglob("meta.properties")):
+        for line in meta.read_text(encoding="utf-8", errors="replace").splitlines():
+            key, sep, value = line.partition("=")
+            if sep and key.strip() == "cluster.id" and value.strip():
+                found.add(value.strip())
+    return found
+
+
 def node_id_from_path(path: Path) -> int | None:
     for part in reversed(path.parts):
         match = _NODE_COMPONENT.match(part)

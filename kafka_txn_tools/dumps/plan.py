@@ -2,9 +2,11 @@
 
 YAML, one document::
 
-    version: 1                         # PLAN_VERSION; loaders refuse newer versions
+    version: 2                         # PLAN_VERSION; loaders refuse newer versions
     kind: kafka-txn-abort-plan
     generated_by: kafka-txn sweep
+    cluster_id: 7ZyqV1DkQ3aHh1hWm2sJ9A # the cluster it was made on (Metadata's cluster id; null: unknown)
+    capture_time_ms: 1700000000000     # when the state was read (the scan, the dump, the log dirs' copy)
     as_of_ms: 1700000000000            # the "now" the verdicts were made at
     max_transaction_timeout_ms: 900000
     entries:
@@ -24,7 +26,10 @@ Only hanging transactions are planned, never late-but-live ones: aborting a live
 would fail the producer's commit. Types are strict (an error names the entry and the field), and
 `abort --plan` checks topic, partition, start_offset, producer_id, producer_epoch and, when given,
 coordinator_epoch against the live transaction: a plan whose epoch differs is stale and refused.
-A hand-written plan may leave out reason and last_timestamp_ms.
+A plan is applied all or nothing, and `abort --plan` refuses a plan whose cluster_id is not the live
+cluster's (admin/abort_batch.py). A hand-written plan may leave out every header field but version
+and kind (without cluster_id the cluster is not checked, and the abort says so), and reason and
+last_timestamp_ms in its entries. Version 1 (before cluster_id and capture_time_ms) is still read.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ import yaml
 
 from kafka_txn_tools.models import HANGING_REASONS
 
-PLAN_VERSION = 1
+PLAN_VERSION = 2  # 2: cluster_id and capture_time_ms; version 1 plans are read, without them
 PLAN_KIND = "kafka-txn-abort-plan"
 
 
@@ -68,6 +73,8 @@ class AbortPlan:
     max_transaction_timeout_ms: int
     generated_by: str = "kafka-txn sweep"
     version: int = PLAN_VERSION
+    cluster_id: str | None = None  # None: not recorded (a version 1 or hand-written plan, or inputs without one)
+    capture_time_ms: int | None = None
 
 
 # The identifiers `abort --plan` checks against the live transaction; every one is required.
@@ -132,14 +139,19 @@ def plan_from_dict(data: Any) -> AbortPlan:
     entries = data.get("entries") or []
     if not isinstance(entries, list):
         raise PlanError("entries must be a list")
-    header = {k: _int("plan", k, data[k]) for k in ("as_of_ms", "max_transaction_timeout_ms")
+    header = {k: _int("plan", k, data[k]) for k in ("as_of_ms", "max_transaction_timeout_ms", "capture_time_ms")
               if data.get(k) is not None}
+    cluster_id = data.get("cluster_id")
+    if cluster_id is not None and (not isinstance(cluster_id, str) or not cluster_id):
+        raise PlanError(f"plan.cluster_id: {cluster_id!r} is not a cluster id")
     return AbortPlan(
         entries=[_entry(i, e) for i, e in enumerate(entries)],
         as_of_ms=header.get("as_of_ms", 0),
         max_transaction_timeout_ms=header.get("max_transaction_timeout_ms", 0),
         generated_by=str(data.get("generated_by", "")),
         version=version,
+        cluster_id=cluster_id,
+        capture_time_ms=header.get("capture_time_ms"),
     )
 
 
@@ -148,6 +160,8 @@ def plan_to_dict(plan: AbortPlan) -> dict[str, Any]:
         "version": plan.version,
         "kind": PLAN_KIND,
         "generated_by": plan.generated_by,
+        "cluster_id": plan.cluster_id,
+        "capture_time_ms": plan.capture_time_ms,
         "as_of_ms": plan.as_of_ms,
         "max_transaction_timeout_ms": plan.max_transaction_timeout_ms,
         "entries": [asdict(e) for e in plan.entries],
@@ -169,6 +183,19 @@ def load_plan(path: str | os.PathLike[str]) -> AbortPlan:
         raise PlanError(f"{path}: {exc}") from exc
 
 
+def plan_yaml(plan: AbortPlan) -> str:
+    """The plan as YAML, under a comment that says where and when it was made and how to apply it."""
+    from kafka_txn_tools.timestamps import iso_utc
+
+    made = f"cluster {plan.cluster_id}" if plan.cluster_id else "an unrecorded cluster"
+    when = f", captured {iso_utc(plan.capture_time_ms)}" if plan.capture_time_ms is not None else ""
+    count = len(plan.entries)
+    head = (f"# Abort plan made by {plan.generated_by or 'hand'} on {made}{when}: {count} "
+            f"{'entry' if count == 1 else 'entries'}.\n"
+            "# Check it with `kafka-txn abort --plan FILE --dry-run`; apply it with `kafka-txn abort --plan FILE`.\n")
+    return head + str(yaml.safe_dump(plan_to_dict(plan), sort_keys=False, default_flow_style=None))
+
+
 def write_plan(plan: AbortPlan, path: str | os.PathLike[str]) -> None:
     with open(path, "w", encoding="utf-8") as out:
-        yaml.safe_dump(plan_to_dict(plan), out, sort_keys=False, default_flow_style=None)
+        out.write(plan_yaml(plan))

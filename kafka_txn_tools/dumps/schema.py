@@ -2,7 +2,7 @@
 
 A dump is a directory::
 
-    DIR/manifest.json            capture time, format, brokers, row counts (see `Manifest`)
+    DIR/manifest.json            capture time, format, brokers, row counts, cluster id (see `Manifest`)
     DIR/producers/*.parquet      producer-state rows, one per (replica, producer)   (or *.jsonl)
     DIR/transactions/*.parquet   coordinator-state rows, one per transactional id    (or *.jsonl)
     DIR/errors/*.parquet         partial failures, one per failed request item       (or *.jsonl)
@@ -277,6 +277,9 @@ class Manifest:
     format_version: int = FORMAT_VERSION
     # The latest capture_time_ms of any row: the sweep's "now" without scanning the rows for it.
     max_capture_time_ms: int | None = None
+    # The cluster the rows were read from (Metadata's cluster id; None: not known): the sweep's abort
+    # plan records it, and `abort --plan` refuses to apply the plan to another cluster.
+    cluster_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -287,6 +290,7 @@ class Manifest:
             "counts": self.counts,
             "source": self.source,
             "max_capture_time_ms": self.max_capture_time_ms,
+            "cluster_id": self.cluster_id,
         }
 
     @classmethod
@@ -304,6 +308,7 @@ class Manifest:
                 max_capture_time_ms=None
                 if data.get("max_capture_time_ms") is None
                 else int(data["max_capture_time_ms"]),
+                cluster_id=None if data.get("cluster_id") is None else str(data["cluster_id"]),
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise DumpFormatError(
@@ -328,6 +333,7 @@ class DumpWriter:
         self.counts = {kind: 0 for kind in KINDS}
         self.brokers: set[int] = set()
         self.max_capture_time_ms: int | None = None
+        self.cluster_id: str | None = None
         self._files = {kind: 0 for kind in KINDS}
         for kind in KINDS:
             (self.directory / kind).mkdir(parents=True, exist_ok=True)
@@ -379,6 +385,7 @@ class DumpWriter:
             sorted(self.brokers),
             dict(self.counts),
             max_capture_time_ms=self.max_capture_time_ms,
+            cluster_id=self.cluster_id,
         )
         (self.directory / MANIFEST).write_text(json.dumps(manifest.to_json(), indent=2) + "\n", encoding="utf-8")
         return manifest

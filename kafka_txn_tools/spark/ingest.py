@@ -33,6 +33,9 @@ class InputSpec:
     kind: str  # dump | logdir | text
     format: str = ""  # parquet | jsonl for dumps
     max_capture_time_ms: int | None = None  # from a dump's manifest
+    # The clusters the input comes from: a dump's manifest, log dirs' meta.properties; empty: not known
+    # (kafka-dump-log.sh text, a dump made before manifests recorded it).
+    cluster_ids: frozenset[str] = frozenset()
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"path": self.path, "kind": self.kind}
@@ -51,9 +54,12 @@ def classify_input(path: str) -> InputSpec:
             raise InputError(f"dump {path} mixes Parquet and JSONL: keep one format per dump")
         manifest = dschema.Manifest.read(p) if (p / dschema.MANIFEST).is_file() else None
         capture = manifest.max_capture_time_ms if manifest else None
-        return InputSpec(str(p), "dump", formats.pop() if formats else "parquet", capture)
+        ids = frozenset([manifest.cluster_id] if manifest and manifest.cluster_id else [])
+        return InputSpec(str(p), "dump", formats.pop() if formats else "parquet", capture, ids)
     if p.is_dir():
-        return InputSpec(str(p), "logdir")
+        from kafka_txn_tools.dumps.logdir import cluster_ids
+
+        return InputSpec(str(p), "logdir", cluster_ids=frozenset(cluster_ids(p)))
     if looks_like_dump_log_text(p):
         return InputSpec(str(p), "text")
     raise InputError(

@@ -105,7 +105,8 @@ def _write_csv(path: Path, rows: Sequence[dict[str, Any]], columns: Sequence[str
             writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
 
 
-def _plan(rows: Sequence[dict[str, Any]], now: int, timeout: int) -> AbortPlan:
+def _plan(rows: Sequence[dict[str, Any]], now: int, timeout: int, cluster_id: str | None = None,
+          capture_ms: int | None = None) -> AbortPlan:
     entries = [
         AbortPlanEntry(
             topic=r["topic"],
@@ -123,7 +124,21 @@ def _plan(rows: Sequence[dict[str, Any]], now: int, timeout: int) -> AbortPlan:
         for r in rows
         if r["verdict"] == "hanging"  # never late-but-live ones, never unverified ones
     ]
-    return AbortPlan(entries=entries, as_of_ms=now, max_transaction_timeout_ms=timeout)
+    return AbortPlan(entries=entries, as_of_ms=now, max_transaction_timeout_ms=timeout, cluster_id=cluster_id,
+                     capture_time_ms=capture_ms)
+
+
+def plan_cluster_id(specs: Sequence[Any]) -> str | None:
+    """The cluster every input comes from (a dump's manifest, log dirs' meta.properties); None when an
+    input does not say (kafka-dump-log.sh text): the plan then records none, and applying it says so.
+    Inputs of different clusters are refused: one sweep, one cluster."""
+    ids = {i for spec in specs for i in spec.cluster_ids}
+    if len(ids) > 1:
+        raise SweepError(f"the inputs come from {len(ids)} clusters ({', '.join(sorted(ids))}): sweep each cluster "
+                         "on its own, so that its abort plan is for one cluster")
+    if not ids or any(not spec.cluster_ids for spec in specs):
+        return None
+    return ids.pop()
 
 
 def _count_by(rows: Sequence[dict[str, Any]], key: str) -> dict[str, int]:
@@ -151,8 +166,8 @@ def run_sweep(
 
     if max_transaction_timeout_ms <= 0:
         raise SweepError(f"max transaction timeout must be positive, got {max_transaction_timeout_ms} ms")
-    for path in inputs:
-        classify_input(path)  # bad paths fail before Spark starts
+    specs = [classify_input(path) for path in inputs]  # bad paths fail before Spark starts
+    cluster_id = plan_cluster_id(specs)
     require_java()
     from pyspark.sql import SparkSession
 
@@ -174,7 +189,9 @@ def run_sweep(
         gathered = gather(ingested.producers, ingested.transactions, params)
         analysis = C.analyze(gathered.open_rows, gathered.replicas, gathered.coordinators, params, gathered.stuck,
                              gathered.owners)
-        return _write_outputs(Path(out_dir), ingested, params, as_of_ms is not None, brokers, gathered, analysis)
+        origin = (cluster_id, capture)
+        return _write_outputs(Path(out_dir), ingested, params, as_of_ms is not None, brokers, gathered, analysis,
+                              origin)
     finally:
         if own:
             session.stop()
@@ -233,6 +250,7 @@ def _write_outputs(
     brokers: set[int],
     gathered: Gathered,
     analysis: Analysis,
+    origin: tuple[str | None, int | None] = (None, None),
 ) -> SweepResult:
     from kafka_txn_tools.spark import classify as C
     from kafka_txn_tools.spark.report import render_report
@@ -248,13 +266,14 @@ def _write_outputs(
     per_broker = C.late_partition_counts(analysis.late)
     brokers |= {c.leader_broker_id for c in per_broker}
     late_counts = {c.leader_broker_id: c.late_partitions for c in per_broker}
-    write_plan(_plan(rows, params.now_ms, params.max_transaction_timeout_ms), out / "abort-plan.yaml")
+    write_plan(_plan(rows, params.now_ms, params.max_transaction_timeout_ms, *origin), out / "abort-plan.yaml")
     stuck = [s.to_row() for s in analysis.stuck]
     (out / "stuck_transactions.json").write_text(json.dumps(stuck, indent=2) + "\n", encoding="utf-8")
     histogram = gathered.age_histogram
     summary = {
         "as_of_ms": params.now_ms,
         "as_of_given": as_of_given,
+        "cluster_id": origin[0],
         "max_transaction_timeout_ms": params.max_transaction_timeout_ms,
         "max_prepare_time_ms": params.max_prepare_ms,
         "include_late": params.include_late,

@@ -93,6 +93,19 @@ REPORT_COLUMNS = [
 ]
 
 
+def _when(ms: Any) -> str:
+    """The tools' one spelling of a point in time (ISO-8601 UTC); the raw value if it is not epoch ms."""
+    from kafka_txn_tools.timestamps import iso_utc
+
+    return iso_utc(int(ms)) if isinstance(ms, int) and ms >= 0 else str(ms)
+
+
+def _duration(ms: Any) -> str:
+    from kafka_txn_tools.durations import format_duration_ms
+
+    return format_duration_ms(int(ms)) if isinstance(ms, int) else str(ms)
+
+
 def render_report(
     summary: Mapping[str, Any],
     rows: Sequence[Mapping[str, Any]],
@@ -127,10 +140,10 @@ def render_report(
 <html lang="en"><head><meta charset="utf-8"><title>kafka-txn sweep report</title><style>{_STYLE}</style></head>
 <body>
 <h1>Hanging-transaction sweep</h1>
-<p>As of {escape(str(summary.get("as_of_ms")))} ms (input capture time{
+<p>As of {escape(_when(summary.get("as_of_ms")))} (input capture time{
         " overridden by --as-of" if summary.get("as_of_given") else ""
     }),
-max transaction timeout {escape(str(threshold))} ms.</p>
+max transaction timeout {escape(_duration(threshold))}.</p>
 <div class="cards">{cards}</div>
 <h2>Open-transaction ages (each transaction once, across replicas)</h2>
 {bar_chart("Open transactions by age", labels, ages, highlight=late_bucket)}

@@ -36,6 +36,19 @@ def kafka_txn(bootstrap: str, *args: str, env: dict[str, str] | None = None) -> 
     return Result(r.exit_code, r.stdout, r.stderr)
 
 
+def run_printed(command_line: str, *extra: str) -> Result:
+    """A `kafka-txn ...` command line exactly as the tool printed it (plus `extra`, e.g. --yes where no
+    terminal can confirm), run in-process: advice is a promise, so it must be accepted as printed."""
+    import shlex
+
+    argv = shlex.split(command_line)
+    assert argv[0] == "kafka-txn", command_line
+    r = CliRunner().invoke(app, [*argv[1:], *extra])
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise r.exception
+    return Result(r.exit_code, r.stdout, r.stderr)
+
+
 def kafka_transactions(bootstrap: str, *args: str) -> Result:
     out, err = io.StringIO(), io.StringIO()
     code = upstream_run(["--bootstrap-server", bootstrap, *args], out, err)

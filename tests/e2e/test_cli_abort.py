@@ -42,7 +42,10 @@ def test_forced_abort_moves_the_lso_and_a_rerun_is_already_done(cluster: Embedde
     assert "late: 'app' is Ongoing" in row["coordinator_view"]
     assert open_offsets(bs) == {1: 0}  # only the forced partition was aborted
     again = kafka_txn(bs, "abort", "--topic", "orders", "--partition", "0", "--start-offset", start, "--yes")
-    assert again.code == exit_codes.ALREADY_DONE and "nothing to do: no open transaction starts at offset" in again.err
+    assert again.code == exit_codes.ALREADY_DONE, again.err
+    # "Already done" with its evidence: the ABORT marker written above, after the transaction's start.
+    assert (f"nothing to do: the transaction of producer {row['producer_id']} that started at offset {start} on "
+            "partition orders-0 was already aborted: its ABORT marker is at offset") in again.err
     producer.abort_transaction(30)
 
 
@@ -65,7 +68,8 @@ def test_force_terminate_fences_and_aborts_through_the_coordinator(cluster: Embe
     idle = kafka_txn(bs, "force-terminate", "-t", "stuck-app", "--yes")
     assert idle.code == exit_codes.ERROR and "no transaction in progress" in idle.err
     unknown = kafka_txn(bs, "force-terminate", "-t", "never-existed", "--yes")
-    assert unknown.code == exit_codes.ALREADY_DONE
+    # Not "already done": nothing shows a transaction of this id ever completed (it may be a typo).
+    assert unknown.code == exit_codes.ERROR and "'never-existed' is not known to its coordinator" in unknown.err
 
 
 def test_plan_entries_are_revalidated_one_by_one(cluster: EmbeddedCluster, tmp_path: Path) -> None:
@@ -80,11 +84,13 @@ def test_plan_entries_are_revalidated_one_by_one(cluster: EmbeddedCluster, tmp_p
     r = kafka_txn(bs, "abort", "--plan", str(plan), "--yes", "-o", "json")
     assert r.code == exit_codes.ERROR
     results = [(a["partition"], a["result"]) for a in r.json()["aborts"]]
-    assert results == [(0, "refused"), (2, "failed")]  # live: refused; no such transaction: failed
+    assert results == [(0, "refused"), (2, "refused")]  # live; no transaction at offset 999 (past the end)
     assert open_offsets(bs) == {0: start}
     producer.commit_transaction(30)
     done = kafka_txn(bs, "abort", "--plan", str(plan), "--yes", "-o", "json")
-    assert [a["result"] for a in done.json()["aborts"]][0] == "already-done"
+    assert done.code == exit_codes.ERROR  # the second entry is still refused
+    assert [a["result"] for a in done.json()["aborts"]] == ["already-done", "refused"]
+    assert "was already committed: its COMMIT marker is at offset" in done.json()["aborts"][0]["message"]
 
 
 def test_kafka_transactions_refuses_a_live_transaction_in_upstream_style(cluster: EmbeddedCluster) -> None:
@@ -96,10 +102,11 @@ def test_kafka_transactions_refuses_a_live_transaction_in_upstream_style(cluster
     assert r.err.startswith("Refusing to abort the transaction on partition orders-1: the coordinator still holds "
                             "'app' as ongoing with orders-1")
     assert r.err.endswith(f"To abort it anyway: kafka-txn abort --topic orders --partition 1 --start-offset {start} "
-                          "--force\n")
+                          f"--force --bootstrap-server {bs}\n")
     assert open_offsets(bs) == {1: int(start)}
     fenced = kafka_transactions(bs, "forceTerminateTransaction", "--transactionalId", "app")
-    assert fenced.code == 1 and "kafka-txn force-terminate --transactional-id app --force" in fenced.err
+    assert fenced.code == 1
+    assert f"kafka-txn force-terminate --transactional-id app --force --bootstrap-server {bs}" in fenced.err
     producer.commit_transaction(30)  # it was live: its commit still works
 
 

@@ -103,6 +103,25 @@ def test_timeout_takes_units_and_a_bare_number_is_seconds() -> None:
         assert zero.stderr.startswith("error: ") and "Traceback" not in zero.stderr
 
 
+def test_a_timeout_too_short_to_connect_says_so_and_does_not_blame_the_brokers(sasl_bs: str, tmp_path: Path) -> None:
+    """1 ms cannot connect (or ask anything); the brokers answer when given a few seconds, which is the evidence."""
+    from typer.testing import CliRunner
+
+    from kafka_txn_tools.cli.app import app
+
+    config = sasl_props(tmp_path, "PLAIN", USERS["alice"])
+    for command in (["find-hanging", "--all"], ["list"]):
+        r = CliRunner().invoke(app, [*command, "-b", sasl_bs, "--command-config", str(config), "--timeout", "1ms"])
+        assert r.exit_code == exit_codes.ERROR, r.stderr
+        assert "the timeout of 1ms is too short to connect" in r.stderr or (
+            "no answer within the 1ms timeout (the cluster answered when connecting just before)" in r.stderr), r.stderr
+        assert "brokers are up" not in r.stderr and "give a longer --timeout" in r.stderr
+        one_error(Result(r.exit_code, r.stdout, r.stderr))
+    dead = closed_port()  # nobody there: the short timeout is not what failed, and is not blamed
+    r, _ = timed("list", "-b", f"127.0.0.1:{dead}")
+    assert "too short" not in r.err and "refused the connection" in r.err
+
+
 def test_dump_out_under_a_file_is_a_usage_error(tmp_path: Path) -> None:
     afile = tmp_path / "a-file"
     afile.write_text("")

@@ -5,7 +5,9 @@ partitions involved, read with librdkafka, are unchanged; a refused fence leaves
 
 One node, replication factor 1 (so the log end offset shows a stray marker at once), verification off
 (Kafka before 3.6: the only way the hangs happen). Three hanging transactions from kafka_txn_broker's
-scenarios, and one live transaction of a healthy producer.
+scenarios, one live transaction of a healthy producer, and a topic that never had a transaction. Every
+refusal class has its exit code in both front ends: 1 for what live state refuses, 2 for malformed input, 4
+(kafka-txn) only when a marker proves the transaction was already completed.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ class World:
     reader: Any  # one librdkafka admin client for every offsets check
 
     def offsets(self) -> list[tuple[int, int]]:
-        return many_log_offsets(self.bs, [(t.topic, t.partition) for t in [*self.hanging, self.live]], self.reader)
+        return many_log_offsets(self.bs, [(t.topic, t.partition) for t in [*self.hanging, self.live]] + [("plain", 0)],
+                                self.reader)
 
     def live_epoch(self) -> int:
         return int(kafka_txn(self.bs, "describe", "-t", "live-app", "-o", "json").json()["transactions"][0][
@@ -79,7 +82,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         producer = open_transaction(bs, "live-app", "live", [0])
         [row] = kafka_txn(bs, "describe-producers", "--topic", "live", "--open-only", "-o", "json").json()["producers"]
         live = Txn("live", 0, row["producer_id"], row["producer_epoch"], row["current_txn_start_offset"])
+        c.create_topic("plain", 1, 1)
+        from confluent_kafka import Producer
         from confluent_kafka.admin import AdminClient
+
+        plain = Producer({"bootstrap.servers": bs, "log_level": 0})
+        for i in range(5):
+            plain.produce("plain", value=b"%d" % i, partition=0)
+        plain.flush(30)
 
         reader = AdminClient({"bootstrap.servers": bs, "log_level": 0})
         yield World(bs, hanging, live, tmp_path_factory.mktemp("audit") / "audit.log", reader)
@@ -99,6 +109,7 @@ def fill(args: list[str], world: World) -> list[str]:
 
 
 HANG = ["abort", "--topic", "{T}", "--partition", "{P}"]
+PLAIN = ["abort", "--topic", "plain", "--partition", "0"]
 LIVE = ["abort", "--topic", "{LT}", "--partition", "{LP}"]
 LEGACY = ["--producer-id", "{PID}", "--producer-epoch", "{E}", "--coordinator-epoch", "-1"]
 
@@ -118,9 +129,22 @@ KAFKA_TXN_REFUSALS = [
      exit_codes.USAGE, "producer epoch 40000 is out of range (-32768..32767)"),
     (HANG + ["--producer-id", "{PID}", "--producer-epoch", "{E}", "--coordinator-epoch", "2147483648", "--yes"],
      exit_codes.USAGE, "coordinator epoch 2147483648 is out of range"),
-    (HANG + ["--start-offset", "{S1}", "--yes"], exit_codes.USAGE, "Could not find any open transactions"),
+    (HANG + ["--start-offset", "{S1}", "--yes"], exit_codes.ERROR,
+     "Could not find any open transactions starting at offset {S1} on partition {T}-{P}: offset {S1} is inside the "
+     "open transaction of producer {PID}, which starts at offset {S}: abort it with --start-offset {S}"),
     (HANG + ["--start-offset", "{S}"], exit_codes.USAGE, "not a terminal: pass --yes"),
     (LIVE + ["--start-offset", "{LS}", "--yes"], exit_codes.ERROR, "still holds 'live-app' as ongoing"),
+    (HANG + ["--start-offset", "100000", "--yes"], exit_codes.ERROR,
+     "Could not find any open transactions starting at offset 100000 on partition {T}-{P}: the partition ends before "
+     "it (high watermark"),
+    (PLAIN + ["--start-offset", "2", "--yes"], exit_codes.ERROR,
+     "Could not find any open transactions starting at offset 2 on partition plain-0: the record at offset 2 is not "
+     "transactional (written by "),
+    (PLAIN + ["--start-offset", "5", "--yes"], exit_codes.ERROR, "the partition ends before it (high watermark 5)"),
+    (["abort", "--topic", "no-such-topic", "--partition", "0", "--start-offset", "0", "--yes"], exit_codes.ERROR,
+     "topic 'no-such-topic' (UNKNOWN_TOPIC_OR_PARTITION) does not exist or is not visible to this principal"),
+    (PLAIN + ["--producer-id", "{PID}", "--producer-epoch", "{E}", "--coordinator-epoch", "0", "--yes"],
+     exit_codes.ERROR, "partition plain-0 has no state for producer id {PID}"),
     (LIVE + ["--producer-id", "{LPID}", "--producer-epoch", "{LE}", "--coordinator-epoch", "-1", "--yes"],
      exit_codes.ERROR, "pass --force to abort anyway"),
     (["force-terminate", "-t", "live-app", "--yes"], exit_codes.ERROR, "'live-app' is Ongoing and live"),
@@ -138,12 +162,22 @@ def test_kafka_txn_refusals_write_nothing(world: World, args: list[str], code: i
 
 
 KAFKA_TRANSACTIONS_REFUSALS = [
-    (HANG + ["--start-offset", "-1"], "start offset -1 is not where a transaction can start"),
     (HANG + ["--start-offset", "{S1}"], "Could not find any open transactions starting at offset {S1}"),
     (HANG + ["--producer-id", "{PID}", "--producer-epoch", "7", "--coordinator-epoch", "-1"],
      "Refusing to abort the transaction on partition {T}-{P}: the open transaction of producer {PID}"),
     (LIVE + ["--start-offset", "{LS}"],
      "To abort it anyway: kafka-txn abort --topic live --partition 0 --start-offset {LS} --force"),
+    (HANG + ["--start-offset", "100000"],
+     "Could not find any open transactions starting at offset 100000 on partition {T}-{P}: the partition ends before "
+     "it"),
+    (PLAIN + ["--start-offset", "2"],
+     "Could not find any open transactions starting at offset 2 on partition plain-0: the record at offset 2 is not "
+     "transactional"),
+    (["abort", "--topic", "no-such-topic", "--partition", "0", "--start-offset", "0"],
+     "Refusing to abort the transaction on partition no-such-topic-0: topic 'no-such-topic' "
+     "(UNKNOWN_TOPIC_OR_PARTITION) does not exist"),
+    (HANG + ["--start-offset", "{S}", "--producer-id", "999999"],
+     "Refusing to abort the transaction on partition {T}-{P}: the open transaction of producer {PID} at offset {S}"),
     (["forceTerminateTransaction", "--transactionalId", "live-app"],
      "To fence it anyway: kafka-txn force-terminate --transactional-id live-app --force"),
 ]
@@ -155,13 +189,23 @@ def test_kafka_transactions_refusals_write_nothing(world: World, args: list[str]
     r = kafka_transactions(world.bs, *fill(args, world))
     assert (r.code, r.out) == (1, ""), r.err
     assert fill([message], world)[0] in r.err and "Traceback" not in r.err
+    if "--force" not in message:  # only what --force overrides gets an override: never a command that is refused
+        assert "--force" not in r.err
     assert world.offsets() == before and world.live_epoch() == epoch
+
+
+def test_kafka_transactions_malformed_input_exits_2_and_writes_nothing(world: World) -> None:
+    before = world.offsets()
+    r = kafka_transactions(world.bs, *fill(HANG + ["--start-offset", "-1"], world))
+    assert (r.code, r.out) == (exit_codes.USAGE, "")
+    assert "start offset -1 is not where a transaction can start" in r.err
+    assert world.offsets() == before
 
 
 def test_kafka_transactions_rejects_an_epoch_outside_int16_like_argparse4j(world: World, capsys) -> None:
     with pytest.raises(SystemExit) as exc:
         kafka_transactions(world.bs, *fill(HANG + LEGACY[:3] + ["40000", "--coordinator-epoch", "0"], world))
-    assert exc.value.code == 1
+    assert exc.value.code == exit_codes.USAGE  # argparse4j's text; exit 2 for malformed input, as kafka-txn
     assert "could not convert '40000' to Short (Value out of range." in capsys.readouterr().err
 
 
@@ -307,6 +351,23 @@ def test_kafka_transactions_aborts_a_hanging_transaction_unchanged(world: World)
     assert log_offsets(world.bs, h.topic, h.partition) == (end + 1, end + 1)
 
 
+def test_already_done_only_with_the_marker_as_evidence_in_both_front_ends(world: World) -> None:
+    """After the abort above: kafka-txn says "nothing to do" (4) naming the ABORT marker; kafka-transactions
+    keeps upstream's code (1) and text, with the same evidence."""
+    h = world.hanging[0]
+    before = world.offsets()
+    again = kafka_txn(world.bs, *fill(HANG + ["--start-offset", "{S}", "--yes"], world))
+    assert again.code == exit_codes.ALREADY_DONE, again.err
+    evidence = (f"the transaction of producer {h.producer_id} that started at offset {h.start} on partition "
+                f"{h.topic}-{h.partition} was already aborted: its ABORT marker is at offset")
+    assert f"nothing to do: {evidence}" in again.err
+    upstream = kafka_transactions(world.bs, *fill(HANG + ["--start-offset", "{S}"], world))
+    assert (upstream.code, upstream.out) == (1, "")
+    assert upstream.err.startswith(f"Could not find any open transactions starting at offset {h.start} on partition "
+                                   f"{h.topic}-{h.partition}: {evidence}")
+    assert world.offsets() == before
+
+
 def test_every_attempt_is_in_the_audit_log(world: World) -> None:
     """Runs last in this module: every abort and fence attempted above, successful or not."""
     import getpass
@@ -320,10 +381,10 @@ def test_every_attempt_is_in_the_audit_log(world: World) -> None:
         by_command.setdefault(r["command"], []).append(r["result"])
     # Refusals, failures, cancellations and writes alike (usage errors found before any request excepted).
     assert by_command["kafka-txn abort"].count("refused") >= 8
-    assert {"cancelled", "aborted", "dry-run", "failed"} <= set(by_command["kafka-txn abort"])
+    assert {"cancelled", "aborted", "dry-run", "refused"} <= set(by_command["kafka-txn abort"])
     assert by_command["kafka-txn force-terminate"] == ["refused", "refused"]
-    assert by_command["kafka-transactions abort"].count("refused") == 2
-    assert by_command["kafka-transactions abort"][-1] == "aborted"
+    assert by_command["kafka-transactions abort"].count("refused") == 7
+    assert by_command["kafka-transactions abort"][-2:] == ["aborted", "already-done"]
     assert by_command["kafka-transactions forceTerminateTransaction"] == ["refused"]
     aborted = next(r for r in records if r["command"] == "kafka-transactions abort" and r["result"] == "aborted")
     assert aborted["target"]["topic"] == world.hanging[0].topic and aborted["time"].endswith("Z")

@@ -201,3 +201,16 @@ def test_find_hanging_warns_that_acls_may_hide_transactional_ids(secure: Embedde
         assert "results may be incomplete" not in as_admin.err
     finally:
         p.abort_transaction(30)
+
+
+def test_the_acl_warning_is_given_only_without_evidence_that_nothing_is_hidden(secure: EmbeddedCluster,
+                                                                               tmp_path: Path) -> None:
+    """A whole-cluster scan could be hidden from by ACLs. The super user (in super.users, which these brokers
+    reveal through DescribeConfigs) sees everything: no warning. Alice, allowed only some topics and ids, gets
+    it. Neither scan finds anything, so the answer alone would not tell them apart."""
+    args = ["find-hanging", "-b", secure.bootstrap_servers, "--all"]
+    as_admin = cli(*args, "--command-config", str(properties(tmp_path, "admin", USERS["admin"])))
+    assert as_admin.code == 0, as_admin.err
+    assert "results may be incomplete" not in as_admin.err and "super user" not in as_admin.err
+    as_alice = cli(*args, "--command-config", str(properties(tmp_path, "alice", USERS["alice"])))
+    assert "results may be incomplete: the cluster enforces ACLs" in as_alice.err

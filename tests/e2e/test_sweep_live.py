@@ -49,6 +49,13 @@ def test_sweep_matches_live_find_hanging_and_its_plan_unblocks_consumers(tmp_pat
 
     # The broker's own data dir is a Kafka log-dir tree (snapshots written at the clean shutdown).
     assert sweep([data], tmp_path / "from-logdirs") == expected
+    # Both plans record the cluster they were made on (the dump's manifest; the log dirs' meta.properties) and
+    # when its state was read: `abort --plan` refuses them on any other cluster.
+    from kafka_txn_tools.dumps.plan import load_plan
+
+    for made in ("from-dump", "from-logdirs"):
+        plan_made = load_plan(tmp_path / made / "abort-plan.yaml")
+        assert plan_made.cluster_id == "kafka-txn-embedded" and plan_made.capture_time_ms is not None
 
     with EmbeddedCluster(nodes=3, data_dir=data, config=CONFIG) as cluster:
         bs = cluster.bootstrap_servers

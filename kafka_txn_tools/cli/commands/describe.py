@@ -37,7 +37,7 @@ def _pending_cell(pending: list[dict[str, object]] | None) -> str:
     """`orders-1 (leader-offline)` for each partition a Prepare state still waits for; `-` otherwise."""
     if not pending:
         return "-"
-    return ",".join(f"{p['topic']}-{p['partition']} ({p['reason'] or 'reason unknown'})" for p in pending)
+    return ", ".join(f"{p['topic']}-{p['partition']} ({p['reason'] or 'reason unknown'})" for p in pending)
 
 
 def _share_cell(held: list[dict[str, object]] | None) -> str:
@@ -67,7 +67,7 @@ def describe_command(
     Prepare state, the partitions still waiting for their marker and why."""
     from kafka_txn_tools.admin.describe import describe_transactions
     from kafka_txn_tools.admin.share_pending import hold_row, of_transaction
-    from kafka_txn_tools.cli.render import Column, Output, human_duration, none_as_dash
+    from kafka_txn_tools.cli.render import Column, Output, human_duration, nothing_found
     from kafka_txn_tools.cli.upstream.format import DESCRIBE_HEADERS, describe_row
 
     ids = [*(transactional_id or []), *(more_ids or [])]
@@ -89,16 +89,17 @@ def describe_command(
     Output(
         kind="transactions",
         rows=rows,
-        columns=[Column("transactional_id", "TRANSACTIONAL ID"), Column("coordinator_id", "COORD", drop=3),
-                 Column("producer_id", "PRODUCER ID", drop=2), Column("producer_epoch", "EPOCH", drop=2),
+        # Decoration goes first on a narrow terminal; what a transaction waits for (the reasons) never.
+        columns=[Column("transactional_id", "TRANSACTIONAL ID"), Column("coordinator_id", "COORD", drop=7),
+                 Column("producer_id", "PRODUCER ID", drop=5), Column("producer_epoch", "EPOCH", drop=6),
                  Column("state", "STATE"), Column("timeout_ms", "TIMEOUT", human_duration, drop=4),
-                 Column("duration_ms", "DURATION", human_duration, drop=1),
-                 Column("partitions", "PARTITIONS", none_as_dash, drop=5),
-                 Column("pending_partitions", "WAITING FOR MARKERS", _pending_cell, drop=6),
-                 *([Column("share_pending", "SHARE TX_PENDING", _share_cell, drop=7)] if held is not None else [])],
+                 Column("duration_ms", "DURATION", human_duration, drop=2),
+                 Column("partitions", "PARTITIONS", drop=3),
+                 *([Column("share_pending", "SHARE TX_PENDING", _share_cell)] if held is not None else []),
+                 Column("pending_partitions", "WAITING FOR MARKERS", _pending_cell, wrap=True)],
         kafka_headers=DESCRIBE_HEADERS, kafka_rows=[describe_row(d, now) for d in described.descriptions],
         errors=[e.to_row() for e in described.errors], extra={"partial": bool(described.errors)},
-        empty_message="no transactions",
+        empty_message=nothing_found("transactions"),
     ).emit(output or OutputFormat.table, wide=wide)
     if described.errors:
         # Never 0 with errors: some ids (or coordinators) are missing from the answer.

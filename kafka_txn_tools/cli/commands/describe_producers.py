@@ -17,7 +17,7 @@ from kafka_txn_tools.cli.options import (
     TimeoutOpt,
     WideOpt,
 )
-from kafka_txn_tools.cli.session import Connection, connect
+from kafka_txn_tools.cli.session import Connection, connect, now_ms
 from kafka_txn_tools.models import PartitionProducers
 
 EXAMPLES = """\b
@@ -61,7 +61,7 @@ def describe_producers_command(
     from kafka_txn_tools.admin.producers import describe_producers
     from kafka_txn_tools.admin.scan import Scope
     from kafka_txn_tools.cli.progress import progress_bar
-    from kafka_txn_tools.cli.render import Column, Output, none_as_dash
+    from kafka_txn_tools.cli.render import Column, Output, nothing_found, timestamp
     from kafka_txn_tools.cli.upstream.format import PRODUCERS_HEADERS, producer_row
 
     if describe_all == (topic is not None):
@@ -83,11 +83,11 @@ def describe_producers_command(
         columns=[Column("topic", "TOPIC"), Column("partition", "PART"), Column("broker_id", "BROKER", drop=3),
                  Column("producer_id", "PRODUCER ID"), Column("producer_epoch", "EPOCH", drop=4),
                  Column("coordinator_epoch", "COORD EPOCH", drop=5), Column("last_sequence", "LAST SEQ", drop=6),
-                 Column("last_timestamp_ms", "LAST TIMESTAMP", drop=2),
-                 Column("current_txn_start_offset", "OPEN TXN START", none_as_dash, drop=1)],
+                 Column("last_timestamp_ms", "LAST TIMESTAMP", timestamp(now_ms()), drop=2),
+                 Column("current_txn_start_offset", "OPEN TXN START", drop=1)],
         kafka_headers=PRODUCERS_HEADERS if single else ("Topic", "Partition", *PRODUCERS_HEADERS),
         kafka_rows=kafka_rows, errors=[e.to_row() for e in report.errors], extra={"partial": bool(report.errors)},
-        empty_message="no open transactions" if open_only else "no active producers",
+        empty_message=nothing_found("open transactions" if open_only else "producers"),
     ).emit(output or OutputFormat.table, wide=wide)
     if report.errors:
         raise typer.Exit(exit_codes.PARTIAL if report.replicas else exit_codes.ERROR)

@@ -56,11 +56,10 @@ class FindHangingFormat(StrEnum):
     plan = "plan"
 
 
-def write_plan(report: ScanReport, max_timeout_ms: int) -> str:
-    """The abort plan YAML (format: kafka_txn_tools/dumps/plan.py) of the hanging results."""
-    import yaml
-
-    from kafka_txn_tools.dumps.plan import AbortPlan, AbortPlanEntry, plan_to_dict
+def write_plan(report: ScanReport, max_timeout_ms: int, cluster_id: str | None = None) -> str:
+    """The abort plan YAML (format: kafka_txn_tools/dumps/plan.py) of the hanging results, stamped with the
+    cluster it was made on and when the state was read (`abort --plan` refuses it on another cluster)."""
+    from kafka_txn_tools.dumps.plan import AbortPlan, AbortPlanEntry, plan_yaml
 
     entries = [
         AbortPlanEntry(
@@ -72,8 +71,8 @@ def write_plan(report: ScanReport, max_timeout_ms: int) -> str:
         for h in report.hanging
     ]
     plan = AbortPlan(entries=entries, as_of_ms=report.now_ms, max_transaction_timeout_ms=max_timeout_ms,
-                     generated_by="kafka-txn find-hanging")
-    return str(yaml.safe_dump(plan_to_dict(plan), sort_keys=False, default_flow_style=None))
+                     generated_by="kafka-txn find-hanging", cluster_id=cluster_id, capture_time_ms=report.now_ms)
+    return plan_yaml(plan)
 
 
 def _groups_cell(groups: tuple[StalledGroup, ...] | None) -> str | None:
@@ -135,15 +134,16 @@ def empty_message(report: ScanReport) -> str:
     if report.partial:
         return (f"no hanging transactions confirmed ({report.read_replicas} partition replicas read; some "
                 "candidates could not be classified)")
-    return f"no hanging transactions ({report.read_replicas} partition replicas read)"
+    return f"no hanging transactions found ({report.read_replicas} partition replicas read)"
 
 
-def _emit(report: ScanReport, fmt: FindHangingFormat, max_timeout_ms: int, max_prepare_ms: int, wide: bool) -> None:
+def _emit(report: ScanReport, fmt: FindHangingFormat, max_timeout_ms: int, max_prepare_ms: int, wide: bool,
+          cluster_id: str | None = None) -> None:
     from kafka_txn_tools.cli.render import Column, Output, human_duration, none_as_dash
     from kafka_txn_tools.cli.upstream.format import HANGING_HEADERS, hanging_row
 
     if fmt is FindHangingFormat.plan:
-        typer.echo(write_plan(report, max_timeout_ms), nl=False)
+        typer.echo(write_plan(report, max_timeout_ms, cluster_id), nl=False)
         return
     extra: dict[str, Any] = {"as_of_ms": report.now_ms, "max_transaction_timeout_ms": max_timeout_ms,
                              "max_prepare_time_ms": max_prepare_ms,
@@ -217,6 +217,8 @@ def find_hanging_command(
             options = ScanOptions(max_timeout_ms, include_late, max_prepare_ms=max_prepare_ms)
             report = find_hanging(client, scope, now_ms, options, progress=advance, on_total=set_total)
             acl_warning = scan_warning(client, scope, report)  # ACLs may have hidden ids or topics
+            # A plan records the cluster it was made on: `abort --plan` refuses it on another one.
+            cluster_id = client.metadata([]).cluster_id if fmt is FindHangingFormat.plan else None
         if metrics_url:
             _add_share_holds(report, metrics_url, scope, max_timeout_ms, timeout)
     report_errors(report.errors)
@@ -224,7 +226,7 @@ def find_hanging_command(
         note(text)
     if acl_warning is not None:
         warn(acl_warning)
-    _emit(report, fmt, max_timeout_ms, max_prepare_ms, wide)
+    _emit(report, fmt, max_timeout_ms, max_prepare_ms, wide, cluster_id)
     if report.partial:
         raise typer.Exit(exit_codes.PARTIAL)  # wins over FOUND: part of the answer is missing
     if exit_code and report.found:

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from kafka_txn_tools.cli import exit_codes
-from kafka_txn_tools.cli.errors import KafkaTxnCommand, user_errors, warn
+from kafka_txn_tools.cli.errors import KafkaTxnCommand, say, user_errors, warn
 from kafka_txn_tools.cli.options import (
     SAFETY,
     AuditLogOpt,
@@ -106,13 +106,13 @@ def force_terminate_command(
             result, detail = "failed", ""
             try:
                 check = check_fence(client, transactional_id, now_ms(), force)
-                typer.echo(check.summary(now_ms()), err=True)
+                say(check.summary(now_ms()))
                 if check.refusal and not force:
                     raise Refused(check.refusal, "pass --force to fence it anyway")
                 if dry_run:
                     result, detail = "dry-run", "checked; nothing written (--dry-run)"
                 elif not _confirm(client.cluster_name, check, yes, force):
-                    typer.echo(CANCELLED, err=True)
+                    say(CANCELLED)
                     result, detail, code = "cancelled", CANCELLED, exit_codes.ERROR
                 else:
                     after = fence(client, check)

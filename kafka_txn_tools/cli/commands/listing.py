@@ -66,7 +66,7 @@ def list_command(
 ) -> None:
     """List transactions from every broker's coordinator (TransactionalId, Coordinator, ProducerId, State)."""
     from kafka_txn_tools.admin.listing import ListFilters, list_transactions, normalize_states
-    from kafka_txn_tools.cli.render import Column, Output
+    from kafka_txn_tools.cli.render import Column, Output, nothing_found
     from kafka_txn_tools.cli.upstream.format import LIST_HEADERS, list_rows
 
     with user_errors():
@@ -84,7 +84,7 @@ def list_command(
                  Column("producer_id", "PRODUCER ID", drop=1), Column("state", "STATE")],
         kafka_headers=LIST_HEADERS, kafka_rows=list_rows(listed.listings),
         errors=[e.to_row() for e in listed.errors], extra={"partial": bool(listed.errors)},
-        empty_message="no transactions",
+        empty_message=nothing_found("transactions"),
     ).emit(output or OutputFormat.table, wide=wide)
     if listed.errors:
         raise typer.Exit(exit_codes.PARTIAL)

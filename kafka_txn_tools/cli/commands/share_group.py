@@ -48,7 +48,7 @@ def describe_share_group_command(
     waits at the LSO for a transaction."""
     from kafka_txn_tools.admin.share_groups import describe_share_group
     from kafka_txn_tools.admin.share_pending import of_share_partition, read_metrics
-    from kafka_txn_tools.cli.render import Column, Output, none_as_dash
+    from kafka_txn_tools.cli.render import Column, Output, nothing_found
 
     with user_errors(), connect(Connection(bootstrap_server, command_config, profile, timeout)) as client:
         view = describe_share_group(client, group)
@@ -64,17 +64,18 @@ def describe_share_group_command(
             for p in view.partitions]
     Output(
         kind="share_group", rows=rows,
-        columns=[Column("topic", "TOPIC"), Column("partition", "PART"), Column("start_offset", "START"),
-                 Column("last_stable_offset", "LSO", none_as_dash, drop=3),
-                 Column("high_watermark", "HW", none_as_dash, drop=4), Column("lag", "LAG", none_as_dash, drop=5),
-                 Column("acknowledged", "ACKED", drop=6), Column("archived", "ARCHIVED", drop=7),
-                 Column("available", "RELEASED"), Column("unacknowledged", "NOT ACKED", none_as_dash, drop=2),
-                 Column("max_delivery_count", "MAX DELIV", drop=8),
-                 Column("held_at_lso", "HELD", lambda held: "yes" if held else "", drop=1),
-                 *([Column("tx_pending", "TX_PENDING", _pending_cell, drop=9)] if held is not None else [])],
+        # Decoration goes first on a narrow terminal; why records wait (HELD, TX_PENDING) never.
+        columns=[Column("topic", "TOPIC"), Column("partition", "PART"), Column("start_offset", "START", drop=4),
+                 Column("last_stable_offset", "LSO", drop=2),
+                 Column("high_watermark", "HW", drop=5), Column("lag", "LAG", drop=3),
+                 Column("acknowledged", "ACKED", drop=7), Column("archived", "ARCHIVED", drop=8),
+                 Column("available", "RELEASED", drop=6), Column("unacknowledged", "NOT ACKED", drop=1),
+                 Column("max_delivery_count", "MAX DELIV", drop=9),
+                 Column("held_at_lso", "HELD", lambda held: "yes" if held else ""),
+                 *([Column("tx_pending", "TX_PENDING", _pending_cell, wrap=True)] if held is not None else [])],
         extra={"group": view.group, "state": view.state, "members": view.members,
                "isolation_level": view.isolation_level, "partial": bool(unread)},
-        empty_message=f"share group {view.group} ({view.state}) has no share-partition state yet",
+        empty_message=nothing_found("share-partition state", f"share group {view.group}, {view.state}"),
     ).emit(output or OutputFormat.table, wide=wide)
     if unread:
         raise typer.Exit(exit_codes.PARTIAL)  # the TX_PENDING column is missing what an endpoint would say
@@ -86,7 +87,7 @@ def _pending_cell(holders: list[dict[str, object]] | None) -> str:
 
     if not holders:
         return "-"
-    return ",".join(f"{h['records']} by {h['transactional_id'] or h['producer_id']} "
+    return ", ".join(f"{h['records']} by {h['transactional_id'] or h['producer_id']} "
                     f"({human_duration(h['oldest_age_ms'])})" for h in holders)
 
 

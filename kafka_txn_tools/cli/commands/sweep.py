@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from kafka_txn_tools.cli import exit_codes
-from kafka_txn_tools.cli.errors import KafkaTxnCommand, fail
+from kafka_txn_tools.cli.errors import KafkaTxnCommand, fail, say
 
 
 class SweepOutput(StrEnum):
@@ -22,18 +22,20 @@ class SweepOutput(StrEnum):
     json = "json"
 
 
+# The table in the tools' one format (kafka-txn's titles, ages as durations, `-` for empty cells);
+# the JSON and the files in --out keep every column.
 _COLUMNS = [
-    ("topic", "Topic"),
-    ("partition", "Partition"),
-    ("producer_id", "ProducerId"),
-    ("producer_epoch", "ProducerEpoch"),
-    ("start_offset", "StartOffset"),
-    ("duration_min", "Duration(min)"),
-    ("verdict", "Verdict"),
-    ("reason", "Reason"),
-    ("transactional_id", "TransactionalId"),
-    ("leader_broker_id", "Leader"),
-    ("divergence", "Divergence"),
+    ("topic", "TOPIC", 0),
+    ("partition", "PART", 0),
+    ("producer_id", "PRODUCER ID", 4),
+    ("producer_epoch", "EPOCH", 6),
+    ("start_offset", "START OFFSET", 0),
+    ("age_ms", "AGE", 3),
+    ("verdict", "VERDICT", 0),
+    ("transactional_id", "TRANSACTIONAL ID", 5),
+    ("leader_broker_id", "LEADER", 7),
+    ("divergence", "DIVERGENCE", 2),
+    ("reason", "REASON", 0),
 ]
 
 
@@ -104,26 +106,26 @@ def sweep_command(
 
 def _print(result: Any, output: SweepOutput) -> None:
     from kafka_txn_tools.cli.options import OutputFormat
-    from kafka_txn_tools.cli.render import Column, Output
+    from kafka_txn_tools.cli.render import Column, Output, human_duration, nothing_found
+    from kafka_txn_tools.timestamps import iso_utc
 
-    columns = [Column(key, title) for key, title in _COLUMNS]
+    columns = [Column(key, title, human_duration if key == "age_ms" else None, drop=drop)
+               for key, title, drop in _COLUMNS]
     summary = result.summary
     doc = Output(
         kind="transactions", rows=result.rows, columns=columns, extra={"stuck": result.stuck, "summary": summary},
-        empty_message="no hanging transactions",
+        empty_message=nothing_found("hanging transactions"),
     )
     if output is SweepOutput.json:
         doc.emit(OutputFormat.json)
         return
     doc.emit(OutputFormat.table)
     per_broker = ", ".join(f"{b}: {n}" for b, n in summary["late_partitions_by_broker"].items()) or "none"
-    typer.echo(
+    say(
         f"{summary['hanging']} hanging, {summary['stuck']} stuck at their coordinator, "
         f"{summary['late_live']} late but live, {summary['unverified']} unverified "
-        f"(as of {summary['as_of_ms']} ms); late partitions per broker: {per_broker}; "
-        f"report: {Path(summary['outputs']['report.html'])}",
-        err=True,
-    )
+        f"(as of {iso_utc(summary['as_of_ms'])}); late partitions per broker: {per_broker}; "
+        f"report: {Path(summary['outputs']['report.html'])}")
 
 
 def register(app: typer.Typer) -> None:

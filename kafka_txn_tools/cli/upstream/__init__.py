@@ -20,9 +20,15 @@ from typing import IO, NoReturn
 
 from kafka_txn_tools.cli.upstream.parser import PROG, build_parser
 
+USAGE = 2  # malformed input, as kafka-txn's exit code 2 (cli/exit_codes.py)
+
 
 class UpstreamExit(Exception):
-    """Stop with upstream's message and exit code 1."""
+    """Stop with upstream's message; `code` 1 (a failure or refusal) or 2 (malformed input)."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def run(argv: Sequence[str], out: IO[str], err: IO[str]) -> int:
@@ -36,14 +42,14 @@ def run(argv: Sequence[str], out: IO[str], err: IO[str]) -> int:
     if ns.command is None:
         build_parser().print_usage(err)
         err.write(f"{PROG}: error: too few arguments\n")
-        return 1
+        return USAGE
     from kafka_txn_tools.cli.upstream.commands import execute
 
     try:
         execute(ns, out, err)
     except UpstreamExit as exc:
         err.write(f"{exc}\n")
-        return 1
+        return exc.code
     return 0
 
 

@@ -15,7 +15,7 @@ from typing import IO, TYPE_CHECKING, NoReturn
 
 from kafka_txn_tools.admin.errors import BrokerError, KafkaTxnError, MissingApi
 from kafka_txn_tools.cli.render import upstream_table
-from kafka_txn_tools.cli.upstream import UpstreamExit
+from kafka_txn_tools.cli.upstream import USAGE, UpstreamExit
 from kafka_txn_tools.cli.upstream.format import (
     DESCRIBE_HEADERS,
     HANGING_HEADERS,
@@ -37,8 +37,9 @@ SUFFIX = ". Enable debug logging for additional detail."
 COMMAND = "kafka-transactions"
 
 
-def fail(message: str, cause: object | None = None) -> NoReturn:
-    raise UpstreamExit(message if cause is None else f"{message}: {cause}{SUFFIX}")
+def fail(message: str, cause: object | None = None, code: int = 1) -> NoReturn:
+    """Upstream's failure text; `code` 1 (a failure or refusal from live state) or USAGE (malformed input)."""
+    raise UpstreamExit(message if cause is None else f"{message}: {cause}{SUFFIX}", code)
 
 
 def cause_of(error: str) -> str:
@@ -65,10 +66,12 @@ def _exception_cause(exc: KafkaTxnError) -> str:
 @contextmanager
 def failing_as(message: str) -> Iterator[None]:
     """Any failure inside becomes upstream's `<message>: <cause>.` exit."""
+    from kafka_txn_tools.admin.errors import UsageError
+
     try:
         yield
     except KafkaTxnError as exc:
-        fail(message, _exception_cause(exc))
+        fail(message, _exception_cause(exc), USAGE if isinstance(exc, UsageError) else 1)
 
 
 def _connect(ns: argparse.Namespace, what: str) -> AdminClient:
@@ -148,12 +151,17 @@ def _spec_text(item: AbortItem) -> str:
             f"producerEpoch={s.producer_epoch}, coordinatorEpoch={s.coordinator_epoch})")
 
 
-def _override(ns: argparse.Namespace) -> str:
-    """The kafka-txn command that writes this abort anyway."""
-    ids = (f"--start-offset {ns.start_offset}" if ns.start_offset is not None else
+def _override(ns: argparse.Namespace, item: AbortItem) -> str:
+    """The kafka-txn command that writes this abort anyway, exactly as validated (the start offset the
+    leader showed), with this command's connection options; it asks on the terminal (or takes --yes)."""
+    assert item.check is not None
+    tp, start = item.check.partition, item.check.spec.start_offset
+    ids = (f"--start-offset {start}" if start is not None else
            f"--producer-id {ns.producer_id} --producer-epoch {ns.producer_epoch} "
            f"--coordinator-epoch {ns.coordinator_epoch}")
-    return f"kafka-txn abort --topic {ns.topic} --partition {ns.partition} {ids} --force"
+    config = f" --command-config {ns.command_config}" if ns.command_config else ""
+    return (f"kafka-txn abort --topic {tp.topic} --partition {tp.partition} {ids} --force "
+            f"--bootstrap-server {ns.bootstrap_server}{config}")
 
 
 def cmd_abort(ns: argparse.Namespace, out: IO[str], err: IO[str]) -> None:
@@ -164,12 +172,13 @@ def cmd_abort(ns: argparse.Namespace, out: IO[str], err: IO[str]) -> None:
     tp = TopicPartition(ns.topic, ns.partition)
     if ns.start_offset is None and ns.producer_id is None:
         fail("The transaction to abort must be identified either with --start-offset (for brokers on 3.0 or "
-             "above) or with --producer-id, --producer-epoch, and --coordinator-epoch (for older brokers)")
+             "above) or with --producer-id, --producer-epoch, and --coordinator-epoch (for older brokers)",
+             code=USAGE)
     if ns.start_offset is None:
         if ns.producer_epoch is None:
-            fail("Missing required argument --producer-epoch")
+            fail("Missing required argument --producer-epoch", code=USAGE)
         if ns.coordinator_epoch is None:
-            fail("Missing required argument --coordinator-epoch")
+            fail("Missing required argument --coordinator-epoch", code=USAGE)
     what = f"Failed to validate producer state for partition {tp}"
     with failing_as(what):
         target = AbortTarget(tp, ns.start_offset, ns.producer_id, ns.producer_epoch, ns.coordinator_epoch)
@@ -196,27 +205,35 @@ def cmd_abort(ns: argparse.Namespace, out: IO[str], err: IO[str]) -> None:
 
 
 def _refuse_unsafe(ns: argparse.Namespace, item: AbortItem, unchecked: list[str]) -> None:
+    """Stop, in upstream's words, on anything but a validated abort that is safe to write. Exit 1 for what
+    live state refuses (nothing to abort there: upstream's code for it too), 2 for malformed input."""
     from kafka_txn_tools.admin.abort_batch import AbortResult
-    from kafka_txn_tools.admin.errors import NothingToDo
+    from kafka_txn_tools.admin.errors import Refused, UsageError
 
     tp = item.target.partition
-    if item.result is AbortResult.ALREADY_DONE and ns.start_offset is not None:
-        fail(f"Could not find any open transactions starting at offset {ns.start_offset} on partition {tp}")
-    if item.result is AbortResult.ALREADY_DONE and isinstance(item.error, NothingToDo):
-        fail(f"Failed to validate producer state for partition {tp}", item.message)
-    if item.result is AbortResult.FAILED and item.check is None:
-        message = item.error.message if item.error is not None else item.message
+    error = item.error
+    if item.check is None and item.result is not None:  # stopped by validation itself
+        message = str(error) if error is not None else item.message
         if message.startswith("Could not find"):
-            fail(message)
+            fail(message)  # upstream's own text, with what is at that offset and where open transactions start
+        if item.result is AbortResult.ALREADY_DONE and ns.start_offset is not None:
+            fail(f"Could not find any open transactions starting at offset {ns.start_offset} on partition {tp}: "
+                 f"{message}")
+        if isinstance(error, Refused):  # a mismatch or an unknown producer: --force would not change that
+            fail(f"Refusing to abort the transaction on partition {tp}: {message}")
+        code = USAGE if isinstance(error, UsageError) else 1
         fail(f"Failed to validate producer state for partition {tp}",
-             _exception_cause(item.error) if item.error is not None else message)
+             _exception_cause(error) if item.result is AbortResult.FAILED and error is not None else message, code)
     if item.result is AbortResult.REFUSED or unchecked:
-        reason = item.check.refusal if item.check is not None and item.check.refusal else item.message
+        # Refused after validation: the coordinator holds it as live (or cannot be read), or the cluster cannot
+        # check it. Those are exactly what kafka-txn's --force overrides, so the override is named.
+        assert item.check is not None
+        reason = item.check.refusal or item.message
         if unchecked:
             reason = "it cannot be validated: " + "; ".join(unchecked)
         item.settle(AbortResult.REFUSED, reason)
         raise UpstreamExit(f"Refusing to abort the transaction on partition {tp}: {reason}. To abort it anyway: "
-                           f"{_override(ns)}")
+                           f"{_override(ns, item)}")
 
 
 def _audit(log: AuditLog, cluster: str, item: AbortItem) -> None:
@@ -234,9 +251,10 @@ def cmd_find_hanging(ns: argparse.Namespace, out: IO[str], err: IO[str]) -> None
     from kafka_txn_tools.cli.session import now_ms
 
     if ns.topic is None and ns.broker_id is None:
-        fail("The `find-hanging` command requires either --topic or --broker-id to limit the scope of the search")
+        fail("The `find-hanging` command requires either --topic or --broker-id to limit the scope of the search",
+             code=USAGE)
     if ns.partition is not None and ns.topic is None:
-        fail("The --partition argument requires --topic to be provided")
+        fail("The --partition argument requires --topic to be provided", code=USAGE)
     scope = Scope(broker_id=ns.broker_id, topic=ns.topic, partition=ns.partition)
     what = "Failed to find hanging transactions"
     with _connect(ns, what) as admin, failing_as(what):
@@ -270,7 +288,9 @@ def cmd_force_terminate(ns: argparse.Namespace, out: IO[str], err: IO[str]) -> N
     try:
         with _connect(ns, what) as admin:
             cluster = admin.cluster_name
-            override = f"kafka-txn force-terminate --transactional-id {txn_id} --force"
+            config = f" --command-config {ns.command_config}" if ns.command_config else ""
+            override = (f"kafka-txn force-terminate --transactional-id {txn_id} --force "
+                        f"--bootstrap-server {ns.bootstrap_server}{config}")
             try:
                 check = check_fence(admin, txn_id, now_ms(), force=False)
             except MissingApi as exc:

@@ -61,7 +61,12 @@ class FakeCluster:
     txn_log: dict[int, list[TxnLogRecord]] = field(default_factory=dict)
     txn_log_epoch: int = 3
     log_reads: list[dict[TopicPartition, tuple[int, int]]] = field(default_factory=list)
+    # Data partitions' logs as whole record batches in offset order (see `append`); a marker the fake
+    # writes lands here too. A partition without one reads as empty.
+    logs: dict[TopicPartition, list[bytes]] = field(default_factory=dict)
+    log_start: dict[TopicPartition, int] = field(default_factory=dict)  # below it: OFFSET_OUT_OF_RANGE
     groups: dict[str, tuple[str, dict[TopicPartition, int]]] = field(default_factory=dict)  # id -> (type, offsets)
+    cluster_id: str | None = "fake-cluster-id"  # what Metadata reports
 
     # -- state helpers ----------------------------------------------------------------------
     def open_txn(self, tp: TopicPartition, state: ProducerState, replicas: Iterable[int] | None = None) -> None:
@@ -69,15 +74,32 @@ class FakeCluster:
         for broker in replicas if replicas is not None else info.replicas:
             self.producers.setdefault((broker, tp), []).append(state)
 
+    def append(self, tp: TopicPartition, producer_id: int = -1, epoch: int = -1, records: int = 1,
+               transactional: bool = False, marker: bool | None = None, coordinator_epoch: int = 0) -> int:
+        """Append a batch (a marker: `marker` = commit) at the log end; its base offset."""
+        from kafka_txn_broker.formats.record_batch import BatchHeader, build_batch, build_control_batch
+
+        batches = self.logs.setdefault(tp, [])
+        base = BatchHeader.parse(batches[-1]).next_offset if batches else self.log_start.get(tp, 0)
+        if marker is not None:
+            batches.append(build_control_batch(producer_id, epoch, marker, coordinator_epoch, NOW, base_offset=base))
+        else:
+            batches.append(build_batch([(None, b"v")] * records, timestamp_ms=NOW, base_offset=base,
+                                       producer_id=producer_id, producer_epoch=epoch, transactional=transactional))
+        return base
+
     def info(self, tp: TopicPartition) -> PartitionInfo:
         return next(i for i in self.partitions if i.partition == tp)
 
-    def complete(self, tp: TopicPartition, pid: int) -> None:
-        """The marker arrives everywhere: the producer's open transaction on tp closes."""
+    def complete(self, tp: TopicPartition, pid: int, coordinator_epoch: int = 0) -> None:
+        """The marker arrives everywhere: the producer's open transaction on tp closes, and the producer's
+        coordinator epoch there becomes the marker's (as Kafka's producer state records it)."""
         for (broker, p), states in self.producers.items():
             if p == tp:
-                self.producers[(broker, p)] = [replace(s, current_txn_start_offset=-1) if s.producer_id == pid else s
-                                               for s in states]
+                self.producers[(broker, p)] = [
+                    replace(s, current_txn_start_offset=-1,
+                            coordinator_epoch=max(s.coordinator_epoch, coordinator_epoch))
+                    if s.producer_id == pid else s for s in states]
 
     # -- what a command does with its client -----------------------------------------------
     cluster_name = "fake"
@@ -104,7 +126,7 @@ class FakeCluster:
         missing = tuple((t, "UNKNOWN_TOPIC_OR_PARTITION") for t in topics or ()
                         if not any(p.partition.topic == t for p in self.partitions))
         return ClusterInfo(tuple(BrokerInfo(b, "localhost", 9092 + b) for b in self.brokers), tuple(parts),
-                           0, missing)
+                           0, missing, self.cluster_id)
 
     def describe_producers(self, by_broker: dict[int, list[TopicPartition]], batch_size: int = 2000,
                            in_flight: int = 3, progress: Callable[[int], None] | None = None,
@@ -192,13 +214,28 @@ class FakeCluster:
 
     def read_log(self, reads: dict[TopicPartition, tuple[int, int]], max_bytes: int
                  ) -> tuple[dict[TopicPartition, bytes], list[ScanError]]:
-        from kafka_txn_broker.formats.record_batch import build_batch
+        from kafka_txn_broker.formats.record_batch import BatchHeader, build_batch
         from kafka_txn_broker.formats.transaction_log import encode_key
         from kafka_txn_tools.dumps.transaction_log import encode_value
 
         self.log_reads.append(dict(reads))
         out: dict[TopicPartition, bytes] = {}
-        for tp, (_leader, start) in reads.items():
+        errors: list[ScanError] = []
+        for tp, (leader, start) in reads.items():
+            if tp.topic != "__transaction_state":
+                if start < self.log_start.get(tp, 0):
+                    errors.append(ScanError("OFFSET_OUT_OF_RANGE", f"{tp}: offset {start}", broker_id=leader,
+                                            partition=tp, api="Fetch", code=1))
+                    continue
+                # As a leader answers a Fetch: from the batch holding `start`, whole batches, up to max_bytes.
+                kept = [b for b in self.logs.get(tp, []) if BatchHeader.parse(b).last_offset >= start]
+                data = b""
+                for batch in kept:
+                    if data and len(data) + len(batch) > max_bytes:
+                        break
+                    data += batch
+                out[tp] = data
+                continue
             raw = bytearray()
             for r in self.txn_log.get(tp.partition, []):
                 if r.offset >= start and len(raw) < max_bytes:
@@ -206,7 +243,7 @@ class FakeCluster:
                     raw += build_batch([(encode_key(r.transactional_id), value)], timestamp_ms=r.timestamp,
                                        base_offset=r.offset, partition_leader_epoch=self.txn_log_epoch)
             out[tp] = bytes(raw)
-        return out, []
+        return out, errors
 
     def list_groups(self, broker_ids: Iterable[int]) -> tuple[list[tuple[str, str]], list[ScanError]]:
         return sorted((g, kind) for g, (kind, _) in self.groups.items()), []
@@ -224,8 +261,11 @@ class FakeCluster:
         self.markers.append((leader, partition, producer_id, producer_epoch, coordinator_epoch, start_offset))
         if self.marker_error is not None:
             return self.marker_error
-        self.complete(partition, producer_id)
+        self.complete(partition, producer_id, coordinator_epoch)
         lso, hw = self.offsets.get(partition, (0, 0))
+        if partition in self.logs:
+            hw = self.append(partition, producer_id, producer_epoch, marker=False,
+                             coordinator_epoch=coordinator_epoch) + 1
         self.offsets[partition] = (hw, hw)
         return None
 

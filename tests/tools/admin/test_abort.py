@@ -14,8 +14,11 @@ TP = TopicPartition("orders", 1)  # leader: broker 1
 
 
 def hanging_cluster(coordinator_epoch: int = -1):
+    """orders-1: 100 plain records, then producer 10's open transaction from offset 100 to the end (180)."""
     c = cluster()
     c.open_txn(TP, producer(10, 100, 30 * MIN, epoch=4, coordinator_epoch=coordinator_epoch))
+    c.append(TP, records=100)
+    c.append(TP, 10, 4, records=80, transactional=True)
     c.offsets = {TP: (100, 180)}
     return c
 
@@ -36,7 +39,8 @@ def test_validates_and_writes_the_exact_marker() -> None:
     outcome = execute(c, check, sleep=lambda s: None)
     # Leader 1; epoch as the partition holds it; coordinator epoch -1 clamped to 0; TxnStartOffset 100.
     assert c.markers == [(1, TP, 10, 4, 0, 100)]
-    assert (check.before.last_stable_offset, outcome.after.last_stable_offset) == (100, 180)
+    # The marker takes offset 180, so the LSO moves past it, to the new log end.
+    assert (check.before.last_stable_offset, outcome.after.last_stable_offset) == (100, 181)
     assert not outcome.still_open
 
 
@@ -120,10 +124,10 @@ def test_a_cluster_without_the_apis() -> None:
     assert c.markers == []
 
 
-def test_already_aborted_is_its_own_outcome() -> None:
+def test_already_aborted_is_its_own_outcome_with_the_marker_as_evidence() -> None:
     c = hanging_cluster()
     execute(c, validate(c, by_offset()), sleep=lambda s: None)
-    with pytest.raises(NothingToDo, match="last stable offset is now 180"):
+    with pytest.raises(NothingToDo, match="was already aborted: its ABORT marker is at offset 180"):
         validate(c, by_offset())
 
 
@@ -136,17 +140,18 @@ def test_completed_after_validation_writes_nothing() -> None:
     assert c.markers == []
 
 
-def test_wrong_offset_names_the_open_ones() -> None:
+def test_a_wrong_offset_is_a_refusal_naming_where_the_open_transaction_starts() -> None:
     c = hanging_cluster()
-    with pytest.raises(UsageError, match="Could not find any open transactions starting at offset 120") as exc:
+    with pytest.raises(Refused, match="Could not find any open transactions starting at offset 120") as exc:
         validate(c, by_offset(120))
-    assert "start at 100" in str(exc.value)
-    with pytest.raises(UsageError, match="beyond the end"):
+    assert "inside the open transaction of producer 10, which starts at offset 100" in str(exc.value)
+    with pytest.raises(Refused, match="ends before it"):
         validate(c, by_offset(500))
+    assert c.markers == []
 
 
-def test_unknown_partition() -> None:
-    with pytest.raises(UsageError, match="does not exist"):
+def test_unknown_partition_is_a_refusal_from_live_state() -> None:
+    with pytest.raises(Refused, match="does not exist"):
         validate(hanging_cluster(), AbortTarget(TopicPartition("orders", 9), start_offset=1))
 
 

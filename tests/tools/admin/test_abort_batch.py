@@ -8,7 +8,7 @@ import pytest
 
 from kafka_txn_tools.admin import abort_batch as B
 from kafka_txn_tools.admin.abort import AbortTarget
-from kafka_txn_tools.admin.errors import BrokerError, MissingApi, NothingToDo, Refused, UsageError
+from kafka_txn_tools.admin.errors import BrokerError, MissingApi, NothingToDo, Refused
 from kafka_txn_tools.dumps.plan import AbortPlan, AbortPlanEntry
 from kafka_txn_tools.models import TopicPartition
 from tests.tools.admin.fakes import MIN, FakeCluster, cluster, producer, txn
@@ -25,7 +25,8 @@ def world() -> FakeCluster:
     c.open_txn(T0, producer(10, 100, 30 * MIN, epoch=4))
     c.open_txn(T2, producer(11, 50, 30 * MIN, epoch=2))
     c.transactions["live"] = txn("live", 11, partitions=[T2], epoch=2)
-    c.offsets = {T0: (100, 180), T1: (0, 10), T2: (50, 90)}
+    c.append(T1, records=10)
+    c.offsets = {T0: (100, 180), T1: (10, 10), T2: (50, 90)}
     return c
 
 
@@ -38,10 +39,11 @@ def test_a_plan_is_checked_whole_and_what_cannot_be_written_is_settled_without_w
     assert c.markers == []
     hanging, nothing, live = items
     assert (hanging.result, hanging.pending, hanging.check is not None) == (None, True, True)
-    assert (nothing.result, nothing.message) == (B.AbortResult.FAILED, (
-        "Could not find any open transactions starting at offset 5 on partition orders-1: orders-1 has no open "
-        "transactions"))
-    assert isinstance(nothing.error, UsageError) and not nothing.pending
+    assert (nothing.result, nothing.message) == (B.AbortResult.REFUSED, (
+        "Could not find any open transactions starting at offset 5 on partition orders-1: the record at offset 5 is "
+        "not transactional (written by a producer without a producer id): orders-1 has no open transactions: "
+        "nothing to abort"))
+    assert isinstance(nothing.error, Refused) and not nothing.pending
     assert (live.result, live.message) == (B.AbortResult.REFUSED, f"{LIVE}; pass --force to abort anyway")
     assert B.pending(items) == [hanging] and B.forced_live(items) == [] and B.unverifiable(items) == []
 
@@ -70,7 +72,7 @@ def test_a_transaction_that_ended_after_the_check_is_already_done_and_not_writte
 def test_cancelling_settles_only_what_was_still_pending() -> None:
     items = B.prepare(world(), TARGETS, force=False)
     B.settle_all(items, B.AbortResult.CANCELLED, "cancelled at the prompt")
-    assert [i.result for i in items] == [B.AbortResult.CANCELLED, B.AbortResult.FAILED, B.AbortResult.REFUSED]
+    assert [i.result for i in items] == [B.AbortResult.CANCELLED, B.AbortResult.REFUSED, B.AbortResult.REFUSED]
     assert items[0].message == "cancelled at the prompt"
 
 
@@ -102,8 +104,8 @@ def test_a_mismatch_or_a_transaction_already_ended_is_settled_and_the_rest_still
         "read them again with `kafka-txn find-hanging` or `describe-producers`"))
     assert isinstance(mismatch.error, Refused)
     assert (ended.result, ended.message) == (
-        B.AbortResult.ALREADY_DONE, "producer 11 has no open transaction on partition orders-2: already aborted or "
-                                    "committed")
+        B.AbortResult.ALREADY_DONE, "producer 11 has no open transaction on partition orders-2: its last transaction "
+                                    "there was already ended by a marker (coordinator epoch 0)")
     assert isinstance(ended.error, NothingToDo)
     assert ok.pending and c.markers == []
 

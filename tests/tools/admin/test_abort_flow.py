@@ -10,9 +10,9 @@ from dataclasses import replace
 import pytest
 
 from kafka_txn_tools.admin import abort as abort_module
-from kafka_txn_tools.admin import abort_batch
+from kafka_txn_tools.admin import abort_batch, offset_evidence
 from kafka_txn_tools.admin.abort import AbortTarget, execute, validate
-from kafka_txn_tools.admin.errors import BrokerError, ConnectionFailed, MissingApi, NothingToDo, Refused, UsageError
+from kafka_txn_tools.admin.errors import BrokerError, ConnectionFailed, MissingApi, NothingToDo, Refused
 from kafka_txn_tools.models import TopicPartition
 from tests.tools.admin.fakes import MIN, FakeCluster, cluster, producer
 
@@ -212,13 +212,13 @@ def test_lso_settled_rules() -> None:
 
 
 # ---- every refusal, word for word ----------------------------------------------------------------------------
-def test_unknown_topic_and_partition() -> None:
+def test_unknown_topic_and_partition_are_refusals_from_live_state() -> None:
     c = hanging()
-    with pytest.raises(UsageError) as exc:
+    with pytest.raises(Refused) as exc:
         validate(c, AbortTarget(TopicPartition("nope", 0), start_offset=1))
     assert str(exc.value) == ("topic 'nope' (UNKNOWN_TOPIC_OR_PARTITION) does not exist or is not visible to this "
                               "principal: check --topic and --partition")
-    with pytest.raises(UsageError) as exc:
+    with pytest.raises(Refused) as exc:
         validate(c, AbortTarget(TopicPartition("orders", 9), start_offset=1))
     assert str(exc.value) == ("partition orders-9 does not exist or is not visible to this principal: check --topic "
                               "and --partition")
@@ -245,26 +245,89 @@ def test_producer_state_that_cannot_be_read() -> None:
     assert exc.value.error == "TOPIC_AUTHORIZATION_FAILED"
 
 
-def test_a_start_offset_that_names_no_open_transaction() -> None:
+MISSING = "Could not find any open transactions starting at offset {} on partition orders-1: "
+OPEN_AT = ("open transactions on orders-1 start at 100, 150: take --start-offset from `kafka-txn find-hanging` or "
+           "`describe-producers`")
+
+
+def logged() -> FakeCluster:
+    """orders-1's log from offset 10 (retention deleted 0-9): plain records 10-19, producer 7's transaction
+    20-24 committed at 25, producer 8's 26-27 aborted at 28, producer 12's 29 with no marker, producer 10's
+    open transaction from 100 (after plain records 30-99) and producer 11's from 150; the end is 180."""
     c = hanging()
     c.open_txn(TP, producer(11, 150, 30 * MIN))
-    with pytest.raises(UsageError) as exc:
-        validate(c, AbortTarget(TP, start_offset=120))
-    assert str(exc.value) == ("Could not find any open transactions starting at offset 120 on partition orders-1: "
-                              "open transactions on orders-1 start at 100, 150")
-    with pytest.raises(UsageError) as exc:
-        validate(c, AbortTarget(TP, start_offset=180))  # the high watermark itself is beyond the end
-    assert str(exc.value) == ("offset 180 is beyond the end of partition orders-1 (high watermark 180): take "
-                              "--start-offset from `kafka-txn find-hanging` or `describe-producers`")
-    c.complete(TP, 10)
-    c.complete(TP, 11)
-    with pytest.raises(UsageError, match=r"orders-1 has no open transactions$"):
-        validate(c, AbortTarget(TP, start_offset=100))  # the LSO is 100, not past it: not "already done"
-    c.offsets = {TP: (101, 180)}
-    with pytest.raises(NothingToDo) as done:
-        validate(c, AbortTarget(TP, start_offset=100))
-    assert str(done.value) == ("no open transaction starts at offset 100 on partition orders-1 any more: it was "
-                               "aborted or committed (the last stable offset is now 101)")
+    c.log_start[TP] = 10
+    c.append(TP, records=10)
+    c.append(TP, 7, 0, records=5, transactional=True)
+    c.append(TP, 7, 0, marker=True)
+    c.append(TP, 8, 3, records=2, transactional=True)
+    c.append(TP, 8, 3, marker=False)
+    c.append(TP, 12, 0, transactional=True)
+    c.append(TP, records=70)
+    c.append(TP, 10, 4, records=50, transactional=True)
+    c.append(TP, 11, 0, records=30, transactional=True)
+    return c
+
+
+@pytest.mark.parametrize(("offset", "why"), [
+    (180, "the partition ends before it (high watermark 180)"),
+    (5, "offset 5 is no longer in the log (before its log start offset: deleted by retention)"),
+    (12, "the record at offset 12 is not transactional (written by a producer without a producer id)"),
+    (25, "the record at offset 25 is a COMMIT marker of producer 7, not the start of a transaction"),
+    (28, "the record at offset 28 is an ABORT marker of producer 8, not the start of a transaction"),
+    (22, "offset 22 is inside a batch of producer 7 that starts at offset 20 (transactions start at a batch's "
+         "first offset)"),
+    (29, "the transactional record of producer 12 there is in no open transaction, and no marker of it was found "
+         "in the {} bytes read after it"),
+])
+def test_no_transaction_starting_at_the_offset_is_a_refusal_that_says_what_is_there(offset: int, why: str) -> None:
+    c = logged()
+    with pytest.raises(Refused) as exc:
+        validate(c, AbortTarget(TP, start_offset=offset))
+    read = sum(len(b) for b in c.logs[TP][5:])  # what a Fetch from producer 12's batch (the 6th) returns
+    assert str(exc.value) == MISSING.format(offset) + why.format(read) + ": " + OPEN_AT
+    assert c.markers == []
+
+
+def test_an_offset_inside_an_open_transaction_names_its_start() -> None:
+    with pytest.raises(Refused) as exc:
+        validate(logged(), AbortTarget(TP, start_offset=120))
+    assert str(exc.value) == (MISSING.format(120) + "offset 120 is inside the open transaction of producer 10, "
+                              "which starts at offset 100: abort it with --start-offset 100")
+
+
+@pytest.mark.parametrize(("offset", "done"), [
+    (20, "was already committed: its COMMIT marker is at offset 25"),
+    (26, "was already aborted: its ABORT marker is at offset 28"),
+])
+def test_already_done_only_with_the_producers_marker_after_the_start_as_evidence(offset: int, done: str) -> None:
+    c = logged()
+    with pytest.raises(NothingToDo) as exc:
+        validate(c, AbortTarget(TP, start_offset=offset))
+    producer_id = 7 if offset == 20 else 8
+    assert str(exc.value) == (f"the transaction of producer {producer_id} that started at offset {offset} on "
+                              f"partition orders-1 {done}")
+    assert c.markers == []
+
+
+def test_a_marker_beyond_what_is_read_is_no_evidence() -> None:
+    c = logged()
+    read = offset_evidence.read(c, TP, 1, 20, max_bytes=len(c.logs[TP][1]))  # producer 7's batch alone
+    assert read.batch is not None and read.batch.producer_id == 7 and read.marker is None
+
+
+def test_a_partition_that_never_had_a_transaction_is_a_refusal_not_already_done() -> None:
+    c = cluster()
+    c.append(TP, records=40)
+    c.offsets = {TP: (40, 40)}  # the LSO is past offset 3: once that alone read as "already done"
+    with pytest.raises(Refused) as exc:
+        validate(c, AbortTarget(TP, start_offset=3))
+    assert str(exc.value) == (MISSING.format(3) + "the record at offset 3 is not transactional (written by a "
+                              "producer without a producer id): orders-1 has no open transactions: nothing to abort")
+    empty = cluster()
+    empty.offsets = {TP: (0, 0)}
+    with pytest.raises(Refused, match="the partition ends before it"):
+        validate(empty, AbortTarget(TP, start_offset=0))
 
 
 def test_the_legacy_form_refusals() -> None:
@@ -274,10 +337,18 @@ def test_the_legacy_form_refusals() -> None:
     assert str(exc.value) == ("partition orders-1 has no state for producer id 99 (a wrong id, or an expired "
                               "producer): take the producer id from `kafka-txn describe-producers --topic orders "
                               "--partition 1`")
-    c.open_txn(TP, producer(12, -1, 0, epoch=1))
+    c.open_txn(TP, producer(12, -1, 0, epoch=1, coordinator_epoch=2))
     with pytest.raises(NothingToDo) as done:
-        validate(c, AbortTarget(TP, producer_id=12, producer_epoch=1, coordinator_epoch=0))
-    assert str(done.value) == "producer 12 has no open transaction on partition orders-1: already aborted or committed"
+        validate(c, AbortTarget(TP, producer_id=12, producer_epoch=1, coordinator_epoch=2))
+    assert str(done.value) == ("producer 12 has no open transaction on partition orders-1: its last transaction "
+                               "there was already ended by a marker (coordinator epoch 2)")
+    c.open_txn(TP, producer(13, -1, 0, epoch=0, coordinator_epoch=-1))  # idempotent: no marker ever
+    with pytest.raises(Refused) as exc:
+        validate(c, AbortTarget(TP, producer_id=13, producer_epoch=0, coordinator_epoch=0))
+    assert str(exc.value) == ("producer 13 has no open transaction on partition orders-1, and no transaction of it "
+                              "was ever ended there by a marker: it does not write transactions to this partition: "
+                              "check the producer with `kafka-txn describe-producers --topic orders --partition 1`")
+    assert c.markers == []
 
 
 def test_a_mismatch_names_every_wrong_identifier_and_the_fix() -> None:

@@ -24,3 +24,4 @@ def test_rows_conform_and_failures_become_rows() -> None:
     assert rows.transactions[0]["partitions"] == [{"topic": "orders", "partition": 0}]
     assert {(r["api"], r["broker_id"]) for r in rows.errors} == {("DescribeProducers", 2), ("ListTransactions", 2)}
     assert all(r["capture_time_ms"] == NOW for r in rows.producers + rows.errors)
+    assert rows.cluster_id == "fake-cluster-id"  # Metadata's, for the manifest (and the sweep's plan)

@@ -111,7 +111,7 @@ def test_an_empty_answer_never_claims_replicas_that_were_not_read() -> None:
     c = cluster()
     report = find_hanging(c, Scope(all=True), lambda: NOW)
     assert (report.scanned_replicas, report.read_replicas, report.partial) == (9, 9, False)
-    assert empty_message(report) == "no hanging transactions (9 partition replicas read)"
+    assert empty_message(report) == "no hanging transactions found (9 partition replicas read)"
     c.down = {1}
     report = find_hanging(c, Scope(all=True), lambda: NOW)
     assert (report.read_replicas, report.partial) == (6, True)

@@ -67,8 +67,34 @@ def test_upstream_spellings() -> None:
     assert hanging_row(h, now) == ["orders", "3", "7", "2", "-1", "116", str(now - 179_999), "2"]
 
 
-def test_human_duration() -> None:
-    assert [human_duration(ms) for ms in (None, 999, 61_000, 3_600_000 * 25)] == ["", "0s", "1m 1s", "1d 1h"]
+def test_human_duration_is_the_one_duration_spelling_and_a_dash_for_none() -> None:
+    assert [human_duration(ms) for ms in (None, 999, 61_000, 3_600_000 * 25, 900_000)] == [
+        "-", "999ms", "1m 1s", "1d 1h", "15m"]
+    # Integer.MAX_VALUE ms (a 2PC transaction's timeout) reads the same in every command.
+    assert human_duration(2**31 - 1) == "24d 20h"
+
+
+def test_timestamps_are_iso_utc_with_their_age_and_none_is_a_dash() -> None:
+    from kafka_txn_tools.cli.render import timestamp
+
+    cell = timestamp(1_700_000_000_000 + 3 * 3_600_000 + 5 * 60_000)
+    assert cell(1_700_000_000_000) == "2023-11-14T22:13:20Z (3h 5m ago)"
+    assert cell(-1) == "-" and cell(None) == "-"
+
+
+def test_an_empty_cell_is_a_dash_in_every_column_and_empty_stays_empty_in_csv() -> None:
+    out = Output(kind="x", rows=[{"a": None, "b": "", "c": []}],
+                 columns=[Column("a", "A"), Column("b", "B", lambda v: v), Column("c", "C")])
+    assert out.render(OutputFormat.table) == "A  B  C\n-  -  -\n"
+    assert out.render(OutputFormat.csv) == "a,b,c\n,,\n"
+
+
+def test_the_one_wording_of_an_empty_result() -> None:
+    from kafka_txn_tools.cli.render import nothing_found
+
+    assert nothing_found("transactions") == "no transactions found"
+    assert nothing_found("hanging transactions", "9 partition replicas read") == (
+        "no hanging transactions found (9 partition replicas read)")
 
 
 def test_progress_bar_is_silent_without_a_terminal(monkeypatch) -> None:
@@ -154,3 +180,67 @@ def test_prose_after_a_table_wraps_at_spaces_within_the_width_and_keeps_long_wor
     assert wrapped.split() == text.split()  # the same words, none broken
     assert wrapped.splitlines()[3].startswith("    ")  # continuing "  do:" lines are indented under it
     assert wrap_lines(text, None) == text and wrap_lines("x" * 40, 30) == "x" * 40
+
+
+# ---- prose on a narrow terminal: wrapped at word boundaries, never dropped, commands never split ------------------
+from kafka_txn_tools.cli.render import render_blocks, wrap_words  # noqa: E402
+
+
+def test_wrap_words_breaks_between_words_and_keeps_a_command_in_backticks_whole() -> None:
+    text = "refused: the coordinator still holds 'app' as live (`kafka-txn force-terminate -t app --force`); wait"
+    lines = wrap_words(text, 30)
+    assert "(`kafka-txn force-terminate -t app --force`);" in lines
+    assert " ".join(lines) == text
+    assert all(len(line) <= 30 for line in lines if "`" not in line)
+    assert wrap_words("one\ntwo three", None) == ["one", "two three"]
+
+
+def test_a_last_prose_column_is_wrapped_in_its_cell_before_anything_is_left_out() -> None:
+    detail = ("the open transaction of producer 10 at offset 100 on orders-1 is not the one named: producer epoch 3 "
+              "(the partition has 4)")
+    columns = [Column("topic", "TOPIC"), Column("partition", "PART"), Column("result", "RESULT"),
+               Column("hw", "HW", drop=1), Column("message", "DETAIL", wrap=True)]
+    out = Output(kind="x", rows=[{"topic": "orders", "partition": 1, "result": "refused", "hw": 180,
+                                  "message": detail}], columns=columns)
+    text = out.render(OutputFormat.table, 80)
+    lines = text.splitlines()
+    assert out.hidden == [] and all(len(line) <= 80 for line in lines), text
+    assert lines[0].split() == ["TOPIC", "PART", "RESULT", "HW", "DETAIL"]
+    start = lines[0].index("DETAIL")
+    assert all(line[:start].strip() == "" for line in lines[2:])  # continuation lines stay in their column
+    assert " ".join(line[start:] for line in lines[1:]) == detail  # every word, in order, none split
+
+
+def test_prose_that_cannot_share_the_width_goes_to_blocks_wrapped_under_its_value() -> None:
+    columns = [Column("topic", "TOPIC"), Column("message", "DETAIL", wrap=True)]
+    row = {"topic": "a-topic-with-a-name-as-long-as-they-come-in-production", "message": "word " * 30}
+    text = render_blocks([row], columns, 40)
+    lines = text.splitlines()
+    assert lines[0].startswith("TOPIC   a-topic") and all(len(line) <= 40 for line in lines[1:])
+    assert all(line.startswith(" " * 8) for line in lines[2:])
+    assert " ".join(line[8:] for line in lines[1:]).split() == ["word"] * 30
+
+
+def test_stderr_messages_wrap_at_word_boundaries_only_on_a_terminal(monkeypatch, capsys) -> None:
+    from kafka_txn_tools.cli.errors import say
+
+    message = "error: " + " ".join(["refused"] * 20) + " `kafka-txn abort --topic orders --partition 1 --force`"
+    monkeypatch.setenv("COLUMNS", "40")
+    say(message)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) > 1 and lines[-1] == "  `kafka-txn abort --topic orders --partition 1 --force`"
+    assert all(len(line) <= 40 for line in lines[:-1])
+    monkeypatch.delenv("COLUMNS")
+    say(message)  # piped (pytest's capture is no terminal): one line, as logs want it
+    assert capsys.readouterr().err == message + "\n"
+
+
+def test_prose_after_a_table_wraps_between_words_and_never_splits_a_command() -> None:
+    footer = ("orders-1 producer 7: coordinator holds 'app' as CompleteAbort; no marker is coming\n"
+              "  do: `kafka-txn abort --topic payments-ledger-eu-west-1 --partition 1 --start-offset 116` (its marker)")
+    text = wrap_lines(footer, 60)
+    lines = text.splitlines()
+    assert "    `kafka-txn abort --topic payments-ledger-eu-west-1 --partition 1 --start-offset 116`" in lines
+    assert all(len(line) <= 60 for line in lines if "`" not in line)
+    assert " ".join(text.split()) == " ".join(footer.split())
+    assert wrap_lines(footer, None) == footer

@@ -33,7 +33,7 @@ def test_bad_durations_say_how_to_write_one(text, message):
 
 
 def test_format_duration():
-    assert [format_duration_ms(ms) for ms in (900_000, 7_200_000, 1_500, 0)] == ["15m", "2h", "1500ms", "0ms"]
+    assert [format_duration_ms(ms) for ms in (900_000, 7_200_000, 1_500, 0)] == ["15m", "2h", "1s 500ms", "0ms"]
 
 
 def invoke(*args: str):

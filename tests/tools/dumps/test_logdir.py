@@ -141,3 +141,14 @@ def test_coordinator_rows_from_transaction_state(tmp_path):
 ])
 def test_partition_dir_names(name, expected):
     assert logdir.parse_partition_dir(name) == expected
+
+
+def test_the_cluster_of_copied_log_dirs_is_their_meta_properties_cluster_id(tmp_path):
+    for node in (0, 1):
+        d = tmp_path / f"node-{node}"
+        d.mkdir()
+        (d / "meta.properties").write_text(f"version=1\nnode.id={node}\ncluster.id=7ZyqV1DkQ3aHh1hWm2sJ9A\n")
+    assert logdir.cluster_ids(tmp_path) == {"7ZyqV1DkQ3aHh1hWm2sJ9A"}
+    (tmp_path / "node-1" / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=other\n")
+    assert logdir.cluster_ids(tmp_path) == {"7ZyqV1DkQ3aHh1hWm2sJ9A", "other"}
+    assert logdir.cluster_ids(tmp_path / "node-0" / "missing") == set()

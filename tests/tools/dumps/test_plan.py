@@ -15,13 +15,24 @@ ENTRY = plan.AbortPlanEntry(
 
 
 def test_roundtrip(tmp_path):
-    original = plan.AbortPlan([ENTRY], as_of_ms=1_700_000_000_000, max_transaction_timeout_ms=900_000)
+    original = plan.AbortPlan([ENTRY], as_of_ms=1_700_000_000_000, max_transaction_timeout_ms=900_000,
+                              cluster_id="7ZyqV1DkQ3aHh1hWm2sJ9A", capture_time_ms=1_699_999_999_000)
     path = tmp_path / "abort-plan.yaml"
     plan.write_plan(original, path)
-    data = yaml.safe_load(path.read_text())
-    assert (data["version"], data["kind"]) == (1, "kafka-txn-abort-plan")
+    text = path.read_text()
+    data = yaml.safe_load(text)
+    assert (data["version"], data["kind"]) == (2, "kafka-txn-abort-plan")
+    assert (data["cluster_id"], data["capture_time_ms"]) == ("7ZyqV1DkQ3aHh1hWm2sJ9A", 1_699_999_999_000)
     assert data["entries"][0]["transactional_id"] is None
     assert plan.load_plan(path) == original
+    # A person opening the file sees where and when it was made, and how to apply it.
+    assert text.startswith("# Abort plan made by kafka-txn sweep on cluster 7ZyqV1DkQ3aHh1hWm2sJ9A, captured "
+                           "2023-11-14T22:13:19Z: 1 entry.\n# Check it with `kafka-txn abort --plan FILE --dry-run`")
+
+
+def test_a_version_1_plan_is_read_without_a_cluster_id(tmp_path):
+    loaded = plan.load_plan(write(tmp_path, {**doc(), "as_of_ms": 5}))
+    assert (loaded.version, loaded.cluster_id, loaded.capture_time_ms, loaded.as_of_ms) == (1, None, None, 5)
 
 
 def write(tmp_path, doc):
@@ -36,7 +47,10 @@ def doc(**entry):
 
 
 @pytest.mark.parametrize(("data", "message"), [
-    ({**doc(), "version": 2}, "version 2 is not supported"),
+    ({**doc(), "version": 3}, "version 3 is not supported"),
+    ({**doc(), "cluster_id": ""}, "plan.cluster_id: '' is not a cluster id"),
+    ({**doc(), "cluster_id": 7}, "plan.cluster_id: 7 is not a cluster id"),
+    ({**doc(), "capture_time_ms": "now"}, "plan.capture_time_ms: 'now' is a str"),
     ({**doc(), "kind": "something-else"}, "is this an abort plan"),
     (doc(reason="late"), "'late' is not a hanging reason"),
     (doc(start_offset=-1), r"entries\[0\].start_offset: -1 is negative"),
@@ -76,3 +90,18 @@ def test_a_hand_written_plan_needs_only_the_identifiers(tmp_path):
     loaded = plan.load_plan(write(tmp_path, {"version": 1, "entries": [entry]}))
     assert loaded.entries == [plan.AbortPlanEntry(**entry)]
     assert loaded.entries[0].reason is None and loaded.entries[0].coordinator_epoch is None
+
+
+def test_a_sweep_plan_records_the_one_cluster_its_inputs_come_from():
+    import pytest as _pytest
+
+    from kafka_txn_tools.spark.ingest import InputSpec
+    from kafka_txn_tools.spark.job import SweepError, plan_cluster_id
+
+    dump = InputSpec("d", "dump", cluster_ids=frozenset({"A"}))
+    logs = InputSpec("l", "logdir", cluster_ids=frozenset({"A"}))
+    text = InputSpec("t", "text")  # kafka-dump-log.sh text says nothing about its cluster
+    assert plan_cluster_id([dump, logs]) == "A"
+    assert plan_cluster_id([dump, text]) is None and plan_cluster_id([text]) is None
+    with _pytest.raises(SweepError, match=r"the inputs come from 2 clusters \(A, B\): sweep each cluster on its own"):
+        plan_cluster_id([dump, InputSpec("d2", "dump", cluster_ids=frozenset({"B"}))])

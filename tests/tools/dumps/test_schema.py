@@ -48,13 +48,14 @@ def test_dump_writer_roundtrip_and_manifest(tmp_path, fmt):
     writer.add_table(schema.PRODUCERS, parquet.rows_to_table(schema.PRODUCERS, [{**PRODUCER, "broker_id": 3}]))
     writer.add(schema.TRANSACTIONS, [TXN])
     writer.add(schema.ERRORS, [ERROR])
+    writer.cluster_id = "7ZyqV1DkQ3aHh1hWm2sJ9A"  # the sweep's plan records it
     manifest = writer.close()
     d = tmp_path / "d"
     assert sorted(p.name for p in (d / "producers").iterdir()) == [f"part-00000.{fmt}", f"part-00001.{fmt}"]
     assert manifest.counts == {"producers": 3, "transactions": 1, "errors": 1}
     assert manifest.brokers == [1, 2, 3]
     assert manifest.max_capture_time_ms == 1_700_000_010_000
-    assert schema.Manifest.read(d) == manifest
+    assert schema.Manifest.read(d) == manifest and manifest.cluster_id == "7ZyqV1DkQ3aHh1hWm2sJ9A"
     assert json.loads((d / "manifest.json").read_text())["format"] == fmt
     producers = list(schema.read_rows(d, schema.PRODUCERS))
     assert [r["broker_id"] for r in producers] == [1, 2, 3]

@@ -67,6 +67,10 @@ def test_outputs_plan_and_report(spark, generated, tmp_path):
     for external in ("<script", "<link", "src=", "url(", "@import"):
         assert external not in html  # self-contained: opens offline, mails as one file
     assert "no-transactional-id" in html
+    from kafka_txn_tools.timestamps import iso_utc
+
+    # The tools' one format: the time in ISO-8601 UTC, the timeout as a duration.
+    assert f"As of {iso_utc(truth['as_of_ms'])} (input capture time" in html and "timeout 15m." in html
 
 
 def test_as_of_makes_runs_deterministic(spark, generated, tmp_path):
