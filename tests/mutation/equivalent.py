@@ -188,7 +188,8 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
                "fails those tests exactly as COORDINATOR does, so the same markers are refused"),
     # (end of the log's entries)
     #
-    # --- share partitions (broker/kafka_txn_broker/share/share_partition.py, broker/kafka_txn_broker/share/record_state.py) ---
+    # --- share partitions (broker/kafka_txn_broker/share/share_partition.py,
+    #     broker/kafka_txn_broker/share/record_state.py) ---
     Equivalent(SHARE_PARTITION, "_runs",
                "for i in range(len(events) + 1):",
                "i = 0 compares events[0] with itself (events[start], start = 0): never the end of a run, so the "
