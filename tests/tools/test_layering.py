@@ -14,7 +14,7 @@ import kafka_txn_tools
 TOOLS = Path(kafka_txn_tools.__file__).resolve().parent
 FORMATS = Path(kafka_txn_broker.formats.__file__).resolve().parent
 # The commands that run the broker, and the sweep's packaging of the formats package for executors.
-RUN_THE_BROKER = {"cli/commands/broker.py", "demo.py", "spark/job.py"}
+RUN_THE_BROKER = {"cli/commands/broker.py", "demo.py", "spark/executors.py"}
 
 
 def imports(path: Path) -> Iterator[tuple[str, bool]]:

@@ -98,7 +98,7 @@ def test_the_shipped_package_reads_log_dirs_without_an_install(tmp_path: Path) -
     import sys
     import zipfile
 
-    from kafka_txn_tools.spark.job import package_zip
+    from kafka_txn_tools.spark.executors import package_zip
 
     archive = package_zip(tmp_path)
     broker_files = {n for n in zipfile.ZipFile(archive).namelist() if n.startswith("kafka_txn_broker/")}
