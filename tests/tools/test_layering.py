@@ -59,5 +59,5 @@ def test_the_formats_package_is_pure() -> None:
     assert found == []
 
 
-_STDLIB = {"base64", "contextlib", "dataclasses", "enum", "functools", "gzip", "logging", "os", "pathlib",
+_STDLIB = {"base64", "contextlib", "dataclasses", "enum", "functools", "gzip", "logging", "os", "pathlib", "warnings",
            "struct", "collections", "typing", "uuid"}
