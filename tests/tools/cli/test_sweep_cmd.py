@@ -94,7 +94,7 @@ def test_cli_start_does_not_import_pyspark():
 def test_sweep_json_output(tmp_path):
     if session.find_java() is None:
         pytest.skip(session.JAVA_MISSING)
-    from kafka_txn_tools.dumps import generator as gen
+    from tests.support import generator as gen
 
     gen.write_logdirs(gen.GeneratorConfig(seed=2, topics=2, partitions_per_topic=4), tmp_path / "logs")
     truth = json.loads((tmp_path / "logs" / "ground-truth.json").read_text())

@@ -11,7 +11,7 @@ Writers: `write_dump` (Parquet/JSONL dump dir, streamed in chunks: 10M rows with
 `write_logdirs` (real `.snapshot` files, segments with markers, `__transaction_state-N` segments),
 `write_dump_log_text` (kafka-dump-log.sh text in every style).
 
-    python -m kafka_txn_tools.dumps.generator OUT [--kind dump|logdir|text|all] [--rows N] ...
+    python -m tests.support.generator OUT [--kind dump|logdir|text|all] [--rows N] ...
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ from kafka_txn_broker.formats import producer_snapshot as snap
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC, partition_for
 from kafka_txn_broker.formats.record_batch import build_batch, build_control_batch
 from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, LATE_TRANSACTION_BUFFER_MS
-from kafka_txn_tools.dumps import dump_log_render as render
 from kafka_txn_tools.dumps import transaction_log as txlog
 from kafka_txn_tools.dumps.parquet import PRODUCER_SCHEMA, TRANSACTION_SCHEMA
 from kafka_txn_tools.dumps.plan import HANGING_REASONS
 from kafka_txn_tools.dumps.schema import PRODUCERS, TRANSACTIONS, DumpWriter, Row
+from tests.support import dump_log_render as render
 
 MINUTE = 60_000
 
@@ -704,7 +704,7 @@ def write_dump_log_text(cfg: GeneratorConfig, out_dir: str | os.PathLike[str]) -
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m kafka_txn_tools.dumps.generator",
+        prog="python -m tests.support.generator",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
