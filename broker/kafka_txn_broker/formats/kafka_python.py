@@ -3,10 +3,11 @@
 kafka-python 3.0.12 builds every message class from a JSON schema that it reads with
 `importlib.resources.read_text` (which calls `open_text`): Python 3.11 and 3.12 flag both as deprecated
 (3.13 withdrew the deprecation). Each class built warns twice, 129 classes on `import kafka` and one more
-for each of this project's own messages (formats/messages), so a user's test with the `kafka_cluster`
-fixture would print 258 warnings about code neither the user nor this project can change. This project
-builds them at two places, and only there are those two warnings ignored, by message: `load` (kafka-python
-imported once, with this project's messages) and `schema_loading` (around any class built later).
+for each of this project's own messages (formats/messages, the tools' WriteTxnMarkersRequest), so a user's
+test with the `kafka_cluster` fixture would print 258 warnings about code neither the user nor this project
+can change. Only around those builds are exactly those two warnings ignored: `load` (kafka-python imported,
+with this project's messages; called by the fixture, EmbeddedCluster and the share clients before they
+import kafka-python) and `schema_loading` (around each class built later).
 
 Like the rest of the formats package, importing this module does not import kafka-python.
 Threading: `load` and `schema_loading` change the process's warning filters for their duration
