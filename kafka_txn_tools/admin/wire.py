@@ -56,6 +56,7 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest
 from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer.transaction import InitProducerIdRequest
 
+from kafka_txn_broker.formats import kafka_python
 from kafka_txn_tools.admin.errors import error_name
 from kafka_txn_tools.models import (
     BrokerInfo,
@@ -73,24 +74,27 @@ TXN_START_OFFSET_TAG = 0
 ADMIN_COORDINATOR_EPOCH = -1  # KIP-664: marks a marker as written by an admin, not a coordinator
 
 
-class WriteTxnMarkersRequest(ApiMessage):
-    """kafka-python's WriteTxnMarkersRequest plus the KIP-664 tagged field (see the module docstring).
+# kafka-python builds the class from its JSON schema, read with an API Python 3.11/3.12 flag as deprecated.
+with kafka_python.schema_loading():
 
-    The class name must stay `WriteTxnMarkersRequest`: kafka-python loads the message JSON by class
-    name, then calls `json_patch`, its documented hook for adjusting a schema.
-    """
+    class WriteTxnMarkersRequest(ApiMessage):
+        """kafka-python's WriteTxnMarkersRequest plus the KIP-664 tagged field (see the module docstring).
 
-    @classmethod
-    def json_patch(cls, json: dict[str, Any]) -> dict[str, Any]:
-        markers = next(f for f in json["fields"] if f["name"] == "Markers")
-        topics = next(f for f in markers["fields"] if f["name"] == "Topics")
-        if not any(f["name"] == "TxnStartOffset" for f in topics["fields"]):
-            topics["fields"].append({
-                "name": "TxnStartOffset", "type": "int64", "versions": "1+",
-                "taggedVersions": "1+", "tag": TXN_START_OFFSET_TAG, "default": "-1",
-                "about": "KIP-664: the start offset of the open transaction the marker must complete.",
-            })
-        return json
+        The class name must stay `WriteTxnMarkersRequest`: kafka-python loads the message JSON by class
+        name, then calls `json_patch`, its documented hook for adjusting a schema.
+        """
+
+        @classmethod
+        def json_patch(cls, json: dict[str, Any]) -> dict[str, Any]:
+            markers = next(f for f in json["fields"] if f["name"] == "Markers")
+            topics = next(f for f in markers["fields"] if f["name"] == "Topics")
+            if not any(f["name"] == "TxnStartOffset" for f in topics["fields"]):
+                topics["fields"].append({
+                    "name": "TxnStartOffset", "type": "int64", "versions": "1+",
+                    "taggedVersions": "1+", "tag": TXN_START_OFFSET_TAG, "default": "-1",
+                    "about": "KIP-664: the start offset of the open transaction the marker must complete.",
+                })
+            return json
 
 
 def decode_txn_start_offset(unknown_tags: dict[str, bytes] | None) -> int:

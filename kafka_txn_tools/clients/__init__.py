@@ -27,15 +27,20 @@ The reader is librdkafka's ShareConsumer (confluent_kafka 2.16.1). Measured agai
 
 from __future__ import annotations
 
-from kafka_txn_tools.clients.acks import ACCEPT, REJECT, AckBatch, acks_from_messages, release_polled
-from kafka_txn_tools.clients.errors import (
+from kafka_txn_broker.formats import kafka_python
+
+# Before the modules below import kafka-python: without its schema loader's deprecation warnings.
+kafka_python.load()
+
+from kafka_txn_tools.clients.acks import ACCEPT, REJECT, AckBatch, acks_from_messages, release_polled  # noqa: E402
+from kafka_txn_tools.clients.errors import (  # noqa: E402
     AbortableShareAcknowledgementError,
     FatalShareAcknowledgementError,
     ShareAcknowledgementError,
     TxnShareAcknowledgeUnsupportedError,
 )
-from kafka_txn_tools.clients.group_metadata import ShareGroupMetadata, ShareMemberNotFoundError, share_group_metadata
-from kafka_txn_tools.clients.producer import TransactionalShareProducer
+from kafka_txn_tools.clients.group_metadata import ShareGroupMetadata, ShareMemberNotFoundError, share_group_metadata  # noqa: E402
+from kafka_txn_tools.clients.producer import TransactionalShareProducer  # noqa: E402
 
 __all__ = [
     "ACCEPT", "REJECT", "AbortableShareAcknowledgementError", "AckBatch", "FatalShareAcknowledgementError",

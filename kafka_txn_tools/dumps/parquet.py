@@ -1,6 +1,6 @@
 """The dump format's Parquet side: Arrow schemas built from schema.py's columns, and Parquet I/O.
 
-Only Parquet dumps (and the sweep and generator, which work on Arrow tables) import this module, so
+Only Parquet dumps (and the sweep and the tests' generator, which work on Arrow tables) import this module, so
 pyarrow stays an optional dependency of everything else.
 
 Producer files put the rows with an open transaction in row groups of their own, first, then the

@@ -319,7 +319,7 @@ class Manifest:
 class DumpWriter:
     """Writes a dump dir in chunks (one file per `add_*` call), then the manifest on `close()`.
 
-    Used by `kafka-txn dump` and by the generator, so both write the same layout.
+    Used by `kafka-txn dump` and by the tests' data generator, so both write the same layout.
     """
 
     def __init__(self, directory: str | os.PathLike[str], fmt: str = "parquet", capture_time_ms: int = 0) -> None:

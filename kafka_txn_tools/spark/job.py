@@ -1,7 +1,7 @@
 """The sweep job: ingest -> normalize -> classify -> write. Entry: `run_sweep`, or
 
     python -m kafka_txn_tools.spark.job INPUT... --out DIR [--master M] [--max-transaction-timeout 15m]
-                                       [--as-of MS] [--include-late]
+                                       [--as-of MS] [--include-late] [--executor-python PATH]
     spark-submit .../kafka_txn_tools/spark/job.py INPUT... --out DIR      (master from spark-submit)
 
 Outputs in DIR: late_transactions/ (Parquet), late_transactions.csv, replica_divergence.csv,
@@ -19,8 +19,6 @@ import csv
 import json
 import os
 import sys
-import tempfile
-import zipfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 from kafka_txn_tools.dumps.plan import AbortPlan, AbortPlanEntry, write_plan
 from kafka_txn_tools.durations import parse_duration_ms
+from kafka_txn_tools.spark.executors import check_executors, ship_package
 from kafka_txn_tools.spark.session import get_session, require_java
 
 if TYPE_CHECKING:
@@ -70,31 +69,6 @@ def _capture_and_brokers(ingested: Ingested) -> tuple[int | None, set[int]]:
         if row is not None:
             brokers.update(int(b) for b in row["b"] or [])
     return (max(captures) if captures else None), brokers
-
-
-def ship_package(spark: SparkSession) -> None:
-    """Send this project's code to a cluster's executors (they may not have it installed): the
-    log-dir readers run there and decode segments with Kafka's formats (kafka_txn_broker.formats).
-    Their dependency crc32c must be installed on the executors."""
-    spark.sparkContext.addPyFile(str(package_zip(Path(tempfile.mkdtemp(prefix="kafka-txn-pkg-")))))
-
-
-def package_zip(directory: Path) -> Path:
-    """kafka_txn_tools and the broker's formats package (wherever each is installed from) in one zip:
-    the broker itself (its server, coordinators, security) never runs on an executor."""
-    import kafka_txn_broker
-    import kafka_txn_broker.formats
-    import kafka_txn_tools
-
-    target = directory / "kafka_txn_tools.zip"
-    with zipfile.ZipFile(target, "w") as zf:
-        for package in (kafka_txn_tools, kafka_txn_broker.formats):
-            root = Path(str(package.__file__)).resolve().parent
-            for path in root.rglob("*.py"):
-                zf.write(path, Path(*package.__name__.split(".")) / path.relative_to(root))
-        # The parent package of formats, so `import kafka_txn_broker.formats` resolves inside the zip.
-        zf.write(str(kafka_txn_broker.__file__), Path("kafka_txn_broker") / "__init__.py")
-    return target
 
 
 def _write_csv(path: Path, rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:
@@ -158,8 +132,10 @@ def run_sweep(
     include_late: bool = False,
     spark: SparkSession | None = None,
     max_prepare_ms: int | None = None,
+    executor_python: str | None = None,
 ) -> SweepResult:
-    """Sweep `inputs` (dump dirs, log-dir trees, dump-log text files) and write the outputs to out_dir."""
+    """Sweep `inputs` (dump dirs, log-dir trees, dump-log text files) and write the outputs to out_dir.
+    `executor_python`: the interpreter a cluster's executors run (local workers run this one)."""
     from kafka_txn_tools.spark import classify as C
     from kafka_txn_tools.spark.gather import gather
     from kafka_txn_tools.spark.ingest import classify_input, read_inputs
@@ -174,10 +150,11 @@ def run_sweep(
     # Reuse a session someone else started (tests, notebooks) and leave it running; stop our own.
     active = spark if spark is not None else SparkSession.getActiveSession()
     own = active is None
-    session = active if active is not None else get_session(master)
-    if own and not str(session.sparkContext.master).startswith("local"):
-        ship_package(session)
+    session = active if active is not None else get_session(master, executor_python=executor_python)
     try:
+        if own and not str(session.sparkContext.master).startswith("local"):
+            ship_package(session)
+            check_executors(session)
         ingested = read_inputs(session, inputs)
         capture, brokers = _capture_and_brokers(ingested)
         now = as_of_ms if as_of_ms is not None else capture
@@ -333,6 +310,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--as-of", type=int, default=None, help="judge ages at this epoch ms instead of capture time")
     parser.add_argument("--include-late", action="store_true", help="also report late transactions still live")
     parser.add_argument("--max-prepare-time", default="1m", help="stuck in a Prepare state after this (1m, 90s)")
+    parser.add_argument("--executor-python", default=None, metavar="PATH",
+                        help="the Python a cluster's executors run (default: spark-submit's spark.pyspark.python, "
+                             "else $PYSPARK_PYTHON, else this Python)")
     args = parser.parse_args(argv)
     master = args.master
     if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
@@ -341,7 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         timeout = parse_duration_ms(args.max_transaction_timeout)
         prepare = parse_duration_ms(args.max_prepare_time, bare_unit="s")
         result = run_sweep(args.inputs, args.out, master, timeout, args.as_of, args.include_late,
-                           max_prepare_ms=prepare)
+                           max_prepare_ms=prepare, executor_python=args.executor_python)
     except (ValueError, RuntimeError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -101,10 +101,27 @@ def launch_jvm(options: Mapping[str, str]) -> None:
     SparkContext._jvm = gateway.jvm
 
 
+def worker_python(master: str | None, executor_python: str | None = None) -> str | None:
+    """The interpreter Spark's Python workers run, or None to keep what spark-submit chose.
+
+    Local workers run this interpreter: it is the one that has kafka_txn_tools (a venv, pipx, conda),
+    whatever `python3` on PATH or $PYSPARK_PYTHON may be. A cluster's executors run `executor_python`,
+    else $PYSPARK_PYTHON (Spark's own setting), else this interpreter's path, which is right when the
+    workers have the same installation at the same path."""
+    if is_local(master):
+        return sys.executable
+    if executor_python:
+        return executor_python
+    if master is None:
+        return None  # spark-submit: its spark.pyspark.python / PYSPARK_PYTHON already chose
+    return os.environ.get("PYSPARK_PYTHON") or sys.executable
+
+
 def session_options(
-    master: str | None, app_name: str, conf: Mapping[str, str] | None = None
+    master: str | None, app_name: str, conf: Mapping[str, str] | None = None, python: str | None = None
 ) -> dict[str, str]:
-    """Every setting the session starts with; `conf` (e.g. spark.driver.maxResultSize) overrides."""
+    """Every setting the session starts with; `conf` (e.g. spark.driver.maxResultSize) overrides.
+    `python` is the workers' interpreter (worker_python)."""
     local = is_local(master)
     options = {
         "spark.app.name": app_name,
@@ -118,9 +135,11 @@ def session_options(
         "spark.sql.autoBroadcastJoinThreshold": "-1" if local else str(10 * 1024 * 1024),
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{quiet_log_config()}",
-        # Executors run this interpreter, which has kafka_txn_tools and its dependencies.
-        "spark.pyspark.python": os.environ.get("PYSPARK_PYTHON", sys.executable),
     }
+    if python is not None:
+        # Read by the JVM where it starts Python itself; the Python functions of a session created
+        # in-process carry SparkContext.pythonExec instead (set by get_session).
+        options["spark.pyspark.python"] = python
     if master is not None:
         options["spark.master"] = master
     if local:
@@ -133,21 +152,31 @@ def get_session(
     app_name: str = "kafka-txn-sweep",
     shuffle_partitions: int | None = None,
     conf: Mapping[str, str] | None = None,
+    executor_python: str | None = None,
 ) -> SparkSession:
-    """A SparkSession (reused if one is active). master=None keeps what spark-submit set."""
+    """A SparkSession (reused if one is active). master=None keeps what spark-submit set.
+    `executor_python`: the interpreter a cluster's executors run (worker_python)."""
     require_java()
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     local = is_local(master)
     if local:
         # Local runs bind to loopback: no "hostname resolves to a loopback address" warnings.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    options = session_options(master, app_name, conf)
+    python = worker_python(master, executor_python)
+    options = session_options(master, app_name, conf, python)
     launch_jvm(options)
     builder = SparkSession.builder
     for key, value in options.items():
         builder = builder.config(key, value)
+    created = SparkContext._active_spark_context is None
     spark = builder.getOrCreate()
+    if created and python is not None:
+        # The workers' interpreter travels with each Python function Spark runs. PySpark takes it from
+        # $PYSPARK_PYTHON (default `python3` from PATH) when the context starts, and reads no setting
+        # here: set it on the context instead of changing this process's environment.
+        spark.sparkContext.pythonExec = python
     spark.sparkContext.setLogLevel("ERROR")
     if shuffle_partitions is None and not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
         # The tables that get shuffled are the small, filtered ones (open transactions): a couple of

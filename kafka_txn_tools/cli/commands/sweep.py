@@ -7,6 +7,7 @@ files. pyspark is imported inside the command only: `kafka-txn --help` must stay
 from __future__ import annotations
 
 import os
+import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -49,20 +50,21 @@ def _parse_timeout(text: str) -> int:
 
 
 def _run(inputs: list[Path], out: Path, master: str, timeout_ms: int, as_of: int | None,
-         include_late: bool, max_prepare_ms: int) -> Any:
+         include_late: bool, max_prepare_ms: int, executor_python: str | None) -> Any:
     from kafka_txn_tools.dumps.dump_log_text import DumpLogTextError
     from kafka_txn_tools.dumps.logdir import LogDirError
     from kafka_txn_tools.dumps.schema import DumpFormatError
+    from kafka_txn_tools.spark.executors import ExecutorPythonError
     from kafka_txn_tools.spark.ingest import InputError
     from kafka_txn_tools.spark.job import SweepError, run_sweep
     from kafka_txn_tools.spark.session import JavaNotFoundError
 
     try:
         return run_sweep([str(p) for p in inputs], out, master, timeout_ms, as_of, include_late,
-                         max_prepare_ms=max_prepare_ms)
+                         max_prepare_ms=max_prepare_ms, executor_python=executor_python)
     except (InputError, DumpFormatError, LogDirError, DumpLogTextError) as exc:
         fail(str(exc), exit_codes.USAGE)
-    except (JavaNotFoundError, SweepError) as exc:
+    except (JavaNotFoundError, SweepError, ExecutorPythonError) as exc:
         fail(str(exc), exit_codes.ERROR)
     except Exception as exc:
         module = type(exc).__module__
@@ -88,6 +90,10 @@ def sweep_command(
     max_prepare: Annotated[str, typer.Option(
         "--max-prepare-time", metavar="DURATION",
         help="stuck when held in a Prepare state longer than this (1m, 90s; a bare number means seconds)")] = "1m",
+    executor_python: Annotated[str | None, typer.Option(
+        "--executor-python", metavar="PATH",
+        help="the Python a cluster's executors run, with kafka-txn-tools[spark] installed on every worker "
+             "(default: $PYSPARK_PYTHON, else this Python's path); local[...] workers run this Python")] = None,
     output: Annotated[SweepOutput, typer.Option("--output", "-o", help="table or json")] = SweepOutput.table,
 ) -> None:
     """Sweep captured state for late and hanging transactions; write a report and an abort plan.
@@ -100,7 +106,10 @@ def sweep_command(
     from kafka_txn_tools.cli.options import duration_ms
 
     max_prepare_ms = duration_ms(max_prepare, "--max-prepare-time", bare_unit="s")
-    result = _run(inputs, out, master, timeout_ms, as_of, include_late, max_prepare_ms)
+    if executor_python is not None and master.startswith("local"):
+        fail(f"--executor-python names the Python of a cluster's executors; {master} runs its workers with this "
+             f"Python ({sys.executable}): drop the option, or pass --master spark://HOST:PORT", exit_codes.USAGE)
+    result = _run(inputs, out, master, timeout_ms, as_of, include_late, max_prepare_ms, executor_python)
     _print(result, output)
 
 

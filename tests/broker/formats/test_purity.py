@@ -10,7 +10,7 @@ from pathlib import Path
 import kafka_txn_broker.formats
 
 FORMATS = Path(kafka_txn_broker.formats.__file__).resolve().parent
-_STDLIB = {"base64", "contextlib", "dataclasses", "enum", "functools", "gzip", "logging", "os", "pathlib",
+_STDLIB = {"base64", "contextlib", "dataclasses", "enum", "functools", "gzip", "logging", "os", "pathlib", "warnings",
            "struct", "collections", "typing", "uuid"}
 
 

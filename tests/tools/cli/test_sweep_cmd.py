@@ -43,7 +43,8 @@ def invoke(*args: str):
 def test_help_lists_the_options():
     result = invoke("sweep", "--help")
     assert result.exit_code == 0
-    for option in ("--out", "--master", "--max-transaction-timeout", "--as-of", "--include-late", "--output"):
+    for option in ("--out", "--master", "--max-transaction-timeout", "--as-of", "--include-late", "--output",
+                   "--executor-python"):
         assert option in result.output
 
 
@@ -51,6 +52,17 @@ def test_bad_duration_is_a_usage_error(tmp_path):
     result = invoke("sweep", str(tmp_path), "--out", str(tmp_path / "o"), "--max-transaction-timeout", "soon")
     assert result.exit_code == exit_codes.USAGE
     assert "--max-transaction-timeout: invalid duration 'soon'" in result.output
+
+
+def test_executor_python_with_a_local_master_is_a_usage_error(tmp_path, monkeypatch):
+    # Local workers always run this interpreter: a Python named for them would be ignored, so it is refused.
+    monkeypatch.setattr(job, "get_session", lambda *a, **k: pytest.fail("Spark started"))
+    (tmp_path / "node-1").mkdir()
+    result = invoke("sweep", str(tmp_path), "--out", str(tmp_path / "o"), "--executor-python", "/opt/py/bin/python")
+    assert result.exit_code == exit_codes.USAGE
+    assert result.output.strip().splitlines() == [
+        f"error: --executor-python names the Python of a cluster's executors; local[*] runs its workers with this "
+        f"Python ({sys.executable}): drop the option, or pass --master spark://HOST:PORT"]
 
 
 def test_unknown_input_is_a_usage_error_before_spark_starts(tmp_path, monkeypatch):
@@ -82,7 +94,7 @@ def test_cli_start_does_not_import_pyspark():
 def test_sweep_json_output(tmp_path):
     if session.find_java() is None:
         pytest.skip(session.JAVA_MISSING)
-    from kafka_txn_tools.dumps import generator as gen
+    from tests.support import generator as gen
 
     gen.write_logdirs(gen.GeneratorConfig(seed=2, topics=2, partitions_per_topic=4), tmp_path / "logs")
     truth = json.loads((tmp_path / "logs" / "ground-truth.json").read_text())

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from kafka_txn_broker.formats.producer_snapshot import SnapshotEntry
-from kafka_txn_tools.dumps import dump_log_render as render
 from kafka_txn_tools.dumps import dump_log_text as dlt
 from kafka_txn_tools.dumps import transaction_log as txlog
+from tests.support import dump_log_render as render
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EXPECTED = {

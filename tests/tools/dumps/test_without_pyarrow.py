@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from kafka_txn_tools.dumps import generator as gen
 from kafka_txn_tools.dumps import logdir
 from kafka_txn_tools.dumps.dump_log_text import parse_dump_log_text
 from tests.no_pyarrow import BLOCK_PYARROW
+from tests.support import generator as gen
 
 READ = BLOCK_PYARROW + """
 import json

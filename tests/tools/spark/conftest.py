@@ -32,7 +32,7 @@ def spark() -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[list[str], dict[str, Any]]]:
     """kind -> (sweep inputs, ground truth) for dump (Parquet), jsonl, logdir and text."""
-    from kafka_txn_tools.dumps import generator as gen
+    from tests.support import generator as gen
 
     cfg = gen.GeneratorConfig(**GEN_CONFIG)
     root = tmp_path_factory.mktemp("generated")

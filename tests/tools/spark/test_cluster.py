@@ -1,5 +1,6 @@
-"""The Spark standalone cluster path: a master and a worker started from pyspark's own launcher
-classes on this machine, the sweep submitted to them with pyspark's spark-submit."""
+"""The Spark standalone cluster path: a master and a worker started from pyspark's own launcher classes on this
+machine; the installed package (tests/support/installed.py) sweeps on them, submitted with spark-submit and run by
+`kafka-txn sweep --master spark://...`, and a Python on the workers that cannot import it is one clear error."""
 
 from __future__ import annotations
 
@@ -7,15 +8,17 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
-import kafka_txn_tools.spark.job as job_module
+from kafka_txn_tools.spark.executors import INSTALL_HINT
 from kafka_txn_tools.spark.session import find_java
+from tests.support.installed import Installation
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -82,25 +85,60 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
                 proc.kill()
 
 
-def test_sweep_submitted_to_a_standalone_cluster(standalone, generated, tmp_path):
-    import pyspark
+# The cluster runs on loopback; the driver must offer the executors an address on it too.
+LOOPBACK = {"SPARK_LOCAL_IP": "127.0.0.1"}
 
+
+def sorted_entries(plan_file: Path) -> list[dict[str, Any]]:
+    entries = yaml.safe_load(plan_file.read_text())["entries"]
+    return sorted(entries, key=lambda e: (e["topic"], e["partition"], e["producer_id"]))
+
+
+def test_installed_job_submitted_with_spark_submit(standalone, generated, installation: Installation) -> None:
+    # The job file of the installed package, submitted by the venv's spark-submit, told only which Python to run.
     master_url, work_dir = standalone
-    inputs, truth = generated["dump"]
-    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-    out = tmp_path / "out"
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-           "PYSPARK_DRIVER_PYTHON": sys.executable}
-    done = subprocess.run(
-        [str(submit), "--master", master_url, "--conf", "spark.executor.memory=512m",
-         "--conf", "spark.ui.enabled=false", job_module.__file__, *inputs, "--out", str(out),
-         "--max-transaction-timeout", "15m"],
-        env=env, capture_output=True, timeout=600, check=False,
-    )
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    inputs, truth = generated["logdir"]
+    job = installation.run(installation.bin("python"), "-c",
+                           "import kafka_txn_tools.spark.job as j, pyspark; print(j.__file__); print(pyspark.__file__)")
+    job_file, pyspark_init = job.stdout.split()
+    submit = Path(pyspark_init).parent / "bin" / "spark-submit"
+    out = installation.work / "submitted"
+    done = installation.run(
+        str(submit), "--master", master_url, "--conf", f"spark.pyspark.python={installation.python}",
+        "--conf", "spark.executor.memory=512m", "--conf", "spark.ui.enabled=false", job_file, *inputs,
+        "--out", str(out), timeout=600, extra_env=LOOPBACK)
+    assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["hanging"] == sum(1 for r in truth["expected"] if r["verdict"] == "hanging")
+    assert json.loads(done.stdout.strip().splitlines()[-1])["hanging"] == summary["hanging"] == len(truth["plan"])
     assert summary["late_partitions_by_broker"] == truth["late_partitions_by_broker"]
-    assert json.loads(done.stdout.decode().strip().splitlines()[-1])["hanging"] == summary["hanging"]
+    assert sorted_entries(out / "abort-plan.yaml") == truth["plan"]
     # The work ran in an executor the worker launched, not in a local driver.
     assert list(work_dir.glob("app-*/*/stderr"))
+
+
+def test_installed_cli_sweeps_on_a_standalone_cluster(standalone, generated, installation: Installation) -> None:
+    # `kafka-txn sweep --master spark://...`: the executors run the driver's interpreter (the venv's, which the
+    # worker on this machine has), import the shipped code, and decode the log dirs.
+    master_url, _ = standalone
+    inputs, truth = generated["logdir"]
+    out = installation.work / "cluster-sweep"
+    done = installation.run(installation.bin("kafka-txn"), "sweep", *inputs, "--out", str(out),
+                            "--master", master_url, timeout=150, extra_env=LOOPBACK)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sorted_entries(out / "abort-plan.yaml") == truth["plan"]
+
+
+def test_executors_without_the_tool_are_one_clear_error(standalone, generated, installation: Installation) -> None:
+    # A Python on the workers that lacks the tool's dependencies (a bare venv): one line naming it, the master and
+    # the fix, exit 1, no traceback, nothing written.
+    master_url, _ = standalone
+    inputs, _ = generated["logdir"]
+    out = installation.work / "bad-python"
+    done = installation.run(installation.bin("kafka-txn"), "sweep", *inputs, "--out", str(out),
+                            "--master", master_url, "--executor-python", str(installation.bare_python),
+                            timeout=150, extra_env=LOOPBACK)
+    assert (done.returncode, done.stdout) == (1, ""), done.stderr[-3000:]
+    assert done.stderr.splitlines() == [
+        f"error: the executors of {master_url} cannot import kafka_txn_tools with {installation.bare_python} "
+        f"(no module named crc32c): {INSTALL_HINT}"]
+    assert not out.exists()

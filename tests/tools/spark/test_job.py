@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from kafka_txn_tools.dumps.plan import load_plan
 from kafka_txn_tools.spark.job import run_sweep
@@ -39,6 +40,13 @@ def test_exact_verdicts_in_every_input_kind(spark, generated, tmp_path, kind):
         (d["topic"], d["partition"], d["producer_id"], d["kind"]) for d in truth["divergence"]}
     # Leadership is in live dumps; from logs and text it is inferred (and right: see keys above).
     assert (summary["leader_inferred_partitions"] > 0) == (kind in ("logdir", "text"))
+    # The plan, field by field, is the hanging transactions as the generator injected them.
+    assert plan_entries(tmp_path / "abort-plan.yaml") == truth["plan"]
+
+
+def plan_entries(path: Path) -> list[dict[str, Any]]:
+    entries = yaml.safe_load(path.read_text())["entries"]
+    return sorted(entries, key=lambda e: (e["topic"], e["partition"], e["producer_id"]))
 
 
 def test_outputs_plan_and_report(spark, generated, tmp_path):
@@ -102,7 +110,7 @@ def test_the_shipped_package_reads_log_dirs_without_an_install(tmp_path: Path) -
     import sys
     import zipfile
 
-    from kafka_txn_tools.spark.job import package_zip
+    from kafka_txn_tools.spark.executors import package_zip
 
     archive = package_zip(tmp_path)
     broker_files = {n for n in zipfile.ZipFile(archive).namelist() if n.startswith("kafka_txn_broker/")}

@@ -32,9 +32,12 @@ def __getattr__(name: str) -> Any:
     if name not in _built:
         import types
 
-        from kafka.protocol.api_message import ApiMessage
+        from kafka_txn_broker.formats.kafka_python import schema_loading
 
-        _built[name] = types.new_class(name, (ApiMessage,), {"load_json": __name__})
+        with schema_loading():  # kafka-python reads the JSON with an API Python 3.11/3.12 flag as deprecated
+            from kafka.protocol.api_message import ApiMessage
+
+            _built[name] = types.new_class(name, (ApiMessage,), {"load_json": __name__})
         if name.endswith("Request"):
             # kafka-python decodes a response with the class registered for its API key when that class was
             # created: a process that only sends (a client) must build the response class too.

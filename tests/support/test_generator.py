@@ -8,10 +8,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from kafka_txn_broker.formats.transactions import LATE_TRANSACTION_BUFFER_MS
-from kafka_txn_tools.dumps import generator as gen
 from kafka_txn_tools.dumps import logdir, schema
 from kafka_txn_tools.dumps.dump_log_text import parse_dump_log_text
 from kafka_txn_tools.dumps.plan import HANGING_REASONS
+from tests.support import generator as gen
 
 CFG = gen.GeneratorConfig(seed=11, brokers=4, topics=2, partitions_per_topic=5, replication_factor=3)
 STATE = ("producer_epoch", "last_timestamp_ms", "coordinator_epoch", "current_txn_start_offset")

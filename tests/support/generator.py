@@ -11,7 +11,7 @@ Writers: `write_dump` (Parquet/JSONL dump dir, streamed in chunks: 10M rows with
 `write_logdirs` (real `.snapshot` files, segments with markers, `__transaction_state-N` segments),
 `write_dump_log_text` (kafka-dump-log.sh text in every style).
 
-    python -m kafka_txn_tools.dumps.generator OUT [--kind dump|logdir|text|all] [--rows N] ...
+    python -m tests.support.generator OUT [--kind dump|logdir|text|all] [--rows N] ...
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ from kafka_txn_broker.formats import producer_snapshot as snap
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC, partition_for
 from kafka_txn_broker.formats.record_batch import build_batch, build_control_batch
 from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, LATE_TRANSACTION_BUFFER_MS
-from kafka_txn_tools.dumps import dump_log_render as render
 from kafka_txn_tools.dumps import transaction_log as txlog
 from kafka_txn_tools.dumps.parquet import PRODUCER_SCHEMA, TRANSACTION_SCHEMA
 from kafka_txn_tools.dumps.plan import HANGING_REASONS
 from kafka_txn_tools.dumps.schema import PRODUCERS, TRANSACTIONS, DumpWriter, Row
+from tests.support import dump_log_render as render
 
 MINUTE = 60_000
 
@@ -448,10 +448,37 @@ def ground_truth(cluster: Cluster, kind: str = "dump") -> dict[str, Any]:
         "max_transaction_timeout_ms": timeout,
         "config": asdict(cfg),
         "expected": sorted(expected, key=lambda r: (r["topic"], r["partition"], r["producer_id"])),
+        "plan": expected_plan(cluster, kind),
         "late_partitions_by_broker": late_partitions,
         "divergence": sorted(divergence, key=lambda r: (r["topic"], r["partition"], r["producer_id"])),
         "producer_rows": int(cluster.counts.sum()) * cluster.rf + _injected_row_count(cluster),
     }
+
+
+def expected_plan(cluster: Cluster, kind: str = "dump") -> list[dict[str, Any]]:
+    """The abort plan's entries a correct sweep writes (the hanging transactions, never the late-but-live
+    ones), each as the injection made it: the open batch's offsets, epochs and timestamp as the replicas hold
+    it, the id the coordinator maps to (none when no id maps to the producer, or the id's tombstone removed it
+    from the logs), the partition's leader and the replicas that show the transaction open."""
+    entries = []
+    for inj in cluster.injected:
+        if inj.case not in ("hanging", "diverge-leader"):
+            continue
+        forgotten = inj.tombstoned and kind in ("logdir", "text")
+        entries.append({
+            "topic": cluster.topic(inj.g),
+            "partition": cluster.index(inj.g),
+            "start_offset": inj.start_offset,
+            "producer_id": inj.producer_id,
+            "producer_epoch": inj.producer_epoch,
+            "coordinator_epoch": inj.coordinator_epoch,
+            "reason": "no-transactional-id" if forgotten else inj.reason,
+            "last_timestamp_ms": inj.last_timestamp_ms,
+            "transactional_id": None if forgotten else inj.transactional_id,
+            "leader_broker_id": cluster.leader(inj.g),
+            "replica_broker_ids": sorted(inj.open_on),
+        })
+    return sorted(entries, key=lambda e: (e["topic"], e["partition"], e["producer_id"]))
 
 
 def _injected_row_count(cluster: Cluster) -> int:
@@ -704,7 +731,7 @@ def write_dump_log_text(cfg: GeneratorConfig, out_dir: str | os.PathLike[str]) -
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m kafka_txn_tools.dumps.generator",
+        prog="python -m tests.support.generator",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
