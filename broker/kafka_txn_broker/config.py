@@ -74,6 +74,8 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("offsets.topic.num.partitions", int, 50, "partitions of __consumer_offsets"),
     ConfigKey("offsets.topic.replication.factor", int, 3, "replication factor of __consumer_offsets (capped)"),
     ConfigKey("offsets.topic.segment.bytes", int, 104857600, "segment size of __consumer_offsets"),
+    ConfigKey("offsets.load.buffer.size", int, 5242880, "bytes of __consumer_offsets a coordinator load replays "
+              "between two turns of the event loop", minimum=1),
     ConfigKey("group.initial.rebalance.delay.ms", int, 0, "wait before the first rebalance of a new group"),
     ConfigKey("group.min.session.timeout.ms", int, 6000, "smallest session timeout a member may ask for"),
     ConfigKey("group.max.session.timeout.ms", int, 1800000, "largest session timeout a member may ask for"),
@@ -157,6 +159,8 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("share.coordinator.state.topic.replication.factor", int, 3,
               "replication factor of __share_group_state (capped)"),
     ConfigKey("share.coordinator.state.topic.segment.bytes", int, 104857600, "segment size of __share_group_state"),
+    ConfigKey("share.coordinator.load.buffer.size", int, 5242880, "bytes of __share_group_state a coordinator "
+              "load replays between two turns of the event loop", minimum=1),
     ConfigKey("share.coordinator.snapshot.update.records.per.snapshot", int, 500,
               "ShareUpdate records of a share-partition between two ShareSnapshot records"),
     ConfigKey("share.coordinator.state.topic.prune.interval.ms", int, 300000,
@@ -172,6 +176,8 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("transaction.state.log.num.partitions", int, 50, "partitions of __transaction_state"),
     ConfigKey("transaction.state.log.replication.factor", int, 3, "replication factor of __transaction_state"),
     ConfigKey("transaction.state.log.segment.bytes", int, 104857600, "segment size of __transaction_state"),
+    ConfigKey("transaction.state.log.load.buffer.size", int, 5242880, "bytes of __transaction_state a "
+              "coordinator load replays between two turns of the event loop", minimum=1),
     ConfigKey("transaction.max.timeout.ms", int, DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
               "largest transaction.timeout.ms a producer may ask for"),
     ConfigKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", int, 10000, "timeout reaper period"),
