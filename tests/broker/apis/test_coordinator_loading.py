@@ -17,9 +17,8 @@ Once the load is let through, the same requests are served with the state the lo
 
 from __future__ import annotations
 
-import contextlib
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -65,8 +64,6 @@ from kafka.protocol.producer import (
     TxnOffsetCommitResponse,
 )
 
-from kafka_txn_broker.coordinator.loader import yield_to_loop
-from kafka_txn_broker.coordinator.runtime import CoordinatorRuntime, CoordinatorState
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.messages import (
     ConsumerGroupDescribeRequest,
@@ -82,26 +79,12 @@ from kafka_txn_broker.formats.messages import (
 )
 from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, TXN_TOPIC
 from kafka_txn_broker.server.cluster import EmbeddedCluster
-from kafka_txn_broker.server.node import BrokerNode
 from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC
 from kafka_txn_broker.testing import share_client
 from kafka_txn_broker.testing.raw_client import RawKafkaClient
-from tests.broker.coordinator.fakes import Gate
+from tests.broker.coordinator.holding import group_runtime, loading, share_runtime, txn_runtime
 
 WAIT = E.COORDINATOR_LOAD_IN_PROGRESS
-RuntimeOf = Callable[[BrokerNode], CoordinatorRuntime[Any]]
-
-
-def txn_runtime(node: BrokerNode) -> CoordinatorRuntime[Any]:
-    return node.txn_coordinator.state_manager.runtime
-
-
-def group_runtime(node: BrokerNode) -> CoordinatorRuntime[Any]:
-    return node.group_coordinator.runtime
-
-
-def share_runtime(node: BrokerNode) -> CoordinatorRuntime[Any]:
-    return node.share_coordinator.runtime
 
 
 @pytest.fixture(scope="module")
@@ -120,38 +103,6 @@ def client(cluster: EmbeddedCluster) -> Iterator[RawKafkaClient]:
     with RawKafkaClient(cluster.bootstrap_servers) as c:
         c.broker_count()
         yield c
-
-
-@contextlib.contextmanager
-def loading(cluster: EmbeddedCluster, topic: str, runtime_of: RuntimeOf) -> Iterator[int]:
-    """Move `topic`-0 to the other node and hold that node's load of it after the first chunk; yields the node.
-    On exit the load goes on to the end."""
-    core = cluster.cluster
-    assert core is not None
-    gate = Gate()
-
-    def move() -> int:
-        state = core.metadata.partition(topic, 0)
-        new = next(n for n in state.replicas if n != state.leader)
-        runtime_of(core.nodes[new]).loader.pace = gate
-        core.metadata.elect(state, new)
-        return new
-
-    node = cluster.call_soon(move)
-    runtime = runtime_of(core.nodes[node])
-    for _ in range(100):  # each call is one turn of the broker's loop; the load stops at the gate at once
-        if cluster.call_soon(lambda: gate.waits) >= 1:
-            break
-    assert cluster.call_soon(lambda: (gate.waits, runtime.state(0))) == (1, CoordinatorState.LOADING)
-    try:
-        yield node
-    finally:
-        cluster.call_soon(gate.open_all)
-        for _ in range(100):
-            if cluster.call_soon(lambda: runtime.state(0)) is CoordinatorState.ACTIVE:
-                break
-        cluster.call_soon(lambda: setattr(runtime.loader, "pace", yield_to_loop))
-        assert cluster.call_soon(lambda: runtime.state(0)) is CoordinatorState.ACTIVE
 
 
 def find_group_coordinator(client: RawKafkaClient, group: str) -> int:
