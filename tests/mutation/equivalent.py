@@ -154,11 +154,6 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
                "an id leaves the marker channel once its COMPLETE_* is written or refused, so every entry of this "
                "partition belongs to an id whose last record is PREPARE_*: the load hands it to the channel again "
                "under the same id, replacing the stale entry"),
-    Equivalent(TXN_COORDINATOR, "TransactionCoordinator._on_election",
-               "self.state_manager.remove_partition(None)",
-               "the load replaces the partition's cache entry, and every id with a monotonic mark was written to or "
-               "loaded from this partition's log, so it is loaded again and _mark_loaded resets both of its marks; "
-               "`loading` is empty between loads"),
     Equivalent(TXN_COORDINATOR, "TransactionCoordinator._prepare_end_tv1", "self.clock.millis(), None)",
                "no_partition_added is read only as `if no_partition_added`: None and False are both false"),
     Equivalent(TXN_COORDINATOR, "TransactionCoordinator._prepare_end_tv2",
@@ -188,7 +183,8 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
                "fails those tests exactly as COORDINATOR does, so the same markers are refused"),
     # (end of the log's entries)
     #
-    # --- share partitions (broker/kafka_txn_broker/share/share_partition.py, broker/kafka_txn_broker/share/record_state.py) ---
+    # --- share partitions (broker/kafka_txn_broker/share/share_partition.py,
+    #     broker/kafka_txn_broker/share/record_state.py) ---
     Equivalent(SHARE_PARTITION, "_runs",
                "for i in range(len(events) + 1):",
                "i = 0 compares events[0] with itself (events[start], start = 0): never the end of a run, so the "

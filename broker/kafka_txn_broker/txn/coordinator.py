@@ -109,7 +109,7 @@ class TransactionCoordinator:
                 continue
             if state.leader == self.node_id and self._online():
                 self._on_election(state.partition, state.leader_epoch)
-            elif self.state_manager.runtime.state(state.partition) is not None:
+            elif self.state_manager.holds(state.partition):
                 self._on_resignation(state.partition)
 
     def _on_election(self, partition: int, coordinator_epoch: int) -> None:

@@ -187,6 +187,10 @@ class TransactionStateManager:
         """Being loaded here at that coordinator epoch."""
         return partition in self.runtime.loading_partitions() and self.runtime.epoch(partition) == coordinator_epoch
 
+    def holds(self, partition: int) -> bool:
+        """Loaded or being loaded here (whatever the epoch, or a load that failed)."""
+        return self.runtime.state(partition) is not None
+
     # ---- appending -------------------------------------------------------------------------
     def append_transaction_to_log(self, transactional_id: str, coordinator_epoch: int, transit: TxnTransitMetadata,
                                   retry_on_error: Callable[[int], bool] = lambda _code: False) -> int:

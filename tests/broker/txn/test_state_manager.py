@@ -121,6 +121,35 @@ def test_requests_during_a_load_are_told_to_wait() -> None:
     assert run(scenario()) == [wait, wait, wait, wait, E.NONE, True]
 
 
+def test_a_load_replaced_by_a_load_at_a_newer_coordinator_epoch_hands_over_nothing() -> None:
+    # Kafka's loadTransactionsForTxnTopicPartition: only the load of the current (partition, epoch) fills the
+    # cache and sends the markers of the transactions it found in PREPARE_*.
+    clock = ManualClock(NOW)
+    log = FakePartitionLog()
+    log.lead(0)
+    write(log, "a", value(S.EMPTY))
+    write(log, "p", value(S.PREPARE_ABORT, pid=12, parts=(("t", 1),), start=NOW))
+    gate = Gate()
+    sm = TransactionStateManager(1, BrokerConfig(), clock, log, FakeMetadata({TXN_TOPIC: 1}),
+                                 CoordinatorLoader(log, 1, clock, gate))
+    first: list[PendingCompletion] = []
+    second: list[PendingCompletion] = []
+
+    async def scenario() -> None:
+        sm.load_partition(0, 1, first.append)
+        await gate.reached(1)
+        sm.load_partition(0, 2, second.append)  # elected again, at a newer epoch, before the first load ended
+        assert sm.is_loading(0, 2) and not sm.is_loading(0, 1)
+        gate.open_all()
+        await settle()
+
+    run(scenario())
+    assert first == [] and [(p.transactional_id, p.coordinator_epoch, p.commit) for p in second] == [("p", 2, False)]
+    assert sm.owns(0, 2) and sm.get("a") == (2, sm.get("a")[1]) and sm.holds(0)
+    sm.remove_partition(0)
+    assert not sm.holds(0)
+
+
 def test_an_id_of_a_partition_this_node_does_not_own_is_not_coordinator() -> None:
     sm, _log, _clock = make()
     with pytest.raises(CoordinatorError) as exc:
