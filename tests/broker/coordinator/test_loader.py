@@ -118,6 +118,28 @@ def test_a_gate_holds_the_load_at_a_chunk_boundary() -> None:
     assert run(scenario()) == [[0, 1], [0, 1], [0, 1, 2, 3], [0, 1, 2, 3, 4, 5]]
 
 
+def test_a_chunk_of_many_records_is_replayed_in_steps_with_yields_between_them() -> None:
+    # One 5 MiB read can hold some 80,000 records: the loop gets a turn every `step_records` records.
+    log, _size = filled(10, records_per_batch=100)  # batches at 0, 100, ..., 900
+    shard = RecordingShard(P, 0)
+    gate = Gate()
+    loader = CoordinatorLoader(log, 1 << 30, ManualClock(), gate, step_records=250)
+
+    async def scenario() -> list[int]:
+        load = asyncio.create_task(loader.load("t", P, shard))
+        seen = []
+        for boundary in range(1, 5):
+            await gate.reached(boundary)
+            seen.append(len(shard.replayed))
+            gate.open()
+        summary = await load
+        assert (summary.chunks, summary.records) == (1, 1000)
+        return seen
+
+    assert run(scenario()) == [3, 6, 9, 10]  # whole batches: 300, 600, 900 records, then the end of the chunk
+    assert len(log.reads) == 1
+
+
 def test_records_appended_while_the_partition_loads_are_replayed() -> None:
     # The log end is read again before every chunk: a marker written meanwhile (a transaction ending on
     # __consumer_offsets) is replayed by the load itself.
@@ -177,6 +199,8 @@ def test_replay_chunk_skips_the_batches_below_the_offset_and_returns_the_next_on
     assert replay_chunk(RecordingShard(P, 0), b"", 5) == 5
 
 
-def test_a_load_buffer_must_hold_a_byte() -> None:
+def test_a_load_buffer_must_hold_a_byte_and_a_step_a_record() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         CoordinatorLoader(FakeCoordinatorLog(), 0, ManualClock())
+    with pytest.raises(ValueError, match="at least 1"):
+        CoordinatorLoader(FakeCoordinatorLog(), 1, ManualClock(), step_records=0)
