@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka.errors import CoordinatorNotAvailableError, NotCoordinatorError
 
-from kafka_txn_broker.coordinator.loader import CoordinatorLoader
+from kafka_txn_broker.coordinator.loader import DEFAULT_LOAD_BUFFER_BYTES, CoordinatorLoader
 from kafka_txn_broker.coordinator.partition_writer import PartitionWriter
 from kafka_txn_broker.coordinator.runtime import CoordinatorRuntime
 from kafka_txn_broker.formats.partitioning import partition_for
@@ -42,8 +42,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SHARE_STATE_TOPIC = "__share_group_state"
-# share.coordinator.load.buffer.size, Kafka's default: how much of a partition a load replays at a time.
-LOAD_BUFFER_BYTES = 5 * 1024 * 1024
 
 
 class StateLogPruner(Protocol):
@@ -58,7 +56,7 @@ class ShareCoordinator:
     """Collaborators come through the constructor: the node's replicas of `__share_group_state` as a
     CoordinatorLog, the metadata view (who leads a partition), the clock, the snapshot interval, the
     pruner with its interval, the cold-partition snapshot interval, and optionally the loader (default:
-    chunks of LOAD_BUFFER_BYTES over that log)."""
+    Kafka's default share.coordinator.load.buffer.size over that log)."""
 
     def __init__(self, node_id: int, log: CoordinatorLog, metadata: MetadataView, clock: Clock,
                  updates_per_snapshot: int, pruner: StateLogPruner, prune_interval_ms: int,
@@ -74,7 +72,7 @@ class ShareCoordinator:
         self.cold_snapshot_interval_ms = cold_snapshot_interval_ms
         self.last_cold_snapshot_ms = clock.millis()
         if loader is None:
-            loader = CoordinatorLoader(log, LOAD_BUFFER_BYTES, clock)
+            loader = CoordinatorLoader(log, DEFAULT_LOAD_BUFFER_BYTES, clock)
         self.runtime: CoordinatorRuntime[ShareCoordinatorShard] = CoordinatorRuntime(
             SHARE_STATE_TOPIC, node_id, loader, self._new_shard)
 
