@@ -154,11 +154,6 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
                "an id leaves the marker channel once its COMPLETE_* is written or refused, so every entry of this "
                "partition belongs to an id whose last record is PREPARE_*: the load hands it to the channel again "
                "under the same id, replacing the stale entry"),
-    Equivalent(TXN_COORDINATOR, "TransactionCoordinator._on_election",
-               "self.state_manager.remove_partition(None)",
-               "the load replaces the partition's cache entry, and every id with a monotonic mark was written to or "
-               "loaded from this partition's log, so it is loaded again and _mark_loaded resets both of its marks; "
-               "`loading` is empty between loads"),
     Equivalent(TXN_COORDINATOR, "TransactionCoordinator._prepare_end_tv1", "self.clock.millis(), None)",
                "no_partition_added is read only as `if no_partition_added`: None and False are both false"),
     Equivalent(TXN_COORDINATOR, "TransactionCoordinator._prepare_end_tv2",

@@ -125,6 +125,8 @@ async def heartbeat(ctx: RequestContext, req: Any) -> Any:
         shard = group_shard(ctx, req.group_id)
         code = shard.membership.heartbeat(req.group_id, req.member_id, getattr(req, "group_instance_id", None),
                                           req.generation_id)
+    except CoordinatorLoadInProgressError:
+        code = 0  # as Kafka: the group is still loading, so the member is told to carry on
     except BrokerResponseError as exc:
         code = error_code(exc)
     return HeartbeatResponse[ctx.api_version](throttle_time_ms=0, error_code=code)

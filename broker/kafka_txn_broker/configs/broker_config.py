@@ -71,6 +71,8 @@ _DEFINITIONS: list[ConfigDefinition] = [
     _D("offsets.topic.num.partitions", _T.INT, 50, "partitions of __consumer_offsets"),
     _D("offsets.topic.replication.factor", _T.SHORT, 3, "replication factor of __consumer_offsets (capped)"),
     _D("offsets.topic.segment.bytes", _T.INT, 104857600, "segment size of __consumer_offsets"),
+    _D("offsets.load.buffer.size", _T.INT, 5242880, "bytes of __consumer_offsets a coordinator load replays "
+       "between two turns of the event loop", validator=at_least(1)),
     _D("group.initial.rebalance.delay.ms", _T.INT, 0, "wait before the first rebalance of a new group"),
     _D("group.min.session.timeout.ms", _T.INT, 6000, "smallest session timeout a member may ask for"),
     _D("group.max.session.timeout.ms", _T.INT, 1800000, "largest session timeout a member may ask for"),
@@ -154,6 +156,8 @@ _DEFINITIONS: list[ConfigDefinition] = [
     _D("share.coordinator.state.topic.replication.factor", _T.INT, 3,
        "replication factor of __share_group_state (capped)"),
     _D("share.coordinator.state.topic.segment.bytes", _T.INT, 104857600, "segment size of __share_group_state"),
+    _D("share.coordinator.load.buffer.size", _T.INT, 5242880, "bytes of __share_group_state a coordinator "
+       "load replays between two turns of the event loop", validator=at_least(1)),
     _D("share.coordinator.snapshot.update.records.per.snapshot", _T.INT, 500,
        "ShareUpdate records of a share-partition between two ShareSnapshot records"),
     _D("share.coordinator.state.topic.prune.interval.ms", _T.INT, 300000,
@@ -169,6 +173,8 @@ _DEFINITIONS: list[ConfigDefinition] = [
     _D("transaction.state.log.num.partitions", _T.INT, 50, "partitions of __transaction_state"),
     _D("transaction.state.log.replication.factor", _T.SHORT, 3, "replication factor of __transaction_state"),
     _D("transaction.state.log.segment.bytes", _T.INT, 104857600, "segment size of __transaction_state"),
+    _D("transaction.state.log.load.buffer.size", _T.INT, 5242880, "bytes of __transaction_state a "
+       "coordinator load replays between two turns of the event loop", validator=at_least(1)),
     _D("transaction.max.timeout.ms", _T.INT, DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
        "largest transaction.timeout.ms a producer may ask for"),
     _D("transaction.abort.timed.out.transaction.cleanup.interval.ms", _T.INT, 10000, "timeout reaper period"),

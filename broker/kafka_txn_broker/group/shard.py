@@ -2,7 +2,10 @@
 
 Every change that must survive a restart (group metadata after a rebalance, offset commits) is written
 to the partition log first and applied in memory only once the append succeeded (acks=all, so the
-record is on every in-sync replica). A new leader rebuilds the same state by replaying the log.
+record is on every in-sync replica). A new leader rebuilds the same state by replaying the log: the
+coordinator runtime (kafka_txn_broker/coordinator/) hands a fresh shard the log's batches (replay_batch),
+then calls finish_load, and unload when leadership moves away. On the cluster's event loop, like all
+broker state.
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ from kafka_txn_broker.formats.group_records import (
 from kafka_txn_broker.formats.record_batch import (
     BatchHeader,
     build_batch,
-    iter_batches,
     iter_records,
     parse_control_record,
 )
@@ -69,7 +71,6 @@ class GroupShard:
         self.writer = writer
         self.groups: dict[str, ClassicGroup] = {}
         self.offsets = OffsetStore()
-        self.loaded = False
         self.membership = GroupMembership(self)
         # Share groups (KIP-932) beside the classic ones: one group id is one or the other.
         self.share_groups: dict[str, ShareGroup] = {}
@@ -196,17 +197,8 @@ class GroupShard:
     def on_marker(self, producer_id: int, commit: bool) -> None:
         self.offsets.complete(producer_id, commit)
 
-    # ---- loading -----------------------------------------------------------------------------
-    def replay(self, chunk: bytes, from_offset: int) -> int:
-        """Apply the whole batches of a log chunk at or after from_offset; return the next offset."""
-        next_offset = from_offset
-        for pos, header in iter_batches(chunk):
-            if header.last_offset >= from_offset:
-                self._replay_batch(chunk[pos:pos + header.size], header)
-            next_offset = max(next_offset, header.next_offset)
-        return next_offset
-
-    def _replay_batch(self, batch: bytes, header: BatchHeader) -> None:
+    # ---- loading (the coordinator runtime replays the partition log into a fresh shard) ---------
+    def replay_batch(self, batch: bytes, header: BatchHeader) -> None:
         if header.is_control:
             commit, _ = parse_control_record(batch)
             self.offsets.complete(header.producer_id, commit)
@@ -276,7 +268,6 @@ class GroupShard:
                 self.get_or_create(group_id)
         if self.consumer_membership is not None:
             self.consumer_membership.on_loaded()
-        self.loaded = True
 
     def unload(self) -> None:
         self.membership.fail_all_waiters()
@@ -289,7 +280,6 @@ class GroupShard:
         for consumer_group in self.consumer_groups.values():
             consumer_group.dead = True
         self.consumer_groups.clear()
-        self.loaded = False
 
 
 def _member_value(group: ClassicGroup, m: Member, assignments: Mapping[str, bytes]) -> MemberValue:

@@ -1,14 +1,14 @@
 """One broker node: its log dir, replicas, coordinators and listener, and how they are wired.
 
-The node builds each subsystem with the collaborators it uses (Kafka's BrokerServer does the same):
-the replica manager gets the metadata view, the controller (for its AlterPartition requests) and the other
-nodes' replicas through the inter-broker channel; each coordinator gets its internal topic as a
-CoordinatorLog, the metadata view, the config and the clock; the marker channel gets the inter-broker
-channel as its MarkerWriter; the transaction verifiers (Produce, TxnOffsetCommit) get the config, the
-replicas and the channel's txn_coordinator_of. The request handler comes from the layer above (apis) as a
-factory and gets this node's BrokerServices. Whatever crosses to another node goes through the
-InterBrokerChannel: only cluster.py, inter_broker.py and controller.py know the nodes of the cluster.
-On the cluster's event loop, like all broker state.
+The node builds each subsystem with the collaborators it uses (Kafka's BrokerServer does the same): the
+replica manager gets the metadata view, the controller (for its AlterPartition requests) and the other nodes'
+replicas through the inter-broker channel; each coordinator gets its internal topic as a CoordinatorLog (which
+its coordinator runtime loads and writes), the metadata view, the config and the clock; the marker channel
+gets the inter-broker channel as its MarkerWriter; the transaction verifiers (Produce, TxnOffsetCommit) get
+the config, the replicas and the channel's txn_coordinator_of. The request handler comes from the layer above
+(apis) as a factory and gets this node's BrokerServices. Whatever crosses to another node goes through the
+InterBrokerChannel: only cluster.py, inter_broker.py and controller.py know the nodes of the cluster. On the
+cluster's event loop, like all broker state.
 """
 
 from __future__ import annotations
@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING
 
 from kafka_txn_broker.configs.config_def import ResourceType
 from kafka_txn_broker.configs.dynamic_broker_config import DynamicBrokerConfig
+from kafka_txn_broker.coordinator.coordinator_log import ReplicaCoordinatorLog
+from kafka_txn_broker.coordinator.loader import CoordinatorLoader
 from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, SHARE_STATE_TOPIC, TXN_TOPIC
 from kafka_txn_broker.group.consumer_membership import ConsumerGroupContext, TopicDescribeCheck
-from kafka_txn_broker.group.coordinator import LOAD_CHUNK_BYTES, GroupCoordinator
+from kafka_txn_broker.group.coordinator import GroupCoordinator
 from kafka_txn_broker.group.share_membership import ShareGroupContext
 from kafka_txn_broker.metadata.view import MetadataTopics
-from kafka_txn_broker.replica.coordinator_log import ReplicaCoordinatorLog
 from kafka_txn_broker.replica.replica_manager import ReplicaManager
 from kafka_txn_broker.security.acls import Op
 from kafka_txn_broker.security.acls import ResourceType as AclResource
@@ -41,7 +42,7 @@ from kafka_txn_broker.txn.coordinator import TransactionCoordinator
 from kafka_txn_broker.txn.faults import FaultyMarkerWriter, UpstreamBugs
 from kafka_txn_broker.txn.marker_channel import TransactionMarkerChannelManager
 from kafka_txn_broker.txn.offset_commit_verification import TxnOffsetCommitVerifier
-from kafka_txn_broker.txn.state_manager import LOAD_BUFFER_BYTES, TransactionStateManager
+from kafka_txn_broker.txn.state_manager import TransactionStateManager
 from kafka_txn_broker.txn.verification import ProduceVerifier
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ class BrokerNode:
         # Online from the moment its logs are open (replication needs it) until stop() begins.
         self.online = False
         self._start_share_groups(cluster)
-        offsets_log = ReplicaCoordinatorLog(self.replica_manager, GROUP_TOPIC, LOAD_CHUNK_BYTES)
+        offsets_log = ReplicaCoordinatorLog(self.replica_manager, GROUP_TOPIC)
         share_context = ShareGroupContext(self.share_topics, cluster.group_configs, channel)
         consumer_context = ConsumerGroupContext(self.share_topics, cluster.group_configs,
                                                 _describe_topic(cluster.security.authorizer))
@@ -96,12 +97,13 @@ class BrokerNode:
     def _start_share_groups(self, cluster: Cluster) -> None:
         """The share coordinator (this node's `__share_group_state` partitions), the share-partition manager
         (share sessions, ShareFetch, ShareAcknowledge for the partitions it leads) and the admin flows."""
-        state_log = ReplicaCoordinatorLog(self.replica_manager, SHARE_STATE_TOPIC, LOAD_CHUNK_BYTES)
+        state_log = ReplicaCoordinatorLog(self.replica_manager, SHARE_STATE_TOPIC)
         self.share_coordinator = ShareCoordinator(
             self.node_id, state_log, self.metadata, self.clock,
             self.config["share.coordinator.snapshot.update.records.per.snapshot"],
             ReplicaStatePruner(self.replica_manager), self.config["share.coordinator.state.topic.prune.interval.ms"],
-            self.config["share.coordinator.cold.partition.snapshot.interval.ms"])
+            self.config["share.coordinator.cold.partition.snapshot.interval.ms"],
+            CoordinatorLoader(state_log, self.config["share.coordinator.load.buffer.size"], self.clock))
         router = self.share_router = ShareCoordinatorRouter(self.channel)
         self.share_persister = ShareStatePersister(router)
         self.share_topics = MetadataTopics(self.metadata)
@@ -113,7 +115,7 @@ class BrokerNode:
             lambda group_id: cluster.group_configs.share_isolation_level(group_id) == "read_committed")
 
     def _transaction_coordinator(self) -> TransactionCoordinator:
-        txn_log = ReplicaCoordinatorLog(self.replica_manager, TXN_TOPIC, LOAD_BUFFER_BYTES)
+        txn_log = ReplicaCoordinatorLog(self.replica_manager, TXN_TOPIC)
         state_manager = TransactionStateManager(self.node_id, self.config, self.clock, txn_log, self.metadata)
         bugs = UpstreamBugs(self.config)  # test-only fault injection, off unless fault.injection is set
         channel = TransactionMarkerChannelManager(state_manager, self.metadata, FaultyMarkerWriter(self.channel, bugs),
@@ -167,8 +169,10 @@ class BrokerNode:
 
     # ---- hooks the cluster calls ---------------------------------------------------------------
     def on_started(self) -> None:
-        self.group_coordinator.on_leadership_change(list(self.metadata.all_partitions()))
-        self.txn_coordinator.on_leadership_change(list(self.metadata.all_partitions()))
+        partitions = list(self.metadata.all_partitions())
+        self.group_coordinator.on_leadership_change(partitions)
+        self.txn_coordinator.on_leadership_change(partitions)
+        self.share_coordinator.on_leadership_change(partitions)
 
     def on_leadership_change(self, changed: list[PartitionState]) -> None:
         self.replica_manager.on_leadership_change(changed)

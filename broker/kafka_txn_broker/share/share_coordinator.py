@@ -1,5 +1,7 @@
 """The share coordinator of one node (Kafka's ShareCoordinatorService): the `__share_group_state`
-partitions it leads, each replayed into a ShareCoordinatorShard on first use after it became leader.
+partitions it leads, each a ShareCoordinatorShard on the coordinator runtime (kafka_txn_broker/coordinator/):
+loaded in chunks when this node becomes the partition's leader, answering COORDINATOR_LOAD_IN_PROGRESS
+until the replay reached the log end, unloaded when leadership moves away.
 
 The state of share-partition (group, topic id, partition) lives in partition
 partitionFor("group:topicId:partition") (Java hashCode, topic id as Kafka prints it) of
@@ -16,7 +18,7 @@ any more does not hold its partition's prune bound back for ever.
 
 `ShareCoordinatorRouter` finds the node leading a key's partition and calls its coordinator in process;
 Kafka's brokers send ReadShareGroupState / WriteShareGroupState (API 84, 85) to it instead.
-Event-loop owned; loading is synchronous.
+Event-loop owned, like all broker state.
 """
 
 from __future__ import annotations
@@ -26,28 +28,20 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka.errors import CoordinatorNotAvailableError, NotCoordinatorError
 
+from kafka_txn_broker.coordinator.loader import DEFAULT_LOAD_BUFFER_BYTES, CoordinatorLoader
+from kafka_txn_broker.coordinator.partition_writer import PartitionWriter
+from kafka_txn_broker.coordinator.runtime import CoordinatorRuntime
 from kafka_txn_broker.formats.partitioning import SHARE_STATE_TOPIC, partition_for
 from kafka_txn_broker.share.share_coordinator_shard import ShareCoordinatorShard
 
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock
+    from kafka_txn_broker.coordinator.coordinator_log import CoordinatorLog
     from kafka_txn_broker.metadata.topics import PartitionState
     from kafka_txn_broker.metadata.view import MetadataView
-    from kafka_txn_broker.replica.coordinator_log import CoordinatorLog
 
 log = logging.getLogger(__name__)
 
-
-
-class _PartitionWriter:
-    """Appends to this node's leader replica of one `__share_group_state` partition (acks=all)."""
-
-    def __init__(self, log: CoordinatorLog, partition: int) -> None:
-        self.log = log
-        self.partition = partition
-
-    def append(self, batch: bytes) -> int:
-        return self.log.append(self.partition, batch)
 
 
 class StateLogPruner(Protocol):
@@ -61,11 +55,12 @@ class StateLogPruner(Protocol):
 class ShareCoordinator:
     """Collaborators come through the constructor: the node's replicas of `__share_group_state` as a
     CoordinatorLog, the metadata view (who leads a partition), the clock, the snapshot interval, the
-    pruner with its interval, and the cold-partition snapshot interval."""
+    pruner with its interval, the cold-partition snapshot interval, and optionally the loader (default:
+    Kafka's default share.coordinator.load.buffer.size over that log)."""
 
     def __init__(self, node_id: int, log: CoordinatorLog, metadata: MetadataView, clock: Clock,
                  updates_per_snapshot: int, pruner: StateLogPruner, prune_interval_ms: int,
-                 cold_snapshot_interval_ms: int) -> None:
+                 cold_snapshot_interval_ms: int, loader: CoordinatorLoader | None = None) -> None:
         self.node_id = node_id
         self.log = log
         self.metadata = metadata
@@ -76,38 +71,33 @@ class ShareCoordinator:
         self.last_prune_ms = clock.millis()
         self.cold_snapshot_interval_ms = cold_snapshot_interval_ms
         self.last_cold_snapshot_ms = clock.millis()
-        self.shards: dict[int, ShareCoordinatorShard] = {}
+        if loader is None:
+            loader = CoordinatorLoader(log, DEFAULT_LOAD_BUFFER_BYTES, clock)
+        self.runtime: CoordinatorRuntime[ShareCoordinatorShard] = CoordinatorRuntime(
+            SHARE_STATE_TOPIC, node_id, loader, self._new_shard)
+
+    def _new_shard(self, partition: int, _epoch: int) -> ShareCoordinatorShard:
+        return ShareCoordinatorShard(partition, PartitionWriter(self.log, partition), self.clock,
+                                     self.updates_per_snapshot)
 
     def shard(self, partition: int) -> ShareCoordinatorShard:
-        """The loaded shard of a partition this node leads, else NOT_COORDINATOR."""
+        """The loaded shard of a partition this node leads, else NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS
+        while it loads)."""
         count = self.metadata.partition_count(SHARE_STATE_TOPIC)
         if count is None or not 0 <= partition < count:
             raise CoordinatorNotAvailableError(f"{SHARE_STATE_TOPIC}-{partition} does not exist")
         if self.metadata.leader(SHARE_STATE_TOPIC, partition) != self.node_id:
             raise NotCoordinatorError(f"node {self.node_id} does not lead {SHARE_STATE_TOPIC}-{partition}")
-        shard = self.shards.get(partition)
-        if shard is None:
-            shard = self.shards[partition] = self._load(partition)
-        return shard
+        self.runtime.ensure_loading(partition)
+        return self.runtime.active(partition)
 
     def loaded_shards(self) -> list[ShareCoordinatorShard]:
-        return list(self.shards.values())
-
-    def _load(self, partition: int) -> ShareCoordinatorShard:
-        shard = ShareCoordinatorShard(partition, _PartitionWriter(self.log, partition), self.clock,
-                                      self.updates_per_snapshot)
-        position = 0
-        for chunk in self.log.read(partition):
-            position = shard.replay(chunk, position)
-        shard.finish_load()
-        log.info("node %s loaded %s-%s: %d share-partitions", self.node_id, SHARE_STATE_TOPIC, partition,
-                 len(shard.states))
-        return shard
+        return self.runtime.active_shards()
 
     def on_transaction_marker(self, partition: int, producer_id: int, commit: bool) -> None:
         """A marker was written to a partition: what the producer staged there takes effect or is dropped.
-        A shard not loaded yet reads the marker from the log when it loads."""
-        shard = self.shards.get(partition)
+        A shard still loading reads the marker from the log (loader.py)."""
+        shard = self.runtime.active_or_none(partition)
         if shard is not None:
             shard.complete_transaction(producer_id, commit)
 
@@ -149,12 +139,10 @@ class ShareCoordinator:
         return moved
 
     def on_leadership_change(self, changed: list[PartitionState]) -> None:
-        for state in changed:
-            if state.topic == SHARE_STATE_TOPIC and state.leader != self.node_id:
-                self.shards.pop(state.partition, None)
+        self.runtime.on_leadership_change(changed)
 
     def shutdown(self) -> None:
-        self.shards.clear()
+        self.runtime.close()
 
 
 class Nodes(Protocol):

@@ -28,7 +28,8 @@ back while other share-partitions' writes make it grow. snapshot_cold_partitions
 the state of every share-partition whose latest snapshot is older than the interval (the share coordinator
 calls it on its timer); acknowledgements staged by open transactions stay out of it, held apart as before.
 
-Collaborators come through the constructor: the log writer, the clock, the snapshot interval.
+Collaborators come through the constructor: the log writer, the clock, the snapshot interval. The coordinator
+runtime (kafka_txn_broker/coordinator/) loads it: replay_batch for each batch of the log, then finish_load.
 Threading: the broker's event loop owns it; appends are synchronous.
 """
 
@@ -43,7 +44,6 @@ from kafka.errors import FencedLeaderEpochError, FencedStateEpochError, InvalidR
 from kafka_txn_broker.formats.record_batch import (
     BatchHeader,
     build_batch,
-    iter_batches,
     iter_records,
     parse_control_record,
 )
@@ -90,7 +90,6 @@ class ShareCoordinatorShard:
         self.updates_per_snapshot = updates_per_snapshot
         self.states: dict[StateKey, ShareGroupOffset] = {}
         self.staged = StagedUpdates()  # of open transactions, until their marker
-        self.loaded = False
         # Pruning bookkeeping: where replay must start for each live share-partition to come back the same,
         # the first offset of each producer's open staged transaction, and the end of what was seen.
         self.replay_from: dict[StateKey, int] = {}
@@ -222,17 +221,8 @@ class ShareCoordinatorShard:
         if state is not None:
             state.apply_update(v)
 
-    # ---- loading -------------------------------------------------------------------------------------
-    def replay(self, chunk: bytes, from_offset: int) -> int:
-        """Apply the whole batches of a log chunk at or after from_offset; return the next offset."""
-        next_offset = from_offset
-        for pos, header in iter_batches(chunk):
-            if header.last_offset >= from_offset:
-                self._replay_batch(chunk[pos:pos + header.size], header)
-            next_offset = max(next_offset, header.next_offset)
-        return next_offset
-
-    def _replay_batch(self, batch: bytes, header: BatchHeader) -> None:
+    # ---- loading (the coordinator runtime replays the partition log into a fresh shard) ---------------
+    def replay_batch(self, batch: bytes, header: BatchHeader) -> None:
         keys = self._staged_keys(header.producer_id) if header.is_control else set()
         skipped = replay_batch(self.states, self.staged, batch, header)
         for offset, exc in skipped:
@@ -315,7 +305,11 @@ class ShareCoordinatorShard:
         return state.create_timestamp != state.write_timestamp and replay_starts_at_it
 
     def finish_load(self) -> None:
-        self.loaded = True
+        """The whole partition was replayed (the coordinator runtime's hook): nothing more to build."""
+
+    def unload(self) -> None:
+        """Leadership moved away: the runtime drops the shard (the next leader replays the log). Nothing
+        waits on it, and appends through a stale reference fail (NOT_LEADER_OR_FOLLOWER)."""
 
     def now(self) -> int:
         return self.clock.millis()

@@ -8,7 +8,10 @@ loads it again. ShareFetch:
    acknowledgements, any other epoch must be the session's;
 2. the acknowledgements, written by each share-partition before anything is answered;
 3. long polling: acquire records from the session's partitions; with none, wait for new data (or
-   released records) until MaxWaitMs, then answer.
+   released records) until MaxWaitMs, then answer. A share-partition whose state partition is still
+   loading on its share coordinator is not an error: the fetch tries it again every
+   STATE_LOAD_RETRY_S within its wait, as Kafka's persister retries COORDINATOR_LOAD_IN_PROGRESS with
+   a backoff, so the client only sees a later answer.
 Transactional acknowledgements (KIP-1289): stage() puts a member's ACCEPT / REJECT acknowledgements of
 several partitions into a producer's transaction, all or nothing (a failing partition rolls the others
 back before the answer); on_txn_marker() hands every marker of `__share_group_state` to the
@@ -33,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka.errors import (
     BrokerResponseError,
+    CoordinatorLoadInProgressError,
     InvalidRecordStateError,
     InvalidRequestError,
     InvalidShareSessionEpochError,
@@ -65,6 +69,9 @@ log = logging.getLogger(__name__)
 TopicIdPartition = tuple[uuid.UUID, int]
 RENEW = 4
 RECORD_LIMIT_MODE = 1
+# How soon a fetch tries a share-partition again whose state partition is loading (Kafka's persister
+# retries after a backoff; a retry here costs one lookup).
+STATE_LOAD_RETRY_S = 0.01
 
 
 class LeaderReplicas(Protocol):
@@ -196,12 +203,12 @@ class SharePartitionManager:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(call.max_wait_ms, 0) / 1000.0
         while True:
-            acquired = self._fetch_all(call, session, result)
+            acquired, state_loading = self._fetch_all(call, session, result)
             remaining = deadline - loop.time()
             failed = any(r.error for r in result.partitions.values())
             if acquired or failed or remaining <= 0 or self.sessions.get(call.group_id, call.member_id) is not session:
                 return result
-            await self.replicas.wait_for_data(remaining)
+            await self.replicas.wait_for_data(min(remaining, STATE_LOAD_RETRY_S) if state_loading else remaining)
 
     def _session_for_fetch(self, call: ShareFetchCall) -> ShareSession | None:
         if not call.group_id:
@@ -226,39 +233,45 @@ class SharePartitionManager:
         session.forget(call.forget)
         return session
 
-    def _fetch_all(self, call: ShareFetchCall, session: ShareSession, result: ShareFetchResult) -> int:
-        """One pass over the session's partitions (a rotating start, for fairness); acquired records."""
+    def _fetch_all(self, call: ShareFetchCall, session: ShareSession, result: ShareFetchResult) -> tuple[int, bool]:
+        """One pass over the session's partitions (a rotating start, for fairness): acquired records, and
+        whether a share-partition's state is still loading."""
         parts = session.partitions
         if not parts:
-            return 0
+            return 0, False
         self._rotation = (self._rotation + 1) % len(parts)
         budget_records, budget_bytes, acquired = call.max_records, max(call.max_bytes, 1), 0
+        state_loading = False
         for tp in parts[self._rotation:] + parts[:self._rotation]:
             if budget_records <= 0 or budget_bytes <= 0:
                 break
             res = result.partitions.setdefault(tp, PartitionResult())
             if res.acquired or res.error:
                 continue
-            self._fetch_partition(call, tp, budget_records, budget_bytes, res)
+            state_loading |= self._fetch_partition(call, tp, budget_records, budget_bytes, res)
             got = sum(r.last_offset - r.first_offset + 1 for r in res.acquired)
             acquired += got
             budget_records -= got
             budget_bytes -= len(res.records)
         for tp in [tp for tp, r in result.partitions.items() if _empty(r)]:
             del result.partitions[tp]  # nothing to say about it in this answer
-        return acquired
+        return acquired, state_loading
 
     def _fetch_partition(self, call: ShareFetchCall, tp: TopicIdPartition, max_records: int, max_bytes: int,
-                         out: PartitionResult) -> None:
+                         out: PartitionResult) -> bool:
+        """Acquire records of one partition into `out`; True when its state is loading (try again soon)."""
         try:
             part = self._leader(tp, out)
             sp = self._share_partition(call.group_id, tp, part)
             self._acquire(sp, part, call, max_records, max_bytes, out)
+        except CoordinatorLoadInProgressError:
+            return True  # nothing for this partition yet, and no error: see the module docstring
         except BrokerResponseError as exc:
             out.error, out.message = int(exc.errno), _message(exc)
         except Exception as exc:  # a bug must not fail the other partitions
             log.exception("share fetch of %s for group %s failed", tp, call.group_id)
             out.error, out.message = E.UNKNOWN_SERVER_ERROR, repr(exc)
+        return False
 
     def _acquire(self, sp: SharePartition, part: Any, call: ShareFetchCall, max_records: int, max_bytes: int,
                  out: PartitionResult) -> None:

@@ -44,7 +44,12 @@ from kafka_txn_broker.formats.transactions import (
 )
 from kafka_txn_broker.txn.faults import KAFKA_20090, UpstreamBugs
 from kafka_txn_broker.txn.marker_channel import TransactionMarkerChannelManager
-from kafka_txn_broker.txn.state_manager import CoordinatorError, TransactionListing, TransactionStateManager
+from kafka_txn_broker.txn.state_manager import (
+    CoordinatorError,
+    PendingCompletion,
+    TransactionListing,
+    TransactionStateManager,
+)
 from kafka_txn_broker.txn.transaction_metadata import (
     IllegalTransitionError,
     TopicPartition,
@@ -104,16 +109,20 @@ class TransactionCoordinator:
                 continue
             if state.leader == self.node_id and self._online():
                 self._on_election(state.partition, state.leader_epoch)
-            elif self.state_manager.owns(state.partition):
+            elif self.state_manager.holds(state.partition):
                 self._on_resignation(state.partition)
 
     def _on_election(self, partition: int, coordinator_epoch: int) -> None:
-        if self.state_manager.owns(partition, coordinator_epoch):
+        # Loaded or loading at this epoch already: an ISR change announces the same leadership again.
+        if self.state_manager.owns(partition, coordinator_epoch) \
+                or self.state_manager.is_loading(partition, coordinator_epoch):
             return
         self.marker_channel.remove_markers_for_txn_topic_partition(partition)
-        self.state_manager.remove_partition(partition)
-        for p in self.state_manager.load_partition(partition, coordinator_epoch):
-            self.marker_channel.add_txn_markers_to_send(p.coordinator_epoch, p.commit, p.metadata, p.transit)
+        self.state_manager.load_partition(partition, coordinator_epoch, self._send_markers)
+
+    def _send_markers(self, p: PendingCompletion) -> None:
+        """A transaction the load found in PREPARE_*: write its markers, then COMPLETE_*."""
+        self.marker_channel.add_txn_markers_to_send(p.coordinator_epoch, p.commit, p.metadata, p.transit)
 
     def _on_resignation(self, partition: int) -> None:
         self.state_manager.remove_partition(partition)

@@ -1,19 +1,22 @@
 """TransactionStateManager: the coordinator's cache of transactional ids and its __transaction_state log.
 
 Kafka's design, on one event loop: a node owns the transactional ids of the __transaction_state
-partitions it leads; `load_partition` replays such a partition into the cache when the node becomes
-its leader (coordinator epoch = that partition's leader epoch) and `remove_partition` drops it when
-leadership moves. Every transition is appended through the partition leader with acks=all before the
+partitions it leads; `load_partition` has the coordinator runtime (kafka_txn_broker/coordinator/) replay such
+a partition, in chunks, into a cache entry when the node becomes its leader (coordinator epoch = that
+partition's leader epoch), and `remove_partition` drops it when leadership moves. While a partition loads,
+its ids are answered COORDINATOR_LOAD_IN_PROGRESS (ListTransactions too, while any partition loads), as
+Kafka's TransactionStateManager does; once it is loaded, the transactions found in PREPARE_* are handed to
+the marker channel. Every transition is appended through the partition leader with acks=all before the
 cache changes; the append re-checks the coordinator epoch, so a node that lost leadership in between
 answers NOT_COORDINATOR instead of applying a stale transition.
 
-Appends, replication and loading are synchronous here (replication is in-process), so Kafka's
-loading window (COORDINATOR_LOAD_IN_PROGRESS) is never observed by clients, and no locks are needed:
-like all broker state, this class lives on the cluster's event loop.
+Appends and replication are synchronous here (replication is in-process), so no locks are needed: like all
+broker state, this class lives on the cluster's event loop.
 
 Collaborators come through the constructor: the node's replicas of __transaction_state as a
-CoordinatorLog (append, read), the metadata view (the topic's partition count), the config and the clock. Unit
-tests give it fakes (tests/broker/txn/test_state_manager.py).
+CoordinatorLog (append, read), the metadata view (the topic's partition count), the config, the clock and
+optionally the loader (default: chunks of transaction.state.log.load.buffer.size over that log). Unit tests
+give it fakes (tests/broker/txn/test_state_manager.py).
 
 Timers run on the monotonic clock: the wall-clock timestamps of a transaction are recorded (and
 reported) as Kafka does, but the timeout reaper and transactional.id expiration measure elapsed time
@@ -31,10 +34,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from kafka_txn_broker.coordinator.loader import CoordinatorLoader
+from kafka_txn_broker.coordinator.partition_writer import PartitionWriter
+from kafka_txn_broker.coordinator.runtime import CoordinatorRuntime
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.errors import ApiError, error_code
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC, partition_for
-from kafka_txn_broker.formats.record_batch import build_batch, iter_batches, iter_records
+from kafka_txn_broker.formats.record_batch import BatchHeader, build_batch, iter_records
 from kafka_txn_broker.formats.transaction_log import (
     TransactionLogError,
     UnknownKeyError,
@@ -50,14 +56,10 @@ from kafka_txn_broker.txn.transaction_metadata import TransactionMetadata, TxnTr
 if TYPE_CHECKING:
     from kafka_txn_broker.clock import Clock
     from kafka_txn_broker.configs.broker_config import BrokerConfig
+    from kafka_txn_broker.coordinator.coordinator_log import CoordinatorLog
     from kafka_txn_broker.metadata.view import MetadataView
-    from kafka_txn_broker.replica.coordinator_log import CoordinatorLog
 
 log = logging.getLogger(__name__)
-
-
-# How much of __transaction_state a load reads at a time (transaction.state.log.load.buffer.size).
-LOAD_BUFFER_BYTES = 5 * 1024 * 1024
 
 # Append errors become the coordinator errors clients know how to handle (Kafka's updateCacheCallback).
 _APPEND_ERROR_MAP = {
@@ -82,8 +84,25 @@ class CoordinatorError(ApiError):
 
 @dataclass
 class TxnMetadataCacheEntry:
+    """One loaded partition's ids (the runtime's shard of __transaction_state): replayed record by record,
+    the latest record of an id wins and a tombstone removes it."""
+
     coordinator_epoch: int
     metadata: dict[str, TransactionMetadata] = field(default_factory=dict)
+
+    def replay_batch(self, batch: bytes, header: BatchHeader) -> None:
+        if not header.is_control:
+            _apply_batch(self.metadata, batch)
+
+    def finish_load(self) -> None:
+        """Nothing to build: the state manager takes it from here (TransactionStateManager._on_loaded)."""
+
+    def unload(self) -> None:
+        """Nothing waits on an entry: the state manager forgets its ids (remove_partition)."""
+
+
+# What load_partition hands each transaction it finds in PREPARE_* (Kafka's sendTxnMarkers callback).
+SendTxnMarkers = Callable[["PendingCompletion"], None]
 
 
 @dataclass(frozen=True)
@@ -106,14 +125,17 @@ class TransactionListing:
 
 class TransactionStateManager:
     def __init__(self, node_id: int, config: BrokerConfig, clock: Clock, log: CoordinatorLog,
-                 metadata: MetadataView) -> None:
+                 metadata: MetadataView, loader: CoordinatorLoader | None = None) -> None:
         self.node_id = node_id
         self.config = config
         self.clock = clock
         self.log = log
         self.metadata = metadata
-        self.cache: dict[int, TxnMetadataCacheEntry] = {}
-        self.loading: set[int] = set()
+        if loader is None:
+            loader = CoordinatorLoader(log, int(config["transaction.state.log.load.buffer.size"]), clock)
+        self.runtime: CoordinatorRuntime[TxnMetadataCacheEntry] = CoordinatorRuntime(
+            TXN_TOPIC, node_id, loader, lambda _partition, epoch: TxnMetadataCacheEntry(epoch), self._on_loaded)
+        self._send_markers: dict[int, SendTxnMarkers] = {}
         # Monotonic seconds: when each id's current transaction started, and when the id last changed.
         self._started: dict[str, float] = {}
         self._touched: dict[str, float] = {}
@@ -137,28 +159,37 @@ class TransactionStateManager:
     # ---- cache -----------------------------------------------------------------------------
     def get(self, transactional_id: str) -> tuple[int, TransactionMetadata | None]:
         """(coordinator epoch, metadata or None); CoordinatorError when this node does not own the id."""
-        p = self.partition_for(transactional_id)
-        if p in self.loading:
-            raise CoordinatorError(E.COORDINATOR_LOAD_IN_PROGRESS)
-        entry = self.cache.get(p)
-        if entry is None:
-            raise CoordinatorError(E.NOT_COORDINATOR, f"node {self.node_id} does not lead {TXN_TOPIC}-{p}")
+        entry = self._entry(self.partition_for(transactional_id))
         return entry.coordinator_epoch, entry.metadata.get(transactional_id)
 
+    def _entry(self, partition: int) -> TxnMetadataCacheEntry:
+        """The loaded partition; COORDINATOR_LOAD_IN_PROGRESS while it loads, NOT_COORDINATOR otherwise."""
+        try:
+            return self.runtime.active(partition)
+        except Exception as exc:  # the runtime raises the Kafka error
+            raise CoordinatorError(error_code(exc), str(exc)) from exc
+
     def put_if_not_exists(self, metadata: TransactionMetadata) -> tuple[int, TransactionMetadata]:
-        epoch, existing = self.get(metadata.transactional_id)
-        if existing is not None:
-            return epoch, existing
-        self.cache[self.partition_for(metadata.transactional_id)].metadata[metadata.transactional_id] = metadata
-        return epoch, metadata
+        entry = self._entry(self.partition_for(metadata.transactional_id))
+        existing = entry.metadata.setdefault(metadata.transactional_id, metadata)
+        return entry.coordinator_epoch, existing
 
     def all_metadata(self) -> Iterator[TransactionMetadata]:
-        for entry in self.cache.values():
+        for entry in self.runtime.active_shards():
             yield from entry.metadata.values()
 
     def owns(self, partition: int, coordinator_epoch: int | None = None) -> bool:
-        entry = self.cache.get(partition)
+        """Loaded here (at that coordinator epoch)."""
+        entry = self.runtime.active_or_none(partition)
         return entry is not None and (coordinator_epoch is None or entry.coordinator_epoch == coordinator_epoch)
+
+    def is_loading(self, partition: int, coordinator_epoch: int) -> bool:
+        """Being loaded here at that coordinator epoch."""
+        return partition in self.runtime.loading_partitions() and self.runtime.epoch(partition) == coordinator_epoch
+
+    def holds(self, partition: int) -> bool:
+        """Loaded or being loaded here (whatever the epoch, or a load that failed)."""
+        return self.runtime.state(partition) is not None
 
     # ---- appending -------------------------------------------------------------------------
     def append_transaction_to_log(self, transactional_id: str, coordinator_epoch: int, transit: TxnTransitMetadata,
@@ -183,7 +214,7 @@ class TransactionStateManager:
 
     def _append_records(self, partition: int, records: bytes) -> int:
         try:
-            self.log.append(partition, records)
+            PartitionWriter(self.log, partition).append(records)
         except Exception as exc:  # storage errors carry their Kafka code
             code = error_code(exc)
             return _APPEND_ERROR_MAP.get(code, code)
@@ -230,36 +261,38 @@ class TransactionStateManager:
             metadata.pending_state = None
 
     # ---- loading and unloading -------------------------------------------------------------
-    def load_partition(self, partition: int, coordinator_epoch: int) -> list[PendingCompletion]:
-        """Become the coordinator of one partition: replay its log, return PREPARE_* to re-drive."""
-        self.loading.add(partition)
-        try:
-            loaded = self._read_partition(partition)
-        finally:
-            self.loading.discard(partition)
-        self.cache[partition] = TxnMetadataCacheEntry(coordinator_epoch, loaded)
+    def load_partition(self, partition: int, coordinator_epoch: int,
+                       send_markers: SendTxnMarkers | None = None) -> None:
+        """Become the coordinator of one partition (Kafka's loadTransactionsForTxnTopicPartition): whatever
+        this node held of it is dropped, then the runtime replays its log; once loaded, each transaction in
+        PREPARE_* goes to `send_markers`. Outside an event loop the load is done when this returns."""
+        self.remove_partition(partition)
+        if send_markers is not None:
+            self._send_markers[partition] = send_markers
+        self.runtime.schedule_load(partition, coordinator_epoch)
+
+    def _on_loaded(self, partition: int, entry: TxnMetadataCacheEntry) -> None:
+        """The runtime's listener: the partition is active, its ids are served from now on."""
+        loaded = entry.metadata
         self._mark_loaded(loaded)
         now = self.clock.millis()
         pending = []
         for txn_id, md in loaded.items():
             if md.state in (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT):
                 commit = md.state is TransactionState.PREPARE_COMMIT
-                pending.append(PendingCompletion(txn_id, coordinator_epoch, commit, md, md.prepare_complete(now)))
+                pending.append(PendingCompletion(txn_id, entry.coordinator_epoch, commit, md,
+                                                 md.prepare_complete(now)))
         log.info("node %s loaded %d transactional ids from %s-%s at coordinator epoch %s (%d to complete)",
-                 self.node_id, len(loaded), TXN_TOPIC, partition, coordinator_epoch, len(pending))
-        return pending
-
-    def _read_partition(self, partition: int) -> dict[str, TransactionMetadata]:
-        loaded: dict[str, TransactionMetadata] = {}
-        for chunk in self.log.read(partition):
-            for pos, header in iter_batches(chunk):
-                if not header.is_control:
-                    _apply_batch(loaded, memoryview(chunk)[pos:pos + header.size])
-        return loaded
+                 self.node_id, len(loaded), TXN_TOPIC, partition, entry.coordinator_epoch, len(pending))
+        send = self._send_markers.pop(partition, None)
+        if send is not None:
+            for completion in pending:
+                send(completion)
 
     def remove_partition(self, partition: int) -> None:
-        self.loading.discard(partition)
-        entry = self.cache.pop(partition, None)
+        self._send_markers.pop(partition, None)
+        entry = self.runtime.active_or_none(partition)
+        self.runtime.schedule_unload(partition)
         if entry is not None:
             self._forget(entry.metadata)
             log.info("node %s unloaded %s-%s", self.node_id, TXN_TOPIC, partition)
@@ -270,8 +303,8 @@ class TransactionStateManager:
             self._touched.pop(txn_id, None)
 
     def clear(self) -> None:
-        self.cache.clear()
-        self.loading.clear()
+        self.runtime.close()
+        self._send_markers.clear()
         self._started.clear()
         self._touched.clear()
 
@@ -293,7 +326,7 @@ class TransactionStateManager:
         """Write tombstones for ids idle past transactional.id.expiration.ms; drop them once durable."""
         idle_ms = self.config["transactional.id.expiration.ms"]
         removed: list[str] = []
-        for partition, entry in list(self.cache.items()):
+        for partition, entry in self.runtime.active_by_partition().items():
             expired = [md for md in entry.metadata.values()
                        if md.pending_state is None and md.state.expiration_allowed
                        and self._elapsed_ms(self._touched, md.transactional_id,
@@ -309,7 +342,7 @@ class TransactionStateManager:
         code = self._append_records(partition, records)
         removed = []
         for md, transit in transits:
-            still_ours = self.cache.get(partition) is entry and md.pending_state is TransactionState.DEAD
+            still_ours = self.runtime.active_or_none(partition) is entry and md.pending_state is TransactionState.DEAD
             if code == E.NONE and still_ours and md.producer_epoch == transit.producer_epoch:
                 del entry.metadata[md.transactional_id]
                 self._forget([md.transactional_id])
@@ -323,7 +356,7 @@ class TransactionStateManager:
                                 pattern: re.Pattern[str] | None, now_ms: int
                                 ) -> tuple[int, list[str], list[TransactionListing]]:
         """(error code, unknown state filters, listings), Kafka's filters; Dead ids are never listed."""
-        if self.loading:
+        if self.runtime.loading:
             return E.COORDINATOR_LOAD_IN_PROGRESS, [], []
         unknown = [s for s in state_names if TransactionState.from_name(s) is None]
         states = {TransactionState.from_name(s) for s in state_names} - {None}
@@ -343,7 +376,7 @@ class TransactionStateManager:
         return E.NONE, unknown, out
 
 
-def _apply_batch(loaded: dict[str, TransactionMetadata], batch: memoryview) -> None:
+def _apply_batch(loaded: dict[str, TransactionMetadata], batch: bytes) -> None:
     for record in iter_records(batch):
         if record.key is None:
             log.warning("skipping a %s record without a key", TXN_TOPIC)

@@ -16,6 +16,7 @@ from kafka.errors import GroupIdNotFoundError, NotEnoughReplicasError
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.configs.broker_config import BrokerConfig
+from kafka_txn_broker.coordinator.loader import replay_chunk
 from kafka_txn_broker.formats.group_records import OffsetValue
 from kafka_txn_broker.group.consumer_group import MemberState
 from kafka_txn_broker.group.consumer_membership import ConsumerGroupContext, ConsumerHeartbeat
@@ -73,7 +74,7 @@ class Env:
     def new_shard(self) -> GroupShard:
         context = ConsumerGroupContext(self.topics, Configs(), self.acls)
         shard = GroupShard(0, BrokerConfig(self.config), self.clock, self.log, None, context)
-        shard.replay(self.log.data(), 0)
+        replay_chunk(shard, self.log.data(), 0)
         shard.finish_load()
         return shard
 

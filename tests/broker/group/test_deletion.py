@@ -6,6 +6,7 @@ import struct
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.configs.broker_config import BrokerConfig
+from kafka_txn_broker.coordinator.loader import replay_chunk
 from kafka_txn_broker.formats.group_records import OffsetValue
 from kafka_txn_broker.group.deletion import delete_group, delete_offsets, subscribed_topics
 from kafka_txn_broker.group.offset_commit import CommitRequest, commit, fetch
@@ -31,7 +32,7 @@ def _commit(shard: GroupShard, group: str, tp: tuple[str, int], offset: int) -> 
 
 def _replayed(log: FakeLog) -> GroupShard:
     shard = GroupShard(0, BrokerConfig(), ManualClock(), FakeLog())
-    shard.replay(log.data(), 0)
+    replay_chunk(shard, log.data(), 0)
     shard.finish_load()
     return shard
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.configs.broker_config import BrokerConfig
+from kafka_txn_broker.coordinator.loader import replay_chunk
 from kafka_txn_broker.formats.group_records import OffsetValue, encode_group_key, encode_offset_key
 from kafka_txn_broker.formats.record_batch import build_batch
 from kafka_txn_broker.group.classic_group import GroupState
@@ -14,7 +15,7 @@ from tests.broker.group.fakes import FakeLog, join_new_member, make_shard, sync
 
 def _replayed(log: FakeLog, clock: ManualClock | None = None) -> GroupShard:
     shard = GroupShard(0, BrokerConfig(), clock or ManualClock(), FakeLog())
-    assert shard.replay(log.data(), 0) == log.end
+    assert replay_chunk(shard, log.data(), 0) == log.end
     shard.finish_load()
     return shard
 
@@ -72,5 +73,5 @@ def test_replay_from_the_middle_skips_earlier_batches() -> None:
     commit(shard, CommitRequest("g", -1, "", None, {("t", 0): OffsetValue(1)}))
     commit(shard, CommitRequest("g", -1, "", None, {("t", 1): OffsetValue(2)}))
     fresh = GroupShard(0, BrokerConfig(), ManualClock(), FakeLog())
-    assert fresh.replay(log.data(), 1) == 2
+    assert replay_chunk(fresh, log.data(), 1) == 2
     assert fresh.offsets.get("g", ("t", 0)) is None and fresh.offsets.get("g", ("t", 1)) is not None

@@ -271,7 +271,7 @@ def test_replaying_what_pruning_leaves_after_cold_snapshots_rebuilds_the_same_st
 
 # ---- the share coordinator's timer ------------------------------------------------------------------
 def coordinator(clock: ManualClock, pruner: RecordingPruner, prune_ms: int, cold_ms: int) -> ShareCoordinator:
-    return ShareCoordinator(1, FakeStateLogs(), OneNodeMetadata(), clock, 500, pruner,  # type: ignore[arg-type]
+    return ShareCoordinator(1, FakeStateLogs(), OneNodeMetadata(), clock, 500, pruner,
                             prune_interval_ms=prune_ms, cold_snapshot_interval_ms=cold_ms)
 
 

@@ -8,6 +8,7 @@ import pytest
 from kafka.errors import FencedLeaderEpochError, FencedStateEpochError
 
 from kafka_txn_broker.clock import ManualClock
+from kafka_txn_broker.coordinator.loader import replay_chunk
 from kafka_txn_broker.formats.record_batch import iter_batches, iter_records
 from kafka_txn_broker.formats.share_coordinator_records import StateBatch, decode_key
 from kafka_txn_broker.share.share_coordinator_shard import ShareCoordinatorShard
@@ -33,7 +34,7 @@ def record_types(log: FakeLog) -> list[int]:
 
 def replayed(log: FakeLog) -> ShareCoordinatorShard:
     s = ShareCoordinatorShard(3, FakeLog(), ManualClock())
-    s.replay(log.data(), 0)
+    replay_chunk(s, log.data(), 0)
     s.finish_load()
     return s
 

@@ -19,6 +19,7 @@ import pytest
 from kafka.errors import NotLeaderForPartitionError
 
 from kafka_txn_broker.clock import ManualClock
+from kafka_txn_broker.coordinator.loader import replay_chunk
 from kafka_txn_broker.formats.partitioning import SHARE_STATE_TOPIC
 from kafka_txn_broker.formats.record_batch import iter_batches
 from kafka_txn_broker.formats.share_coordinator_records import StateBatch
@@ -26,6 +27,7 @@ from kafka_txn_broker.formats.share_state import StateKey
 from kafka_txn_broker.share.replica_state_pruner import ReplicaStatePruner
 from kafka_txn_broker.share.share_coordinator import ShareCoordinator
 from kafka_txn_broker.share.share_coordinator_shard import ShareCoordinatorShard
+from tests.broker.coordinator.fakes import FakeCoordinatorLog
 from tests.broker.group.fakes import FakeLog
 
 A: StateKey = ("g", uuid.UUID(int=1), 0)
@@ -50,7 +52,7 @@ def from_start(log: FakeLog, start: int) -> bytes:
 
 def replay(data: bytes) -> ShareCoordinatorShard:
     s = ShareCoordinatorShard(3, FakeLog(), ManualClock())
-    s.replay(data, 0)
+    replay_chunk(s, data, 0)
     s.finish_load()
     return s
 
@@ -294,20 +296,8 @@ class OneNodeMetadata:
         return 1
 
 
-class FakeStateLogs:
+class FakeStateLogs(FakeCoordinatorLog):
     """`__share_group_state` partitions as FakeLogs (the coordinator's CoordinatorLog)."""
-
-    def __init__(self) -> None:
-        self.logs: dict[int, FakeLog] = {}
-
-    def of(self, partition: int) -> FakeLog:
-        return self.logs.setdefault(partition, FakeLog())
-
-    def append(self, partition: int, records: bytes) -> int:
-        return self.of(partition).append(records)
-
-    def read(self, partition: int):  # type: ignore[no-untyped-def]
-        yield self.of(partition).data()
 
 
 @dataclass
@@ -323,7 +313,7 @@ class RecordingPruner:
 
 
 def coordinator(clock: ManualClock, pruner: RecordingPruner) -> ShareCoordinator:
-    return ShareCoordinator(1, FakeStateLogs(), OneNodeMetadata(), clock, 2, pruner,  # type: ignore[arg-type]
+    return ShareCoordinator(1, FakeStateLogs(), OneNodeMetadata(), clock, 2, pruner,
                             prune_interval_ms=300_000,
                             cold_snapshot_interval_ms=10**9)  # none here: test_share_cold_snapshots.py
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_txn_broker.clock import ManualClock
+from kafka_txn_broker.coordinator.loader import replay_chunk
 from kafka_txn_broker.formats.record_batch import BatchHeader, iter_batches
 from kafka_txn_broker.formats.share_coordinator_records import StateBatch
 from kafka_txn_broker.share.record_state import AcknowledgeType as A
@@ -29,7 +30,7 @@ def shard(log: FakeLog) -> ShareCoordinatorShard:
 
 def replayed(log: FakeLog) -> ShareCoordinatorShard:
     s = ShareCoordinatorShard(3, FakeLog(), ManualClock())
-    s.replay(log.data(), 0)
+    replay_chunk(s, log.data(), 0)
     s.finish_load()
     return s
 

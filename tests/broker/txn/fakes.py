@@ -1,7 +1,8 @@
 """Small stand-ins for the transaction coordinator's collaborators: no sockets, no cluster.
 
 FakePartitionLog plays this node's replicas of `__transaction_state` (a CoordinatorLog): it assigns
-offsets like a leader, keeps the batches for a later load, and fails an append when told to.
+offsets like a leader, keeps the batches for a later load (read back in whole batches), and fails an append
+when told to.
 FakeMetadata answers the metadata view; FakeMarkers plays the leaders that receive markers;
 FakeCoordinator wires a TransactionCoordinator on them. FakeReplicas (this node's replicas, only their
 producer state) and AskedCoordinator (a transaction coordinator that records its questions) are the
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from kafka.errors import NotLeaderForPartitionError
@@ -29,6 +30,7 @@ from kafka_txn_broker.txn.faults import FaultyMarkerWriter, UpstreamBugs
 from kafka_txn_broker.txn.marker_channel import TransactionMarkerChannelManager
 from kafka_txn_broker.txn.state_manager import TransactionStateManager
 from kafka_txn_broker.txn.transaction_metadata import TransactionMetadata
+from tests.broker.coordinator.fakes import read_batches
 
 TopicPartition = tuple[str, int]
 T = TypeVar("T")
@@ -58,8 +60,14 @@ class FakePartitionLog:
             self.on_append.pop(0)()
         return first
 
-    def read(self, partition: int) -> Iterator[bytes]:
-        yield from list(self.batches.get(partition, []))  # one chunk per batch: loads must cope
+    def log_start_offset(self, partition: int) -> int | None:
+        return 0
+
+    def log_end_offset(self, partition: int) -> int | None:
+        return sum(BatchHeader.parse(b).record_count for b in self.batches.get(partition, []))
+
+    def read(self, partition: int, offset: int, max_bytes: int) -> bytes:
+        return read_batches(self.batches.get(partition, []), offset, max_bytes)
 
     def records(self, partition: int) -> list[tuple[str, TransactionLogValue | None]]:
         """Every record of a partition, decoded: (transactional id, value or None for a tombstone)."""

@@ -20,7 +20,7 @@ from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC
 from kafka_txn_broker.formats.transactions import TransactionState
 from kafka_txn_broker.txn.marker_channel import TransactionMarkerChannelManager
-from kafka_txn_broker.txn.state_manager import TransactionStateManager
+from kafka_txn_broker.txn.state_manager import PendingCompletion, TransactionStateManager
 from kafka_txn_broker.txn.transaction_metadata import TransactionMetadata
 from tests.broker.txn.fakes import FakeMarkers, FakeMetadata, FakePartitionLog
 
@@ -145,8 +145,10 @@ def test_a_coordinator_that_lost_the_partition_drops_its_markers(setup: Setup, b
     sent = len(setup.markers.sent)
     setup.state.remove_partition(0)  # another coordinator re-drives the transaction from the log
     if back_at_a_new_epoch:  # ... and it may be this node again, with a new coordinator epoch
-        [redriven] = setup.state.load_partition(0, COORDINATOR_EPOCH + 1)
-        assert redriven.transactional_id == "a" and redriven.metadata is not md
+        redriven: list[PendingCompletion] = []
+        setup.state.load_partition(0, COORDINATOR_EPOCH + 1, redriven.append)
+        [again] = redriven
+        assert again.transactional_id == "a" and again.metadata is not md
     setup.channel.drive()
     assert len(setup.markers.sent) == sent and setup.channel.pending == {}
 

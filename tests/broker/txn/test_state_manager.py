@@ -9,7 +9,6 @@ its record is durable; append errors become the coordinator errors of Kafka's ap
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
 
 import pytest
 from kafka.errors import (
@@ -23,13 +22,15 @@ from kafka.errors import (
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.configs.broker_config import BrokerConfig
+from kafka_txn_broker.coordinator.loader import CoordinatorLoader
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC
 from kafka_txn_broker.formats.record_batch import build_batch, iter_records
 from kafka_txn_broker.formats.transaction_log import TransactionLogValue, encode_key, encode_value
 from kafka_txn_broker.formats.transactions import TWO_PC_TIMEOUT_MS, TransactionState
-from kafka_txn_broker.txn.state_manager import CoordinatorError, TransactionStateManager
+from kafka_txn_broker.txn.state_manager import CoordinatorError, PendingCompletion, TransactionStateManager
 from kafka_txn_broker.txn.transaction_metadata import TransactionMetadata
+from tests.broker.coordinator.fakes import Gate, run, settle
 from tests.broker.txn.fakes import FakeMetadata, FakePartitionLog
 
 S = TransactionState
@@ -74,7 +75,8 @@ def test_load_replays_the_latest_record_per_id_and_re_drives_prepared_ones() -> 
     log.append(0, build_batch([(encode_key("e"), b"\x00\x02" + encode_value(value(S.EMPTY), 1)[2:])],
                               timestamp_ms=NOW))  # a value version this coordinator does not know
 
-    pending = sm.load_partition(0, coordinator_epoch=7)
+    pending: list[PendingCompletion] = []
+    sm.load_partition(0, coordinator_epoch=7, send_markers=pending.append)
 
     epoch, a = sm.get("a")
     assert epoch == 7 and a is not None
@@ -89,22 +91,63 @@ def test_load_replays_the_latest_record_per_id_and_re_drives_prepared_ones() -> 
 
 
 def test_requests_during_a_load_are_told_to_wait() -> None:
-    sm, log, _clock = make()
-    write(log, "a", value(S.EMPTY))
-    seen: list[int] = []
-    real_read = log.read
+    # Kafka's TransactionStateManager: an id of a partition still loading gets COORDINATOR_LOAD_IN_PROGRESS, and
+    # ListTransactions too while any partition loads; both are served once the load is done.
+    clock = ManualClock(NOW)
+    log = FakePartitionLog()
+    log.lead(0)
+    for i in range(3):
+        write(log, f"id-{i}", value(S.EMPTY, pid=10 + i))
+    gate = Gate()
+    sm = TransactionStateManager(1, BrokerConfig(), clock, log, FakeMetadata({TXN_TOPIC: 1}),
+                                 CoordinatorLoader(log, 1, clock, gate))  # one batch per chunk
 
-    def read_and_ask(partition: int) -> Iterator[bytes]:
-        for chunk in real_read(partition):
+    async def scenario() -> list[object]:
+        sm.load_partition(0, 1)
+        await gate.reached(1)  # one of three records replayed
+        seen: list[object] = []
+        for tid in ("id-0", "id-2", "never-written"):
             with pytest.raises(CoordinatorError) as exc:
-                sm.get("a")
+                sm.get(tid)
             seen.append(exc.value.code)
-            yield chunk
+        seen.append(sm.list_transaction_states(set(), set(), -1, None, NOW)[0])
+        gate.open_all()
+        await settle()
+        seen.append(sm.list_transaction_states(set(), set(), -1, None, NOW)[0])
+        seen.append(sm.get("id-2")[1] is not None and sm.get("never-written")[1] is None)
+        return seen
 
-    log.read = read_and_ask  # type: ignore[method-assign]
-    sm.load_partition(0, 1)
-    assert seen == [E.COORDINATOR_LOAD_IN_PROGRESS]
-    assert sm.get("a")[1] is not None
+    wait = E.COORDINATOR_LOAD_IN_PROGRESS
+    assert run(scenario()) == [wait, wait, wait, wait, E.NONE, True]
+
+
+def test_a_load_replaced_by_a_load_at_a_newer_coordinator_epoch_hands_over_nothing() -> None:
+    # Kafka's loadTransactionsForTxnTopicPartition: only the load of the current (partition, epoch) fills the
+    # cache and sends the markers of the transactions it found in PREPARE_*.
+    clock = ManualClock(NOW)
+    log = FakePartitionLog()
+    log.lead(0)
+    write(log, "a", value(S.EMPTY))
+    write(log, "p", value(S.PREPARE_ABORT, pid=12, parts=(("t", 1),), start=NOW))
+    gate = Gate()
+    sm = TransactionStateManager(1, BrokerConfig(), clock, log, FakeMetadata({TXN_TOPIC: 1}),
+                                 CoordinatorLoader(log, 1, clock, gate))
+    first: list[PendingCompletion] = []
+    second: list[PendingCompletion] = []
+
+    async def scenario() -> None:
+        sm.load_partition(0, 1, first.append)
+        await gate.reached(1)
+        sm.load_partition(0, 2, second.append)  # elected again, at a newer epoch, before the first load ended
+        assert sm.is_loading(0, 2) and not sm.is_loading(0, 1)
+        gate.open_all()
+        await settle()
+
+    run(scenario())
+    assert first == [] and [(p.transactional_id, p.coordinator_epoch, p.commit) for p in second] == [("p", 2, False)]
+    assert sm.owns(0, 2) and sm.get("a") == (2, sm.get("a")[1]) and sm.holds(0)
+    sm.remove_partition(0)
+    assert not sm.holds(0)
 
 
 def test_an_id_of_a_partition_this_node_does_not_own_is_not_coordinator() -> None:
