@@ -213,9 +213,33 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("ssl.client.auth", str, "none", "client certificates: none, requested or required",
               ("none", "requested", "required")),
     ConfigKey("sasl.enabled.mechanisms", str, "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-              "SASL mechanisms offered (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)"),
-    ConfigKey("sasl.users", list, (), "SASL users: a list (or comma-separated) of name:password, or a map "
-              "name: password; secrets, keep them in a --config file readable only by you"),
+              "SASL mechanisms offered (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, GSSAPI, OAUTHBEARER)"),
+    ConfigKey("sasl.users", list, (), "SASL users of PLAIN and SCRAM: a list (or comma-separated) of name:password, "
+              "or a map name: password; secrets, keep them in a --config file readable only by you"),
+    # ---- SASL/GSSAPI (security/gssapi.py) and SASL/OAUTHBEARER (security/oauthbearer.py), Kafka's names ----
+    ConfigKey("sasl.kerberos.service.name", str, "", "GSSAPI: the first component of the broker's principal"),
+    ConfigKey("sasl.kerberos.principal.to.local.rules", list, ("DEFAULT",),
+              "GSSAPI: Kerberos principal -> Kafka principal; DEFAULT (the short name, broker's realm only)"),
+    *(ConfigKey(f"listener.name.{listener}.{mechanism}.sasl.jaas.config", str, "",
+                f"{mechanism.upper()} on a {listener.upper()} listener: the JAAS line ("
+                + ('Krb5LoginModule with keyTab and principal' if mechanism == 'gssapi' else 'OAuthBearerLoginModule')
+                + ")")
+      for listener in ("sasl_plaintext", "sasl_ssl") for mechanism in ("gssapi", "oauthbearer")),
+    *(ConfigKey(f"listener.name.{listener}.oauthbearer.sasl.server.callback.handler.class", str, "",
+                "OAUTHBEARER: OAuthBearerValidatorCallbackHandler (tokens checked against the JWKS)")
+      for listener in ("sasl_plaintext", "sasl_ssl")),
+    ConfigKey("sasl.oauthbearer.jwks.endpoint.url", str, "",
+              "OAUTHBEARER: the identity provider's JWKS (https:, http: or file:), the keys tokens are signed with"),
+    ConfigKey("sasl.oauthbearer.jwks.endpoint.refresh.ms", int, 3600000,
+              "OAUTHBEARER: how long fetched keys are used before fetching them again (an unknown key id "
+              "fetches at once)", minimum=0),
+    ConfigKey("sasl.oauthbearer.expected.issuer", str, "", "OAUTHBEARER: the `iss` tokens must have (empty: any)"),
+    ConfigKey("sasl.oauthbearer.expected.audience", list, (),
+              "OAUTHBEARER: `aud` must include one of these (empty: any)"),
+    ConfigKey("sasl.oauthbearer.sub.claim.name", str, "sub", "OAUTHBEARER: the claim that names the principal"),
+    ConfigKey("sasl.oauthbearer.scope.claim.name", str, "scope", "OAUTHBEARER: the claim that holds the scopes"),
+    ConfigKey("sasl.oauthbearer.clock.skew.seconds", int, 30,
+              "OAUTHBEARER: tolerance of exp, nbf and iat against the broker's clock", minimum=0),
     ConfigKey("sasl.scram.iterations", int, 4096, "PBKDF2 iterations of the SCRAM credentials (at least 4096)"),
     ConfigKey("sasl.server.max.receive.size", int, 524288, "largest request accepted before authentication"),
     ConfigKey("authorizer.class.name", str, "", "empty: no authorization; 'acl' or "

@@ -45,7 +45,13 @@ _TYPES = {
                     ConfigType.SHORT),
     # Secrets: described without their value.
     **dict.fromkeys(["ssl.key.password", "ssl.keystore.key", "ssl.keystore.certificate.chain",
-                     "ssl.truststore.certificates", "sasl.users"], ConfigType.PASSWORD),
+                     "ssl.truststore.certificates", "sasl.users",
+                     *(f"listener.name.{listener}.{mechanism}.sasl.jaas.config" for listener in
+                       ("sasl_plaintext", "sasl_ssl") for mechanism in ("gssapi", "oauthbearer"))],
+                    ConfigType.PASSWORD),
+    **dict.fromkeys(["sasl.oauthbearer.jwks.endpoint.refresh.ms"], ConfigType.LONG),
+    **dict.fromkeys([f"listener.name.{listener}.oauthbearer.sasl.server.callback.handler.class"
+                     for listener in ("sasl_plaintext", "sasl_ssl")], ConfigType.CLASS),
 }
 _PYTHON_TYPES = {bool: ConfigType.BOOLEAN, int: ConfigType.INT, float: ConfigType.DOUBLE, list: ConfigType.LIST,
                  str: ConfigType.STRING}
