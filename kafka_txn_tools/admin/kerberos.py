@@ -19,6 +19,7 @@ principal or a service the KDC does not know; clock skew; no ticket or an expire
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 import struct
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ _BASE = 2529638912
 _CLIENT_UNKNOWN, _SERVICE_UNKNOWN, _PREAUTH_FAILED, _EXPIRED, _SKEW = (_BASE + 6, _BASE + 7, _BASE + 24,
                                                                         _BASE + 32, _BASE + 37)
 _INTEGRITY = 2529638943  # "Decrypt integrity check failed": the keytab's key is not the KDC's
+_LOGINS = itertools.count(1)
 
 
 def keytab_principals(path: Path) -> list[str]:
@@ -78,7 +80,7 @@ class KerberosLogin:
         env = os.environ if environ is None else environ
         gssapi = _module(self.source)
         if self.keytab is not None:
-            credentials = self._from_keytab(gssapi, env)
+            credentials = self._from_keytab(gssapi, env, host)
         else:
             if self.ticket_cache:
                 env["KRB5CCNAME"] = self.ticket_cache
@@ -91,22 +93,21 @@ class KerberosLogin:
             raise self._refused(exc, name, host) from None
         return name
 
-    def _from_keytab(self, gssapi: Any, env: MutableMapping[str, str]) -> Any:
+    def _from_keytab(self, gssapi: Any, env: MutableMapping[str, str], host: str) -> Any:
         assert self.keytab is not None
         held = keytab_principals(self.keytab)
         principal = self.principal or (held[0] if held else None)
         if principal is None or not any(_same(principal, h) for h in held):
             raise ConfigError(f"keyTab {self.keytab} holds no key for {principal or 'any principal'} (it holds: "
                               f"{', '.join(held) or 'nothing'})", "check keyTab and principal in sasl.jaas.config")
-        cache = f"MEMORY:kafka-txn-{os.getpid()}"
+        cache = f"MEMORY:kafka-txn-{os.getpid()}-{next(_LOGINS)}"  # one per login: never another principal's
         env["KRB5_CLIENT_KTNAME"] = str(self.keytab)
         env["KRB5CCNAME"] = cache  # kafka-python's mechanism takes the default credentials: these
         try:
             return gssapi.Credentials(name=gssapi.Name(principal, gssapi.NameType.kerberos_principal),
                                       usage="initiate", store={"client_keytab": str(self.keytab), "ccache": cache})
-        except gssapi.raw.GSSError as exc:
-            raise ConnectionFailed(f"Kerberos login of {principal} with keyTab {self.keytab} failed: "
-                                   f"{_minor_text(exc)}") from None
+        except gssapi.raw.GSSError as exc:  # the initial tickets are fetched here, from the keytab's key
+            raise self._refused(exc, principal, host) from None
 
     def _from_cache(self, gssapi: Any, env: MutableMapping[str, str]) -> Any:
         cache = env.get("KRB5CCNAME") or "the default ticket cache"
