@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from kafka.net.sasl.oauth import AbstractTokenProvider
 
 from kafka_txn_tools.admin.errors import ConfigError, ConnectionFailed
+from kafka_txn_tools.admin.redact import protect
 
 if TYPE_CHECKING:
     from kafka_txn_tools.admin.config import JaasConfig
@@ -74,6 +75,7 @@ class TokenProvider(AbstractTokenProvider):
         with self._lock:
             if self._token is None or self._now() >= self._expires_at - REFRESH_MARGIN_S:
                 self._token, lifetime = self._fetch()
+                protect([self._token])  # kafka-python logs what it sends at DEBUG
                 self._expires_at = self._now() + lifetime
                 self.fetches += 1
             return self._token
