@@ -6,11 +6,11 @@
         useKeyTab=true keyTab="/etc/security/keytabs/admin.keytab" principal="admin@EXAMPLE.COM";
 
 kafka-python's mechanism (the `gssapi` package over the system's Kerberos library) uses the default
-credentials, so the login happens here, before connecting (`KerberosLogin.login`):
-- with `keyTab`: the named principal's key is taken from the keytab and its tickets kept in a
-  process-private memory cache (the user's own ticket cache is never touched); KRB5_CLIENT_KTNAME names
-  the keytab too, so the Kerberos library renews the tickets by itself;
-- without: the ticket cache (`ticketCache`, else KRB5CCNAME or the default one) of an earlier `kinit`.
+credentials, so reading the properties points the process's Kerberos environment at them:
+- with `keyTab`: KRB5_CLIENT_KTNAME names the keytab and KRB5CCNAME a process-private memory cache, so
+  the user's own ticket cache is never touched and the library gets (and renews) tickets from the keytab
+  by itself; `KerberosLogin.login` logs the named principal in explicitly;
+- without: KRB5CCNAME is `ticketCache` if given, else the cache of an earlier `kinit` is used.
 Then the service ticket for the first bootstrap broker (`<service>/<host>`) is fetched, so each failure is
 named at once, in one round trip to the KDC: a keytab without the principal, or with an old key; a
 principal or a service the KDC does not know; clock skew; no ticket or an expired one; no KDC.
@@ -74,17 +74,14 @@ class KerberosLogin:
     principal: str | None = None  # from the JAAS line; else the keytab's first, or the ticket cache's
     ticket_cache: str | None = None
     source: str = "--command-config"
+    memory_cache: str = ""  # the keytab's tickets (MEMORY:...)
 
     def login(self, host: str, environ: MutableMapping[str, str] | None = None) -> str:
         """Get tickets for talking to `<service>/<host>`; the client principal's name, or a one-line error."""
         env = os.environ if environ is None else environ
         gssapi = _module(self.source)
-        if self.keytab is not None:
-            credentials = self._from_keytab(gssapi, env, host)
-        else:
-            if self.ticket_cache:
-                env["KRB5CCNAME"] = self.ticket_cache
-            credentials = self._from_cache(gssapi, env)
+        self.point_environment(env)
+        credentials = self._from_keytab(gssapi, host) if self.keytab is not None else self._from_cache(gssapi, env)
         name = _display(gssapi, credentials.name)
         target = gssapi.Name(f"{self.service}@{host}", gssapi.NameType.hostbased_service)
         try:
@@ -93,19 +90,27 @@ class KerberosLogin:
             raise self._refused(exc, name, host) from None
         return name
 
-    def _from_keytab(self, gssapi: Any, env: MutableMapping[str, str], host: str) -> Any:
+    def point_environment(self, env: MutableMapping[str, str]) -> None:
+        """KRB5_CLIENT_KTNAME and KRB5CCNAME for kafka-python's mechanism, which takes the default credentials."""
+        if self.keytab is not None:
+            if not self.memory_cache:
+                self.memory_cache = f"MEMORY:kafka-txn-{os.getpid()}-{next(_LOGINS)}"  # never another's tickets
+            env["KRB5_CLIENT_KTNAME"] = str(self.keytab)
+            env["KRB5CCNAME"] = self.memory_cache
+        elif self.ticket_cache:
+            env["KRB5CCNAME"] = self.ticket_cache
+
+    def _from_keytab(self, gssapi: Any, host: str) -> Any:
         assert self.keytab is not None
         held = keytab_principals(self.keytab)
         principal = self.principal or (held[0] if held else None)
         if principal is None or not any(_same(principal, h) for h in held):
             raise ConfigError(f"keyTab {self.keytab} holds no key for {principal or 'any principal'} (it holds: "
                               f"{', '.join(held) or 'nothing'})", "check keyTab and principal in sasl.jaas.config")
-        cache = f"MEMORY:kafka-txn-{os.getpid()}-{next(_LOGINS)}"  # one per login: never another principal's
-        env["KRB5_CLIENT_KTNAME"] = str(self.keytab)
-        env["KRB5CCNAME"] = cache  # kafka-python's mechanism takes the default credentials: these
         try:
             return gssapi.Credentials(name=gssapi.Name(principal, gssapi.NameType.kerberos_principal),
-                                      usage="initiate", store={"client_keytab": str(self.keytab), "ccache": cache})
+                                      usage="initiate",
+                                      store={"client_keytab": str(self.keytab), "ccache": self.memory_cache})
         except gssapi.raw.GSSError as exc:  # the initial tickets are fetched here, from the keytab's key
             raise self._refused(exc, principal, host) from None
 
@@ -177,8 +182,10 @@ def _module(source: str) -> Any:
     return gssapi
 
 
-def apply_gssapi(take: Any, jaas: JaasConfig | None, kw: dict[str, Any], source: str) -> KerberosLogin:
-    """kafka-python's GSSAPI settings, and the login to run before connecting."""
+def apply_gssapi(take: Any, jaas: JaasConfig | None, kw: dict[str, Any], source: str,
+                 environ: MutableMapping[str, str] | None = None) -> KerberosLogin:
+    """kafka-python's GSSAPI settings and Kerberos environment (`environ`, default os.environ), and the login
+    to run before connecting."""
     if importlib.util.find_spec("gssapi") is None:
         _module(source)
     service = take("sasl.kerberos.service.name") or "kafka"
@@ -190,5 +197,7 @@ def apply_gssapi(take: Any, jaas: JaasConfig | None, kw: dict[str, Any], source:
             raise ConfigError(f"sasl.jaas.config in {source} names keyTab but sets useKeyTab={options['useKeyTab']}")
         if not os.path.isfile(keytab):
             raise ConfigError(f"keyTab {keytab} in sasl.jaas.config of {source} does not exist")
-    return KerberosLogin(service, Path(keytab) if keytab else None, options.get("principal") or None,
-                         options.get("ticketCache") or None, source)
+    login = KerberosLogin(service, Path(keytab) if keytab else None, options.get("principal") or None,
+                          options.get("ticketCache") or None, source)
+    login.point_environment(os.environ if environ is None else environ)
+    return login

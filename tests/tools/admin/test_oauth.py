@@ -130,10 +130,13 @@ def test_gssapi_maps_the_jaas_options_to_a_login(tmp_path: Path) -> None:
                       'principal="admin@EXAMPLE.COM";')
     props = {"sasl.kerberos.service.name": "kafka-prod"}
     kw: dict[str, Any] = {}
-    login = apply_gssapi(props.get, jaas, kw, "admin.properties")
+    env: dict[str, str] = {}
+    login = apply_gssapi(props.get, jaas, kw, "admin.properties", environ=env)
     assert kw == {"sasl_kerberos_service_name": "kafka-prod"}
+    # kafka-python's mechanism takes the default credentials: the keytab's, in a memory cache of this process
+    assert env["KRB5_CLIENT_KTNAME"] == str(keytab) and env["KRB5CCNAME"].startswith("MEMORY:kafka-txn-")
     assert (login.service, login.keytab, login.principal, login.ticket_cache) == (
         "kafka-prod", keytab, "admin@EXAMPLE.COM", None)
     missing = parse_jaas('com.sun.security.auth.module.Krb5LoginModule required keyTab="/nope.keytab";')
     with pytest.raises(ConfigError, match="keyTab /nope.keytab .* does not exist"):
-        apply_gssapi(props.get, missing, {}, "admin.properties")
+        apply_gssapi(props.get, missing, {}, "admin.properties", environ={})
