@@ -79,7 +79,16 @@ class Security:
         if not command_config.is_file():
             raise ValueError(f"--command-config {command_config} does not exist")
         explicit = {k: config[k] for k in config.as_dict() if config.is_set(k)}
-        return cls(explicit, command_config, secrets.token_urlsafe(18))
+        security = cls(explicit, command_config, secrets.token_urlsafe(18))
+        # The secured cluster's settings checked now (keytab, JWKS URL...), not after the incident is staged.
+        from kafka_txn_broker.security.auth import ClusterSecurity
+
+        with tempfile.TemporaryDirectory() as scratch:
+            try:
+                ClusterSecurity.from_config(BrokerConfig(security.cluster_config({})), Path(scratch))
+            except ConfigError as exc:
+                raise ValueError(f"{broker_config}: {exc}") from None
+        return security
 
     def cluster_config(self, base: dict[str, Any]) -> dict[str, Any]:
         """The demo's settings, the operator's security, and the demo's traffic user (SCRAM-SHA-512, super user)."""
@@ -226,6 +235,7 @@ def _java_available() -> bool:
 
 def run(say: Say = print, data_dir: Path | None = None, security: Security | None = None,
         sweep: bool = True) -> bool:
+    """The demo; False if a step failed. A cluster that cannot start (its config) raises ValueError."""
     from kafka_txn_broker import EmbeddedCluster
 
     root = data_dir or Path(tempfile.mkdtemp(prefix="kafka-txn-demo-"))

@@ -61,6 +61,15 @@ def test_the_demo_with_oauth(oidc: Provider, tmp_path: Path, _private_audit_log:
     assert aborts and {r["principal"] for r in aborts} == {"kafka-admin"}
 
 
-def test_config_and_command_config_go_together(tmp_path: Path) -> None:
+def test_config_and_command_config_go_together_and_are_checked_first(tmp_path: Path) -> None:
     r = CliRunner().invoke(app, ["demo", "--command-config", str(tmp_path / "client.properties")])
     assert r.exit_code == exit_codes.USAGE and "--config and --command-config go together" in r.stderr
+    broker, client = tmp_path / "broker.yaml", tmp_path / "client.properties"
+    broker.write_text(doc_block("gssapi-broker", {"/etc/security/keytabs/kafka.keytab": str(tmp_path / "gone"),
+                                                  "/etc/kafka/broker.pem": str(certificates().server)}))
+    client.write_text("security.protocol=SASL_SSL\n")
+    r = CliRunner().invoke(app, ["demo", "--config", str(broker), "--command-config", str(client)])
+    assert r.exit_code == exit_codes.USAGE, r.stdout + r.stderr
+    assert r.stderr == (f"error: {broker}: listener.name.sasl_ssl.gssapi.sasl.jaas.config: keyTab {tmp_path / 'gone'} "
+                        "does not exist\n")
+    assert r.stdout == ""  # nothing started

@@ -35,11 +35,9 @@ def demo(
         except ValueError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(exit_codes.USAGE) from None
-    from kafka_txn_broker.config import ConfigError
-
     try:
         ok = run(typer.echo, data_dir, security, sweep=not no_sweep)
-    except ConfigError as exc:  # e.g. a keytab without the broker's key: the cluster cannot start
+    except ValueError as exc:  # e.g. a keytab without the broker's key: the cluster cannot start
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(exit_codes.USAGE) from None
     if not ok:
