@@ -7,10 +7,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 apt_install() {
-  # Debian packages: a JRE 17 for Spark and kcat, only when missing.
+  # Debian packages, only when missing: a JRE 17 for Spark and kcat; MIT Kerberos (a KDC the GSSAPI tests
+  # start, kinit, and the headers the Python gssapi package builds against); libfaketime (a KDC whose clock
+  # is off, for the clock-skew test); node and npm (the OpenID provider of the OAUTHBEARER tests).
   local missing=()
   command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
   command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+  [ -x /usr/sbin/krb5kdc ] || missing+=(krb5-kdc)
+  [ -x /usr/sbin/kadmin.local ] || missing+=(krb5-admin-server)
+  command -v kinit >/dev/null 2>&1 || missing+=(krb5-user)
+  [ -x /usr/bin/krb5-config ] || missing+=(libkrb5-dev)
+  [ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || [ "$(uname -m)" != x86_64 ] || missing+=(faketime)
+  command -v node >/dev/null 2>&1 || missing+=(nodejs)
+  command -v npm >/dev/null 2>&1 || missing+=(npm)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: installing ${missing[*]} with apt-get" >&2
     export DEBIAN_FRONTEND=noninteractive
@@ -23,11 +32,23 @@ pip_install() {
   # Re-install only when pyproject.toml changed since the last successful install.
   local stamp=".setup-stamp" want
   want=$(sha1sum pyproject.toml | cut -d' ' -f1)-$(python3 --version 2>&1)
-  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && python3 -c "import kafka_txn_tools, kafka_txn_broker" 2>/dev/null; then
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && python3 -c "import kafka_txn_tools, kafka_txn_broker, gssapi" 2>/dev/null; then
     return
   fi
-  echo "setup: pip install -e .[dev,spark] (first run builds pyspark: about a minute)" >&2
-  python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[dev,spark]'
+  echo "setup: pip install -e .[dev,spark,kerberos] (first run builds pyspark and gssapi: a minute or two)" >&2
+  python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[dev,spark,kerberos]'
+  echo "$want" > "$stamp"
+}
+
+npm_install() {
+  # The OAUTHBEARER tests' OpenID provider (tests/oidc): its locked npm packages, when missing or changed.
+  local dir=tests/oidc stamp=tests/oidc/node_modules/.setup-stamp want
+  want=$(sha1sum "$dir/package-lock.json" | cut -d' ' -f1)
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    return
+  fi
+  echo "setup: npm ci in $dir" >&2
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
   echo "$want" > "$stamp"
 }
 
@@ -41,10 +62,10 @@ lint() {
 cmd=${1:-test}
 shift || true
 case "$cmd" in
-  setup) apt_install; pip_install ;;
+  setup) apt_install; pip_install; npm_install ;;
   demo) apt_install; pip_install; exec kafka-txn demo "$@" ;;
   # Coverage of both packages with branches, child processes included (pyproject's [tool.coverage]).
-  test) apt_install; pip_install; lint; exec python3 -m pytest -q --cov --cov-report=term "$@" ;;
-  lint) pip_install; lint ;;
+  test) apt_install; pip_install; npm_install; lint; exec python3 -m pytest -q --cov --cov-report=term "$@" ;;
+  lint) apt_install; pip_install; lint ;;
   *) echo "usage: bash scripts/dev.sh demo|test|lint|setup" >&2; exit 2 ;;
 esac

@@ -1,11 +1,14 @@
 """Settings every test gets: the CLI's audit log goes to the test's own directory, never to ~; kafka-python is
 imported as the kafka_cluster fixture imports it, before any test module does (without its schema loader's
-deprecation warnings, see kafka_txn_broker.formats.kafka_python). The `installation` fixture: this checkout built
-and installed into a fresh venv, shared by the tests of the installed package (tests/support/installed.py)."""
+deprecation warnings, see kafka_txn_broker.formats.kafka_python). Servers and builds some tests share, one of
+each per session: a Kerberos KDC (`kdc`), an OpenID provider (`oidc`), and `installation` (this checkout built
+and installed into a fresh venv, for the tests of the installed package, tests/support/installed.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -13,6 +16,10 @@ from kafka_txn_broker.formats import kafka_python
 from tests.support.installed import Installation, build_and_install
 
 kafka_python.load()
+
+if TYPE_CHECKING:
+    from tests.broker.security.kerberos import Realm
+    from tests.broker.security.oidc import Provider
 
 
 @pytest.fixture(autouse=True)
@@ -26,3 +33,38 @@ def _private_audit_log(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
 def installation(tmp_path_factory: pytest.TempPathFactory) -> Installation:
     """The wheel built from this checkout, installed with [spark] into a fresh venv (once per run)."""
     return build_and_install(tmp_path_factory.mktemp("installed"))
+
+
+@pytest.fixture(scope="session")
+def kdc() -> Iterator[Realm]:
+    """One throwaway MIT Kerberos realm (KAFKA.TEST) per session; this process uses its krb5.conf."""
+    from tests.broker.security.kerberos import Realm, missing_binaries
+
+    missing = missing_binaries()
+    if missing:
+        _unavailable(f"MIT Kerberos ({', '.join(missing)}) is not installed: run `bash scripts/dev.sh setup`")
+    realm = Realm().start()
+    try:
+        yield realm
+    finally:
+        realm.stop()
+
+
+def _unavailable(reason: str) -> None:
+    """A missing server is a failure, never a skip: `scripts/dev.sh` installs what these tests need."""
+    pytest.fail(reason)
+
+
+@pytest.fixture(scope="session")
+def oidc() -> Iterator[Provider]:
+    """One OpenID provider (panva's oidc-provider under node) per session, for the OAUTHBEARER tests."""
+    from tests.broker.security.oidc import Provider, missing
+
+    problem = missing()
+    if problem:
+        _unavailable(f"{problem}: run `bash scripts/dev.sh setup`")
+    provider = Provider().start()
+    try:
+        yield provider
+    finally:
+        provider.stop()

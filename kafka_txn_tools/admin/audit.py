@@ -5,10 +5,12 @@ Location, first match:
 2. $KAFKA_TXN_AUDIT_LOG;
 3. $XDG_STATE_HOME/kafka-txn/audit.log, by default ~/.local/state/kafka-txn/audit.log.
 
-Each line: {"time": ISO-8601 UTC, "user": OS user, "cluster": profile or bootstrap servers,
-"command": ..., "target": {...}, "result": ..., "detail": ...}. The file is created 0600 in a 0700
-directory and only ever appended to (one write per line). A log that cannot be written never hides
-or changes the result of the command: `append` returns the problem for the caller to report.
+Each line: {"time": ISO-8601 UTC, "user": OS user, "principal": who the cluster authenticated (the SASL
+username, the Kerberos principal or the OAuth token's subject; null without SASL or before connecting),
+"cluster": profile or bootstrap servers, "command": ..., "target": {...}, "result": ..., "detail": ...}.
+The file is created 0600 in a 0700 directory and only ever appended to (one write per line). A log that
+cannot be written never hides or changes the result of the command: `append` returns the problem for the
+caller to report.
 """
 
 from __future__ import annotations
@@ -48,22 +50,24 @@ class AuditRecord:
     result: str
     detail: str = ""
 
-    def to_json(self, now: dt.datetime | None = None, user: str | None = None) -> str:
+    def to_json(self, now: dt.datetime | None = None, user: str | None = None, principal: str | None = None) -> str:
         stamp = (now or dt.datetime.now(dt.UTC)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        return json.dumps({"time": stamp, "user": user or os_user(), "cluster": self.cluster,
+        return json.dumps({"time": stamp, "user": user or os_user(), "principal": principal, "cluster": self.cluster,
                            "command": self.command, "target": dict(self.target), "result": self.result,
                            "detail": self.detail}, sort_keys=False)
 
 
 class AuditLog:
-    """Appends records to one file; `problem` holds the first failure to write (never raised)."""
+    """Appends records to one file; `problem` holds the first failure to write (never raised). `principal` is
+    set once the command has connected (AdminClient.principal)."""
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path if path is not None else default_path()
         self.problem: str | None = None
+        self.principal: str | None = None
 
     def append(self, record: AuditRecord) -> bool:
-        line = record.to_json() + "\n"
+        line = record.to_json(principal=self.principal) + "\n"
         try:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)

@@ -88,6 +88,11 @@ class AdminClient:
         self._admin.close()
 
     @property
+    def principal(self) -> str | None:
+        """Who the cluster authenticated us as (SASL username, Kerberos principal, OAuth subject), if SASL."""
+        return self.settings.principal
+
+    @property
     def cluster_name(self) -> str:
         """How prompts and the audit log name the cluster: the profile, else the bootstrap servers."""
         return self.settings.cluster_name
@@ -643,14 +648,21 @@ class _BootstrapWatch(logging.Handler):
             self.client._manager.close()  # the bootstrap loop ends at its next turn
 
 
+_CHECK = {"GSSAPI": "check the Kerberos settings: sasl.kerberos.service.name, keyTab and principal",
+          "OAUTHBEARER": "check the token's issuer, audience and lifetime against the broker's "
+                         "sasl.oauthbearer.* settings"}
+
+
 def _auth_refused(servers: str, mechanism: str, exc: BaseException) -> ConnectionFailed:
     if isinstance(exc, kerrors.UnsupportedSaslMechanismError | kerrors.IllegalSaslStateError):
         return ConnectionFailed(f"the cluster at {servers} does not accept SASL/{mechanism} ({exc})",
                                 "check sasl.mechanism and security.protocol")
     if isinstance(exc, kerrors.AuthorizationError):
         return ConnectionFailed(f"the cluster at {servers} refused this principal ({exc})")
-    return ConnectionFailed(f"the cluster at {servers} refused SASL/{mechanism} authentication ({exc})",
-                            "check the username and password in sasl.jaas.config")
+    # kafka-python's text is "[Error 58] SaslAuthenticationFailedError: <the broker's message>".
+    reason = str(exc).split("SaslAuthenticationFailedError: ")[-1].strip() or type(exc).__name__
+    return ConnectionFailed(f"the cluster at {servers} refused SASL/{mechanism} authentication ({reason})",
+                            _CHECK.get(mechanism, "check the username and password in sasl.jaas.config"))
 
 
 def _probe(settings: ClientSettings, timeout_ms: int) -> list[str]:
@@ -686,7 +698,13 @@ def _connect(settings: ClientSettings, timeout_ms: int, client_id: str) -> Any:
     provider = kwargs.get("sasl_oauth_token_provider")
     if provider is not None:
         provider.token()  # a refused secret or a dead token endpoint, named before connecting
+        settings.principal = provider.subject() or settings.principal
     usable = _probe(settings, timeout_ms)
+    if settings.kerberos is not None:
+        # Tickets for the first usable broker: a Kerberos problem named in one round trip to the KDC.
+        from kafka_txn_tools.admin.bootstrap import split_address
+
+        settings.principal = settings.kerberos.login(split_address(usable[0])[0])
     watch = _BootstrapWatch()
     net_log = logging.getLogger("kafka.net")
     net_log.addHandler(watch)

@@ -14,9 +14,12 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_txn_tools.admin.errors import ConfigError
+
+if TYPE_CHECKING:
+    from kafka_txn_tools.admin.kerberos import KerberosLogin
 
 _SECRET_KEYS = frozenset({"sasl_plain_password", "ssl_password", "sasl_oauth_token_provider"})
 
@@ -44,6 +47,10 @@ class ClientSettings:
     # default.api.timeout.ms: how long a whole operation (connecting included) may take.
     timeout_ms: int | None = None
     profile: str | None = None  # the --profile the settings came from, if any
+    kerberos: KerberosLogin | None = None  # GSSAPI: the login run before connecting (admin/kerberos.py)
+    # Who the cluster authenticates us as, once known (the audit log records it): the SASL username, the
+    # Kerberos principal, or the OAuth token's subject.
+    principal: str | None = None
 
     @property
     def cluster_name(self) -> str:
@@ -220,7 +227,7 @@ def settings_from_properties(props: Mapping[str, str], source: str = "--command-
                           f"use one of {', '.join(_PROTOCOLS)}")
     kw["security_protocol"] = protocol
     if protocol.startswith("SASL_"):
-        _apply_sasl(props, take, kw, source)
+        _apply_sasl(props, take, settings, source)
     if protocol in ("SSL", "SASL_SSL"):
         _apply_ssl(take, kw, source)
 
@@ -238,7 +245,8 @@ def _int_property(key: str, value: str, source: str) -> int:
         raise ConfigError(f"{key}={value} in {source} is not an integer") from None
 
 
-def _apply_sasl(props: Mapping[str, str], take: Any, kw: dict[str, Any], source: str) -> None:
+def _apply_sasl(props: Mapping[str, str], take: Any, settings: ClientSettings, source: str) -> None:
+    kw = settings.kwargs
     mechanism = (take("sasl.mechanism") or "GSSAPI").upper()  # Java's default mechanism is GSSAPI
     if mechanism not in _MECHANISMS:
         raise ConfigError(f"sasl.mechanism={mechanism} in {source} is not supported",
@@ -253,7 +261,8 @@ def _apply_sasl(props: Mapping[str, str], take: Any, kw: dict[str, Any], source:
     if mechanism == "GSSAPI":
         from kafka_txn_tools.admin.kerberos import apply_gssapi
 
-        apply_gssapi(take, jaas, kw, source)
+        settings.kerberos = apply_gssapi(take, jaas, kw, source)
+        settings.principal = settings.kerberos.principal
         return
     if mechanism == "OAUTHBEARER":
         from kafka_txn_tools.admin.oauth import token_provider
@@ -272,6 +281,7 @@ def _apply_sasl(props: Mapping[str, str], take: Any, kw: dict[str, Any], source:
         )
     kw["sasl_plain_username"] = username
     kw["sasl_plain_password"] = password
+    settings.principal = username
 
 
 def _apply_ssl(take: Any, kw: dict[str, Any], source: str) -> None:

@@ -9,13 +9,17 @@ The properties a Java admin client uses (KIP-768):
         clientId="kafka-admin" clientSecret="..." scope="kafka" extension_logicalCluster="lkc-1";
 
 With a token endpoint, the OAuth 2 client credentials grant is used (HTTP Basic with clientId and
-clientSecret); a `file:` URL names a file holding the token, re-read when it expires. Without an
-endpoint, Kafka's unsecured development tokens (`unsecuredLoginStringClaim_sub="admin"`) are built
-here as Kafka's OAuthBearerUnsecuredLoginCallbackHandler builds them. `extension_<name>` (and
+clientSecret; Kafka 4.1's sasl.oauthbearer.client.credentials.client.id / .client.secret and
+sasl.oauthbearer.scope properties work too); a `file:` URL names a file holding the token, re-read
+when it expires. Without an endpoint, Kafka's unsecured development tokens
+(`unsecuredLoginStringClaim_sub="admin"`) are built here as Kafka's
+OAuthBearerUnsecuredLoginCallbackHandler builds them. `extension_<name>` (and
 `unsecuredLoginExtension_<name>`) options become SASL extensions.
 
 Tokens are fetched once before connecting, so a wrong secret or an unreachable endpoint is reported
-at once and by name, then reused until shortly before they expire.
+at once and by name, then reused until REFRESH_MARGIN_S before they expire, when the next connection
+fetches a new one. The token's subject (sasl.oauthbearer.sub.claim.name, `sub` by default) is the
+principal the audit log records. A token is never printed or logged.
 """
 
 from __future__ import annotations
@@ -27,11 +31,13 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafka.net.sasl.oauth import AbstractTokenProvider
 
 from kafka_txn_tools.admin.errors import ConfigError, ConnectionFailed
+from kafka_txn_tools.admin.redact import protect
 
 if TYPE_CHECKING:
     from kafka_txn_tools.admin.config import JaasConfig
@@ -45,7 +51,8 @@ class TokenProvider(AbstractTokenProvider):
 
     def __init__(self, endpoint: str | None, client_id: str | None, client_secret: str | None,
                  scope: str | None, extensions: dict[str, str], unsecured_sub: str | None = None,
-                 timeout_s: float = 10.0, urlencode_header: bool = False) -> None:
+                 timeout_s: float = 10.0, urlencode_header: bool = False, sub_claim: str = "sub",
+                 now: Callable[[], float] = time.time) -> None:
         self.endpoint = endpoint
         self._client_id = client_id
         self._client_secret = client_secret
@@ -54,6 +61,9 @@ class TokenProvider(AbstractTokenProvider):
         self._unsecured_sub = unsecured_sub
         self._timeout_s = timeout_s
         self._urlencode = urlencode_header
+        self._sub_claim = sub_claim
+        self._now = now
+        self.fetches = 0
         self._lock = threading.Lock()
         self._token: str | None = None
         self._expires_at = 0.0
@@ -63,10 +73,17 @@ class TokenProvider(AbstractTokenProvider):
 
     def token(self) -> str:
         with self._lock:
-            if self._token is None or time.time() >= self._expires_at - REFRESH_MARGIN_S:
+            if self._token is None or self._now() >= self._expires_at - REFRESH_MARGIN_S:
                 self._token, lifetime = self._fetch()
-                self._expires_at = time.time() + lifetime
+                protect([self._token])  # kafka-python logs what it sends at DEBUG
+                self._expires_at = self._now() + lifetime
+                self.fetches += 1
             return self._token
+
+    def subject(self) -> str | None:
+        """The current token's subject claim (read, not verified: the broker verifies), if it has one."""
+        value = _jwt_claims(self.token()).get(self._sub_claim)
+        return value if isinstance(value, str) else None
 
     def extensions(self) -> dict[str, str]:
         return dict(self._extensions)
@@ -94,8 +111,9 @@ class TokenProvider(AbstractTokenProvider):
                 body = json.loads(answer.read().decode("utf-8"))
         except urllib.error.HTTPError as exc:
             raise ConnectionFailed(
-                f"the OAuth token endpoint {self.endpoint} refused the client credentials (HTTP {exc.code})",
-                "check clientId and clientSecret in sasl.jaas.config") from None
+                f"the OAuth token endpoint {self.endpoint} refused the client credentials of {self._client_id} "
+                f"(HTTP {exc.code}{_oauth_error(exc)})", "check clientId and clientSecret in sasl.jaas.config"
+            ) from None
         except (urllib.error.URLError, OSError, ValueError) as exc:
             reason = getattr(exc, "reason", exc)
             raise ConnectionFailed(f"could not get a token from the OAuth token endpoint {self.endpoint}: {reason}",
@@ -104,6 +122,16 @@ class TokenProvider(AbstractTokenProvider):
         if not isinstance(token, str) or not token:
             raise ConnectionFailed(f"the OAuth token endpoint {self.endpoint} answered without an access_token")
         return token, float(body.get("expires_in") or DEFAULT_LIFETIME_S)
+
+
+def _oauth_error(exc: urllib.error.HTTPError) -> str:
+    """`: invalid_client` from an RFC 6749 error answer (its error code only: descriptions are free text)."""
+    try:
+        body = json.loads(exc.read().decode("utf-8"))
+    except (OSError, ValueError):
+        return ""
+    code = body.get("error") if isinstance(body, dict) else None
+    return f": {code}" if isinstance(code, str) and code.replace("_", "").isalnum() else ""
 
 
 def _token_from_file(path: str) -> tuple[str, float]:
@@ -139,7 +167,14 @@ def unsecured_token(subject: str, lifetime_s: float, now: float | None = None) -
 
 def token_provider(take: Any, jaas: JaasConfig | None, source: str) -> TokenProvider:
     """The provider for sasl.mechanism=OAUTHBEARER; configuration errors name the property."""
-    options = jaas.options if jaas is not None else {}
+    options = dict(jaas.options) if jaas is not None else {}
+    for option, key in (("clientId", "sasl.oauthbearer.client.credentials.client.id"),
+                        ("clientSecret", "sasl.oauthbearer.client.credentials.client.secret"),
+                        ("scope", "sasl.oauthbearer.scope")):
+        value = take(key)
+        if value and not options.get(option):
+            options[option] = value
+    sub_claim = take("sasl.oauthbearer.sub.claim.name") or "sub"
     endpoint = take("sasl.oauthbearer.token.endpoint.url")
     take("sasl.login.callback.handler.class")
     extensions = {k.split("_", 1)[1]: v for k, v in options.items()
@@ -157,7 +192,8 @@ def token_provider(take: Any, jaas: JaasConfig | None, source: str) -> TokenProv
                               'clientSecret="...";')
         return TokenProvider(endpoint, options.get("clientId"), options.get("clientSecret"), options.get("scope"),
                              extensions, timeout_s=timeout_s,
-                             urlencode_header=(take("sasl.oauthbearer.header.urlencode") or "").lower() == "true")
+                             urlencode_header=(take("sasl.oauthbearer.header.urlencode") or "").lower() == "true",
+                             sub_claim=sub_claim)
     subject = options.get("unsecuredLoginStringClaim_sub")
     if not subject:
         raise ConfigError(

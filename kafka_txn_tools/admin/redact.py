@@ -2,7 +2,8 @@
 
 kafka-python logs its whole configuration (the SASL and key passwords among it) and, at DEBUG, every
 request it sends, SASL tokens included: a PLAIN token carries the password itself, a SCRAM
-client-final message a proof that allows an offline guess at it. An application that turns on DEBUG
+client-final message a proof that allows an offline guess at it, an OAUTHBEARER message the bearer
+token, which is as good as the password while it lives. An application that turns on DEBUG
 logging for a kafka-txn run would write them to its logs.
 
 `protect(secrets)` installs, once per process, a log record factory that rewrites any record of a
@@ -20,6 +21,7 @@ from typing import Any
 
 MASK = "***"
 _SCRAM_PROOF = re.compile(r"(,p=)[A-Za-z0-9+/]+=*")
+_BEARER = re.compile(r"(auth=Bearer )[A-Za-z0-9._~+/=-]+")
 _secrets: set[str] = set()
 _lock = threading.Lock()
 _installed = False
@@ -44,7 +46,7 @@ def protect(secrets: Iterable[str | None]) -> None:
 def redact(text: str) -> str:
     for secret in sorted(_secrets, key=len, reverse=True):
         text = text.replace(secret, MASK)
-    return _SCRAM_PROOF.sub(rf"\1{MASK}", text)
+    return _BEARER.sub(rf"\1{MASK}", _SCRAM_PROOF.sub(rf"\1{MASK}", text))
 
 
 def _install() -> None:

@@ -61,6 +61,7 @@ def connect_or_audit(conn: Connection, log: AuditLog, command: str,
         for target in targets:
             log.append(AuditRecord(conn.label(), command, target, "failed", f"{exc}; nothing was written"))
         raise
+    log.principal = client.principal
     with client:
         yield client
 

@@ -373,8 +373,10 @@ def test_every_attempt_is_in_the_audit_log(world: World) -> None:
     import getpass
 
     records = [json.loads(line) for line in world.audit.read_text().splitlines()]
-    assert all(set(r) == {"time", "user", "cluster", "command", "target", "result", "detail"} for r in records)
+    assert all(set(r) == {"time", "user", "principal", "cluster", "command", "target", "result", "detail"}
+               for r in records)
     assert {r["user"] for r in records} == {getpass.getuser()}
+    assert {r["principal"] for r in records} == {None}  # PLAINTEXT: no SASL principal
     assert {r["cluster"] for r in records} == {world.bs}
     by_command: dict[str, list[str]] = {}
     for r in records:

@@ -36,6 +36,6 @@ async def authenticate(ctx: RequestContext, req: Any) -> Any:
     if ctx.session is None:
         code, message, challenge = E.ILLEGAL_SASL_STATE, "no SASL session", b""
     else:
-        code, message, challenge = ctx.session.authenticate(bytes(req.auth_bytes))
+        code, message, challenge = await ctx.session.authenticate(bytes(req.auth_bytes))
     return SaslAuthenticateResponse[ctx.api_version](error_code=code, error_message=message, auth_bytes=challenge,
                                                      session_lifetime_ms=0)

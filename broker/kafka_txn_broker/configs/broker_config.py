@@ -218,9 +218,33 @@ _DEFINITIONS: list[ConfigDefinition] = [
     _D("ssl.client.auth", _T.STRING, "none", "client certificates: none, requested or required",
        choices=("none", "requested", "required")),
     _D("sasl.enabled.mechanisms", _T.STRING, "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-       "SASL mechanisms offered (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)"),
-    _D("sasl.users", _T.LIST, (), "SASL users: a list (or comma-separated) of name:password, or a map "
-       "name: password; secrets, keep them in a --config file readable only by you", sensitive=True),
+       "SASL mechanisms offered (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, GSSAPI, OAUTHBEARER)"),
+    _D("sasl.users", _T.LIST, (), "SASL users of PLAIN and SCRAM: a list (or comma-separated) of name:password, "
+       "or a map name: password; secrets, keep them in a --config file readable only by you", sensitive=True),
+    # ---- SASL/GSSAPI (security/gssapi.py) and SASL/OAUTHBEARER (security/oauthbearer.py), Kafka's names ----
+    _D("sasl.kerberos.service.name", _T.STRING, "", "GSSAPI: the first component of the broker's principal"),
+    _D("sasl.kerberos.principal.to.local.rules", _T.LIST, ("DEFAULT",),
+       "GSSAPI: Kerberos principal -> Kafka principal; DEFAULT (the short name, broker's realm only)"),
+    *(_D(f"listener.name.{listener}.{mechanism}.sasl.jaas.config", _T.PASSWORD, "",
+         f"{mechanism.upper()} on a {listener.upper()} listener: the JAAS line ("
+         + ("Krb5LoginModule with keyTab and principal" if mechanism == "gssapi" else "OAuthBearerLoginModule")
+         + ")")
+      for listener in ("sasl_plaintext", "sasl_ssl") for mechanism in ("gssapi", "oauthbearer")),
+    *(_D(f"listener.name.{listener}.oauthbearer.sasl.server.callback.handler.class", _T.CLASS, "",
+         "OAUTHBEARER: OAuthBearerValidatorCallbackHandler (tokens checked against the JWKS)")
+      for listener in ("sasl_plaintext", "sasl_ssl")),
+    _D("sasl.oauthbearer.jwks.endpoint.url", _T.STRING, "",
+       "OAUTHBEARER: the identity provider's JWKS (https:, http: or file:), the keys tokens are signed with"),
+    _D("sasl.oauthbearer.jwks.endpoint.refresh.ms", _T.LONG, 3600000,
+       "OAUTHBEARER: how long fetched keys are used before fetching them again (an unknown key id "
+       "fetches at once)", validator=at_least(0)),
+    _D("sasl.oauthbearer.expected.issuer", _T.STRING, "", "OAUTHBEARER: the `iss` tokens must have (empty: any)"),
+    _D("sasl.oauthbearer.expected.audience", _T.LIST, (),
+       "OAUTHBEARER: `aud` must include one of these (empty: any)"),
+    _D("sasl.oauthbearer.sub.claim.name", _T.STRING, "sub", "OAUTHBEARER: the claim that names the principal"),
+    _D("sasl.oauthbearer.scope.claim.name", _T.STRING, "scope", "OAUTHBEARER: the claim that holds the scopes"),
+    _D("sasl.oauthbearer.clock.skew.seconds", _T.INT, 30,
+       "OAUTHBEARER: tolerance of exp, nbf and iat against the broker's clock", validator=at_least(0)),
     _D("sasl.scram.iterations", _T.INT, 4096, "PBKDF2 iterations of the SCRAM credentials (at least 4096)"),
     _D("sasl.server.max.receive.size", _T.INT, 524288, "largest request accepted before authentication"),
     _D("authorizer.class.name", _T.STRING, "", "empty: no authorization; 'acl' or "

@@ -5,25 +5,35 @@ names the property to fix. Every node of the cluster uses the one `security.prot
 
 An `AuthSession` follows one connection through Kafka's SASL sequence: ApiVersions (optional),
 SaslHandshake (v1: SaslAuthenticate requests follow; v0: raw length-prefixed tokens follow), then
-SaslAuthenticate until the mechanism completes. Anything else before that closes the connection, and
-so does a failed authentication once its SASL_AUTHENTICATION_FAILED answer is sent.
+SaslAuthenticate until the mechanism completes. Mechanisms: PLAIN and SCRAM over `sasl.users` (sasl.py),
+GSSAPI with the broker's keytab (gssapi.py), OAUTHBEARER with the identity provider's JWKS (oauthbearer.py).
+Anything else before that closes the connection, and so does a failed authentication once its
+SASL_AUTHENTICATION_FAILED answer is sent.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import ssl
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from kafka_txn_broker.clock import SYSTEM_CLOCK, Clock
 from kafka_txn_broker.configs.broker_config import BrokerConfig, ConfigError
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.security.acl_store import AclStore
 from kafka_txn_broker.security.acls import AclError, parse_acl
 from kafka_txn_broker.security.authorizer import AclAuthorizer
+from kafka_txn_broker.security.gssapi import KerberosError
+from kafka_txn_broker.security.oauthbearer import TokenRejected
 from kafka_txn_broker.security.sasl import SUPPORTED, CredentialStore, SaslFailure, SaslServer, new_server, parse_users
+
+if TYPE_CHECKING:
+    from kafka_txn_broker.security.gssapi import KerberosSettings
+    from kafka_txn_broker.security.oauthbearer import Jwks, OAuthSettings
 
 log = logging.getLogger(__name__)
 
@@ -43,13 +53,18 @@ class ClusterSecurity:
     authorizer: AclAuthorizer | None = None
     # Largest frame accepted before authentication (Kafka's sasl.server.max.receive.size).
     max_unauthenticated_frame: int = 524288
+    kerberos: KerberosSettings | None = None
+    kerberos_credentials: Any = None  # the broker's acceptor credentials (gssapi.Credentials)
+    oauth: OAuthSettings | None = None
+    jwks: Jwks | None = None
+    clock: Clock = SYSTEM_CLOCK
 
     @property
     def sasl_enabled(self) -> bool:
         return self.protocol.startswith("SASL_")
 
     @classmethod
-    def from_config(cls, cfg: BrokerConfig, data_dir: Path) -> ClusterSecurity:
+    def from_config(cls, cfg: BrokerConfig, data_dir: Path, clock: Clock = SYSTEM_CLOCK) -> ClusterSecurity:
         protocol = cfg["security.protocol"]
         ssl_context = None
         if protocol in ("SSL", "SASL_SSL"):
@@ -57,8 +72,19 @@ class ClusterSecurity:
 
             ssl_context = server_context(cfg)
         mechanisms, credentials = _sasl(cfg) if protocol.startswith("SASL_") else ((), None)
+        kerberos = oauth = jwks = creds = None
+        if GSSAPI in mechanisms:
+            from kafka_txn_broker.security.gssapi import KerberosSettings
+
+            kerberos = KerberosSettings.from_config(cfg)
+            creds = kerberos.acceptor_credentials()
+        if OAUTHBEARER in mechanisms:
+            from kafka_txn_broker.security.oauthbearer import Jwks, OAuthSettings
+
+            oauth = OAuthSettings.from_config(cfg)
+            jwks = Jwks(oauth.jwks_url, oauth.refresh_ms, clock)
         return cls(protocol, ssl_context, mechanisms, credentials, _authorizer(cfg, data_dir),
-                   cfg["sasl.server.max.receive.size"])
+                   cfg["sasl.server.max.receive.size"], kerberos, creds, oauth, jwks, clock)
 
     def new_session(self, peer_host: str, peer_cert: dict[str, Any] | None) -> AuthSession:
         from kafka_txn_broker.security.tls import principal_from_cert
@@ -67,12 +93,19 @@ class ClusterSecurity:
         return AuthSession(self, peer_host, principal or ANONYMOUS)
 
 
-def _sasl(cfg: BrokerConfig) -> tuple[tuple[str, ...], CredentialStore]:
+GSSAPI = "GSSAPI"
+OAUTHBEARER = "OAUTHBEARER"
+MECHANISMS = (*SUPPORTED, GSSAPI, OAUTHBEARER)
+
+
+def _sasl(cfg: BrokerConfig) -> tuple[tuple[str, ...], CredentialStore | None]:
     mechanisms = tuple(m.strip().upper() for m in cfg["sasl.enabled.mechanisms"].split(",") if m.strip())
-    unsupported = [m for m in mechanisms if m not in SUPPORTED]
+    unsupported = [m for m in mechanisms if m not in MECHANISMS]
     if unsupported or not mechanisms:
         raise ConfigError(f"sasl.enabled.mechanisms: {', '.join(unsupported) or 'none given'} not supported; "
-                          f"use any of {', '.join(SUPPORTED)}")
+                          f"use any of {', '.join(MECHANISMS)}")
+    if not set(mechanisms) & set(SUPPORTED):
+        return mechanisms, None  # GSSAPI and OAUTHBEARER need no users
     try:
         users = parse_users(cfg["sasl.users"])
         if not users:
@@ -97,6 +130,9 @@ def _authorizer(cfg: BrokerConfig, data_dir: Path) -> AclAuthorizer | None:
         return AclAuthorizer(super_users, cfg["allow.everyone.if.no.acl.found"], static, AclStore(data_dir))
     except AclError as exc:
         raise ConfigError(f"authorizer.acls: {exc}") from None
+
+
+_FAILURES = (SaslFailure, KerberosError, TokenRejected)
 
 
 class AuthSession:
@@ -126,32 +162,48 @@ class AuthSession:
         if mechanism not in enabled:
             self.close_after_response = True
             return E.UNSUPPORTED_SASL_MECHANISM, enabled
-        assert self.security.credentials is not None
-        self._server = new_server(mechanism, self.security.credentials)
+        self._server = self._new_server(mechanism)
         self._mechanism = mechanism
         self.raw_tokens = version == 0
         return E.NONE, enabled
 
-    def authenticate(self, token: bytes) -> tuple[int, str | None, bytes]:
+    def _new_server(self, mechanism: str) -> SaslServer:
+        security = self.security
+        if mechanism == GSSAPI:
+            from kafka_txn_broker.security.gssapi import GssapiServer
+
+            assert security.kerberos is not None
+            return GssapiServer(security.kerberos, security.kerberos_credentials)
+        if mechanism == OAUTHBEARER:
+            from kafka_txn_broker.security.oauthbearer import OAuthBearerServer
+
+            assert security.oauth is not None and security.jwks is not None
+            return OAuthBearerServer(security.oauth, security.jwks, security.clock)
+        assert security.credentials is not None
+        return new_server(mechanism, security.credentials)
+
+    async def authenticate(self, token: bytes) -> tuple[int, str | None, bytes]:
         """(error code, error message, challenge) for one SaslAuthenticate request."""
         if self._server is None or self.authenticated or self.raw_tokens:
             self.close_after_response = True
             return E.ILLEGAL_SASL_STATE, "SaslAuthenticate is only valid after a SaslHandshake v1", b""
         try:
-            challenge = self._server.evaluate(token)
-        except SaslFailure as exc:
+            answer = self._server.evaluate(token)
+            challenge = await answer if inspect.isawaitable(answer) else answer
+        except _FAILURES as exc:
             self.close_after_response = True
+            text = str(exc) if isinstance(exc, SaslFailure) else f"Authentication failed: {exc}"
             log.info("failed authentication from %s with SASL %s (user %r): %s", self.peer_host, self._mechanism,
-                     self._server.username, exc)
-            return E.SASL_AUTHENTICATION_FAILED, str(exc), b""
+                     self._server.username, text)
+            return E.SASL_AUTHENTICATION_FAILED, text, b""
         if self._server.complete:
             self._complete()
         return E.NONE, None, challenge
 
-    def raw_token(self, token: bytes) -> bytes | None:
+    async def raw_token(self, token: bytes) -> bytes | None:
         """A SaslHandshake v0 token: the framed answer, or None to close (v0 has no error answer)."""
         self.raw_tokens = False
-        code, _, challenge = self.authenticate(token)
+        code, _, challenge = await self.authenticate(token)
         if code != E.NONE:
             return None
         self.close_after_response = False

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from typing import Protocol
 
 from kafka_txn_broker.security.scram import (
@@ -40,7 +40,7 @@ class SaslServer(Protocol):
     @property
     def complete(self) -> bool: ...
 
-    def evaluate(self, token: bytes) -> bytes: ...
+    def evaluate(self, token: bytes) -> bytes | Awaitable[bytes]: ...
 
 
 def parse_users(entries: Iterable[str]) -> dict[str, str]:

@@ -44,7 +44,7 @@ class Cluster:
         self.config = config
         self.clock = clock
         # TLS context, SASL credentials and ACLs: built before anything listens (ConfigError if wrong).
-        self.security = ClusterSecurity.from_config(config, data_dir)
+        self.security = ClusterSecurity.from_config(config, data_dir, clock)
         self.metadata = ClusterMetadata(data_dir, range(nodes))
         self.metadata.add_listener(self._on_leadership_change)
         self.metadata.add_config_listener(self._on_config_change)

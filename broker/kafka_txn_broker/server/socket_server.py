@@ -148,12 +148,12 @@ class Connection:
 
     async def _handle(self, frame: bytes) -> bytes | None:
         if self.session.raw_tokens:
-            return self._raw_sasl_token(frame[4:])
+            return await self._raw_sasl_token(frame[4:])
         return await self.handler.handle(frame, self.session, self.peer)
 
-    def _raw_sasl_token(self, token: bytes) -> bytes:
+    async def _raw_sasl_token(self, token: bytes) -> bytes:
         # After SaslHandshake v0 the client sends bare tokens; a failure there has no error answer.
-        answer = self.session.raw_token(token)
+        answer = await self.session.raw_token(token)
         if answer is None:
             raise ProtocolViolation("SASL authentication failed")
         return answer

@@ -185,7 +185,7 @@ def cmd_abort(ns: argparse.Namespace, out: IO[str], err: IO[str]) -> None:
     log, cluster, item = AuditLog(), str(ns.bootstrap_server), AbortItem(target)
     try:
         with _connect(ns, what) as admin:
-            cluster = admin.cluster_name
+            cluster, log.principal = admin.cluster_name, admin.principal
             with failing_as(what):
                 [item] = prepare(admin, [target], force=False)
             _refuse_unsafe(ns, item, unverifiable([item]))
@@ -287,7 +287,7 @@ def cmd_force_terminate(ns: argparse.Namespace, out: IO[str], err: IO[str]) -> N
     result, detail = "failed", ""
     try:
         with _connect(ns, what) as admin:
-            cluster = admin.cluster_name
+            cluster, log.principal = admin.cluster_name, admin.principal
             config = f" --command-config {ns.command_config}" if ns.command_config else ""
             override = (f"kafka-txn force-terminate --transactional-id {txn_id} --force "
                         f"--bootstrap-server {ns.bootstrap_server}{config}")

@@ -103,6 +103,7 @@ class FakeCluster:
 
     # -- what a command does with its client -----------------------------------------------
     cluster_name = "fake"
+    principal: str | None = None  # no SASL
 
     def __enter__(self) -> FakeCluster:
         return self
