@@ -30,6 +30,7 @@ from kafka_txn_tools.models import ScanError, TopicPartition
 
 if TYPE_CHECKING:
     from kafka_txn_tools.admin.abort_batch import AbortItem
+    from kafka_txn_tools.admin.advice import Invocation
     from kafka_txn_tools.admin.audit import AuditLog
     from kafka_txn_tools.admin.client import AdminClient
 
@@ -148,12 +149,24 @@ def _spec_text(item: AbortItem) -> str:
             f"producerEpoch={s.producer_epoch}, coordinatorEpoch={s.coordinator_epoch})")
 
 
-def _override(ns: argparse.Namespace) -> str:
-    """The kafka-txn command that writes this abort anyway."""
-    ids = (f"--start-offset {ns.start_offset}" if ns.start_offset is not None else
-           f"--producer-id {ns.producer_id} --producer-epoch {ns.producer_epoch} "
-           f"--coordinator-epoch {ns.coordinator_epoch}")
-    return f"kafka-txn abort --topic {ns.topic} --partition {ns.partition} {ids} --force"
+def _invocation(ns: argparse.Namespace) -> Invocation:
+    from kafka_txn_tools.admin.advice import Invocation
+
+    return Invocation.of(ns.bootstrap_server, None, ns.command_config)
+
+
+def _override(ns: argparse.Namespace, item: AbortItem) -> str:
+    """The kafka-txn command that writes this abort anyway: the transaction as validation found it (the
+    identifiers matched), with --force, which overrides what the refusal was about (a live or unverifiable
+    transaction) and nothing else."""
+    from kafka_txn_tools.admin import advice
+
+    check = item.check
+    if check is not None and check.spec.start_offset is not None:
+        return advice.abort(_invocation(ns), check.partition, check.spec.start_offset, force=True)
+    ids = ["--producer-id", str(ns.producer_id), "--producer-epoch", str(ns.producer_epoch),
+           "--coordinator-epoch", str(ns.coordinator_epoch)]
+    return _invocation(ns).line("abort", "--topic", ns.topic, "--partition", str(ns.partition), *ids, "--force")
 
 
 def cmd_abort(ns: argparse.Namespace, out: IO[str], err: IO[str]) -> None:
@@ -210,13 +223,16 @@ def _refuse_unsafe(ns: argparse.Namespace, item: AbortItem, unchecked: list[str]
             fail(message)
         fail(f"Failed to validate producer state for partition {tp}",
              _exception_cause(item.error) if item.error is not None else message)
+    if item.result is AbortResult.REFUSED and item.check is None:
+        # The identifiers name another transaction than the open one: --force would not change that.
+        raise UpstreamExit(f"Refusing to abort the transaction on partition {tp}: {item.message}")
     if item.result is AbortResult.REFUSED or unchecked:
         reason = item.check.refusal if item.check is not None and item.check.refusal else item.message
         if unchecked:
             reason = "it cannot be validated: " + "; ".join(unchecked)
         item.settle(AbortResult.REFUSED, reason)
         raise UpstreamExit(f"Refusing to abort the transaction on partition {tp}: {reason}. To abort it anyway: "
-                           f"{_override(ns)}")
+                           f"{_override(ns, item)}")
 
 
 def _audit(log: AuditLog, cluster: str, item: AbortItem) -> None:
@@ -270,7 +286,9 @@ def cmd_force_terminate(ns: argparse.Namespace, out: IO[str], err: IO[str]) -> N
     try:
         with _connect(ns, what) as admin:
             cluster = admin.cluster_name
-            override = f"kafka-txn force-terminate --transactional-id {txn_id} --force"
+            from kafka_txn_tools.admin.advice import force_terminate
+
+            override = force_terminate(_invocation(ns), txn_id, force=True)
             try:
                 check = check_fence(admin, txn_id, now_ms(), force=False)
             except MissingApi as exc:
