@@ -98,8 +98,12 @@ def advise(h: ShareHold, d: TransactionDescription | None, not_found: bool, now_
                        commands=(advice.force_terminate(invocation, txn, force),))
     mine = [r for r in share_state_rows if r.partition.topic == SHARE_STATE_TOPIC
             and r.producer.producer_id == h.producer_id and r.commands]
-    where = "its coordinator does not know it" if not_found or d is None else \
-        f"its coordinator holds {txn!r} as {d.state} for another producer, so fencing would not reach it"
+    if d is None:
+        where = "its coordinator does not know it"
+    elif d.producer_id != h.producer_id:
+        where = f"{txn!r} now belongs to producer {d.producer_id}, so fencing it would not reach this transaction"
+    else:
+        where = f"its coordinator holds {txn!r} as {d.state}: it no longer runs this transaction"
     return replace(h, action=(f"{where}: abort its open transaction on the group's {SHARE_STATE_TOPIC} partition"
                               + (" with the command below" if mine else " (find-hanging --all lists it)")
                               + f"; {back}"),

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from kafka_txn_tools.admin.api import DescribeResult, ListResult
+from kafka_txn_tools.admin.config import ClientSettings
 from kafka_txn_tools.dumps.transaction_log import TxnLogRecord
 from kafka_txn_tools.models import (
     BrokerInfo,
@@ -82,6 +83,7 @@ class FakeCluster:
 
     # -- what a command does with its client -----------------------------------------------
     cluster_name = "fake"
+    settings = ClientSettings(bootstrap_servers="fake:9092")
 
     def __enter__(self) -> FakeCluster:
         return self
