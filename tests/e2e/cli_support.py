@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Producer
@@ -93,3 +99,21 @@ def many_log_offsets(bootstrap: str, partitions: list[tuple[str, int]], admin: A
                                      request_timeout=20)
         levels[level] = [futures[tp].result(30).offset for tp in tps]
     return list(zip(levels[IsolationLevel.READ_UNCOMMITTED], levels[IsolationLevel.READ_COMMITTED], strict=True))
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_printed(command: str, timeout_s: float = 120.0) -> subprocess.CompletedProcess[str]:
+    """Run one command a finding printed, exactly as printed plus --yes, in a process of its own (the
+    `kafka-txn` console script, importing this checkout); its output is kept for the assertion message."""
+    argv = shlex.split(command)
+    assert argv[0] == "kafka-txn", command
+    program = shutil.which("kafka-txn")
+    prefix = [program] if program else [sys.executable, "-m", "kafka_txn_tools"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "broker")])}
+    env.pop("COLUMNS", None)
+    done = subprocess.run([*prefix, *argv[1:], "--yes"], capture_output=True, text=True, env=env, timeout=timeout_s,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, f"{command} --yes exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    return done

@@ -199,7 +199,7 @@ def find_hanging_command(
         "--count-held", help="--exit-code and --watch also count the rows held by live transactions (late but "
                              "live, prepared 2PC), which are listed but not counted otherwise")] = False,
     watch: Annotated[str | None, typer.Option(
-        "--watch", metavar="[INTERVAL]", is_flag=False, flag_value="10s",
+        "--watch", metavar="[INTERVAL]",
         help="scan again every INTERVAL (default 10s) until nothing is left to resolve, saying what appeared and "
              "what was resolved (JSON lines when not on a terminal); exits 0 once clear")] = None,
     bootstrap_server: BootstrapOpt = None,
@@ -295,6 +295,21 @@ def _add_share_holds(client: Any, report: ScanReport, urls: list[str], scope: An
         for h in held]
 
 
+DEFAULT_WATCH = "10s"
+
+
+class FindHangingCommand(KafkaTxnCommand):
+    """find-hanging's command: `--watch` takes an optional INTERVAL (`--watch` alone is every 10 s)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        given = []
+        for i, arg in enumerate(args):
+            given.append(arg)
+            if arg == "--watch" and (i + 1 == len(args) or args[i + 1].startswith("-")):
+                given.append(DEFAULT_WATCH)
+        return super().parse_args(ctx, given)
+
+
 def register(app: typer.Typer) -> None:
-    app.command("find-hanging", cls=KafkaTxnCommand,
+    app.command("find-hanging", cls=FindHangingCommand,
                 epilog=EXAMPLES + "\n" + exit_codes.HELP_TEXT)(find_hanging_command)
