@@ -68,7 +68,7 @@ def write_plan(report: ScanReport, max_timeout_ms: int) -> str:
             start_offset=h.producer.current_txn_start_offset, producer_id=h.producer.producer_id,
             producer_epoch=h.producer.producer_epoch, coordinator_epoch=h.producer.coordinator_epoch,
             reason=h.reason.value, last_timestamp_ms=h.producer.last_timestamp_ms,
-            transactional_id=h.transactional_id, replica_broker_ids=list(h.brokers))
+            transactional_id=h.transactional_id, replica_broker_ids=list(h.brokers), commands=list(h.commands))
         for h in report.hanging
     ]
     plan = AbortPlan(entries=entries, as_of_ms=report.now_ms, max_transaction_timeout_ms=max_timeout_ms,

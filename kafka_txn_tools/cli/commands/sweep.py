@@ -15,6 +15,7 @@ import typer
 
 from kafka_txn_tools.cli import exit_codes
 from kafka_txn_tools.cli.errors import KafkaTxnCommand, fail
+from kafka_txn_tools.cli.options import CONNECTION, CommandConfigOpt, ProfileOpt
 
 
 class SweepOutput(StrEnum):
@@ -47,7 +48,7 @@ def _parse_timeout(text: str) -> int:
 
 
 def _run(inputs: list[Path], out: Path, master: str, timeout_ms: int, as_of: int | None,
-         include_late: bool, max_prepare_ms: int) -> Any:
+         include_late: bool, max_prepare_ms: int, invocation: Any) -> Any:
     from kafka_txn_tools.dumps.dump_log_text import DumpLogTextError
     from kafka_txn_tools.dumps.logdir import LogDirError
     from kafka_txn_tools.dumps.schema import DumpFormatError
@@ -57,7 +58,7 @@ def _run(inputs: list[Path], out: Path, master: str, timeout_ms: int, as_of: int
 
     try:
         return run_sweep([str(p) for p in inputs], out, master, timeout_ms, as_of, include_late,
-                         max_prepare_ms=max_prepare_ms)
+                         max_prepare_ms=max_prepare_ms, invocation=invocation)
     except (InputError, DumpFormatError, LogDirError, DumpLogTextError) as exc:
         fail(str(exc), exit_codes.USAGE)
     except (JavaNotFoundError, SweepError) as exc:
@@ -87,6 +88,12 @@ def sweep_command(
         "--max-prepare-time", metavar="DURATION",
         help="stuck when held in a Prepare state longer than this (1m, 90s; a bare number means seconds)")] = "1m",
     output: Annotated[SweepOutput, typer.Option("--output", "-o", help="table or json")] = SweepOutput.table,
+    bootstrap_server: Annotated[str | None, typer.Option(
+        "--bootstrap-server", "-b", metavar="HOST:PORT[,...]", rich_help_panel=CONNECTION,
+        help="the cluster the inputs were captured from: the printed commands reach it with this (default: "
+             "--profile, then $KAFKA_BOOTSTRAP_SERVERS); the sweep itself connects to nothing")] = None,
+    command_config: CommandConfigOpt = None,
+    profile: ProfileOpt = None,
 ) -> None:
     """Sweep captured state for late and hanging transactions; write a report and an abort plan.
 
@@ -98,11 +105,15 @@ def sweep_command(
     from kafka_txn_tools.cli.options import duration_ms
 
     max_prepare_ms = duration_ms(max_prepare, "--max-prepare-time", bare_unit="s")
-    result = _run(inputs, out, master, timeout_ms, as_of, include_late, max_prepare_ms)
+    from kafka_txn_tools.admin.advice import Invocation
+
+    invocation = Invocation.of(bootstrap_server, profile, command_config, os.environ.get("KAFKA_BOOTSTRAP_SERVERS"))
+    result = _run(inputs, out, master, timeout_ms, as_of, include_late, max_prepare_ms, invocation)
     _print(result, output)
 
 
 def _print(result: Any, output: SweepOutput) -> None:
+    from kafka_txn_tools.admin.advice import is_command_line
     from kafka_txn_tools.cli.options import OutputFormat
     from kafka_txn_tools.cli.render import Column, Output
 
@@ -110,7 +121,7 @@ def _print(result: Any, output: SweepOutput) -> None:
     summary = result.summary
     doc = Output(
         kind="transactions", rows=result.rows, columns=columns, extra={"stuck": result.stuck, "summary": summary},
-        empty_message="no hanging transactions",
+        empty_message="no hanging transactions", footer=_next_steps(result), verbatim=is_command_line,
     )
     if output is SweepOutput.json:
         doc.emit(OutputFormat.json)
@@ -124,6 +135,17 @@ def _print(result: Any, output: SweepOutput) -> None:
         f"report: {Path(summary['outputs']['report.html'])}",
         err=True,
     )
+
+
+def _next_steps(result: Any) -> str:
+    """After the table: for each row, what to do and the commands (each whole on its own line)."""
+    lines = []
+    for r in result.rows:
+        lines += [f"{r['topic']}-{r['partition']} producer {r['producer_id']} ({r['reason']}): {r['action']}",
+                  *(f"    {c}" for c in r.get("commands") or [])]
+    for s in result.stuck:
+        lines += [f"{s['transactional_id']!r} ({s['state']}): {s['action']}", *(f"    {c}" for c in s["commands"])]
+    return "\n" + "\n".join(lines) + "\n" if lines else ""
 
 
 def register(app: typer.Typer) -> None:

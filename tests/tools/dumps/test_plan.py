@@ -76,3 +76,11 @@ def test_a_hand_written_plan_needs_only_the_identifiers(tmp_path):
     loaded = plan.load_plan(write(tmp_path, {"version": 1, "entries": [entry]}))
     assert loaded.entries == [plan.AbortPlanEntry(**entry)]
     assert loaded.entries[0].reason is None and loaded.entries[0].coordinator_epoch is None
+
+
+def test_an_entry_carries_its_abort_as_one_command_line(tmp_path):
+    line = "kafka-txn abort --topic orders --partition 3 --start-offset 116 --bootstrap-server k:9092"
+    loaded = plan.load_plan(write(tmp_path, doc(commands=[line])))
+    assert loaded.entries[0].commands == [line]
+    with pytest.raises(plan.PlanError, match=r"entries\[0\]\.commands: .* is not a list of command lines"):
+        plan.load_plan(write(tmp_path, doc(commands=line)))
