@@ -187,7 +187,7 @@ def test_an_abort_that_cannot_be_validated_needs_force_and_a_refusal_writes_noth
         assert "cannot be validated" in refused.err and "pass --force" in refused.err
         upstream = kafka_transactions(bs, *args)
         assert upstream.code == 1 and "To abort it anyway: kafka-txn abort" in upstream.err
-        assert upstream.err.rstrip().endswith("--force")
+        assert upstream.err.rstrip().endswith(f"--force --bootstrap-server {bs}")
         assert log_offsets(bs, topic, part) == before
         forced = kafka_txn(bs, *args, "--yes", "--force", "-o", "json")
         assert forced.code == 0, forced.err

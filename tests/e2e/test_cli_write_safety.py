@@ -156,6 +156,10 @@ def test_kafka_transactions_refusals_write_nothing(world: World, args: list[str]
     assert (r.code, r.out) == (1, ""), r.err
     assert fill([message], world)[0] in r.err and "Traceback" not in r.err
     assert world.offsets() == before and world.live_epoch() == epoch
+    if "--producer-epoch" in args:
+        # Identifiers that name another transaction than the open one: --force would not change that, so no
+        # override is suggested (it would be refused again).
+        assert "anyway" not in r.err and "--force" not in r.err
 
 
 def test_kafka_transactions_rejects_an_epoch_outside_int16_like_argparse4j(world: World, capsys) -> None:
