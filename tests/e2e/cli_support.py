@@ -9,11 +9,13 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as CTopicPartition
 from typer.testing import CliRunner
 
 from kafka_txn_tools.cli.app import app
@@ -117,3 +119,28 @@ def run_printed(command: str, timeout_s: float = 120.0) -> subprocess.CompletedP
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 0, f"{command} --yes exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
     return done
+
+
+def hold_group(bs: str, topic: str, partition: int, group: str) -> None:
+    """A read_committed group that has read everything up to the LSO and committed there: held back."""
+    _end, lso = log_offsets(bs, topic, partition)
+    c = Consumer({"bootstrap.servers": bs, "group.id": group, "enable.auto.commit": False, "log_level": 0})
+    c.commit(offsets=[CTopicPartition(topic, partition, lso)], asynchronous=False)
+    c.close()
+
+
+def group_reads_to_the_end(bs: str, topic: str, partition: int, group: str) -> None:
+    """The held-back group moves on: read_committed from its committed offset up to the high watermark."""
+    end, _lso = log_offsets(bs, topic, partition)
+    c = Consumer({"bootstrap.servers": bs, "group.id": group, "enable.auto.commit": False,
+                  "isolation.level": "read_committed", "auto.offset.reset": "earliest", "log_level": 0})
+    c.assign([CTopicPartition(topic, partition)])
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        c.consume(100, 0.2)
+        position = c.position([CTopicPartition(topic, partition)])[0].offset
+        if position >= end:
+            break
+    assert position >= end, f"group {group} is still at {position}, the high watermark is {end}"
+    c.commit(offsets=[CTopicPartition(topic, partition, position)], asynchronous=False)
+    c.close()
