@@ -265,3 +265,18 @@ def test_move_coordinator_refusals_and_a_dry_run_write_nothing(cluster: Embedded
     [result] = moved.json()["moves"]
     assert (result["from_broker"], result["result"]) == (leader, "moved")
     assert leader_of(bs, TXN_TOPIC, home) == result["to_broker"] != leader
+
+
+# ---- force-terminate keeps the id's transaction timeout ------------------------------------------------------
+def test_fencing_keeps_the_transaction_timeout_the_id_had(cluster: EmbeddedCluster) -> None:
+    from tests.e2e.cli_support import open_transaction
+
+    bs = cluster.bootstrap_servers
+    cluster.create_topic("ten-minutes", 1, 3)
+    producer = open_transaction(bs, "ten-minutes-app", "ten-minutes", [0], records=1, timeout_ms=600_000)
+    fenced = kafka_txn(bs, "force-terminate", "-t", "ten-minutes-app", "--force", "--yes")
+    assert fenced.code == exit_codes.OK, fenced.err
+    [d] = kafka_txn(bs, "describe", "-t", "ten-minutes-app", "-o", "json").json()["transactions"]
+    assert (d["state"], d["timeout_ms"]) in {("CompleteAbort", 600_000), ("Empty", 600_000)}
+    assert "transaction timeout is now" not in fenced.err  # nothing changed, nothing to say
+    del producer  # fenced: it cannot end anything any more
