@@ -129,6 +129,8 @@ def test_marker_retry_rejected_its_move_then_the_upgrade_clears_it(cluster: Embe
     assert [p["reason"] for p in row["pending_partitions"]] == ["marker-rejected"]
     assert row["commands"] == [f"kafka-txn move-coordinator --transactional-id {truth.transactional_id} "
                                f"--bootstrap-server {bs}"]
+    described = kafka_txn(bs, "describe", "-t", truth.transactional_id, "-o", "json").json()["transactions"][0]
+    assert (described["stuck_reason"], described["commands"]) == ("markers-pending", row["commands"])
     before = _coordinator(bs, truth.transactional_id)
     run_all(row)
     assert _coordinator(bs, truth.transactional_id) != before  # it moved, and the leader rejected it again

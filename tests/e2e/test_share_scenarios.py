@@ -258,7 +258,7 @@ def state_partition_clear(cluster: EmbeddedCluster, t: ShareTransaction) -> None
 @pytest.mark.parametrize("name", ["share-ack-stalled", "share-ack-leadership-move"])
 def test_a_transaction_holding_a_share_group_is_ended_by_its_printed_command(cluster, clock, metrics_url,
                                                                             name: str) -> None:
-    from tests.e2e.cli_support import run_printed
+    from tests.e2e.cli_support import kafka_txn, run_printed
 
     t = scenario(cluster, name)
     holder = t.new_leader
@@ -271,6 +271,11 @@ def test_a_transaction_holding_a_share_group_is_ended_by_its_printed_command(clu
     assert (row["group"], row["records"], row["stalled_groups"]) == (t.group, 10, [t.group])
     [command] = row["commands"]
     assert command.startswith(f"kafka-txn force-terminate --transactional-id {t.transactional_id}")
+    # describe-share-group, asked about the group, prints the same way out for the share-partition it holds.
+    view = kafka_txn(cluster.bootstrap_servers, "describe-share-group", "--group", t.group, "--metrics-url",
+                     metrics_url, "-o", "json").json()["share_group"]
+    [held] = [p for p in view if (p["topic"], p["partition"]) == (t.topic, t.partition)]
+    assert held["commands"] == [command] and held["action"].startswith("end the transaction")
     run_printed(command)
     cluster.tick()
     assert wait_states(cluster, holder, t, lambda s: s.get("TX_PENDING", 0) == 0).get("TX_PENDING", 0) == 0
