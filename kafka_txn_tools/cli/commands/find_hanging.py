@@ -27,22 +27,28 @@ if TYPE_CHECKING:
 
 EXAMPLES = """\b
 The runbook:
-  1. kafka-txn find-hanging --all                 what hangs, and why
-  2. kafka-txn abort --topic T --partition P --start-offset O --dry-run
-  3. kafka-txn abort --topic T --partition P --start-offset O
-  Many: find-hanging --all -o plan > plan.yaml, then abort --plan plan.yaml
+  1. kafka-txn find-hanging --all          what holds an LSO, why, what to do
+  2. run the commands printed under each row, as printed (a write asks on
+     the terminal, or takes --yes)
+  3. kafka-txn find-hanging --all --watch  until nothing is left to resolve
+  Many at once: find-hanging --all -o plan > plan.yaml, then abort --plan.
 
 Scope (one is required): --all, --broker-id ID, or --topic T [--partition P].
-Two kinds of row: "partition" (an open transaction no coordinator will end:
-abort it) and "coordinator" (PrepareCommit/PrepareAbort/PrepareEpochFence
-longer than --max-prepare-time with markers missing, or Ongoing at an
-exhausted epoch): each says why and exactly what to do, and which groups it
-holds back at the LSO. With --metrics-url (each broker's Prometheus endpoint),
-a third kind, "share": a transaction holding share-group records TX_PENDING
-(KIP-1289) longer than --max-transaction-timeout, and the group it stalls.
---exit-code: 3 when hanging or stuck transactions were found in a complete
-scan; a scan with errors exits 5 whatever it found (5 wins over 3), and
-JSON/YAML say "partial": true.
+Rows of kind "partition": an open transaction older than the max timeout.
+Hanging (no coordinator will end it): abort it. Late or prepared-2pc: a live
+transaction that has held the LSO that long, named with who must end it
+(its coordinator, or its external transaction manager), not counted by
+--exit-code unless --count-held. Rows of kind "coordinator": PrepareCommit,
+PrepareAbort or PrepareEpochFence longer than --max-prepare-time with markers
+missing, or Ongoing at an exhausted epoch. With --metrics-url (each broker's
+Prometheus endpoint), rows of kind "share": a transaction holding share-group
+records TX_PENDING (KIP-1289) longer than --max-transaction-timeout. Each row
+says why, what to do, the commands that do it (JSON: `commands`), and which
+groups it holds back at the LSO. A step no command can take (a broker to
+start, a broker upgrade) is said in words, with why.
+--exit-code: 3 when hanging or stuck transactions or share holds were found in
+a complete scan; a scan with errors exits 5 whatever it found (5 wins over 3),
+and JSON/YAML say "partial": true. --watch exits 0 once clear.
 """
 
 
