@@ -71,6 +71,7 @@ class Watch:
     count_held: bool = False
     clock: Callable[[], int] = field(default=lambda: time.time_ns() // 1_000_000)
     sleep: Callable[[float], None] = time.sleep
+    width: int | None = None  # a terminal's: prose wraps to it, commands stay whole
     rounds: int = 0
     resolved: int = 0
 
@@ -115,7 +116,10 @@ class Watch:
             lines.append(f"  + {f.summary}")
             lines += _advice_lines(f.row)
         lines += [f"  - resolved: {f.summary}" for f in gone]
-        self.out.write("\n".join(lines) + "\n")
+        from kafka_txn_tools.admin.advice import is_command_line
+        from kafka_txn_tools.cli.render import wrap_footer
+
+        self.out.write(wrap_footer("\n".join(lines), self.width, is_command_line) + "\n")
         self.out.flush()
 
     def _clear(self, held: int) -> None:
@@ -123,12 +127,16 @@ class Watch:
         if self.json_lines:
             self._event("clear", scans=self.rounds, resolved=self.resolved, held_by_live_transactions=held)
             return
-        self.out.write(f"{iso(self.clock())}  clear: nothing left to resolve after {self.rounds} "
-                       f"{'scan' if self.rounds == 1 else 'scans'} ({self.resolved} resolved){left}\n")
+        from kafka_txn_tools.cli.render import wrap_lines
+
+        self.out.write(wrap_lines(f"{iso(self.clock())}  clear: nothing left to resolve after {self.rounds} "
+                                  f"{'scan' if self.rounds == 1 else 'scans'} ({self.resolved} resolved){left}",
+                                  self.width) + "\n")
         self.out.flush()
 
 
 def _advice_lines(row: Mapping[str, Any]) -> list[str]:
     lines = [f"    do: {row.get('action') or '-'}"]
-    lines += [f"      {c}" for c in row.get("commands") or []]
+    commands = row.get("commands") or []
+    lines += [*(["    run:"] if commands else []), *(f"      {c}" for c in commands)]
     return lines

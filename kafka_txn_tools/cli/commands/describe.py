@@ -124,7 +124,7 @@ def _next_steps(rows: Iterable[StuckTransaction]) -> str:
     lines = []
     for r in rows:
         lines += [f"{r.transactional_id!r} ({r.state}): {r.detail}", f"  do: {r.action}",
-                  *(f"    {c}" for c in r.commands)]
+                  *(["  run:"] if r.commands else []), *(f"    {c}" for c in r.commands)]
     return "\n" + "\n".join(lines) + "\n" if lines else ""
 
 

@@ -116,8 +116,8 @@ def _share_cells(h: ShareHold) -> dict[str, Any]:
 
 
 def _commands(commands: tuple[str, ...] | list[str]) -> list[str]:
-    """Each command on its own line, indented under its row (cli/render keeps these lines whole)."""
-    return [f"    {c}" for c in commands]
+    """`run:`, then each command on its own line, indented under its row (cli/render keeps these lines whole)."""
+    return ["  run:", *(f"    {c}" for c in commands)] if commands else []
 
 
 def _next_steps(report: ScanReport) -> str:
@@ -271,8 +271,11 @@ def _watch(scan: Any, interval_s: float, fmt: FindHangingFormat, count_held: boo
 
     from kafka_txn_tools.cli import watch
 
+    from kafka_txn_tools.cli.terminal import table_width
+
     json_lines = fmt is FindHangingFormat.json or not sys.stdout.isatty()
-    return watch.Watch(scan, interval_s, sys.stdout, json_lines, count_held, sleep=watch_sleep).run()
+    return watch.Watch(scan, interval_s, sys.stdout, json_lines, count_held, sleep=watch_sleep,
+                       width=table_width(sys.stdout)).run()
 
 
 def watch_sleep(seconds: float) -> None:

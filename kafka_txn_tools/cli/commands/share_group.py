@@ -120,7 +120,8 @@ def _advice(client: Any, view: Any, held: list[Any], inv: Any) -> dict[tuple[str
 def _next_steps(advice: dict[tuple[str, int], dict[str, Any]]) -> str:
     lines = []
     for (topic, partition), a in sorted(advice.items()):
-        lines += [f"{topic}-{partition}: {a['action']}", *(f"    {c}" for c in a["commands"])]
+        lines += [f"{topic}-{partition}: {a['action']}", *(["  run:"] if a["commands"] else []),
+                  *(f"    {c}" for c in a["commands"])]
     return "\n" + "\n".join(lines) + "\n" if lines else ""
 
 

@@ -141,10 +141,12 @@ def _next_steps(result: Any) -> str:
     """After the table: for each row, what to do and the commands (each whole on its own line)."""
     lines = []
     for r in result.rows:
+        commands = r.get("commands") or []
         lines += [f"{r['topic']}-{r['partition']} producer {r['producer_id']} ({r['reason']}): {r['action']}",
-                  *(f"    {c}" for c in r.get("commands") or [])]
+                  *(["  run:"] if commands else []), *(f"    {c}" for c in commands)]
     for s in result.stuck:
-        lines += [f"{s['transactional_id']!r} ({s['state']}): {s['action']}", *(f"    {c}" for c in s["commands"])]
+        lines += [f"{s['transactional_id']!r} ({s['state']}): {s['action']}",
+                  *(["  run:"] if s["commands"] else []), *(f"    {c}" for c in s["commands"])]
     return "\n" + "\n".join(lines) + "\n" if lines else ""
 
 

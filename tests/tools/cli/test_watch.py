@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 
 from kafka_txn_tools.admin.scan import ScanReport
 from kafka_txn_tools.cli.watch import Watch, iso
@@ -24,11 +25,12 @@ def report(*rows: HangingTransaction, partial: bool = False) -> ScanReport:
     return ScanReport(results=list(rows), errors=[ScanError("BROKER_UNREACHABLE", "down")] if partial else [])
 
 
-def watch(reports: list[ScanReport], json_lines: bool, count_held: bool = False) -> tuple[int, str, list[float]]:
+def watch(reports: list[ScanReport], json_lines: bool, count_held: bool = False,
+          width: int | None = None) -> tuple[int, str, list[float]]:
     out, pauses, scans = io.StringIO(), [], iter(reports)
     clock = iter(range(NOW, NOW + 10_000_000, 10_000))
     code = Watch(lambda: next(scans), 10.0, out, json_lines, count_held, clock=lambda: next(clock),
-                 sleep=pauses.append).run()
+                 sleep=pauses.append, width=width).run()
     return code, out.getvalue(), pauses
 
 
@@ -39,10 +41,12 @@ def test_on_a_terminal_it_says_what_appeared_with_its_commands_and_what_was_reso
         f"{iso(NOW)}  scan 1: 1 to resolve",
         "  + orders-1 producer 7 from offset 40: transaction-not-ongoing (app)",
         "    do: abort it",
+        "    run:",
         f"      {ABORT}",
         f"{iso(NOW + 10_000)}  scan 2: 2 to resolve",
         "  + orders-2 producer 7 from offset 40: transaction-not-ongoing (app)",
         "    do: abort it",
+        "    run:",
         f"      {ABORT}",
         f"{iso(NOW + 20_000)}  scan 3: 0 to resolve",
         "  - resolved: orders-1 producer 7 from offset 40: transaction-not-ongoing (app)",
@@ -70,3 +74,11 @@ def test_a_partial_scan_is_never_clear_and_live_rows_do_not_hold_it_unless_count
                                           "live transactions remain (not counted)")
     code, _, pauses = watch([report(late), report(late), report()], json_lines=True, count_held=True)
     assert code == 0 and len(pauses) == 2  # --count-held: it waits for the live one to end too
+
+
+def test_on_a_narrow_terminal_the_prose_wraps_and_the_commands_stay_whole() -> None:
+    long = replace(hanging(), action="abort it: " + "no coordinator will ever write the marker that ends it " * 3)
+    _, text, _ = watch([report(long), report()], json_lines=False, width=40)
+    lines = text.splitlines()
+    assert f"      {ABORT}" in lines
+    assert all(len(line) <= 40 for line in lines if ABORT not in line and " " in line.strip()[:40])
