@@ -270,7 +270,6 @@ def _watch(scan: Any, interval_s: float, fmt: FindHangingFormat, count_held: boo
     import sys
 
     from kafka_txn_tools.cli import watch
-
     from kafka_txn_tools.cli.terminal import table_width
 
     json_lines = fmt is FindHangingFormat.json or not sys.stdout.isatty()
