@@ -25,6 +25,7 @@ from kafka_txn_tools.admin.errors import UsageError
 from kafka_txn_tools.admin.share_pending import ShareHold
 from kafka_txn_tools.models import (
     DEFAULT_MAX_PREPARE_MS,
+    ONGOING_STATES,
     ClusterInfo,
     HangingReason,
     HangingTransaction,
@@ -206,7 +207,6 @@ def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options:
     found, errors = stuck.candidates(client, cluster.broker_ids(), now, options.max_prepare_ms,
                                      lambda d: _in_scope(d, scope, cluster), described, listed)
     report.errors.extend(errors)
-    confirmed = [*confirmed, *_live_long(client, listed, found, scope, cluster, now, options)]
     orphans = [v for v in confirmed if v.reason is HangingReason.NO_TRANSACTIONAL_ID]
     txn_meta = _txn_topic(client, cluster) if found or orphans else None
     log = _read_transaction_state(client, txn_meta, orphans, found, options, report) if txn_meta else None
@@ -214,11 +214,12 @@ def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options:
     views = stuck.leader_views(client, wanted, cluster if _covers(cluster, wanted) else None)
     rows = stuck.confirm(client, stuck.judge(found, log, views, now, options.max_prepare_ms, txn_meta,
                                              options.invocation))
+    stuck_ids = {r.transactional_id for r in rows}
+    confirmed = [*confirmed, *_live_long(client, listed, stuck_ids, scope, cluster, now, options)]
     pending = [p.partition for r in rows for p in r.pending_partitions if p.leader is not None and p.leader >= 0]
     offsets = _offsets(client, cluster, [*(v.candidate.partition for v in confirmed), *pending], views)
     results = hanging.to_results(confirmed, now, options.include_late, offsets, options.invocation)
     # A live verdict on a transaction its coordinator cannot finish is the coordinator row's to explain.
-    stuck_ids = {r.transactional_id for r in rows}
     results = [r for r in results if r.reason.is_hanging or r.transactional_id not in stuck_ids]
     held, notes = _held_back(client, cluster, offsets, bool(results or rows))
     report.notes += notes
@@ -231,15 +232,15 @@ def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options:
                     for r in rows]
 
 
-def _live_long(client: ScanClient, listed: dict[str, TransactionDescription], stuck_found: list[TransactionDescription],
+def _live_long(client: ScanClient, listed: dict[str, TransactionDescription], stuck_ids: set[str],
                scope: Scope, cluster: ClusterInfo, now_ms: int, options: ScanOptions) -> list[hanging.Verdict]:
     """Live transactions that have held their partitions' LSO longer than the max transaction timeout although
     their last write is recent (the partition side judges by the last write): a long transaction under a
     timeout above --max-transaction-timeout, or a prepared 2PC one. Named as late / prepared-2pc rows, so an
-    LSO held that long is never left unexplained. The coordinator rows (`stuck_found`) are left out."""
-    stuck_ids = {d.transactional_id for d in stuck_found}
+    LSO held that long is never left unexplained; a Prepare state too young for a coordinator row likewise (its
+    coordinator is completing it). The transactions of coordinator rows (`stuck_ids`) are left out."""
     long = [d for d in listed.values()
-            if d.state == stuck.ONGOING and d.transactional_id not in stuck_ids and d.start_time_ms >= 0
+            if d.state in ONGOING_STATES and d.transactional_id not in stuck_ids and d.start_time_ms >= 0
             and now_ms - d.start_time_ms > options.max_timeout_ms and _in_scope(d, scope, cluster)]
     wanted = {tp: d.producer_id for d in long for tp in d.partitions}
     views = stuck.leader_views(client, wanted, cluster if _covers(cluster, wanted) else None) if wanted else {}

@@ -59,6 +59,17 @@ def test_a_live_transaction_holding_an_lso_past_the_max_timeout_is_named_though_
     assert (row.partition, row.reason, row.transactional_id, row.producer.current_txn_start_offset, row.commands) == (
         T2, HangingReason.LATE, "young", 300, ())
     assert report.found == 2 and report.counted(count_held=True) == 4  # 10 and 13; with the live ones, 11 and 12
+    # Committed a moment ago after running 20 minutes, its markers still on their way: too young in PrepareCommit
+    # for a coordinator row, yet it has held the LSO that long: named as late too.
+    c.transactions["young"] = txn("young", 12, "PrepareCommit", partitions=[T2], coordinator=2,
+                                  start_ms=NOW - 20 * MIN)
+    c.txn_log = {partition_for("young", 3): [log_record(0, "young", 12, "PrepareCommit", NOW - 10_000, epoch=0,
+                                                        parts=(("orders", 2),))]}
+    report = scan(c, include_late=True)
+    assert report.stuck == []  # 10 s in PrepareCommit, by its record: not stuck
+    [row] = [h for h in report.results if h.producer.producer_id == 12]
+    assert (row.reason, row.detail) == (HangingReason.LATE, "'young' is PrepareCommit with this partition; its "
+                                                            "coordinator will complete it")
     # Started 14 minutes ago: within the max timeout of 15 minutes, nothing to name.
     c.transactions["young"] = txn("young", 12, partitions=[T2], coordinator=2, start_ms=NOW - 14 * MIN)
     assert [h for h in scan(c, include_late=True).results if h.producer.producer_id == 12] == []
