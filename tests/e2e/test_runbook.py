@@ -177,6 +177,10 @@ def test_epoch_exhaustion_frees_the_lso_now_and_says_the_rest_is_an_upgrade(one_
         ("open-transaction", truth.start_offset)]
     held = log_offsets(bs, topic, HANGING_PARTITION)
     assert held[1] == truth.start_offset < held[0]
+    # Not printed, and why: the coordinator cannot fence it; force-terminate says so, not a bare error code.
+    fence = kafka_txn(bs, "force-terminate", "-t", truth.transactional_id, "--yes")
+    assert fence.code == exit_codes.ERROR and "KAFKA-20090" in fence.err and "nothing was written" in fence.err
+    assert log_offsets(bs, topic, HANGING_PARTITION) == held
     # Without --force the abort is refused (its coordinator holds it as Ongoing), and writes nothing.
     refused = kafka_txn(bs, "abort", "--topic", topic, "--partition", str(HANGING_PARTITION), "--start-offset",
                         str(truth.start_offset), "--yes")
