@@ -39,10 +39,10 @@ class Invocation:
     def of(cls, bootstrap_server: str | None, profile: str | None, command_config: os.PathLike[str] | str | None,
            resolved_bootstrap: str | None = None) -> Invocation:
         """From a command's connection options. `resolved_bootstrap`: the servers the connection settled on;
-        repeated explicitly when nothing on the command line named the cluster (it came from the
-        environment), so the printed commands do not depend on that environment."""
+        repeated explicitly when neither --bootstrap-server nor a profile named them (they came from the
+        environment, or from the properties file), so the printed commands do not depend on that environment."""
         servers = bootstrap_server
-        if servers is None and profile is None and command_config is None:
+        if servers is None and profile is None:
             servers = resolved_bootstrap
         config = os.path.abspath(os.fspath(command_config)) if command_config is not None else None
         return cls(servers, profile, config)

@@ -23,6 +23,8 @@ def test_the_options_given_are_repeated_and_a_relative_properties_file_becomes_a
 def test_a_cluster_found_in_the_environment_is_named_explicitly_and_a_profile_stands_for_itself() -> None:
     assert advice.Invocation.of(None, None, None, "from-env:9092").options() == ["--bootstrap-server",
                                                                                   "from-env:9092"]
+    assert advice.Invocation.of(None, None, "/etc/admin.properties", "from-env:9092").options() == [
+        "--bootstrap-server", "from-env:9092", "--command-config", "/etc/admin.properties"]
     assert advice.Invocation.of(None, "prod", None, "from-profile:9092").options() == ["--profile", "prod"]
     assert advice.Invocation().options() == []
 
