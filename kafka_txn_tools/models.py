@@ -266,6 +266,8 @@ class HangingTransaction:
     # no-transactional-id: the id that last owned the producer id, per `__transaction_state` (None: not found).
     last_known_transactional_id: str | None = None
     stalled_groups: tuple[StalledGroup, ...] | None = None  # None: not looked up
+    # The complete command lines that resolve it, in order, each accepted as printed (admin/advice.py).
+    commands: tuple[str, ...] = ()
 
     kind = RowKind.PARTITION
 
@@ -286,6 +288,7 @@ class HangingTransaction:
             "reason": self.reason.value,
             "detail": self.detail,
             "action": self.action,
+            "commands": list(self.commands),
             "lso": self.offsets.last_stable_offset if self.offsets else None,
             "high_watermark": self.offsets.high_watermark if self.offsets else None,
             "brokers": list(self.brokers),
@@ -308,6 +311,9 @@ class PendingPartition:
     detail: str
     start_offset: int | None = None  # where the producer's open transaction starts on the leader, if it shows
     offline_replicas: tuple[int, ...] = ()  # leader-offline: the replicas whose return would give it a leader
+    # marker-rejected: the coordinator epoch of the marker the leader holds (a newer coordinator since then
+    # re-sent the marker when it loaded the transaction, and was rejected too).
+    marker_coordinator_epoch: int | None = None
 
     def to_row(self) -> dict[str, Any]:
         return {"topic": self.partition.topic, "partition": self.partition.partition, "leader": self.leader,
@@ -335,6 +341,7 @@ class StuckTransaction:
     action: str
     pending_partitions: tuple[PendingPartition, ...]
     stalled_groups: tuple[StalledGroup, ...] | None = None
+    commands: tuple[str, ...] = ()  # as HangingTransaction's
 
     kind = RowKind.COORDINATOR
 
@@ -356,6 +363,7 @@ class StuckTransaction:
             "reason": self.reason.value,
             "detail": self.detail,
             "action": self.action,
+            "commands": list(self.commands),
             "pending_partitions": [p.to_row() for p in self.pending_partitions],
             "stalled_groups": _groups(self.stalled_groups),
         }
@@ -403,6 +411,7 @@ class PartitionInfo:
     replicas: tuple[int, ...]
     isr: tuple[int, ...] = ()
     internal: bool = False
+    leader_epoch: int = -1  # -1: not known (Metadata before v7)
 
 
 @dataclass(frozen=True, slots=True)

@@ -339,8 +339,8 @@ def _add_coordinator_view(
         txn = verdict.transactional_id
         check.live = True
         check.refusal = (f"the coordinator still holds {txn!r} as ongoing with {check.partition}: it is live and "
-                         f"aborting it would fail the producer's commit (wait for its timeout, or "
-                         f"`kafka-txn force-terminate --transactional-id {txn}`)")
+                         "aborting it would fail the producer's commit (wait for its timeout, or end it through its "
+                         "coordinator with force-terminate, which needs --force while it is within its timeout)")
 
 
 # --- the write -------------------------------------------------------------------------------------

@@ -29,6 +29,8 @@ APIS = {a.name: a for a in (
     AdminApi("DescribeProducers", 61, 0, "Apache Kafka 2.8 (KIP-664)"),
     AdminApi("DescribeTransactions", 65, 0, "Apache Kafka 3.0 (KIP-664)"),
     AdminApi("ListTransactions", 66, 0, "Apache Kafka 3.0 (KIP-664)"),
+    AdminApi("ElectLeaders", 43, 0, "Apache Kafka 2.2 (KIP-183)"),
+    AdminApi("AlterPartitionReassignments", 45, 0, "Apache Kafka 2.4 (KIP-455)"),
 )}
 
 COORDINATOR_VIEW = ("ListTransactions", "DescribeTransactions")

@@ -377,14 +377,16 @@ class AdminClient:
 
     # -- InitProducerId (force-terminate) ----------------------------------------------------
 
-    def fence_transactional_id(self, transactional_id: str, attempts: int = 5) -> tuple[int, int]:
-        """KIP-939: bump the producer epoch of `transactional_id`, aborting its open transaction."""
+    def fence_transactional_id(self, transactional_id: str, transaction_timeout_ms: int,
+                               attempts: int = 5) -> tuple[int, int]:
+        """KIP-939: bump the producer epoch of `transactional_id`, aborting its open transaction. InitProducerId
+        sets the id's transaction timeout too: `transaction_timeout_ms` is the one it keeps."""
         async def go() -> tuple[int, int]:
             for attempt in range(attempts):
                 coordinators, failed = await self._find_coordinators([transactional_id])
                 error = failed.get(transactional_id)
                 if error is None:
-                    request = wire.fence_request(transactional_id, self.timeout_ms)
+                    request = wire.fence_request(transactional_id, transaction_timeout_ms)
                     pid, epoch, error = wire.parse_fence(await self._send(request, coordinators[transactional_id]))
                     if error is None:
                         return pid, epoch
@@ -395,6 +397,23 @@ class AdminClient:
             raise AssertionError("unreachable")
 
         return self._run_or_raise(go, "force-terminate")
+
+    # -- ElectLeaders, AlterPartitionReassignments (move-coordinator) ------------------------
+
+    def elect_preferred_leader(self, tp: TopicPartition) -> tuple[str | None, str | None]:
+        """ElectLeaders(PREFERRED) for one partition: (error name, message), (None, None) when elected."""
+        async def go() -> tuple[str | None, str | None]:
+            return wire.parse_elect(await self._send(wire.elect_preferred_request(tp, self.timeout_ms)), tp)
+
+        return self._run_or_raise(go, f"elect the preferred leader of {tp}")
+
+    def reorder_replicas(self, tp: TopicPartition, replicas: Sequence[int]) -> tuple[str | None, str | None]:
+        """AlterPartitionReassignments of one partition to the same replicas in another order (the first one
+        becomes its preferred leader): (error name, message), (None, None) when accepted."""
+        async def go() -> tuple[str | None, str | None]:
+            return wire.parse_reassign(await self._send(wire.reassign_request(tp, replicas, self.timeout_ms)), tp)
+
+        return self._run_or_raise(go, f"reorder the replicas of {tp}")
 
     # -- ListOffsets ------------------------------------------------------------------------
 

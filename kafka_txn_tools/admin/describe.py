@@ -14,9 +14,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from kafka_txn_tools.admin.advice import Invocation
 from kafka_txn_tools.admin.api import ClusterApi
 from kafka_txn_tools.admin.capabilities import require
-from kafka_txn_tools.models import PREPARE_STATES, PendingPartition, ScanError, TransactionDescription
+from kafka_txn_tools.models import (
+    EXHAUSTED_EPOCH,
+    PREPARE_STATES,
+    PendingPartition,
+    ScanError,
+    StuckReason,
+    StuckTransaction,
+    TransactionDescription,
+)
 
 TRANSACTIONAL_ID_NOT_FOUND = 105
 
@@ -28,6 +37,9 @@ class Described:
     asked: int = 0
     # Prepare states: transactional id -> the partitions still waiting for their marker, and why.
     pending: dict[str, list[PendingPartition]] = field(default_factory=dict)
+    # The ones stuck at their coordinator (as find-hanging's coordinator rows): id -> the verdict, whose
+    # `action` and `commands` say what ends it (`advise`).
+    stuck: dict[str, StuckTransaction] = field(default_factory=dict)
 
 
 def describe_transactions(client: ClusterApi, ids: Sequence[str], describe_all: bool) -> Described:
@@ -57,3 +69,22 @@ def _pending(client: ClusterApi, descriptions: list[TransactionDescription]) -> 
         return {}
     views = stuck.leader_views(client, {tp: d.producer_id for d in prepared for tp in d.partitions})
     return {d.transactional_id: stuck.pending_of(d, views) or [] for d in prepared}
+
+
+def advise(client: ClusterApi, out: Described, now_ms: int, invocation: Invocation) -> None:
+    """Judge the described transactions as find-hanging's coordinator side does, whatever their time in the
+    state (describe answers about the ids asked for): a Prepare state with partitions still waiting for their
+    marker, or Ongoing at an exhausted epoch past its timeout, gets its verdict, action and commands."""
+    from kafka_txn_tools.admin import hanging, stuck
+
+    candidates = [d for d in out.descriptions if (d.state in PREPARE_STATES and out.pending.get(d.transactional_id))
+                  or (d.state == stuck.ONGOING and d.producer_epoch >= EXHAUSTED_EPOCH)]
+    if not candidates or not client.supports("DescribeProducers"):
+        return
+    txn_meta = client.metadata([stuck.TXN_TOPIC])
+    views = stuck.leader_views(client, {tp: d.producer_id for d in candidates for tp in d.partitions})
+    for d in candidates:
+        row = hanging.judge_coordinator(stuck.as_coordinator_txn(d, None, txn_meta), views, now_ms, -1,
+                                        invocation=invocation)
+        if row is not None and row.reason is not StuckReason.COMPLETION_PENDING:
+            out.stuck[d.transactional_id] = row

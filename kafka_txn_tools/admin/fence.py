@@ -24,7 +24,7 @@ from kafka_txn_tools.admin.api import ClusterApi
 from kafka_txn_tools.admin.capabilities import missing_api_error, require
 from kafka_txn_tools.admin.errors import BrokerError, ConnectionFailed, Refused
 from kafka_txn_tools.durations import format_duration_ms
-from kafka_txn_tools.models import TWO_PHASE_COMMIT_TIMEOUT_MS, TransactionDescription
+from kafka_txn_tools.models import EXHAUSTED_EPOCH, TWO_PHASE_COMMIT_TIMEOUT_MS, TransactionDescription
 
 IDLE_STATES = frozenset({"Empty", "CompleteCommit", "CompleteAbort"})
 
@@ -80,6 +80,12 @@ def check_fence(client: ClusterApi, transactional_id: str, now_ms: int, force: b
     return FenceCheck(transactional_id, d, *_judge(d, now_ms))
 
 
+def needs_force(d: TransactionDescription, now_ms: int) -> bool:
+    """Whether force-terminate refuses to fence this transaction without --force (the advice that prints a
+    force-terminate command asks the very same rule)."""
+    return _judge(d, now_ms)[0] is not None
+
+
 def _judge(d: TransactionDescription, now_ms: int) -> tuple[str | None, bool]:
     """(refusal, live) for a described transaction."""
     if d.state in IDLE_STATES:
@@ -96,6 +102,41 @@ def _judge(d: TransactionDescription, now_ms: int) -> tuple[str | None, bool]:
     return None, False
 
 
+# Kafka's producer default transaction.timeout.ms: what a fence sets when the id's own cannot be kept.
+DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
+
+
+def fence_timeout(check: FenceCheck) -> tuple[int, str | None]:
+    """The transaction timeout the fence's InitProducerId carries (it replaces the id's), and why it differs
+    from the id's own, when it must. The id keeps its timeout when it was described; a 2PC transaction's
+    (Integer.MAX_VALUE) cannot be set without Enable2Pc, and an undescribed one is not known."""
+    d = check.description
+    default = _minutes(DEFAULT_TRANSACTION_TIMEOUT_MS)
+    if d is None:
+        return DEFAULT_TRANSACTION_TIMEOUT_MS, (
+            f"its transaction timeout is now {default} (Kafka's producer default): the id's own could not be read "
+            "without DescribeTransactions; its producer sets its own again when it restarts")
+    if d.timeout_ms >= TWO_PHASE_COMMIT_TIMEOUT_MS:
+        return DEFAULT_TRANSACTION_TIMEOUT_MS, (
+            f"its transaction timeout is now {default} (Kafka's producer default): a fence cannot keep a "
+            "two-phase-commit transaction's no-timeout; its transaction manager sets it again when it re-enables "
+            "two-phase commit")
+    return d.timeout_ms, None
+
+
 def fence(client: ClusterApi, check: FenceCheck) -> tuple[int, int]:
-    """InitProducerId(-1, -1): the new producer id and epoch."""
-    return client.fence_transactional_id(check.transactional_id)
+    """InitProducerId(-1, -1) with the id's own transaction timeout (`fence_timeout`): the new producer id and
+    epoch. A coordinator that cannot fence the last epoch (KAFKA-20090) answers UNKNOWN_SERVER_ERROR: said so."""
+    timeout, _changed = fence_timeout(check)
+    try:
+        return client.fence_transactional_id(check.transactional_id, timeout)
+    except BrokerError as exc:
+        d = check.description
+        if exc.error != "UNKNOWN_SERVER_ERROR" or d is None or d.producer_epoch < EXHAUSTED_EPOCH:
+            raise
+        raise BrokerError(
+            f"the coordinator could not fence {check.transactional_id!r}, producer {d.producer_id} at epoch "
+            f"{d.producer_epoch} (UNKNOWN_SERVER_ERROR): a coordinator without the KAFKA-20090 fixes cannot fence a "
+            "transaction at the last producer epoch; nothing was written", exc.error,
+            "free its partitions' LSO with the aborts `kafka-txn find-hanging` prints for it, and upgrade the "
+            "coordinator's broker to a release with the KAFKA-20090 fixes") from None

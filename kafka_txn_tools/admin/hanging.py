@@ -67,6 +67,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC
+from kafka_txn_tools.admin import advice
 from kafka_txn_tools.models import (
     ABORT_SCAN_INTERVAL_MS,
     EXHAUSTED_EPOCH,
@@ -248,14 +249,26 @@ def _detail(why: HangingReason, candidate: OpenTransaction, view: CoordinatorVie
 
 def partition_action(reason: HangingReason, tp: TopicPartition, start_offset: int, transactional_id: str | None
                      ) -> str:
-    """What to do about a partition row, precisely."""
-    abort = f"kafka-txn abort --topic {tp.topic} --partition {tp.partition} --start-offset {start_offset}"
+    """What to do about a partition row, and why (its commands: `partition_commands`)."""
     if reason is HangingReason.LATE:
-        return f"nothing: the coordinator of {transactional_id!r} still owns it and will complete it (wait)"
+        return (f"wait: the coordinator of {transactional_id!r} still owns it and ends it by itself (its producer "
+                "commits or aborts it, or the coordinator aborts it at its timeout); to end it now, fence the id "
+                "with force-terminate and --force (its producer fails and must restart)")
     if reason is HangingReason.PREPARED_2PC:
-        return (f"its external transaction manager (KIP-939) must commit or abort {transactional_id!r}; only if "
-                f"that manager is gone for good: {abort} --force")
-    return f"{abort} (no coordinator will write its marker)"
+        return (f"held by its external transaction manager (KIP-939): that manager must commit or abort "
+                f"{transactional_id!r} (it recovers the prepared transaction with InitProducerId keepPreparedTxn and "
+                f"completes it); only if that manager is gone for good, abort it on each of its partitions with "
+                f"kafka-txn abort and --force (its decision is lost)")
+    return f"abort it: no coordinator will ever write the marker that ends it, so {tp}'s LSO stays at {start_offset}"
+
+
+def partition_commands(reason: HangingReason, tp: TopicPartition, start_offset: int,
+                       invocation: advice.Invocation) -> tuple[str, ...]:
+    """The commands that resolve a partition row: the abort of a hanging transaction; none for a live one
+    (late: its coordinator ends it; prepared 2PC: its external transaction manager decides)."""
+    if not reason.is_hanging:
+        return ()
+    return (advice.abort(invocation, tp, start_offset),)
 
 
 def classify_all(
@@ -302,6 +315,7 @@ def to_results(
     now_ms: int,
     include_late: bool,
     offsets: Mapping[TopicPartition, PartitionOffsets] | None = None,
+    invocation: advice.Invocation = advice.Invocation(),
 ) -> list[HangingTransaction]:
     """One row per transaction: the same open transaction seen on several replicas is merged."""
     merged: dict[tuple[object, ...], tuple[Verdict, list[int]]] = {}
@@ -320,7 +334,9 @@ def to_results(
             duration_ms=now_ms - v.candidate.producer.last_timestamp_ms, brokers=tuple(sorted(set(brokers))),
             transactional_id=v.transactional_id, offsets=(offsets or {}).get(v.candidate.partition),
             action=partition_action(v.reason, v.candidate.partition, v.candidate.producer.current_txn_start_offset,
-                                    v.transactional_id))
+                                    v.transactional_id),
+            commands=partition_commands(v.reason, v.candidate.partition,
+                                        v.candidate.producer.current_txn_start_offset, invocation))
         for v, brokers in merged.values()
     ]
     rows.sort(key=lambda h: (h.partition, h.producer.current_txn_start_offset, h.producer.producer_id))
@@ -346,6 +362,10 @@ class CoordinatorTxn:
     entered_ms: int | None = None  # TransactionLastUpdateTimestampMs of the state's own record
     coordinator_epoch: int | None = None  # the leader epoch of that record's batch
     txn_partition: int | None = None  # its __transaction_state partition
+    # That partition now: its leader epoch (the coordinator epoch now; None: not known), and whether another
+    # in-sync replica could take it over (`kafka-txn move-coordinator`; None: not known, as in a sweep).
+    coordinator_epoch_now: int | None = None
+    movable: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -406,7 +426,7 @@ def pending_partition(tp: TopicPartition, view: LeaderView, txn: CoordinatorTxn,
         return PendingPartition(tp, leader, PendingReason.MARKER_REJECTED, (
             f"the marker landed (broker {leader} has producer {p.producer_id} at epoch {p.producer_epoch} with no "
             "open transaction) but the coordinator still waits for it: its retries at the same epoch are "
-            "rejected (KAFKA-19999)"))
+            "rejected (KAFKA-19999)"), marker_coordinator_epoch=p.coordinator_epoch)
     return PendingPartition(tp, leader, None, f"broker {leader} shows no open transaction of producer "
                                               f"{txn.producer_id}, yet the coordinator still waits for its marker")
 
@@ -420,7 +440,8 @@ def _exhausted_past_recovery(txn: CoordinatorTxn, age_ms: int) -> bool:
 
 
 def judge_coordinator(txn: CoordinatorTxn, leaders: Mapping[TopicPartition, LeaderView], now_ms: int,
-                      max_prepare_ms: int, coordinator_waits: bool = True) -> StuckTransaction | None:
+                      max_prepare_ms: int, coordinator_waits: bool = True,
+                      invocation: advice.Invocation = advice.Invocation()) -> StuckTransaction | None:
     """The coordinator-side verdict for one transaction (module docstring); None when it is not stuck, or
     how long it has been in its state cannot be told."""
     age, source = time_in_state(txn, now_ms)
@@ -434,12 +455,13 @@ def judge_coordinator(txn: CoordinatorTxn, leaders: Mapping[TopicPartition, Lead
         reason = StuckReason.EPOCH_EXHAUSTED
     else:
         return None
+    action, commands = stuck_advice(txn, reason, pending, invocation)
     return StuckTransaction(
         transactional_id=txn.transactional_id, state=txn.state, producer_id=txn.producer_id,
         producer_epoch=txn.producer_epoch, coordinator_id=txn.coordinator_id, timeout_ms=txn.timeout_ms,
         time_in_state_ms=age, time_in_state_source=source, reason=reason,
-        detail=_stuck_detail(txn, reason, pending), action=_stuck_action(txn, reason, pending),
-        pending_partitions=tuple(pending))
+        detail=_stuck_detail(txn, reason, pending), action=action, pending_partitions=tuple(pending),
+        commands=commands)
 
 
 def _pending(txn: CoordinatorTxn, leaders: Mapping[TopicPartition, LeaderView],
@@ -475,41 +497,94 @@ def _txn_log_partition(txn: CoordinatorTxn) -> str:
     return f"{TXN_TOPIC}-{txn.txn_partition}" if txn.txn_partition is not None else f"the {TXN_TOPIC} partition"
 
 
-def _stuck_action(txn: CoordinatorTxn, reason: StuckReason, pending: Sequence[PendingPartition]) -> str:
-    log_part = _txn_log_partition(txn)
-    coord = f"broker {txn.coordinator_id}" if txn.coordinator_id is not None else "its coordinator's broker"
-    move = (f"move leadership of {log_part} off {coord} (kafka-leader-election.sh, a reassignment, or a "
-            "restart of that broker): the new coordinator reloads the transaction and re-sends its markers")
+def stuck_advice(txn: CoordinatorTxn, reason: StuckReason, pending: Sequence[PendingPartition],
+                 invocation: advice.Invocation = advice.Invocation()) -> tuple[str, tuple[str, ...]]:
+    """(action, commands) for a coordinator-side stuck transaction: what ends it on Kafka, and why.
+
+    A coordinator gives a marker up for good when its leader answers INVALID_PRODUCER_EPOCH or
+    TRANSACTION_COORDINATOR_FENCED (TransactionMarkerRequestCompletionHandler): only a coordinator that
+    loads the transaction again - a move of its `__transaction_state` partition's leadership - sends the
+    markers again. A leader that is offline gets them once it is back (they are retried). KAFKA-19999 is
+    fixed in the partition leaders (a retried marker at the same epoch is accepted), KAFKA-20090 in the
+    coordinator (a timeout abort at the last epoch fences and rotates the producer id)."""
     if reason is StuckReason.EPOCH_EXHAUSTED:
-        aborts = "; ".join(
-            f"kafka-txn abort --topic {p.partition.topic} --partition {p.partition.partition} --start-offset "
-            f"{p.start_offset} --force" for p in pending if p.start_offset is not None)
-        free = f"free each partition's LSO now ({aborts}), then " if aborts else ""
-        return (f"{free}let the coordinator end it: on a Kafka release with the KAFKA-20090 fixes its timeout abort "
-                f"does, or `kafka-txn force-terminate --transactional-id {txn.transactional_id}`")
+        return _exhausted_advice(txn, pending, invocation)
+    move = _move(txn, invocation)
     if reason is StuckReason.COMPLETION_PENDING:
-        return (f"check the in-sync replicas of {log_part} (transaction.state.log.min.isr): {coord} "
-                f"cannot append to it; or {move}")
-    steps = []
+        isr = (f"check the in-sync replicas of {_txn_log_partition(txn)} (transaction.state.log.min.isr): "
+               f"{_coordinator(txn)} cannot append the transaction's completion to it")
+        return f"{isr}; {move[0]}", move[1]
+    steps: list[str] = []
+    commands: list[str] = []
     down = [p for p in pending if p.reason is PendingReason.LEADER_OFFLINE]
     if down:
         brokers = sorted({b for p in down for b in p.offline_replicas}
                          | {p.leader for p in down if p.leader is not None and p.leader >= 0})
         back = f"bring broker {_listed(brokers)} back" if brokers else "bring a replica back"
         steps.append(f"{back} or reassign {_listed(str(p.partition) for p in down)} to live brokers: the "
-                     "coordinator re-sends the markers to the new leader and completes the transaction by itself")
+                     "coordinator re-sends the markers to the new leader and completes the transaction by itself "
+                     "(no command can write a marker to a partition without a leader)")
     unknown = [str(p.partition) for p in pending if p.reason is PendingReason.LEADER_UNKNOWN]
     if unknown:
         steps.append(f"check whether {', '.join(unknown)} were deleted or are hidden by ACLs (a deleted partition's "
                      "marker is skipped once the coordinator sees the deletion)")
     rejected = [p for p in pending if p.reason is PendingReason.MARKER_REJECTED]
     if rejected:
-        leaders = sorted({p.leader for p in rejected if p.leader is not None})
-        steps.append(f"the markers landed but broker {_listed(leaders)} rejects the coordinator's retries "
-                     f"(KAFKA-19999): upgrade it to a Kafka release with the KAFKA-19999 fix, then {move}")
+        step, cmds = _rejected_advice(txn, rejected, move)
+        steps.append(step)
+        commands += cmds
     elif any(p.reason in (PendingReason.OPEN_TRANSACTION, PendingReason.COORDINATOR_FENCED, None) for p in pending):
-        steps.append(move)
-    return "; ".join(steps)
+        steps.append(move[0])
+        commands += move[1]
+    return "; ".join(steps), advice.unique(commands)
+
+
+def _coordinator(txn: CoordinatorTxn) -> str:
+    return f"broker {txn.coordinator_id}" if txn.coordinator_id is not None else "its coordinator's broker"
+
+
+def _move(txn: CoordinatorTxn, invocation: advice.Invocation) -> tuple[str, tuple[str, ...]]:
+    """Moving the coordinator: the command when another in-sync replica can take the partition over, else
+    the restart that reloads it."""
+    log_part = _txn_log_partition(txn)
+    if txn.movable is False:
+        return (f"restart {_coordinator(txn)}: {log_part} has no other in-sync replica to move its coordinator to, "
+                "and the restarted broker loads the transaction again and re-sends its markers"), ()
+    return (f"move its coordinator with the command below: another replica of {log_part} takes it over, "
+            "loads the transaction and sends its markers again"), (
+        advice.move_coordinator(invocation, txn.transactional_id),)
+
+
+def _rejected_advice(txn: CoordinatorTxn, rejected: Sequence[PendingPartition],
+                     move: tuple[str, tuple[str, ...]]) -> tuple[str, tuple[str, ...]]:
+    leaders = _listed(sorted({p.leader for p in rejected if p.leader is not None}))
+    now = txn.coordinator_epoch_now
+    resent = now is not None and all(p.marker_coordinator_epoch is not None and p.marker_coordinator_epoch < now
+                                     for p in rejected)
+    if resent:
+        return (f"remaining step: a broker upgrade. The markers landed, but broker {leaders} rejects every retry at "
+                "the same epoch (KAFKA-19999), and rejected them again after the coordinator moved: upgrade it to "
+                "a release with the KAFKA-19999 fix (a rolling restart moves the coordinator too); if the row is "
+                f"still here after that, {move[0]}"), move[1]
+    return (f"the markers landed but broker {leaders} rejects the coordinator's retries at the same epoch "
+            "(KAFKA-19999) and the coordinator gave them up; " + move[0] + ": a leader with the KAFKA-19999 fix "
+            "accepts them; one without it rejects them again, and then the remaining step is a broker upgrade"
+            ), move[1]
+
+
+def _exhausted_advice(txn: CoordinatorTxn, pending: Sequence[PendingPartition],
+                      invocation: advice.Invocation) -> tuple[str, tuple[str, ...]]:
+    aborts = tuple(advice.abort(invocation, p.partition, p.start_offset, force=True)
+                   for p in pending if p.start_offset is not None)
+    coord = _coordinator(txn)
+    upgrade = (f"upgrade {coord} (its coordinator) to a release with the KAFKA-20090 fixes: a coordinator with them "
+               "fences and aborts a transaction at the last epoch on its timeout, so this one, Ongoing past its "
+               "timeout, shows they are missing; after the upgrade its timeout abort ends the transaction and "
+               "frees the transactional id (until then its producer cannot end it)")
+    if aborts:
+        return (f"free the LSO now with the abort below (--force: the coordinator still holds the transaction as "
+                f"Ongoing); then the remaining step is a broker upgrade: {upgrade}"), aborts
+    return f"remaining step: a broker upgrade (no partition is held any more): {upgrade}", ()
 
 
 def _listed(items: Iterable[object]) -> str:

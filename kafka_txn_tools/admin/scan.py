@@ -18,13 +18,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, LATE_TRANSACTION_BUFFER_MS
-from kafka_txn_tools.admin import hanging, stuck, transaction_state
+from kafka_txn_tools.admin import advice, hanging, stuck, transaction_state
 from kafka_txn_tools.admin.api import ClusterApi
 from kafka_txn_tools.admin.capabilities import require
 from kafka_txn_tools.admin.errors import UsageError
 from kafka_txn_tools.admin.share_pending import ShareHold
 from kafka_txn_tools.models import (
     DEFAULT_MAX_PREPARE_MS,
+    ONGOING_STATES,
     ClusterInfo,
     HangingReason,
     HangingTransaction,
@@ -123,9 +124,18 @@ class ScanReport:
         return [r for r in self.results if r.reason.is_hanging]
 
     @property
+    def held(self) -> list[HangingTransaction]:
+        """The partition rows a live transaction holds: late but live, or prepared 2PC (KIP-939)."""
+        return [r for r in self.results if not r.reason.is_hanging]
+
+    @property
     def found(self) -> int:
         """What --exit-code counts: hanging partition rows, stuck coordinator rows and share holds."""
         return len(self.hanging) + len(self.stuck) + len(self.share)
+
+    def counted(self, count_held: bool = False) -> int:
+        """`found`, and with `count_held` the rows held by live transactions too."""
+        return self.found + (len(self.held) if count_held else 0)
 
     @property
     def unread_replicas(self) -> int:
@@ -152,6 +162,8 @@ class ScanOptions:
     # The coordinator side, `__transaction_state` and the groups (kafka-transactions leaves them out: its
     # table has partition rows only).
     coordinator_side: bool = True
+    # The connection options the rows' commands repeat (admin/advice.py).
+    invocation: advice.Invocation = advice.Invocation()
 
 
 def find_hanging(
@@ -180,7 +192,8 @@ def find_hanging(
         confirmed = _recheck(client, to_check, report.errors)
     if not options.coordinator_side:
         offsets = _offsets(client, cluster, (v.candidate.partition for v in confirmed))
-        report.results = hanging.to_results(confirmed, report.now_ms, options.include_late, offsets)
+        report.results = hanging.to_results(confirmed, report.now_ms, options.include_late, offsets,
+                                            options.invocation)
         return report
     _both_sides(client, cluster, scope, options, confirmed, described, report)
     return report
@@ -190,19 +203,24 @@ def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options:
                 confirmed: list[hanging.Verdict], described: dict[str, TransactionDescription],
                 report: ScanReport) -> None:
     now = report.now_ms
+    listed: dict[str, TransactionDescription] = {}
     found, errors = stuck.candidates(client, cluster.broker_ids(), now, options.max_prepare_ms,
-                                     lambda d: _in_scope(d, scope, cluster), described)
+                                     lambda d: _in_scope(d, scope, cluster), described, listed)
     report.errors.extend(errors)
     orphans = [v for v in confirmed if v.reason is HangingReason.NO_TRANSACTIONAL_ID]
     txn_meta = _txn_topic(client, cluster) if found or orphans else None
     log = _read_transaction_state(client, txn_meta, orphans, found, options, report) if txn_meta else None
     wanted = {tp: d.producer_id for d in found for tp in d.partitions}
     views = stuck.leader_views(client, wanted, cluster if _covers(cluster, wanted) else None)
-    txn_partitions = stuck.txn_partition_count(txn_meta) if txn_meta is not None else None
-    rows = stuck.confirm(client, stuck.judge(found, log, views, now, options.max_prepare_ms, txn_partitions))
+    rows = stuck.confirm(client, stuck.judge(found, log, views, now, options.max_prepare_ms, txn_meta,
+                                             options.invocation))
+    stuck_ids = {r.transactional_id for r in rows}
+    confirmed = [*confirmed, *_live_long(client, listed, stuck_ids, scope, cluster, now, options)]
     pending = [p.partition for r in rows for p in r.pending_partitions if p.leader is not None and p.leader >= 0]
     offsets = _offsets(client, cluster, [*(v.candidate.partition for v in confirmed), *pending], views)
-    results = hanging.to_results(confirmed, now, options.include_late, offsets)
+    results = hanging.to_results(confirmed, now, options.include_late, offsets, options.invocation)
+    # A live verdict on a transaction its coordinator cannot finish is the coordinator row's to explain.
+    results = [r for r in results if r.reason.is_hanging or r.transactional_id not in stuck_ids]
     held, notes = _held_back(client, cluster, offsets, bool(results or rows))
     report.notes += notes
     owners = log.owners if log is not None else []
@@ -212,6 +230,32 @@ def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options:
         if r.reason is HangingReason.NO_TRANSACTIONAL_ID else None) for r in results]
     report.stuck = [replace(r, stalled_groups=_joined(held, (p.partition for p in r.pending_partitions)))
                     for r in rows]
+
+
+def _live_long(client: ScanClient, listed: dict[str, TransactionDescription], stuck_ids: set[str],
+               scope: Scope, cluster: ClusterInfo, now_ms: int, options: ScanOptions) -> list[hanging.Verdict]:
+    """Live transactions that have held their partitions' LSO longer than the max transaction timeout although
+    their last write is recent (the partition side judges by the last write): a long transaction under a
+    timeout above --max-transaction-timeout, or a prepared 2PC one. Named as late / prepared-2pc rows, so an
+    LSO held that long is never left unexplained; a Prepare state too young for a coordinator row likewise (its
+    coordinator is completing it). The transactions of coordinator rows (`stuck_ids`) are left out."""
+    long = [d for d in listed.values()
+            if d.state in ONGOING_STATES and d.transactional_id not in stuck_ids and d.start_time_ms >= 0
+            and now_ms - d.start_time_ms > options.max_timeout_ms and _in_scope(d, scope, cluster)]
+    wanted = {tp: d.producer_id for d in long for tp in d.partitions}
+    views = stuck.leader_views(client, wanted, cluster if _covers(cluster, wanted) else None) if wanted else {}
+    verdicts = []
+    for d in long:
+        for tp in sorted(d.partitions):
+            view = views.get(tp)
+            p = view.producer if view is not None else None
+            if view is None or view.leader is None or p is None or not p.has_open_transaction:
+                continue  # nothing written there yet: it holds no LSO
+            v = hanging.classify(OpenTransaction(tp, view.leader, p), [d.transactional_id], {d.transactional_id: d},
+                                 ())
+            if v is not None and not v.reason.is_hanging:
+                verdicts.append(v)
+    return verdicts
 
 
 def _txn_topic(client: ScanClient, cluster: ClusterInfo) -> ClusterInfo:

@@ -18,10 +18,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from kafka_txn_tools.models import SHARE_ACKS_PENDING, RowKind, ScanError
+from kafka_txn_tools.admin import advice
+from kafka_txn_tools.models import (
+    ONGOING_STATES,
+    SHARE_ACKS_PENDING,
+    TWO_PHASE_COMMIT_TIMEOUT_MS,
+    HangingTransaction,
+    RowKind,
+    ScanError,
+    TransactionDescription,
+)
+
+SHARE_STATE_TOPIC = "__share_group_state"
 
 PENDING_RECORDS = "kafka_server_sharepartition_txnpendingrecords"
 PENDING_AGE = "kafka_server_sharepartition_txnpendingoldestagems"
@@ -32,7 +43,8 @@ _UNESCAPE = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
 
 @dataclass(frozen=True, slots=True)
 class ShareHold:
-    """Records one transaction holds TX_PENDING on one share-partition, as one broker reports them."""
+    """Records one transaction holds TX_PENDING on one share-partition, as one broker reports them; `action`
+    and `commands` once `advise` has judged the transaction."""
 
     node: str
     group: str
@@ -42,21 +54,60 @@ class ShareHold:
     transactional_id: str | None
     records: int
     oldest_age_ms: int
-
-    def action(self) -> str:
-        txn = self.transactional_id
-        end = f"`kafka-txn force-terminate --transactional-id {txn}`" if txn else \
-            "fencing its transactional id with `kafka-txn force-terminate`"
-        return (f"end the transaction: its producer commits or aborts it, or {end} aborts it and gives the "
-                f"{self.records} records back to their member, delivered again once its lock runs out "
-                "(if its coordinator lost it: `kafka-txn abort` of its open transaction on the group's "
-                "__share_group_state partition)")
+    action: str = ""
+    commands: tuple[str, ...] = ()
 
     def to_row(self) -> dict[str, Any]:
         return {"kind": RowKind.SHARE.value, "reason": SHARE_ACKS_PENDING, "node": self.node, "group": self.group,
                 "topic": self.topic, "partition": self.partition, "producer_id": self.producer_id,
                 "transactional_id": self.transactional_id, "records": self.records,
-                "oldest_age_ms": self.oldest_age_ms, "stalled_groups": [self.group], "action": self.action()}
+                "oldest_age_ms": self.oldest_age_ms, "stalled_groups": [self.group],
+                "action": self.action or unjudged_action(self), "commands": list(self.commands)}
+
+
+def unjudged_action(h: ShareHold) -> str:
+    """What ends a hold whose transaction could not be described."""
+    return (f"end the transaction: its producer commits or aborts it, or fencing its transactional id "
+            f"(force-terminate) aborts it and gives the {h.records} records back to their member, delivered again "
+            "once its lock runs out; if its coordinator lost it, abort its open transaction on the group's "
+            "__share_group_state partition")
+
+
+def advise(h: ShareHold, d: TransactionDescription | None, not_found: bool, now_ms: int,
+           invocation: advice.Invocation, share_state_rows: Sequence[HangingTransaction] = ()) -> ShareHold:
+    """The hold with what ends it, judged from its transaction's description `d` (None: not described;
+    `not_found`: its coordinator does not know the id). Fencing through the coordinator ends it where the
+    coordinator runs it (`--force` exactly when force-terminate would refuse without it); where the coordinator
+    lost it, the open transaction on the group's `__share_group_state` partition is aborted instead (the
+    partition rows of the same scan that belong to its producer give those commands)."""
+    from kafka_txn_tools.admin.fence import needs_force
+
+    back = (f"the abort gives the {h.records} records back to their member; they are delivered again once its "
+            "lock runs out")
+    txn = h.transactional_id
+    if txn is None or (d is None and not not_found):
+        return replace(h, action=unjudged_action(h))
+    if d is not None and d.timeout_ms >= TWO_PHASE_COMMIT_TIMEOUT_MS:
+        return replace(h, action=(f"held by its external transaction manager (KIP-939): that manager must commit "
+                                  f"or abort {txn!r}; an abort gives the {h.records} records back"))
+    if d is not None and d.state in ONGOING_STATES and d.producer_id == h.producer_id:
+        force = needs_force(d, now_ms)
+        why = (" (--force: it is still within its transaction timeout, so its coordinator would end it later by "
+               "itself; fencing now fails its producer, which must restart)") if force else ""
+        return replace(h, action=f"end the transaction: fence {txn!r} with the command below{why}; {back}",
+                       commands=(advice.force_terminate(invocation, txn, force),))
+    mine = [r for r in share_state_rows if r.partition.topic == SHARE_STATE_TOPIC
+            and r.producer.producer_id == h.producer_id and r.commands]
+    if d is None:
+        where = "its coordinator does not know it"
+    elif d.producer_id != h.producer_id:
+        where = f"{txn!r} now belongs to producer {d.producer_id}, so fencing it would not reach this transaction"
+    else:
+        where = f"its coordinator holds {txn!r} as {d.state}: it no longer runs this transaction"
+    return replace(h, action=(f"{where}: abort its open transaction on the group's {SHARE_STATE_TOPIC} partition"
+                              + (" with the command below" if mine else " (find-hanging --all lists it)")
+                              + f"; {back}"),
+                   commands=advice.unique(c for r in mine for c in r.commands))
 
 
 def samples(text: str) -> Iterator[tuple[str, dict[str, str], float]]:

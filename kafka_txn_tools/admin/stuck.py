@@ -22,13 +22,14 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC, partition_for
-from kafka_txn_tools.admin import hanging
+from kafka_txn_tools.admin import advice, hanging
 from kafka_txn_tools.admin.api import ClusterApi
 from kafka_txn_tools.admin.transaction_state import TxnStateRead
 from kafka_txn_tools.models import (
     EXHAUSTED_EPOCH,
     PREPARE_STATES,
     ClusterInfo,
+    PartitionInfo,
     PendingPartition,
     ScanError,
     StuckTransaction,
@@ -46,7 +47,8 @@ def is_candidate(d: TransactionDescription) -> bool:
 
 def candidates(client: ClusterApi, broker_ids: list[int], now_ms: int, max_prepare_ms: int,
                in_scope: Callable[[TransactionDescription], bool],
-               known: Mapping[str, TransactionDescription] | None = None
+               known: Mapping[str, TransactionDescription] | None = None,
+               described_out: dict[str, TransactionDescription] | None = None,
                ) -> tuple[list[TransactionDescription], list[ScanError]]:
     """Steps 1 and 2: the described Prepare* / exhausted Ongoing transactions older than the threshold.
     `known`: descriptions the scan already has (the partition side's); one still in the state listed is not
@@ -59,6 +61,8 @@ def candidates(client: ClusterApi, broker_ids: list[int], now_ms: int, max_prepa
     described = client.describe_transactions(ask) if ask else None
     errors = [*listed.errors, *(described.errors if described is not None else [])]
     descriptions = [*reuse.values(), *(described.descriptions.values() if described is not None else [])]
+    if described_out is not None:  # every transaction that long in its state, for the scan's other questions
+        described_out.update((d.transactional_id, d) for d in descriptions)
     found = [d for d in descriptions
              if is_candidate(d) and d.start_time_ms >= 0 and now_ms - d.start_time_ms > max_prepare_ms and in_scope(d)]
     # An id gone since it was listed (TRANSACTIONAL_ID_NOT_FOUND) completed and expired: nothing to report.
@@ -96,23 +100,37 @@ def leader_views(client: ClusterApi, wanted: Mapping[TopicPartition, int], clust
     return views
 
 
-def as_coordinator_txn(d: TransactionDescription, log: TxnStateRead | None, txn_partitions: int | None
+def as_coordinator_txn(d: TransactionDescription, log: TxnStateRead | None, txn_meta: ClusterInfo | None
                        ) -> hanging.CoordinatorTxn:
+    """The rules' view of one description; `txn_meta`: `__transaction_state`'s metadata (its partition count,
+    and the id's partition now: its leader epoch and in-sync replicas), when known."""
     entered, epoch = (None, None) if log is None else log.entered(d.transactional_id, d.state, d.producer_id,
                                                                     d.producer_epoch)
+    count = txn_partition_count(txn_meta) if txn_meta is not None else None
+    home = partition_for(d.transactional_id, count) if count else None
+    info = txn_meta.partition(TopicPartition(TXN_TOPIC, home)) if txn_meta is not None and home is not None else None
     return hanging.CoordinatorTxn(
         d.transactional_id, d.state, d.producer_id, d.producer_epoch, d.timeout_ms, d.start_time_ms,
-        tuple(sorted(d.partitions)), d.coordinator_id, entered, epoch,
-        partition_for(d.transactional_id, txn_partitions) if txn_partitions else None)
+        tuple(sorted(d.partitions)), d.coordinator_id, entered, epoch, home,
+        coordinator_epoch_now=info.leader_epoch if info is not None and info.leader_epoch >= 0 else None,
+        movable=None if info is None else movable(info))
+
+
+def movable(info: PartitionInfo) -> bool:
+    """Whether `kafka-txn move-coordinator` can move this `__transaction_state` partition: it has a leader
+    and another in-sync replica to take over."""
+    return info.leader >= 0 and any(r != info.leader for r in info.isr)
 
 
 def judge(descriptions: Iterable[TransactionDescription], log: TxnStateRead | None,
           views: Mapping[TopicPartition, hanging.LeaderView], now_ms: int, max_prepare_ms: int,
-          txn_partitions: int | None) -> list[StuckTransaction]:
+          txn_meta: ClusterInfo | None, invocation: advice.Invocation = advice.Invocation()
+          ) -> list[StuckTransaction]:
     """Step 5's verdicts."""
     rows = []
     for d in descriptions:
-        row = hanging.judge_coordinator(as_coordinator_txn(d, log, txn_partitions), views, now_ms, max_prepare_ms)
+        row = hanging.judge_coordinator(as_coordinator_txn(d, log, txn_meta), views, now_ms, max_prepare_ms,
+                                        invocation=invocation)
         if row is not None:
             rows.append(row)
     return rows

@@ -131,11 +131,17 @@ def parse_metadata(response: Any) -> ClusterInfo:
         for p in topic.partitions:
             partitions.append(PartitionInfo(
                 TopicPartition(topic.name, p.partition_index), p.leader_id,
-                tuple(p.replica_nodes), tuple(p.isr_nodes), bool(topic.is_internal)))
+                tuple(p.replica_nodes), tuple(p.isr_nodes), bool(topic.is_internal),
+                _leader_epoch(p)))
     partitions.sort(key=lambda info: info.partition)
     controller = getattr(response, "controller_id", -1)
     return ClusterInfo(brokers, tuple(partitions), controller if controller is not None else -1, tuple(errors),
                        getattr(response, "cluster_id", None) or None)
+
+
+def _leader_epoch(p: Any) -> int:
+    epoch = getattr(p, "leader_epoch", None)  # Metadata v7+
+    return -1 if epoch is None else int(epoch)
 
 
 # --- DescribeProducers -----------------------------------------------------------------------
@@ -300,6 +306,44 @@ def parse_fence(response: Any) -> tuple[int, int, str | None]:
     if response.error_code:
         return -1, -1, error_name(response.error_code)
     return response.producer_id, response.producer_epoch, None
+
+
+# --- ElectLeaders, AlterPartitionReassignments (move-coordinator) ------------------------------------
+
+def elect_preferred_request(tp: TopicPartition, timeout_ms: int) -> Any:
+    from kafka.protocol.admin import ElectLeadersRequest
+
+    return ElectLeadersRequest(election_type=0, timeout_ms=timeout_ms, topic_partitions=[
+        ElectLeadersRequest.TopicPartitions(topic=tp.topic, partitions=[tp.partition])])
+
+
+def parse_elect(response: Any, tp: TopicPartition) -> tuple[str | None, str | None]:
+    """(error name, message) for the partition; (None, None) when elected."""
+    top = getattr(response, "error_code", 0)
+    if top:
+        return error_name(top), None
+    for t in response.replica_election_results:
+        for p in t.partition_result:
+            if (t.topic, p.partition_id) == (tp.topic, tp.partition) and p.error_code:
+                return error_name(p.error_code), p.error_message
+    return None, None
+
+
+def reassign_request(tp: TopicPartition, replicas: Sequence[int], timeout_ms: int) -> Any:
+    from kafka.protocol.admin import AlterPartitionReassignmentsRequest as A
+
+    return A(timeout_ms=timeout_ms, topics=[A.ReassignableTopic(name=tp.topic, partitions=[
+        A.ReassignableTopic.ReassignablePartition(partition_index=tp.partition, replicas=list(replicas))])])
+
+
+def parse_reassign(response: Any, tp: TopicPartition) -> tuple[str | None, str | None]:
+    if response.error_code:
+        return error_name(response.error_code), response.error_message
+    for t in response.responses:
+        for p in t.partitions:
+            if (t.name, p.partition_index) == (tp.topic, tp.partition) and p.error_code:
+                return error_name(p.error_code), p.error_message
+    return None, None
 
 
 # --- ListOffsets -----------------------------------------------------------------------------

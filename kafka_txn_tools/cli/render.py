@@ -210,6 +210,14 @@ def wrap_lines(text: str, width: int | None) -> str:
     return "\n".join(out)
 
 
+def wrap_footer(text: str, width: int | None, verbatim: Callable[[str], bool] | None) -> str:
+    """`wrap_lines` for text after a table, except the lines `verbatim` picks (commands to copy and paste),
+    which are never wrapped or cut, whatever the width."""
+    if verbatim is None or width is None:
+        return wrap_lines(text, width)
+    return "\n".join(line if verbatim(line) else wrap_lines(line, width) for line in text.split("\n"))
+
+
 @dataclass
 class Output:
     """Everything a command prints; `emit` picks the format."""
@@ -227,6 +235,7 @@ class Output:
     # and text printed after the table.
     table_rows: Sequence[Row] | None = None
     footer: str = ""
+    verbatim: Callable[[str], bool] | None = None  # footer lines printed whole at any width (`wrap_footer`)
 
     def render(self, fmt: OutputFormat, width: int | None = None, out: TextIO | None = None) -> str:
         """The text for `fmt`; `width` limits a table (None: unlimited)."""
@@ -242,7 +251,7 @@ class Output:
             return upstream_table(self.kafka_headers, self.kafka_rows)
         if not self.rows and self.empty_message:
             return self.empty_message + "\n"
-        return self._table(width, out) + wrap_lines(self.footer, width)
+        return self._table(width, out) + wrap_footer(self.footer, width, self.verbatim)
 
     def _table(self, width: int | None, out: TextIO | None) -> str:
         self.hidden = []

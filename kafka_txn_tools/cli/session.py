@@ -13,6 +13,7 @@ from kafka_txn_tools.cli.errors import warn
 from kafka_txn_tools.cli.options import DEFAULT_TIMEOUT_MS, duration_ms
 
 if TYPE_CHECKING:
+    from kafka_txn_tools.admin.advice import Invocation
     from kafka_txn_tools.admin.audit import AuditLog
     from kafka_txn_tools.admin.client import AdminClient
 
@@ -64,6 +65,16 @@ def connect_or_audit(conn: Connection, log: AuditLog, command: str,
     log.principal = client.principal
     with client:
         yield client
+
+
+def invocation_of(client: AdminClient, bootstrap_server: str | None, profile: str | None,
+                  command_config: Path | None) -> Invocation:
+    """The connection options the printed commands repeat (admin/advice.py): the ones given, else the cluster
+    the connection found (a profiles file's default, or $KAFKA_BOOTSTRAP_SERVERS)."""
+    from kafka_txn_tools.admin.advice import Invocation
+
+    settings = client.settings
+    return Invocation.of(bootstrap_server, profile or settings.profile, command_config, settings.bootstrap_servers)
 
 
 def now_ms() -> int:

@@ -21,6 +21,8 @@ YAML, one document::
         last_timestamp_ms: 1699990000000   # (optional)
         leader_broker_id: 1            # hint only: the abort re-resolves the leader
         replica_broker_ids: [1, 2, 3]  # replicas where the transaction was seen open
+        commands: [kafka-txn abort --topic orders --partition 3 --start-offset 116 ...]
+                                       # the same abort as one command line (informational; optional)
 
 Only hanging transactions are planned, never late-but-live ones: aborting a live transaction
 would fail the producer's commit. Types are strict (an error names the entry and the field), and
@@ -64,6 +66,7 @@ class AbortPlanEntry:
     transactional_id: str | None = None
     leader_broker_id: int | None = None
     replica_broker_ids: list[int] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -81,7 +84,7 @@ class AbortPlan:
 REQUIRED_INTS = ("partition", "start_offset", "producer_id", "producer_epoch")
 # Checked when present (a hand-written plan may leave them out).
 OPTIONAL_INTS = ("coordinator_epoch", "last_timestamp_ms", "leader_broker_id")
-KNOWN = {"topic", *REQUIRED_INTS, *OPTIONAL_INTS, "reason", "transactional_id", "replica_broker_ids"}
+KNOWN = {"topic", *REQUIRED_INTS, *OPTIONAL_INTS, "reason", "transactional_id", "replica_broker_ids", "commands"}
 
 
 def _int(where: str, key: str, value: Any) -> int:
@@ -120,9 +123,13 @@ def _entry(index: int, raw: Any) -> AbortPlanEntry:
     replicas = raw.get("replica_broker_ids") or []
     if not isinstance(replicas, list):
         raise PlanError(f"{where}.replica_broker_ids: {replicas!r} is not a list of broker ids")
+    commands = raw.get("commands") or []
+    if not isinstance(commands, list) or not all(isinstance(c, str) for c in commands):
+        raise PlanError(f"{where}.commands: {commands!r} is not a list of command lines")
     return AbortPlanEntry(
         topic=raw["topic"], reason=reason, transactional_id=tid,
-        replica_broker_ids=[_int(where, "replica_broker_ids", b) for b in replicas], **ints, **optional)
+        replica_broker_ids=[_int(where, "replica_broker_ids", b) for b in replicas], commands=commands,
+        **ints, **optional)
 
 
 def plan_from_dict(data: Any) -> AbortPlan:

@@ -63,6 +63,7 @@ from kafka_txn_broker.formats.transactions import (
     LATE_TRANSACTION_BUFFER_MS,
     NO_PRODUCER_EPOCH,
 )
+from kafka_txn_tools.admin.advice import Invocation
 from kafka_txn_tools.admin.hanging import (
     LIVE,
     CoordinatorTxn,
@@ -72,6 +73,8 @@ from kafka_txn_tools.admin.hanging import (
     judge,
     judge_coordinator,
     last_known_owner,
+    partition_action,
+    partition_commands,
     reason_against,
 )
 from kafka_txn_tools.models import (
@@ -106,6 +109,8 @@ class SweepParams:
     max_transaction_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
     include_late: bool = False
     max_prepare_ms: int = DEFAULT_MAX_PREPARE_MS
+    # The cluster the inputs were captured from, as the rows' commands reach it (admin/advice.py).
+    invocation: Invocation = Invocation()
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,9 +428,21 @@ def verdicts(
                 "missing_on_brokers": _joined(gap.broker_ids) if gap else None,
                 "snapshot_offset": row.snapshot_offset,
                 "source": row.source,
+                **_advice(row, why, decisive.transactional_id if decisive else None, params.invocation),
             }
         )
     return sorted(out, key=report_order)
+
+
+def _advice(row: OpenRow, why: str, transactional_id: str | None, invocation: Invocation) -> dict[str, Any]:
+    """A row's action and commands, as find-hanging gives them; a row the inputs cannot decide is checked live."""
+    tp = TopicPartition(row.topic, row.partition)
+    if why not in {r.value for r in HangingReason}:
+        return {"action": ("the inputs do not show its coordinator's state: check it on the live cluster with "
+                           f"find-hanging on {tp.topic} before acting"), "commands": []}
+    reason_ = HangingReason(why)
+    return {"action": partition_action(reason_, tp, row.start_offset, transactional_id),
+            "commands": list(partition_commands(reason_, tp, row.start_offset, invocation))}
 
 
 def report_order(row: dict[str, Any]) -> tuple[Any, ...]:
@@ -467,7 +484,8 @@ def stuck(coordinators: Iterable[Coordinator], leader_table: dict[PartitionKey, 
         txn = CoordinatorTxn(c.transactional_id, c.state, c.producer_id, c.producer_epoch, c.timeout_ms,
                              c.start_time_ms, parts, c.coordinator_id, c.last_update_ms)
         views = {tp: _leader_view(tp, c.producer_id, leader_table, open_on_leader) for tp in parts}
-        row = judge_coordinator(txn, views, params.now_ms, params.max_prepare_ms, coordinator_waits=False)
+        row = judge_coordinator(txn, views, params.now_ms, params.max_prepare_ms, coordinator_waits=False,
+                                invocation=params.invocation)
         if row is not None:
             out.append(row)
     return sorted(out, key=lambda r: r.transactional_id)
@@ -518,4 +536,6 @@ OUTPUT_COLUMNS = [
     "missing_on_brokers",
     "snapshot_offset",
     "source",
+    "action",
+    "commands",
 ]

@@ -20,7 +20,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,7 @@ from kafka_txn_tools.spark.session import get_session, require_java
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from kafka_txn_tools.admin.advice import Invocation
     from kafka_txn_tools.spark.classify import Analysis, SweepParams
     from kafka_txn_tools.spark.gather import Gathered
     from kafka_txn_tools.spark.ingest import Ingested
@@ -76,7 +77,14 @@ def _write_csv(path: Path, rows: Sequence[dict[str, Any]], columns: Sequence[str
         writer = csv.DictWriter(out, fieldnames=list(columns), extrasaction="ignore")
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+            writer.writerow({k: _cell(v) for k, v in row.items()})
+
+
+def _cell(value: Any) -> Any:
+    """A CSV cell: none is empty; a list (the commands) one item a line, so each line is a whole command."""
+    if value is None:
+        return ""
+    return "\n".join(map(str, value)) if isinstance(value, list) else value
 
 
 def _plan(rows: Sequence[dict[str, Any]], now: int, timeout: int, cluster_id: str | None = None,
@@ -94,6 +102,7 @@ def _plan(rows: Sequence[dict[str, Any]], now: int, timeout: int, cluster_id: st
             transactional_id=r["transactional_id"],
             leader_broker_id=None if r["leader_broker_id"] is None else int(r["leader_broker_id"]),
             replica_broker_ids=[int(b) for b in (r["open_on_brokers"] or "").split(",") if b],
+            commands=list(r.get("commands") or []),
         )
         for r in rows
         if r["verdict"] == "hanging"  # never late-but-live ones, never unverified ones
@@ -133,6 +142,7 @@ def run_sweep(
     spark: SparkSession | None = None,
     max_prepare_ms: int | None = None,
     executor_python: str | None = None,
+    invocation: Invocation | None = None,
 ) -> SweepResult:
     """Sweep `inputs` (dump dirs, log-dir trees, dump-log text files) and write the outputs to out_dir.
     `executor_python`: the interpreter a cluster's executors run (local workers run this one)."""
@@ -160,8 +170,11 @@ def run_sweep(
         now = as_of_ms if as_of_ms is not None else capture
         if now is None:
             raise SweepError("the inputs hold no rows, so there is no capture time to judge ages by: pass --as-of MS")
-        params = C.SweepParams(now, max_transaction_timeout_ms, include_late,
-                               *([] if max_prepare_ms is None else [max_prepare_ms]))
+        params = C.SweepParams(now, max_transaction_timeout_ms, include_late)
+        if max_prepare_ms is not None:
+            params = replace(params, max_prepare_ms=max_prepare_ms)
+        if invocation is not None:
+            params = replace(params, invocation=invocation)
         # Spark reduces the inputs to the few partitions that matter; the verdicts are plain Python.
         gathered = gather(ingested.producers, ingested.transactions, params)
         analysis = C.analyze(gathered.open_rows, gathered.replicas, gathered.coordinators, params, gathered.stuck,
@@ -197,6 +210,8 @@ def _result_schema() -> Any:
         "coordinator_id": pa.int32(),
         "coordinator_producer_epoch": pa.int32(),
         "leader_broker_id": pa.int32(),
+        "action": pa.string(),
+        "commands": pa.list_(pa.string()),
     }
     from kafka_txn_tools.spark.classify import OUTPUT_COLUMNS
 
@@ -276,7 +291,7 @@ def _write_outputs(
         "outputs": {name: str(out / name) for name in OUTPUT_FILES},
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
-    (out / "report.html").write_text(render_report(summary, rows, histogram), encoding="utf-8")
+    (out / "report.html").write_text(render_report(summary, rows, histogram, stuck=stuck), encoding="utf-8")
     return SweepResult(out, summary, rows, stuck)
 
 

@@ -72,9 +72,18 @@ def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
     body = []
     for row in rows:
         css = escape(str(row.get("verdict", "")))
-        cells = "".join(f"<td>{escape('' if row.get(c) is None else str(row.get(c)))}</td>" for c in columns)
+        cells = "".join(f"<td>{_cell(row.get(c))}</td>" for c in columns)
         body.append(f'<tr class="{css}">{cells}</tr>')
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _cell(value: Any) -> str:
+    """A table cell; a list of commands one per line, each whole (<code>, copied as it is)."""
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return "<br>".join(f"<code>{escape(str(v))}</code>" for v in value)
+    return escape(str(value))
 
 
 REPORT_COLUMNS = [
@@ -90,6 +99,7 @@ REPORT_COLUMNS = [
     "leader_broker_id",
     "open_on_brokers",
     "divergence",
+    "commands",
 ]
 
 
@@ -104,6 +114,8 @@ def _duration(ms: Any) -> str:
     from kafka_txn_tools.durations import format_duration_ms
 
     return format_duration_ms(int(ms)) if isinstance(ms, int) else str(ms)
+STUCK_COLUMNS = ["transactional_id", "state", "reason", "producer_id", "producer_epoch", "detail", "action",
+                 "commands"]
 
 
 def render_report(
@@ -111,6 +123,7 @@ def render_report(
     rows: Sequence[Mapping[str, Any]],
     age_histogram: Mapping[str, int],
     row_limit: int = 500,
+    stuck: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     """The whole HTML page from the summary, the reported transactions and the age histogram."""
     counts = summary.get("counts_by_reason", {})
@@ -170,5 +183,7 @@ max transaction timeout {escape(_duration(threshold))}.</p>
 {_table(reason_rows, ["reason", "count"])}
 <h2>Reported transactions</h2>
 {_table(shown, REPORT_COLUMNS)}{more}
+<h2>Stuck at their coordinator</h2>
+{_table(list(stuck), STUCK_COLUMNS)}
 </body></html>
 """

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as CTopicPartition
 from typer.testing import CliRunner
 
 from kafka_txn_tools.cli.app import app
@@ -36,7 +44,7 @@ def kafka_txn(bootstrap: str, *args: str, env: dict[str, str] | None = None) -> 
     return Result(r.exit_code, r.stdout, r.stderr)
 
 
-def run_printed(command_line: str, *extra: str) -> Result:
+def invoke_printed(command_line: str, *extra: str) -> Result:
     """A `kafka-txn ...` command line exactly as the tool printed it (plus `extra`, e.g. --yes where no
     terminal can confirm), run in-process: advice is a promise, so it must be accepted as printed."""
     import shlex
@@ -106,3 +114,46 @@ def many_log_offsets(bootstrap: str, partitions: list[tuple[str, int]], admin: A
                                      request_timeout=20)
         levels[level] = [futures[tp].result(30).offset for tp in tps]
     return list(zip(levels[IsolationLevel.READ_UNCOMMITTED], levels[IsolationLevel.READ_COMMITTED], strict=True))
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_printed(command: str, timeout_s: float = 120.0) -> subprocess.CompletedProcess[str]:
+    """Run one command a finding printed, exactly as printed plus --yes, in a process of its own (the
+    `kafka-txn` console script, importing this checkout); its output is kept for the assertion message."""
+    argv = shlex.split(command)
+    assert argv[0] == "kafka-txn", command
+    program = shutil.which("kafka-txn")
+    prefix = [program] if program else [sys.executable, "-m", "kafka_txn_tools"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "broker")])}
+    env.pop("COLUMNS", None)
+    done = subprocess.run([*prefix, *argv[1:], "--yes"], capture_output=True, text=True, env=env, timeout=timeout_s,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, f"{command} --yes exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def hold_group(bs: str, topic: str, partition: int, group: str) -> None:
+    """A read_committed group that has read everything up to the LSO and committed there: held back."""
+    _end, lso = log_offsets(bs, topic, partition)
+    c = Consumer({"bootstrap.servers": bs, "group.id": group, "enable.auto.commit": False, "log_level": 0})
+    c.commit(offsets=[CTopicPartition(topic, partition, lso)], asynchronous=False)
+    c.close()
+
+
+def group_reads_to_the_end(bs: str, topic: str, partition: int, group: str) -> None:
+    """The held-back group moves on: read_committed from its committed offset up to the high watermark."""
+    end, _lso = log_offsets(bs, topic, partition)
+    c = Consumer({"bootstrap.servers": bs, "group.id": group, "enable.auto.commit": False,
+                  "isolation.level": "read_committed", "auto.offset.reset": "earliest", "log_level": 0})
+    c.assign([CTopicPartition(topic, partition)])
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        c.consume(100, 0.2)
+        position = c.position([CTopicPartition(topic, partition)])[0].offset
+        if position >= end:
+            break
+    assert position >= end, f"group {group} is still at {position}, the high watermark is {end}"
+    c.commit(offsets=[CTopicPartition(topic, partition, position)], asynchronous=False)
+    c.close()

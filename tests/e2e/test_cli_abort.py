@@ -14,7 +14,7 @@ import yaml
 
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_tools.cli import exit_codes
-from tests.e2e.cli_support import kafka_transactions, kafka_txn, open_transaction
+from tests.e2e.cli_support import kafka_transactions, kafka_txn, open_transaction, run_printed
 
 
 @pytest.fixture
@@ -101,9 +101,12 @@ def test_kafka_transactions_refuses_a_live_transaction_in_upstream_style(cluster
     assert (r.code, r.out) == (1, "")
     assert r.err.startswith("Refusing to abort the transaction on partition orders-1: the coordinator still holds "
                             "'app' as ongoing with orders-1")
-    assert r.err.endswith(f"To abort it anyway: kafka-txn abort --topic orders --partition 1 --start-offset {start} "
-                          f"--force --bootstrap-server {bs}\n")
+    override = f"kafka-txn abort --topic orders --partition 1 --start-offset {start} --force --bootstrap-server {bs}"
+    assert r.err.endswith(f"To abort it anyway: {override}\n")
     assert open_offsets(bs) == {1: int(start)}
+    # The override is accepted exactly as printed (plus --yes: it is a write).
+    run_printed(override)
+    assert open_offsets(bs) == {}
     fenced = kafka_transactions(bs, "forceTerminateTransaction", "--transactionalId", "app")
     assert fenced.code == 1
     assert f"kafka-txn force-terminate --transactional-id app --force --bootstrap-server {bs}" in fenced.err

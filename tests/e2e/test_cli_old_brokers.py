@@ -20,7 +20,7 @@ import pytest
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.testing.scenarios import ScenarioOptions, run_scenario
 from kafka_txn_tools.cli import exit_codes
-from tests.e2e.cli_support import kafka_transactions, kafka_txn, log_offsets, open_transaction, run_printed
+from tests.e2e.cli_support import invoke_printed, kafka_transactions, kafka_txn, log_offsets, open_transaction
 from tests.e2e.tansu import Tansu
 
 # Apache Kafka facts: the release that added each API.
@@ -191,7 +191,7 @@ def test_an_abort_that_cannot_be_validated_needs_force_and_a_refusal_writes_noth
         assert override.endswith(f"--force --bootstrap-server {bs}")
         assert log_offsets(bs, topic, part) == before
         # The override as printed (plus --yes: no terminal here) is accepted and aborts it.
-        forced = run_printed(override, "--yes", "-o", "json")
+        forced = invoke_printed(override, "--yes", "-o", "json")
         assert forced.code == 0, forced.err
         assert "not validated" in forced.err and forced.json()["aborts"][0]["result"] == "aborted"
         end, stable = log_offsets(bs, topic, part)

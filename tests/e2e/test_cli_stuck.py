@@ -24,7 +24,14 @@ from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.testing.raw_client import RawKafkaClient
 from kafka_txn_broker.testing.scenarios import HANGING_PARTITION, ScenarioOptions, run_scenario
 from kafka_txn_tools.cli import exit_codes
-from tests.e2e.cli_support import kafka_transactions, kafka_txn, leader_of, log_offsets
+from tests.e2e.cli_support import (
+    group_reads_to_the_end,
+    hold_group,
+    kafka_transactions,
+    kafka_txn,
+    leader_of,
+    log_offsets,
+)
 
 FAST_REAPER = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": 200}
 BACKDATE_MS = 30 * 60_000
@@ -61,6 +68,7 @@ def test_a_leader_offline_during_a_commit_leaves_prepare_commit_until_it_returns
         for p in (other, victim_partition):
             producer.produce("orders", value=b"order", partition=p)
         producer.flush(30)
+        hold_group(bs, "orders", victim_partition, "orders-readers")
         cluster.stop_node(victim)
         producer.commit_transaction(30)  # answered once PrepareCommit is durable; the markers come after
         live = ",".join(a for node, a in enumerate(bs.split(",")) if node != victim)
@@ -74,7 +82,7 @@ def test_a_leader_offline_during_a_commit_leaves_prepare_commit_until_it_returns
         assert (pending["topic"], pending["partition"], pending["leader"], pending["reason"]) == (
             "orders", victim_partition, -1, "leader-offline")
         assert pending["offline_replicas"] == [victim]
-        assert row["action"].startswith(f"bring broker {victim} back")
+        assert row["action"].startswith(f"bring broker {victim} back") and row["commands"] == []
         # Not yet a minute in PrepareCommit: the default --max-prepare-time does not report it.
         default = kafka_txn(live, "find-hanging", "--all", "-o", "json").json()["hanging"]
         assert [r for r in default if r["kind"] == "coordinator"] == []
@@ -82,8 +90,11 @@ def test_a_leader_offline_during_a_commit_leaves_prepare_commit_until_it_returns
         assert [(p["partition"], p["reason"]) for p in described["pending_partitions"]] == [
             (victim_partition, "leader-offline")]
 
-        cluster.start_node(victim)
+        cluster.start_node(victim)  # what its action says a person must do; no command of this tool can
         until(lambda: coordinator_rows(bs)[1] == [], "the markers to land once the leader is back")
+        end, lso = log_offsets(bs, "orders", victim_partition)
+        assert lso == end
+        group_reads_to_the_end(bs, "orders", victim_partition, "orders-readers")  # held at 0, it moves on
         assert kafka_txn(bs, "find-hanging", "--all", "--max-prepare-time", "0", "--exit-code").code == exit_codes.OK
         state = kafka_txn(bs, "describe", "-t", "app-1", "-o", "json").json()["transactions"][0]
         assert state["state"] == "CompleteCommit" and state["pending_partitions"] is None
@@ -117,45 +128,6 @@ def test_marker_retry_rejected_is_reported_as_its_ground_truth_and_cleared_by_mo
         assert state["state"] == "CompleteCommit"
 
 
-# ---- KAFKA-20090 emulated: Ongoing at Short.MAX_VALUE ----------------------------------------------------
-def test_epoch_exhaustion_is_reported_as_its_ground_truth_and_cleared_by_the_fixed_timeout_abort(
-        tmp_path: Path) -> None:
-    with EmbeddedCluster(nodes=1, data_dir=tmp_path, config=FAST_REAPER) as cluster:
-        bs = cluster.bootstrap_servers
-        [result] = run_scenario("epoch-exhaustion", bs, ScenarioOptions(zombie_timeout_ms=300, wait_s=20,
-                                                                        healthy=False))
-        [truth] = result.stuck
-        assert (truth.state, truth.producer_epoch, truth.emulates) == ("Ongoing", 32767, "KAFKA-20090")
-        topic = result.topics[0]
-        _, rows = coordinator_rows(bs)
-        [row] = rows
-        assert (row["transactional_id"], row["reason"], row["producer_epoch"]) == (
-            truth.transactional_id, "epoch-exhausted", 32767)
-        [pending] = row["pending_partitions"]
-        assert (pending["reason"], pending["start_offset"]) == ("open-transaction", truth.start_offset)
-        assert f"--start-offset {truth.start_offset} --force" in row["action"] and "KAFKA-20090" in row["action"]
-        end, lso = log_offsets(bs, topic, HANGING_PARTITION)
-        assert lso == truth.start_offset < end  # it holds the partition's LSO
-        # Cleared as its action says: free the partition's LSO (the coordinator still holds it as live, so
-        # only with --force), then coordinators with the fix (the fault off) end it on its timeout.
-        abort = kafka_txn(bs, "abort", "--topic", topic, "--partition", str(HANGING_PARTITION), "--start-offset",
-                          str(truth.start_offset), "--yes")
-        assert abort.code == exit_codes.ERROR and log_offsets(bs, topic, HANGING_PARTITION) == (end, lso)
-        abort = kafka_txn(bs, "abort", "--topic", topic, "--partition", str(HANGING_PARTITION), "--start-offset",
-                          str(truth.start_offset), "--yes", "--force")
-        assert abort.code == exit_codes.OK, abort.err
-        assert log_offsets(bs, topic, HANGING_PARTITION)[1] > truth.start_offset
-        with RawKafkaClient(bs) as raw:
-            assert raw.set_broker_configs({"fault.injection": ""})[0] == 0
-
-        def ended() -> bool:
-            d = kafka_txn(bs, "describe", "-t", truth.transactional_id, "-o", "json").json()["transactions"][0]
-            return d["state"] == "CompleteAbort" and d["producer_id"] != truth.producer_id  # the next producer id
-
-        until(ended, "the fixed timeout abort to end it")
-        assert coordinator_rows(bs)[1] == []
-
-
 # ---- 2PC (KIP-939) ---------------------------------------------------------------------------------------
 @pytest.fixture
 def two_pc(tmp_path: Path) -> Iterator[tuple[str, str, int]]:
@@ -174,17 +146,18 @@ def two_pc(tmp_path: Path) -> Iterator[tuple[str, str, int]]:
         yield bs, "xa-orders", offset
 
 
-def test_a_2pc_transaction_is_never_reported_by_age_and_shows_as_prepared_with_include_late(
+def test_a_2pc_transaction_is_never_hanging_by_age_but_is_named_as_held_by_its_manager(
         two_pc: tuple[str, str, int]) -> None:
     bs, topic, offset = two_pc
     for timeout in ("15m", "0"):
         r = kafka_txn(bs, "find-hanging", "--all", "--max-transaction-timeout", timeout, "--max-prepare-time", "0",
                       "--exit-code", "-o", "json")
-        assert r.code == exit_codes.OK and r.json()["hanging"] == [], r.out
-    [row] = kafka_txn(bs, "find-hanging", "--all", "--include-late", "-o", "json").json()["hanging"]
-    assert (row["kind"], row["reason"], row["transactional_id"], row["start_offset"]) == (
-        "partition", "prepared-2pc", "xa-1", offset)
-    assert "external transaction manager" in row["action"] and row["duration_ms"] >= BACKDATE_MS
+        assert r.code == exit_codes.OK, r.out  # not counted: its manager owns it
+        [row] = r.json()["hanging"]
+        assert (row["kind"], row["reason"], row["transactional_id"], row["start_offset"]) == (
+            "partition", "prepared-2pc", "xa-1", offset)
+        assert "external transaction manager" in row["action"] and row["commands"] == []
+        assert row["duration_ms"] >= BACKDATE_MS
 
 
 def test_aborting_a_2pc_transaction_needs_force_and_warns_of_its_external_manager(

@@ -192,6 +192,10 @@ def test_kafka_transactions_refusals_write_nothing(world: World, args: list[str]
     if "--force" not in message:  # only what --force overrides gets an override: never a command that is refused
         assert "--force" not in r.err
     assert world.offsets() == before and world.live_epoch() == epoch
+    if "--producer-epoch" in args:
+        # Identifiers that name another transaction than the open one: --force would not change that, so no
+        # override is suggested (it would be refused again).
+        assert "anyway" not in r.err and "--force" not in r.err
 
 
 def test_kafka_transactions_malformed_input_exits_2_and_writes_nothing(world: World) -> None:

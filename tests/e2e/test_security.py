@@ -197,7 +197,9 @@ def test_find_hanging_warns_that_acls_may_hide_transactional_ids(secure: Embedde
         assert "results may be incomplete: the cluster enforces ACLs" in as_alice.err
         as_admin = cli(*args, "--command-config", str(properties(tmp_path, "admin", USERS["admin"])))
         assert as_admin.code == 0, as_admin.err
-        assert ("orders", 1) not in {(h["topic"], h["partition"]) for h in as_admin.json()["hanging"]}
+        # The admin sees it live: named as late (it holds the LSO past --max-transaction-timeout), nothing to run.
+        assert {(h["topic"], h["partition"]): (h["reason"], h["commands"]) for h in as_admin.json()["hanging"]}.get(
+            ("orders", 1)) == ("late", [])
         assert "results may be incomplete" not in as_admin.err
     finally:
         p.abort_transaction(30)
@@ -214,3 +216,39 @@ def test_the_acl_warning_is_given_only_without_evidence_that_nothing_is_hidden(s
     assert "results may be incomplete" not in as_admin.err and "super user" not in as_admin.err
     as_alice = cli(*args, "--command-config", str(properties(tmp_path, "alice", USERS["alice"])))
     assert "results may be incomplete: the cluster enforces ACLs" in as_alice.err
+
+
+def test_a_scenario_reaches_a_sasl_cluster_and_its_printed_command_carries_the_command_config(
+        secure: EmbeddedCluster, tmp_path: Path) -> None:
+    # Rehearsing on a secured cluster: `broker scenario --command-config` goes through kafka-python's TLS and SASL
+    # (the properties every command takes); the finding's command names the same file, never its secret, and
+    # works as printed in a process of its own.
+    import json
+    import shlex
+
+    from kafka_txn_broker.testing.raw_client import RawKafkaClient
+    from kafka_txn_tools.cli.commands.broker import _transport
+    from tests.e2e.cli_support import run_printed
+
+    bs = secure.bootstrap_servers
+    admin = properties(tmp_path, "admin", USERS["admin"])
+    unauthenticated = cli("broker", "scenario", "marker-retry-rejected", "-b", bs, "--no-healthy")
+    assert unauthenticated.code == exit_codes.ERROR and "error: scenario marker-retry-rejected" in unauthenticated.err
+    made = cli("broker", "scenario", "marker-retry-rejected", "-b", bs, "--command-config", str(admin),
+               "--no-healthy", "--wait-seconds", "20")
+    assert made.code == 0, made.err
+    [truth] = json.loads(made.out)["scenarios"][0]["stuck"]
+    found = cli("find-hanging", "--all", "-b", bs, "--command-config", str(admin), "--max-prepare-time", "0",
+                "-o", "json")
+    [row] = [r for r in found.json()["hanging"] if r.get("transactional_id") == truth["transactional_id"]]
+    [command] = row["commands"]
+    assert shlex.split(command) == ["kafka-txn", "move-coordinator", "--transactional-id", truth["transactional_id"],
+                                    "--bootstrap-server", bs, "--command-config", str(admin.resolve())]
+    assert USERS["admin"] not in found.out + found.err
+    # Switched off as an upgrade would (over SASL_SSL too), the printed command clears it.
+    with RawKafkaClient(bs, transport=_transport(bs, admin)) as raw:
+        assert raw.set_broker_configs({"fault.injection": ""})[0] == 0
+    assert run_printed(command).returncode == 0
+    again = cli("find-hanging", "--all", "-b", bs, "--command-config", str(admin), "--max-prepare-time", "0",
+                "-o", "json")
+    assert [r for r in again.json()["hanging"] if r.get("transactional_id") == truth["transactional_id"]] == []

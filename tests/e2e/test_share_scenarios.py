@@ -25,6 +25,9 @@ from kafka_txn_broker.testing.share_client import ShareMember, topic_layout
 ENABLED = {"share.transactional.acknowledgement.enable": True, "offsets.topic.num.partitions": 3,
            "transaction.state.log.num.partitions": 3}
 LOCK_MS = 30_000  # share.record.lock.duration.ms, Kafka's default
+# The tests' max transaction timeout is 1m; a second past it (the metric's age is whole milliseconds of a
+# monotonic clock kept in float seconds, so one millisecond past could read as exactly 1m).
+PAST_THE_MAX_TIMEOUT_MS = 61_000
 
 
 @pytest.fixture(scope="module")
@@ -142,31 +145,6 @@ def test_the_cli_prints_the_share_ground_truth(cluster):
     assert "pending=scenario-share-ack-stalled-" in line and f"-{SHARE_PARTITION}:0-9 " in line
 
 
-def test_force_terminate_clears_a_stalled_transaction_holding_a_share_group(cluster, clock):
-    # The operator's way out of share-ack-stalled (its ground truth names it): force-terminate fences the
-    # transactional id through its coordinator, which aborts the transaction; the ABORT marker on the
-    # group's __share_group_state partition gives the staged records back to their member (ACQUIRED, under
-    # the same lock), and once that lock runs out anyone in the group gets them again.
-    from tests.e2e.cli_support import kafka_txn
-
-    t = scenario(cluster, "share-ack-stalled")
-    assert states_at(cluster, t.leader, t).get("TX_PENDING") == 10
-    bs = cluster.bootstrap_servers
-    # --force: the CLI judges liveness by its own wall clock, which the cluster's ManualClock does not follow.
-    r = kafka_txn(bs, "force-terminate", "--transactional-id", t.transactional_id, "--force", "--yes", "-o", "json")
-    assert r.code == 0, r.err
-    assert r.json()["fenced"][0]["state_before"] == "Ongoing"
-    cluster.tick()
-    state = wait_states(cluster, t.leader, t, lambda s: s.get("TX_PENDING", 0) == 0)
-    assert state.get("TX_PENDING", 0) == 0 and state.get("ACQUIRED") == 10
-    # Aborted; Empty once force-terminate's InitProducerId retry lands on the ended transaction (as Kafka's).
-    assert coordinator_state(cluster, t.transactional_id) in ("CompleteAbort", "Empty")
-    clock.advance(LOCK_MS + 1)
-    cluster.tick()
-    assert wait_states(cluster, t.leader, t, lambda s: s.get("AVAILABLE") == 10).get("AVAILABLE") == 10
-    assert fetch_as_new_member(cluster, t, t.leader) == [(0, 9)]
-
-
 def test_find_hanging_and_describe_show_what_a_transaction_holds_tx_pending(cluster, clock):
     # No Kafka API lists TX_PENDING records: find-hanging reads them from each broker's metrics endpoint.
     from kafka_txn_broker.server import metrics
@@ -183,7 +161,7 @@ def test_find_hanging_and_describe_show_what_a_transaction_holds_tx_pending(clus
             return r.code, [row for row in r.json()["hanging"] if row["kind"] == "share"]
 
         assert holds() == (exit_codes.OK, [])  # staged just now: not past the timeout
-        clock.advance(60_001)
+        clock.advance(PAST_THE_MAX_TIMEOUT_MS)
         code, rows = holds()
         assert code == exit_codes.FOUND
         (row,) = rows
@@ -245,3 +223,75 @@ def test_abort_of_the_share_state_partition_clears_a_stalled_transaction_with_fo
     assert r.code == 0, r.err
     state = wait_states(cluster, t.leader, t, lambda s: s.get("TX_PENDING", 0) == 0)
     assert state.get("ACQUIRED") == 10  # back to their member, under the same lock
+
+
+# ---- the on-call flow: find, run the printed commands, see it clear (tests/e2e/test_runbook.py's, share side) --
+@pytest.fixture(scope="module")
+def metrics_url(cluster: EmbeddedCluster) -> Iterator[str]:
+    from kafka_txn_broker.server import metrics
+
+    server = cluster.call(metrics.serve_metrics(cluster.cluster, "127.0.0.1", 0))
+    yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/metrics"
+    cluster.call_soon(server.close)
+
+
+def share_rows(cluster: EmbeddedCluster, url: str, t: ShareTransaction) -> list[dict[str, Any]]:
+    """find-hanging --all with the brokers' metrics, the test's max transaction timeout (1m): the share rows of
+    `t`'s transaction."""
+    from tests.e2e.cli_support import kafka_txn
+
+    r = kafka_txn(cluster.bootstrap_servers, "find-hanging", "--all", "--metrics-url", url,
+                  "--max-transaction-timeout", "1m", "-o", "json")
+    assert r.code == 0, r.err
+    return [row for row in r.json()["hanging"] if row["kind"] == "share"
+            and row["transactional_id"] == t.transactional_id]
+
+
+def state_partition_clear(cluster: EmbeddedCluster, t: ShareTransaction) -> None:
+    from tests.e2e.cli_support import log_offsets
+
+    for name in t.share_state_partitions:
+        end, lso = log_offsets(cluster.bootstrap_servers, SHARE_STATE_TOPIC, int(name.rsplit("-", 1)[1]))
+        assert lso == end, name
+
+
+@pytest.mark.parametrize("name", ["share-ack-stalled", "share-ack-leadership-move"])
+def test_a_transaction_holding_a_share_group_is_ended_by_its_printed_command(cluster, clock, metrics_url,
+                                                                            name: str) -> None:
+    from tests.e2e.cli_support import kafka_txn, run_printed
+
+    t = scenario(cluster, name)
+    holder = t.new_leader
+    # The group's members go on fetching (after a move, at the new leader, which loads the records TX_PENDING
+    # from the group's share state): nobody gets them while the transaction holds them.
+    assert fetch_as_new_member(cluster, t, holder) == []
+    assert share_rows(cluster, metrics_url, t) == []  # staged just now: not past the max transaction timeout
+    clock.advance(PAST_THE_MAX_TIMEOUT_MS)
+    [row] = share_rows(cluster, metrics_url, t)
+    assert (row["group"], row["records"], row["stalled_groups"]) == (t.group, 10, [t.group])
+    [command] = row["commands"]
+    assert command.startswith(f"kafka-txn force-terminate --transactional-id {t.transactional_id}")
+    # describe-share-group, asked about the group, prints the same way out for the share-partition it holds.
+    view = kafka_txn(cluster.bootstrap_servers, "describe-share-group", "--group", t.group, "--metrics-url",
+                     metrics_url, "-o", "json").json()["share_group"]
+    [held] = [p for p in view if (p["topic"], p["partition"]) == (t.topic, t.partition)]
+    assert held["commands"] == [command] and held["action"].startswith("end the transaction")
+    run_printed(command)
+    cluster.tick()
+    assert wait_states(cluster, holder, t, lambda s: s.get("TX_PENDING", 0) == 0).get("TX_PENDING", 0) == 0
+    state_partition_clear(cluster, t)
+    clock.advance(LOCK_MS + 1)  # the member's lock runs out: the group moves on, the records delivered again
+    cluster.tick()
+    wait_states(cluster, holder, t, lambda s: s.get("AVAILABLE") == 10)
+    assert fetch_as_new_member(cluster, t, holder) == [(0, 9)]
+    assert share_rows(cluster, metrics_url, t) == []
+
+
+def test_a_producer_that_dies_holding_a_share_group_needs_no_command(cluster, clock, metrics_url) -> None:
+    # Its short timeout ends it: the coordinator's reaper aborts it before it is old enough to be reported.
+    t = scenario(cluster, "share-ack-producer-dies", zombie_timeout_ms=5000)
+    clock.advance(PAST_THE_MAX_TIMEOUT_MS)
+    cluster.tick()
+    wait_states(cluster, t.leader, t, lambda s: s.get("TX_PENDING", 0) == 0)
+    assert share_rows(cluster, metrics_url, t) == []
+    state_partition_clear(cluster, t)

@@ -15,7 +15,10 @@ import pytest
 
 from kafka_txn_tools.admin import hanging
 from kafka_txn_tools.models import (
+    BrokerInfo,
+    ClusterInfo,
     OpenTransaction,
+    PartitionInfo,
     ProducerState,
     TopicPartition,
     TransactionDescription,
@@ -123,6 +126,9 @@ def test_the_last_owner_of_a_forgotten_producer_id_is_the_same_for_both() -> Non
 MIN = 60_000
 MAX_PREPARE = MIN
 MAX_INT = 2**31 - 1
+# __transaction_state with 50 partitions, three in-sync replicas each.
+TXN_META = ClusterInfo(tuple(BrokerInfo(b, "h", 9092) for b in range(3)), tuple(
+    PartitionInfo(TopicPartition("__transaction_state", i), 1, (1, 0, 2), (1, 0, 2), True, 4) for i in range(50)))
 P1, P2 = TopicPartition("orders", 1), TopicPartition("orders", 2)
 OPEN, NOTHING, ABSENT = "open", "nothing", "absent"  # what the leader of a partition shows for the producer
 
@@ -190,7 +196,7 @@ def find_hanging_stuck(held: Held) -> tuple[str | None, list[tuple[TopicPartitio
         seen = _leader_state(held, tp)
         views[tp] = (hanging.LeaderView(None) if seen == ABSENT else
                      hanging.LeaderView(1, producer=ProducerState(PID, held.epoch, 3, OLD, 2, START)))
-    rows = stuck.judge([d], log, views, NOW, MAX_PREPARE, 50)
+    rows = stuck.judge([d], log, views, NOW, MAX_PREPARE, TXN_META)
     if not rows:
         return None, []
     [row] = rows

@@ -12,7 +12,7 @@ import itertools
 import socket
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from kafka.protocol.admin import (
     CreateTopicsRequest,
@@ -96,13 +96,27 @@ class _Connection:
         self.sock.close()
 
 
+class Transport(Protocol):
+    """Another way to the brokers (TLS, SASL: a client stack that has them); requests are sent at the version
+    their class is pinned to (`XRequest[v](...)`), responses come back decoded."""
+
+    def send(self, request: Any, node_id: int | None) -> Any: ...
+
+    def close(self) -> None: ...
+
+
 class RawKafkaClient:
-    def __init__(self, bootstrap_servers: str, client_id: str = "kafka-txn-scenario", timeout_s: float = 30.0) -> None:
+    """Plain sockets to PLAINTEXT listeners by default; with a `transport`, every request goes through it (a
+    secured cluster: `kafka-txn broker scenario --command-config`)."""
+
+    def __init__(self, bootstrap_servers: str, client_id: str = "kafka-txn-scenario", timeout_s: float = 30.0,
+                 transport: Transport | None = None) -> None:
         first = bootstrap_servers.split(",")[0].strip()
         host, _, port = first.rpartition(":")
         self.bootstrap = (host, int(port))
         self.client_id = client_id
         self.timeout_s = timeout_s
+        self.transport = transport
         self._correlation = itertools.count(1)
         self._conns: dict[tuple[str, int], _Connection] = {}
         self.brokers: dict[int, tuple[str, int]] = {}
@@ -111,6 +125,8 @@ class RawKafkaClient:
         for conn in self._conns.values():
             conn.close()
         self._conns.clear()
+        if self.transport is not None:
+            self.transport.close()
 
     def __enter__(self) -> RawKafkaClient:
         return self
@@ -127,6 +143,12 @@ class RawKafkaClient:
 
     def send(self, request: Any, version: int, node_id: int | None = None, response_class: Any = None) -> Any:
         """Send at `version` to a broker (default: the bootstrap one) and decode the answer."""
+        if self.transport is not None:
+            try:
+                return self.transport.send(request, node_id)
+            except Exception as exc:  # the transport's own errors (TLS, SASL, timeouts): one error type here
+                raise RawClientError(f"request to broker {node_id if node_id is not None else 'bootstrap'} failed: "
+                                     f"{type(exc).__name__}: {exc}") from None
         conn = self._connection(self.bootstrap if node_id is None else self.brokers[node_id])
         correlation_id = next(self._correlation)
         request.with_header(correlation_id=correlation_id, client_id=self.client_id)
@@ -196,6 +218,8 @@ class RawKafkaClient:
         """`times` InitProducerId requests in one pipelined burst (each bumps the epoch, as a producer restarting
         in a loop would): the last answer."""
         node = self.transaction_coordinator(transactional_id)
+        if self.transport is not None:
+            return self._bump_one_by_one(transactional_id, timeout_ms, times, node)
         conn = self._connection(self.brokers[node])
         frames = []
         for _ in range(times):
@@ -207,6 +231,19 @@ class RawKafkaClient:
         last = None
         for _ in frames:
             last = InitProducerIdResponse.decode(conn.read_frame(), version=V_INIT_PID, header=True, framed=True)
+            if last.error_code:
+                break
+        assert last is not None
+        return last.error_code, ProducerIdAndEpoch(last.producer_id, last.producer_epoch)
+
+    def _bump_one_by_one(self, transactional_id: str, timeout_ms: int, times: int, node: int
+                         ) -> tuple[int, ProducerIdAndEpoch]:
+        """bump_epoch through a transport: one request after the other (slower; no pipelining there)."""
+        last = None
+        for _ in range(times):
+            last = self.send(InitProducerIdRequest[V_INIT_PID](
+                transactional_id=transactional_id, transaction_timeout_ms=timeout_ms, producer_id=-1,
+                producer_epoch=-1), V_INIT_PID, node)
             if last.error_code:
                 break
         assert last is not None

@@ -43,7 +43,7 @@ from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.partitioning import SHARE_STATE_TOPIC
 from kafka_txn_broker.formats.transactions import MAX_EPOCH
 from kafka_txn_broker.formats.transactions import TransactionState as S
-from kafka_txn_broker.testing.raw_client import ProducerIdAndEpoch, RawKafkaClient
+from kafka_txn_broker.testing.raw_client import ProducerIdAndEpoch, RawKafkaClient, Transport
 
 PARTITIONS = 4
 HEALTHY_PARTITION, HANGING_PARTITION, OPEN_PARTITION, OWN_PARTITION = 0, 1, 2, 3
@@ -108,6 +108,21 @@ class ShareTransaction:
 
 
 @dataclass(frozen=True)
+class PreparedTransaction:
+    """A prepared two-phase-commit transaction (KIP-939): open on a partition, holding its LSO, owned by an
+    external transaction manager; live, never hanging, whatever its age."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    topic: str
+    partition: int
+    start_offset: int
+    coordinator_state: str
+    clears: str  # what ends it
+
+
+@dataclass(frozen=True)
 class HealthyTransaction:
     transactional_id: str
     producer_id: int
@@ -125,6 +140,7 @@ class ScenarioResult:
     healthy: list[HealthyTransaction] = field(default_factory=list)
     stuck: list[StuckTransaction] = field(default_factory=list)
     share: list[ShareTransaction] = field(default_factory=list)
+    prepared: list[PreparedTransaction] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -388,6 +404,45 @@ def _wait(run: _Run, done: Callable[[], bool], what: str) -> None:
     raise ScenarioError(f"gave up waiting {run.options.wait_s:.0f} s for {what}")
 
 
+# ---- KIP-939: a prepared two-phase-commit transaction ---------------------------------------------------------
+def two_pc_prepared(run: _Run) -> PreparedTransaction:
+    """KIP-939, a prepared two-phase-commit transaction: a producer under an external transaction manager
+    (InitProducerId with Enable2Pc: timeout Integer.MAX_VALUE, so the coordinator never aborts it) writes to
+    the partition and prepares; the manager has not decided yet, or is down. The transaction holds the
+    partition's LSO for as long as it takes: find-hanging lists it as held by its external transaction manager
+    (not hanging, and not counted by --exit-code unless --count-held). The manager ends it: it recovers the
+    transaction (InitProducerId with KeepPreparedTxn) and commits or aborts it. Needs
+    transaction.two.phase.commit.enable=true on the brokers (embedded: --set
+    transaction.two.phase.commit.enable=true)."""
+    txn_id = run.txn_id("2pc")
+    code, pe = _retry(lambda: run.client.init_producer_id_2pc(txn_id))
+    if code == E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+        raise ScenarioPrevented("the brokers refused two-phase commit (Enable2Pc: "
+                                "TRANSACTIONAL_ID_AUTHORIZATION_FAILED): start them with "
+                                "transaction.two.phase.commit.enable=true")
+    _check(code, f"InitProducerId (Enable2Pc) for {txn_id}")
+    _check(run.add(txn_id, pe, HANGING_PARTITION), f"AddPartitionsToTxn for {txn_id}")
+    created = run.now() - run.options.backdate_ms
+    code, offset = run.produce(txn_id, pe, HANGING_PARTITION, 0, [b"prepared-0", b"prepared-1"], created)
+    _check(code, f"Produce of {txn_id}")
+    d = run.describe(txn_id)
+    return PreparedTransaction(txn_id, pe.producer_id, pe.epoch, run.topic, HANGING_PARTITION, offset,
+                               d.transaction_state if d.error_code == 0 else E.name(d.error_code),
+                               "its external transaction manager commits or aborts it (InitProducerId with "
+                               "KeepPreparedTxn, then EndTxn); only if that manager is gone for good, kafka-txn abort "
+                               "with --force (its decision is lost)")
+
+
+def complete_prepared(bootstrap_servers: str, truth: PreparedTransaction, commit: bool,
+                      transport: Transport | None = None) -> int:
+    """Play the external transaction manager of a 2pc-prepared scenario: recover the prepared transaction
+    (InitProducerId with Enable2Pc and KeepPreparedTxn) and commit or abort it. The EndTxn's error code."""
+    with RawKafkaClient(bootstrap_servers, transport=transport) as client:
+        code, pe = _retry(lambda: client.init_producer_id_2pc(truth.transactional_id, keep_prepared=True))
+        _check(code, f"InitProducerId (KeepPreparedTxn) for {truth.transactional_id}")
+        return _retry(lambda: (client.end_txn(truth.transactional_id, pe, commit), None))[0]
+
+
 # ---- KIP-1289: transactions holding share-group records ----------------------------------------------------
 SHARE_PARTITION = OWN_PARTITION  # the healthy mix leaves p3 alone: the share group reads only the scenario's input
 SHARE_INPUTS = 10
@@ -489,7 +544,7 @@ def move_leader_of(run: _Run, leader: int) -> int:
     return new_leader
 
 
-Truth = HangingTransaction | StuckTransaction | ShareTransaction
+Truth = HangingTransaction | StuckTransaction | ShareTransaction | PreparedTransaction
 
 
 @dataclass(frozen=True)
@@ -511,6 +566,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("share-ack-producer-dies", share_ack_producer_dies),
     Scenario("share-ack-leadership-move", share_ack_leadership_move),
     Scenario("share-ack-stalled", share_ack_stalled),
+    Scenario("2pc-prepared", two_pc_prepared),
 )}
 ALL = "all"
 # KIP-664's class (an open transaction no coordinator will finish; needs verification off), and the TV2-era
@@ -528,14 +584,15 @@ def scenario_names() -> list[str]:
     return [*SCENARIOS, *GROUPS]
 
 
-def run_scenario(name: str, bootstrap_servers: str, options: ScenarioOptions | None = None) -> list[ScenarioResult]:
+def run_scenario(name: str, bootstrap_servers: str, options: ScenarioOptions | None = None,
+                 transport: Transport | None = None) -> list[ScenarioResult]:
     """Run one scenario (or a group: `all`, `partition-side`, `coordinator-side`; one topic each) and return the
-    ground truth of each."""
+    ground truth of each. `transport`: how to reach a secured cluster (raw_client.Transport)."""
     opts = options or ScenarioOptions()
     if name not in GROUPS and name not in SCENARIOS:
         raise ScenarioError(f"unknown scenario {name!r}; choose one of {', '.join(scenario_names())}")
     chosen = [SCENARIOS[n] for n in GROUPS.get(name, (name,))]
-    with RawKafkaClient(bootstrap_servers) as client:
+    with RawKafkaClient(bootstrap_servers, transport=transport) as client:
         return [_run_one(client, s, opts) for s in chosen]
 
 
@@ -545,6 +602,8 @@ def _run_one(client: RawKafkaClient, scenario: Scenario, options: ScenarioOption
     truth = scenario.make(run)
     if isinstance(truth, ShareTransaction):
         return ScenarioResult(scenario.name, scenario.incident, [run.topic], [], healthy, [], [truth])
+    if isinstance(truth, PreparedTransaction):
+        return ScenarioResult(scenario.name, scenario.incident, [run.topic], [], healthy, prepared=[truth])
     if isinstance(truth, StuckTransaction):
         return ScenarioResult(scenario.name, scenario.incident, [run.topic], [], healthy, [truth])
     return ScenarioResult(scenario.name, scenario.incident, [run.topic], [truth], healthy)

@@ -372,7 +372,8 @@ class TransactionCoordinator:
         if is_fence:
             self._apply_fence(md, producer_epoch)
         return md.prepare_abort_or_commit(target, client_tv, next_pid, self.clock.millis(), no_partition_added,
-                                          is_epoch_fence=is_fence)
+                                          is_epoch_fence=is_fence,
+                                          abort_at_max=not self.bugs.emulates(KAFKA_20090, md.transactional_id))
 
     @staticmethod
     def _apply_fence(md: TransactionMetadata, fenced_epoch: int) -> None:

@@ -137,7 +137,8 @@ class TransactionMetadata:
                 "is pending")
         if transit.producer_id < 0:
             raise IllegalTransitionError(f"{self.transactional_id}: illegal producer id {transit.producer_id}")
-        if transit.state is not S.DEAD and transit.producer_epoch < 0:
+        if transit.state is not S.DEAD and not 0 <= transit.producer_epoch <= MAX_EPOCH:
+            # Kafka's epoch is a short: one past Short.MAX_VALUE is negative there, refused the same way.
             raise IllegalTransitionError(f"{self.transactional_id}: illegal producer epoch {transit.producer_epoch}")
         if self.state not in VALID_PREVIOUS_STATES[transit.state]:
             raise IllegalTransitionError(
@@ -196,9 +197,15 @@ class TransactionMetadata:
 
     def prepare_abort_or_commit(self, new_state: TransactionState, client_transaction_version: int,
                                 next_producer_id: int, now_ms: int, no_partition_added: bool,
-                                is_epoch_fence: bool = False) -> TxnTransitMetadata:
-        if supports_epoch_bump(client_transaction_version) and is_epoch_fence:
+                                is_epoch_fence: bool = False, abort_at_max: bool = True) -> TxnTransitMetadata:
+        """`abort_at_max`: an abort at Short.MAX_VALUE keeps that epoch instead of overflowing it, so a transaction
+        already there can still end (Kafka since KAFKA-20090; False emulates the coordinator before it)."""
+        at_max_abort = (abort_at_max and self.producer_epoch == MAX_EPOCH and new_state is S.PREPARE_ABORT)
+        if supports_epoch_bump(client_transaction_version) and (is_epoch_fence or at_max_abort):
             # The fence already bumped the epoch; bumping again could overflow at MAX-1 (KAFKA-19367).
+            if at_max_abort and not is_epoch_fence:
+                log.error("aborting producer %s of %s at epoch Short.MAX_VALUE: this must not happen unless there is "
+                          "a bug", self.producer_id, self.transactional_id)
             epoch, last = self.producer_epoch, self.producer_epoch
         elif supports_epoch_bump(client_transaction_version):
             epoch, last = self.producer_epoch + 1, self.producer_epoch

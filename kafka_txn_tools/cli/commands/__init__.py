@@ -20,12 +20,13 @@ from kafka_txn_tools.cli.commands import (
     find_hanging,
     force_terminate,
     listing,
+    move_coordinator,
     share_group,
     sweep,
 )
 
-COMMANDS = (listing, describe, describe_producers, find_hanging, abort, force_terminate, dump, sweep, broker, demo,
-            share_group)
+COMMANDS = (listing, describe, describe_producers, find_hanging, abort, force_terminate, move_coordinator, dump, sweep,
+            broker, demo, share_group)
 
 
 def register_all(app: typer.Typer) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -62,9 +63,13 @@ def scenario(
     name: str = typer.Argument(..., help="late-write-after-abort, zombie-after-timeout, "
                                          "unregistered-partition-commit (partition-side), marker-retry-rejected, "
                                          "epoch-exhaustion (coordinator-side), share-ack-producer-dies, "
-                                         "share-ack-leadership-move, share-ack-stalled (share-side), a group "
-                                         "name, or all (partition- and coordinator-side)"),
-    bootstrap_server: str = typer.Option(..., "--bootstrap-server", help="host:port of any broker"),
+                                         "share-ack-leadership-move, share-ack-stalled (share-side), 2pc-prepared, "
+                                         "a group name, or all (partition- and coordinator-side)"),
+    bootstrap_server: str = typer.Option(..., "--bootstrap-server", "-b", help="host:port of any broker"),
+    command_config: Path | None = typer.Option(
+        None, "--command-config", metavar="FILE",
+        help="Java client .properties for a secured cluster: security.protocol, sasl.*, ssl.* (as kafka-txn's "
+             "other commands take them)"),
     topic_prefix: str = typer.Option("scenario", "--topic-prefix", help="prefix of the new topic and ids"),
     backdate_minutes: float = typer.Option(0.0, "--backdate-minutes", min=0,
                                            help="CreateTime of the misbehaving batches this long before sending "
@@ -74,6 +79,10 @@ def scenario(
     zombie_timeout_ms: int = typer.Option(1000, "--zombie-timeout-ms", min=1,
                                           help="transaction.timeout.ms of the zombie (zombie-after-timeout) and "
                                                "of the stalled producer (epoch-exhaustion)"),
+    open_timeout_ms: int = typer.Option(600000, "--open-timeout-ms", min=1,
+                                        help="transaction.timeout.ms of the healthy open transaction and of the "
+                                             "long-lived ones (share-ack-leadership-move, share-ack-stalled); at "
+                                             "most the brokers' transaction.max.timeout.ms"),
     wait_seconds: float = typer.Option(60.0, "--wait-seconds", min=1,
                                        help="how long to wait for the coordinator's timeout abort"),
     output: str = typer.Option("json", "--output", "-o", help="json or table"),
@@ -84,7 +93,8 @@ def scenario(
     `--set transaction.partition.verification.enable=false` on the embedded broker); the coordinator-side
     ones emulate an upstream bug (KAFKA-19999, KAFKA-20090) with the embedded broker's test-only
     `fault.injection`, switched on for their own transactional id. The share-side ones (KIP-1289) need
-    `--set share.transactional.acknowledgement.enable=true`.
+    `--set share.transactional.acknowledgement.enable=true`, 2pc-prepared (KIP-939)
+    `--set transaction.two.phase.commit.enable=true`.
     """
     import json
 
@@ -95,9 +105,11 @@ def scenario(
         typer.echo(f"error: --output {output!r}: use json or table", err=True)
         raise typer.Exit(exit_codes.USAGE)
     options = ScenarioOptions(topic_prefix=topic_prefix, backdate_ms=int(backdate_minutes * 60000), healthy=healthy,
-                              zombie_timeout_ms=zombie_timeout_ms, wait_s=wait_seconds)
+                              zombie_timeout_ms=zombie_timeout_ms, open_timeout_ms=open_timeout_ms,
+                              wait_s=wait_seconds)
+    transport = _transport(bootstrap_server, command_config) if command_config is not None else None
     try:
-        results = run_scenario(name, bootstrap_server, options)
+        results = run_scenario(name, bootstrap_server, options, transport)
     except (ScenarioError, RawClientError) as exc:
         typer.echo(f"error: scenario {name}: {exc}", err=True)
         raise typer.Exit(exit_codes.ERROR) from None
@@ -118,6 +130,29 @@ def scenario(
             typer.echo(f"SHARE    {sh.transactional_id} producerId={sh.producer_id} group={sh.group} "
                        f"pending={sh.topic}-{sh.partition}:{sh.first_offset}-{sh.last_offset} "
                        f"leader={sh.leader}->{sh.new_leader} outcome: {sh.outcome}; clears: {sh.clears}")
+        for pr in r.prepared:
+            typer.echo(f"PREPARED {pr.topic}-{pr.partition} producerId={pr.producer_id} epoch={pr.producer_epoch} "
+                       f"startOffset={pr.start_offset} transactionalId={pr.transactional_id} "
+                       f"coordinator={pr.coordinator_state} clears: {pr.clears}")
         for ok in r.healthy:
             typer.echo(f"HEALTHY  {ok.topic}-{ok.partition} producerId={ok.producer_id} {ok.state} "
                        f"transactionalId={ok.transactional_id}")
+
+
+def _transport(bootstrap_server: str, command_config: Path) -> Any:
+    """The scenarios' requests through kafka-python's client stack, with the TLS and SASL settings of
+    `command_config` (kafka_txn_tools/clients/network.py)."""
+    from kafka_txn_tools.admin.errors import KafkaTxnError
+    from kafka_txn_tools.admin.profiles import resolve_settings
+    from kafka_txn_tools.clients.network import Network
+
+    try:
+        settings = resolve_settings(bootstrap_server, command_config, None)
+        return Network(bootstrap_servers=settings.bootstrap_servers, **settings.kwargs)
+    except KafkaTxnError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(exit_codes.USAGE) from None
+    except Exception as exc:  # kafka-python: the cluster refused us or is not there
+        typer.echo(f"error: cannot connect to {bootstrap_server} with {command_config}: {type(exc).__name__}: {exc}",
+                   err=True)
+        raise typer.Exit(exit_codes.ERROR) from None

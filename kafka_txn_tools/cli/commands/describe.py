@@ -17,11 +17,13 @@ from kafka_txn_tools.cli.options import (
     TimeoutOpt,
     WideOpt,
 )
-from kafka_txn_tools.cli.session import Connection, connect, now_ms
+from kafka_txn_tools.cli.session import Connection, connect, invocation_of, now_ms
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from kafka_txn_tools.admin.share_pending import ShareHold
-    from kafka_txn_tools.models import ScanError
+    from kafka_txn_tools.models import ScanError, StuckTransaction
 
 EXAMPLES = """\b
 Examples:
@@ -65,7 +67,8 @@ def describe_command(
 ) -> None:
     """Describe transactions: state, producer id/epoch, timeout, start time, duration and partitions; in a
     Prepare state, the partitions still waiting for their marker and why."""
-    from kafka_txn_tools.admin.describe import describe_transactions
+    from kafka_txn_tools.admin.advice import is_command_line
+    from kafka_txn_tools.admin.describe import advise, describe_transactions
     from kafka_txn_tools.admin.share_pending import hold_row, of_transaction
     from kafka_txn_tools.cli.render import Column, Output, human_duration, nothing_found
     from kafka_txn_tools.cli.upstream.format import DESCRIBE_HEADERS, describe_row
@@ -77,14 +80,16 @@ def describe_command(
         fail("--all describes every id; do not combine it with ids", exit_codes.USAGE)
     with user_errors(), connect(Connection(bootstrap_server, command_config, profile, timeout)) as client:
         described = describe_transactions(client, ids, describe_all)
-    now = now_ms()
+        now = now_ms()
+        advise(client, described, now, invocation_of(client, bootstrap_server, profile, command_config))
     held = _share_holds(metrics_url, timeout, described.errors)
     report_errors(described.errors)
     pending = described.pending
     rows = [{**d.to_row(now), "pending_partitions": [p.to_row() for p in pending[d.transactional_id]]
              if d.transactional_id in pending else None,
              "share_pending": None if held is None else [
-                 hold_row(h) for h in of_transaction(held, d.producer_id, d.transactional_id)]}
+                 hold_row(h) for h in of_transaction(held, d.producer_id, d.transactional_id)],
+             **_advice(described.stuck.get(d.transactional_id))}
             for d in described.descriptions]
     Output(
         kind="transactions",
@@ -99,13 +104,30 @@ def describe_command(
                  Column("pending_partitions", "WAITING FOR MARKERS", _pending_cell, wrap=True)],
         kafka_headers=DESCRIBE_HEADERS, kafka_rows=[describe_row(d, now) for d in described.descriptions],
         errors=[e.to_row() for e in described.errors], extra={"partial": bool(described.errors)},
-        empty_message=nothing_found("transactions"),
+        empty_message=nothing_found("transactions"), footer=_next_steps(described.stuck.values()),
+        verbatim=is_command_line,
     ).emit(output or OutputFormat.table, wide=wide)
     if described.errors:
         # Never 0 with errors: some ids (or coordinators) are missing from the answer.
         raise typer.Exit(exit_codes.PARTIAL if described.descriptions else exit_codes.ERROR)
     if not described.descriptions and not describe_all:
         raise typer.Exit(exit_codes.ERROR)
+
+
+def _advice(row: StuckTransaction | None) -> dict[str, object]:
+    """A stuck transaction's verdict, what ends it and the commands that do (None for the others)."""
+    if row is None:
+        return {"stuck_reason": None, "action": None, "commands": []}
+    return {"stuck_reason": row.reason.value, "action": row.action, "commands": list(row.commands)}
+
+
+def _next_steps(rows: Iterable[StuckTransaction]) -> str:
+    """After the table, for each stuck transaction: why, what to do, and the commands (kept whole)."""
+    lines = []
+    for r in rows:
+        lines += [f"{r.transactional_id!r} ({r.state}): {r.detail}", f"  do: {r.action}",
+                  *(["  run:"] if r.commands else []), *(f"    {c}" for c in r.commands)]
+    return "\n" + "\n".join(lines) + "\n" if lines else ""
 
 
 def _share_holds(urls: list[str] | None, timeout: str | None, errors: list[ScanError]) -> list[ShareHold] | None:

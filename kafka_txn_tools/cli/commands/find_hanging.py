@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from kafka_txn_tools.cli import exit_codes
-from kafka_txn_tools.cli.errors import KafkaTxnCommand, note, report_errors, user_errors, warn
+from kafka_txn_tools.cli.errors import KafkaTxnCommand, fail, note, report_errors, user_errors, warn
 from kafka_txn_tools.cli.options import (
     BootstrapOpt,
     CommandConfigOpt,
@@ -18,31 +18,37 @@ from kafka_txn_tools.cli.options import (
     WideOpt,
     duration_ms,
 )
-from kafka_txn_tools.cli.session import Connection, connect, now_ms
+from kafka_txn_tools.cli.session import Connection, connect, invocation_of, now_ms
 
 if TYPE_CHECKING:
-    from kafka_txn_tools.admin.scan import ScanReport
+    from kafka_txn_tools.admin.scan import ScanOptions, ScanReport
     from kafka_txn_tools.admin.share_pending import ShareHold
     from kafka_txn_tools.models import HangingTransaction, StalledGroup, StuckTransaction
 
 EXAMPLES = """\b
 The runbook:
-  1. kafka-txn find-hanging --all                 what hangs, and why
-  2. kafka-txn abort --topic T --partition P --start-offset O --dry-run
-  3. kafka-txn abort --topic T --partition P --start-offset O
-  Many: find-hanging --all -o plan > plan.yaml, then abort --plan plan.yaml
+  1. kafka-txn find-hanging --all          what holds an LSO, why, what to do
+  2. run the commands printed under each row, as printed (a write asks on
+     the terminal, or takes --yes)
+  3. kafka-txn find-hanging --all --watch  until nothing is left to resolve
+  Many at once: find-hanging --all -o plan > plan.yaml, then abort --plan.
 
 Scope (one is required): --all, --broker-id ID, or --topic T [--partition P].
-Two kinds of row: "partition" (an open transaction no coordinator will end:
-abort it) and "coordinator" (PrepareCommit/PrepareAbort/PrepareEpochFence
-longer than --max-prepare-time with markers missing, or Ongoing at an
-exhausted epoch): each says why and exactly what to do, and which groups it
-holds back at the LSO. With --metrics-url (each broker's Prometheus endpoint),
-a third kind, "share": a transaction holding share-group records TX_PENDING
-(KIP-1289) longer than --max-transaction-timeout, and the group it stalls.
---exit-code: 3 when hanging or stuck transactions were found in a complete
-scan; a scan with errors exits 5 whatever it found (5 wins over 3), and
-JSON/YAML say "partial": true.
+Rows of kind "partition": an open transaction older than the max timeout.
+Hanging (no coordinator will end it): abort it. Late or prepared-2pc: a live
+transaction that has held the LSO that long, named with who must end it
+(its coordinator, or its external transaction manager), not counted by
+--exit-code unless --count-held. Rows of kind "coordinator": PrepareCommit,
+PrepareAbort or PrepareEpochFence longer than --max-prepare-time with markers
+missing, or Ongoing at an exhausted epoch. With --metrics-url (each broker's
+Prometheus endpoint), rows of kind "share": a transaction holding share-group
+records TX_PENDING (KIP-1289) longer than --max-transaction-timeout. Each row
+says why, what to do, the commands that do it (JSON: `commands`), and which
+groups it holds back at the LSO. A step no command can take (a broker to
+start, a broker upgrade) is said in words, with why.
+--exit-code: 3 when hanging or stuck transactions or share holds were found in
+a complete scan; a scan with errors exits 5 whatever it found (5 wins over 3),
+and JSON/YAML say "partial": true. --watch exits 0 once clear.
 """
 
 
@@ -67,7 +73,7 @@ def write_plan(report: ScanReport, max_timeout_ms: int, cluster_id: str | None =
             start_offset=h.producer.current_txn_start_offset, producer_id=h.producer.producer_id,
             producer_epoch=h.producer.producer_epoch, coordinator_epoch=h.producer.coordinator_epoch,
             reason=h.reason.value, last_timestamp_ms=h.producer.last_timestamp_ms,
-            transactional_id=h.transactional_id, replica_broker_ids=list(h.brokers))
+            transactional_id=h.transactional_id, replica_broker_ids=list(h.brokers), commands=list(h.commands))
         for h in report.hanging
     ]
     plan = AbortPlan(entries=entries, as_of_ms=report.now_ms, max_transaction_timeout_ms=max_timeout_ms,
@@ -108,18 +114,25 @@ def _share_cells(h: ShareHold) -> dict[str, Any]:
             "lso": None, "high_watermark": None, "held_back": h.group}
 
 
+def _commands(commands: tuple[str, ...] | list[str]) -> list[str]:
+    """`run:`, then each command on its own line, indented under its row (cli/render keeps these lines whole)."""
+    return ["  run:", *(f"    {c}" for c in commands)] if commands else []
+
+
 def _next_steps(report: ScanReport) -> str:
-    """After the table: each row's verdict detail and what to do."""
+    """After the table: each row's verdict detail, what to do and why, and the commands that do it."""
     lines = []
     for h in report.results:
-        lines.append(f"{h.partition} producer {h.producer.producer_id}: {h.detail}\n  do: {h.action}")
+        lines.append(f"{h.partition} producer {h.producer.producer_id}: {h.detail}")
+        lines += [f"  do: {h.action}", *_commands(h.commands)]
     for s in report.stuck:
         lines.append(f"{s.transactional_id!r} ({s.state}): {s.detail}")
         lines += [f"  {p.partition} (leader {p.leader}): {p.detail}" for p in s.pending_partitions]
-        lines.append(f"  do: {s.action}")
+        lines += [f"  do: {s.action}", *_commands(s.commands)]
     for held in report.share:
         lines.append(f"{held.topic}-{held.partition} producer {held.producer_id} (broker {held.node}): holds "
-                     f"{held.records} records of share group {held.group!r} TX_PENDING\n  do: {held.action()}")
+                     f"{held.records} records of share group {held.group!r} TX_PENDING")
+        lines += [f"  do: {held.to_row()['action']}", *_commands(held.commands)]
     return "\n" + "\n".join(lines) + "\n" if lines else ""
 
 
@@ -139,6 +152,7 @@ def empty_message(report: ScanReport) -> str:
 
 def _emit(report: ScanReport, fmt: FindHangingFormat, max_timeout_ms: int, max_prepare_ms: int, wide: bool,
           cluster_id: str | None = None) -> None:
+    from kafka_txn_tools.admin.advice import is_command_line
     from kafka_txn_tools.cli.render import Column, Output, human_duration, none_as_dash
     from kafka_txn_tools.cli.upstream.format import HANGING_HEADERS, hanging_row
 
@@ -162,7 +176,7 @@ def _emit(report: ScanReport, fmt: FindHangingFormat, max_timeout_ms: int, max_p
                  Column("held_back", "HELD BACK", none_as_dash, drop=9)],
         kafka_headers=HANGING_HEADERS, kafka_rows=[hanging_row(h, report.now_ms) for h in report.results],
         errors=[e.to_row() for e in report.errors], extra=extra, empty_message=empty_message(report),
-        footer=_next_steps(report),
+        footer=_next_steps(report), verbatim=is_command_line,
     ).emit(OutputFormat(fmt.value), wide=wide)
 
 
@@ -182,10 +196,18 @@ def find_hanging_command(
         help="report a transaction its coordinator holds in a Prepare state longer than this: 1m, 90s, 5m "
              "(a bare number means seconds)")] = "1m",
     include_late: Annotated[bool, typer.Option(
-        "--include-late", help="also list late transactions the coordinator confirms as live, and prepared "
-                               "two-phase-commit transactions (KIP-939)")] = False,
+        "--include-late", hidden=True,
+        help="kept for scripts: late-but-live and prepared 2PC transactions are always listed")] = False,
     exit_code: Annotated[bool, typer.Option(
-        "--exit-code", help="exit 3 when hanging transactions are found (5 when the scan was partial)")] = False,
+        "--exit-code", help="exit 3 when hanging or stuck transactions or share holds are found (5 when the scan "
+                            "was partial)")] = False,
+    count_held: Annotated[bool, typer.Option(
+        "--count-held", help="--exit-code and --watch also count the rows held by live transactions (late but "
+                             "live, prepared 2PC), which are listed but not counted otherwise")] = False,
+    watch: Annotated[str | None, typer.Option(
+        "--watch", metavar="[INTERVAL]",
+        help="scan again every INTERVAL (default 10s) until nothing is left to resolve, saying what appeared and "
+             "what was resolved (JSON lines when not on a terminal); exits 0 once clear")] = None,
     bootstrap_server: BootstrapOpt = None,
     command_config: CommandConfigOpt = None,
     profile: ProfileOpt = None,
@@ -199,28 +221,41 @@ def find_hanging_command(
         help="a broker's Prometheus metrics endpoint (repeat for each broker): also report transactions holding "
              "share-group records TX_PENDING (KIP-1289) too long; no Kafka API lists them")] = None,
 ) -> None:
-    """Find hanging transactions: open on a partition, older than the max timeout, and not completable by
-    their coordinator; and transactions their coordinator holds in a Prepare state (or at an exhausted epoch)
-    and cannot finish. Each result says why, what to do, and who it holds back (groups at the LSO)."""
+    """Find what holds a partition's LSO or a transactional id: open transactions older than the max timeout
+    that no coordinator will complete (and the live ones that hold an LSO that long), transactions their
+    coordinator holds in a Prepare state (or at an exhausted epoch) and cannot finish. Each result says why,
+    what to do, the commands that do it, and who it holds back (groups at the LSO)."""
     from kafka_txn_tools.admin.acl_probe import scan_warning
     from kafka_txn_tools.admin.scan import ScanOptions, Scope, find_hanging
     from kafka_txn_tools.cli.progress import progress_bar
 
+    del include_late  # always on: what holds an LSO is never hidden
     max_timeout_ms = duration_ms(max_timeout, "--max-transaction-timeout", bare_unit="m")
     max_prepare_ms = duration_ms(max_prepare, "--max-prepare-time", bare_unit="s")
+    interval_s = duration_ms(watch, "--watch", bare_unit="s", allow_zero=False) / 1000 if watch else None
     fmt = output or FindHangingFormat.table
+    if interval_s is not None and fmt not in (FindHangingFormat.table, FindHangingFormat.json):
+        fail("--watch prints lines for a person or JSON lines: use it with -o table or -o json", exit_codes.USAGE)
     scope = Scope(all=scan_all, broker_id=broker_id, topic=topic, partition=partition)
     with user_errors():
         scope.validate()
-        with connect(Connection(bootstrap_server, command_config, profile, timeout)) as client, \
-                progress_bar("scanning producer state") as (advance, set_total):
-            options = ScanOptions(max_timeout_ms, include_late, max_prepare_ms=max_prepare_ms)
-            report = find_hanging(client, scope, now_ms, options, progress=advance, on_total=set_total)
+        with connect(Connection(bootstrap_server, command_config, profile, timeout)) as client:
+            options = ScanOptions(max_timeout_ms, True, max_prepare_ms=max_prepare_ms,
+                                  invocation=invocation_of(client, bootstrap_server, profile, command_config))
+
+            def scan() -> ScanReport:
+                with progress_bar("scanning producer state") as (advance, set_total):
+                    report = find_hanging(client, scope, now_ms, options, progress=advance, on_total=set_total)
+                if metrics_url:
+                    _add_share_holds(client, report, metrics_url, scope, max_timeout_ms, timeout, options)
+                return report
+
+            if interval_s is not None:
+                raise typer.Exit(_watch(scan, interval_s, fmt, count_held))
+            report = scan()
             acl_warning = scan_warning(client, scope, report)  # ACLs may have hidden ids or topics
             # A plan records the cluster it was made on: `abort --plan` refuses it on another one.
             cluster_id = client.metadata([]).cluster_id if fmt is FindHangingFormat.plan else None
-        if metrics_url:
-            _add_share_holds(report, metrics_url, scope, max_timeout_ms, timeout)
     report_errors(report.errors)
     for text in report.notes:
         note(text)
@@ -229,20 +264,62 @@ def find_hanging_command(
     _emit(report, fmt, max_timeout_ms, max_prepare_ms, wide, cluster_id)
     if report.partial:
         raise typer.Exit(exit_codes.PARTIAL)  # wins over FOUND: part of the answer is missing
-    if exit_code and report.found:
+    if exit_code and report.counted(count_held):
         raise typer.Exit(exit_codes.FOUND)
 
 
-def _add_share_holds(report: ScanReport, urls: list[str], scope: Any, max_timeout_ms: int,
-                     timeout: str | None) -> None:
+def _watch(scan: Any, interval_s: float, fmt: FindHangingFormat, count_held: bool) -> int:
+    import sys
+
+    from kafka_txn_tools.cli import watch
+    from kafka_txn_tools.cli.terminal import table_width
+
+    json_lines = fmt is FindHangingFormat.json or not sys.stdout.isatty()
+    return watch.Watch(scan, interval_s, sys.stdout, json_lines, count_held, sleep=watch_sleep,
+                       width=table_width(sys.stdout)).run()
+
+
+def watch_sleep(seconds: float) -> None:
+    """--watch's pause between scans (a test replaces it)."""
+    import time
+
+    time.sleep(seconds)
+
+
+def _add_share_holds(client: Any, report: ScanReport, urls: list[str], scope: Any, max_timeout_ms: int,
+                     timeout: str | None, options: ScanOptions) -> None:
     from kafka_txn_tools.admin import share_pending
 
     timeout_s = duration_ms(timeout, "--timeout", bare_unit="s") / 1000 if timeout else 10.0
     found, errors = share_pending.read_metrics(urls, timeout_s)
-    report.share = share_pending.past(share_pending.in_scope(found, scope.topic, scope.partition), max_timeout_ms)
+    held = share_pending.past(share_pending.in_scope(found, scope.topic, scope.partition), max_timeout_ms)
     report.errors += errors
+    ids = sorted({h.transactional_id for h in held if h.transactional_id})
+    described = client.describe_transactions(ids) if ids else None
+    if described is not None:
+        report.errors += described.errors
+    now = now_ms()
+    report.share = [share_pending.advise(
+        h, described.descriptions.get(h.transactional_id) if described and h.transactional_id else None,
+        bool(described and h.transactional_id in described.not_found), now, options.invocation, report.results)
+        for h in held]
+
+
+DEFAULT_WATCH = "10s"
+
+
+class FindHangingCommand(KafkaTxnCommand):
+    """find-hanging's command: `--watch` takes an optional INTERVAL (`--watch` alone is every 10 s)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        given = []
+        for i, arg in enumerate(args):
+            given.append(arg)
+            if arg == "--watch" and (i + 1 == len(args) or args[i + 1].startswith("-")):
+                given.append(DEFAULT_WATCH)
+        return super().parse_args(ctx, given)
 
 
 def register(app: typer.Typer) -> None:
-    app.command("find-hanging", cls=KafkaTxnCommand,
+    app.command("find-hanging", cls=FindHangingCommand,
                 epilog=EXAMPLES + "\n" + exit_codes.HELP_TEXT)(find_hanging_command)

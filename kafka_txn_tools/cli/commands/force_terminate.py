@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from kafka_txn_tools.cli import exit_codes
-from kafka_txn_tools.cli.errors import KafkaTxnCommand, say, user_errors, warn
+from kafka_txn_tools.cli.errors import KafkaTxnCommand, note, say, user_errors, warn
 from kafka_txn_tools.cli.options import (
     SAFETY,
     AuditLogOpt,
@@ -91,7 +91,7 @@ def force_terminate_command(
     """Fence the producer of a transactional id (its open transaction is aborted by the coordinator)."""
     from kafka_txn_tools.admin.audit import AuditLog, AuditRecord
     from kafka_txn_tools.admin.errors import KafkaTxnError, NothingToDo, Refused, UsageError
-    from kafka_txn_tools.admin.fence import check_fence, fence
+    from kafka_txn_tools.admin.fence import check_fence, fence, fence_timeout
     from kafka_txn_tools.cli.prompt import CANCELLED
     from kafka_txn_tools.cli.render import Column, Output, none_as_dash
 
@@ -117,6 +117,10 @@ def force_terminate_command(
                 else:
                     after = fence(client, check)
                     result, detail = "fenced", f"producer {after[0]} now at epoch {after[1]}"
+                    changed = fence_timeout(check)[1]
+                    if changed is not None:
+                        note(changed)
+                        detail += f"; {changed}"
             except NothingToDo as exc:
                 result, detail = "already-done", exc.message
                 raise

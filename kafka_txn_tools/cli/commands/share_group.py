@@ -3,7 +3,7 @@ in flight by state, and whether a transaction holds it at the LSO (flow: admin/s
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -18,7 +18,7 @@ from kafka_txn_tools.cli.options import (
     TimeoutOpt,
     WideOpt,
 )
-from kafka_txn_tools.cli.session import Connection, connect
+from kafka_txn_tools.cli.session import Connection, connect, invocation_of
 
 EXAMPLES = """\b
 Examples:
@@ -46,13 +46,16 @@ def describe_share_group_command(
     """Show a share group's partitions: start offset, LSO and high watermark, records acknowledged,
     archived, released for redelivery and not yet acknowledged, and HELD when a read_committed group
     waits at the LSO for a transaction."""
+    from kafka_txn_tools.admin.advice import is_command_line
     from kafka_txn_tools.admin.share_groups import describe_share_group
     from kafka_txn_tools.admin.share_pending import of_share_partition, read_metrics
     from kafka_txn_tools.cli.render import Column, Output, nothing_found
 
     with user_errors(), connect(Connection(bootstrap_server, command_config, profile, timeout)) as client:
         view = describe_share_group(client, group)
-    held, unread = read_metrics(metrics_url, _timeout_s(timeout)) if metrics_url else (None, [])
+        held, unread = read_metrics(metrics_url, _timeout_s(timeout)) if metrics_url else (None, [])
+        inv = invocation_of(client, bootstrap_server, profile, command_config)
+        advice = _advice(client, view, held or [], inv)
     report_errors(unread)
     stalled = {(p.topic, p.partition) for p in view.stalled_partitions}
     rows = [{"group": view.group, "topic": p.topic, "partition": p.partition, "start_offset": p.start_offset,
@@ -60,7 +63,8 @@ def describe_share_group_command(
              "acknowledged": p.acknowledged, "archived": p.archived, "available": p.available,
              "unacknowledged": p.unacknowledged, "max_delivery_count": p.max_delivery_count,
              "held_at_lso": (p.topic, p.partition) in stalled, "error": p.error,
-             "tx_pending": None if held is None else of_share_partition(held, view.group, p.topic, p.partition)}
+             "tx_pending": None if held is None else of_share_partition(held, view.group, p.topic, p.partition),
+             **advice.get((p.topic, p.partition), {"action": None, "commands": []})}
             for p in view.partitions]
     Output(
         kind="share_group", rows=rows,
@@ -76,9 +80,50 @@ def describe_share_group_command(
         extra={"group": view.group, "state": view.state, "members": view.members,
                "isolation_level": view.isolation_level, "partial": bool(unread)},
         empty_message=nothing_found("share-partition state", f"share group {view.group}, {view.state}"),
+        footer=_next_steps(advice), verbatim=is_command_line,
     ).emit(output or OutputFormat.table, wide=wide)
     if unread:
         raise typer.Exit(exit_codes.PARTIAL)  # the TX_PENDING column is missing what an endpoint would say
+
+
+def _advice(client: Any, view: Any, held: list[Any], inv: Any) -> dict[tuple[str, int], dict[str, Any]]:
+    """What ends each hold on the group: per share-partition held at the LSO, the verdict find-hanging gives the
+    transaction there (scoped to that partition); per share-partition whose records a transaction holds
+    TX_PENDING (from the metrics), what ends that transaction. Each with its action and commands."""
+    from kafka_txn_tools.admin import share_pending
+    from kafka_txn_tools.admin.scan import ScanOptions, Scope, find_hanging
+    from kafka_txn_tools.cli.session import now_ms
+
+    out: dict[tuple[str, int], dict[str, Any]] = {}
+    for p in view.stalled_partitions:
+        report = find_hanging(client, Scope(topic=p.topic, partition=p.partition), now_ms,
+                              ScanOptions(include_late=True, invocation=inv))
+        rows = [r for r in report.results if (r.partition.topic, r.partition.partition) == (p.topic, p.partition)]
+        if rows:
+            out[(p.topic, p.partition)] = {"action": rows[0].action, "commands": list(rows[0].commands)}
+        else:
+            out[(p.topic, p.partition)] = {"action": (
+                f"held at the LSO by a transaction open for less than the max transaction timeout: it is live and "
+                f"its producer or coordinator ends it (find-hanging on {p.topic} follows it)"),
+                "commands": []}
+    mine = [h for h in held if h.group == view.group]
+    ids = sorted({h.transactional_id for h in mine if h.transactional_id})
+    described = client.describe_transactions(ids) if ids else None
+    for h in mine:
+        d = described.descriptions.get(h.transactional_id) if described and h.transactional_id else None
+        judged = share_pending.advise(h, d, bool(described and h.transactional_id in described.not_found), now_ms(),
+                                      inv)
+        entry = out.setdefault((h.topic, h.partition), {"action": judged.action, "commands": []})
+        entry["commands"] = list(dict.fromkeys([*entry["commands"], *judged.commands]))
+    return out
+
+
+def _next_steps(advice: dict[tuple[str, int], dict[str, Any]]) -> str:
+    lines = []
+    for (topic, partition), a in sorted(advice.items()):
+        lines += [f"{topic}-{partition}: {a['action']}", *(["  run:"] if a["commands"] else []),
+                  *(f"    {c}" for c in a["commands"])]
+    return "\n" + "\n".join(lines) + "\n" if lines else ""
 
 
 def _pending_cell(holders: list[dict[str, object]] | None) -> str:

@@ -16,6 +16,7 @@ import typer
 
 from kafka_txn_tools.cli import exit_codes
 from kafka_txn_tools.cli.errors import KafkaTxnCommand, fail, say
+from kafka_txn_tools.cli.options import CONNECTION, CommandConfigOpt, ProfileOpt
 
 
 class SweepOutput(StrEnum):
@@ -50,7 +51,7 @@ def _parse_timeout(text: str) -> int:
 
 
 def _run(inputs: list[Path], out: Path, master: str, timeout_ms: int, as_of: int | None,
-         include_late: bool, max_prepare_ms: int, executor_python: str | None) -> Any:
+         include_late: bool, max_prepare_ms: int, executor_python: str | None, invocation: Any) -> Any:
     from kafka_txn_tools.dumps.dump_log_text import DumpLogTextError
     from kafka_txn_tools.dumps.logdir import LogDirError
     from kafka_txn_tools.dumps.schema import DumpFormatError
@@ -61,7 +62,7 @@ def _run(inputs: list[Path], out: Path, master: str, timeout_ms: int, as_of: int
 
     try:
         return run_sweep([str(p) for p in inputs], out, master, timeout_ms, as_of, include_late,
-                         max_prepare_ms=max_prepare_ms, executor_python=executor_python)
+                         max_prepare_ms=max_prepare_ms, executor_python=executor_python, invocation=invocation)
     except (InputError, DumpFormatError, LogDirError, DumpLogTextError) as exc:
         fail(str(exc), exit_codes.USAGE)
     except (JavaNotFoundError, SweepError, ExecutorPythonError) as exc:
@@ -95,6 +96,12 @@ def sweep_command(
         help="the Python a cluster's executors run, with kafka-txn-tools[spark] installed on every worker "
              "(default: $PYSPARK_PYTHON, else this Python's path); local[...] workers run this Python")] = None,
     output: Annotated[SweepOutput, typer.Option("--output", "-o", help="table or json")] = SweepOutput.table,
+    bootstrap_server: Annotated[str | None, typer.Option(
+        "--bootstrap-server", "-b", metavar="HOST:PORT[,...]", rich_help_panel=CONNECTION,
+        help="the cluster the inputs were captured from: the printed commands reach it with this (default: "
+             "--profile, then $KAFKA_BOOTSTRAP_SERVERS); the sweep itself connects to nothing")] = None,
+    command_config: CommandConfigOpt = None,
+    profile: ProfileOpt = None,
 ) -> None:
     """Sweep captured state for late and hanging transactions; write a report and an abort plan.
 
@@ -109,11 +116,16 @@ def sweep_command(
     if executor_python is not None and master.startswith("local"):
         fail(f"--executor-python names the Python of a cluster's executors; {master} runs its workers with this "
              f"Python ({sys.executable}): drop the option, or pass --master spark://HOST:PORT", exit_codes.USAGE)
-    result = _run(inputs, out, master, timeout_ms, as_of, include_late, max_prepare_ms, executor_python)
+    from kafka_txn_tools.admin.advice import Invocation
+
+    invocation = Invocation.of(bootstrap_server, profile, command_config, os.environ.get("KAFKA_BOOTSTRAP_SERVERS"))
+    result = _run(inputs, out, master, timeout_ms, as_of, include_late, max_prepare_ms, executor_python,
+                  invocation)
     _print(result, output)
 
 
 def _print(result: Any, output: SweepOutput) -> None:
+    from kafka_txn_tools.admin.advice import is_command_line
     from kafka_txn_tools.cli.options import OutputFormat
     from kafka_txn_tools.cli.render import Column, Output, human_duration, nothing_found
     from kafka_txn_tools.timestamps import iso_utc
@@ -123,7 +135,7 @@ def _print(result: Any, output: SweepOutput) -> None:
     summary = result.summary
     doc = Output(
         kind="transactions", rows=result.rows, columns=columns, extra={"stuck": result.stuck, "summary": summary},
-        empty_message=nothing_found("hanging transactions"),
+        empty_message=nothing_found("hanging transactions"), footer=_next_steps(result), verbatim=is_command_line,
     )
     if output is SweepOutput.json:
         doc.emit(OutputFormat.json)
@@ -135,6 +147,19 @@ def _print(result: Any, output: SweepOutput) -> None:
         f"{summary['late_live']} late but live, {summary['unverified']} unverified "
         f"(as of {iso_utc(summary['as_of_ms'])}); late partitions per broker: {per_broker}; "
         f"report: {Path(summary['outputs']['report.html'])}")
+
+
+def _next_steps(result: Any) -> str:
+    """After the table: for each row, what to do and the commands (each whole on its own line)."""
+    lines = []
+    for r in result.rows:
+        commands = r.get("commands") or []
+        lines += [f"{r['topic']}-{r['partition']} producer {r['producer_id']} ({r['reason']}): {r['action']}",
+                  *(["  run:"] if commands else []), *(f"    {c}" for c in commands)]
+    for s in result.stuck:
+        lines += [f"{s['transactional_id']!r} ({s['state']}): {s['action']}",
+                  *(["  run:"] if s["commands"] else []), *(f"    {c}" for c in s["commands"])]
+    return "\n" + "\n".join(lines) + "\n" if lines else ""
 
 
 def register(app: typer.Typer) -> None:

@@ -30,6 +30,7 @@ from kafka_txn_tools.models import ScanError, TopicPartition
 
 if TYPE_CHECKING:
     from kafka_txn_tools.admin.abort_batch import AbortItem
+    from kafka_txn_tools.admin.advice import Invocation
     from kafka_txn_tools.admin.audit import AuditLog
     from kafka_txn_tools.admin.client import AdminClient
 
@@ -151,17 +152,24 @@ def _spec_text(item: AbortItem) -> str:
             f"producerEpoch={s.producer_epoch}, coordinatorEpoch={s.coordinator_epoch})")
 
 
+def _invocation(ns: argparse.Namespace) -> Invocation:
+    from kafka_txn_tools.admin.advice import Invocation
+
+    return Invocation.of(ns.bootstrap_server, None, ns.command_config)
+
+
 def _override(ns: argparse.Namespace, item: AbortItem) -> str:
-    """The kafka-txn command that writes this abort anyway, exactly as validated (the start offset the
-    leader showed), with this command's connection options; it asks on the terminal (or takes --yes)."""
-    assert item.check is not None
-    tp, start = item.check.partition, item.check.spec.start_offset
-    ids = (f"--start-offset {start}" if start is not None else
-           f"--producer-id {ns.producer_id} --producer-epoch {ns.producer_epoch} "
-           f"--coordinator-epoch {ns.coordinator_epoch}")
-    config = f" --command-config {ns.command_config}" if ns.command_config else ""
-    return (f"kafka-txn abort --topic {tp.topic} --partition {tp.partition} {ids} --force "
-            f"--bootstrap-server {ns.bootstrap_server}{config}")
+    """The kafka-txn command that writes this abort anyway: the transaction as validation found it (the
+    identifiers matched), with --force, which overrides what the refusal was about (a live or unverifiable
+    transaction) and nothing else."""
+    from kafka_txn_tools.admin import advice
+
+    check = item.check
+    if check is not None and check.spec.start_offset is not None:
+        return advice.abort(_invocation(ns), check.partition, check.spec.start_offset, force=True)
+    ids = ["--producer-id", str(ns.producer_id), "--producer-epoch", str(ns.producer_epoch),
+           "--coordinator-epoch", str(ns.coordinator_epoch)]
+    return _invocation(ns).line("abort", "--topic", ns.topic, "--partition", str(ns.partition), *ids, "--force")
 
 
 def cmd_abort(ns: argparse.Namespace, out: IO[str], err: IO[str]) -> None:
@@ -288,9 +296,9 @@ def cmd_force_terminate(ns: argparse.Namespace, out: IO[str], err: IO[str]) -> N
     try:
         with _connect(ns, what) as admin:
             cluster, log.principal = admin.cluster_name, admin.principal
-            config = f" --command-config {ns.command_config}" if ns.command_config else ""
-            override = (f"kafka-txn force-terminate --transactional-id {txn_id} --force "
-                        f"--bootstrap-server {ns.bootstrap_server}{config}")
+            from kafka_txn_tools.admin.advice import force_terminate
+
+            override = force_terminate(_invocation(ns), txn_id, force=True)
             try:
                 check = check_fence(admin, txn_id, now_ms(), force=False)
             except MissingApi as exc:

@@ -3,8 +3,11 @@ KAFKA-19999 and KAFKA-20090 (kafka_txn_broker/txn/faults.py), on the coordinator
 
 from __future__ import annotations
 
+import pytest
+
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.transactions import MAX_EPOCH, TWO_PC_TIMEOUT_MS, TransactionState
+from kafka_txn_broker.txn.transaction_metadata import IllegalTransitionError
 from tests.broker.txn.fakes import FakeCoordinator
 
 S = TransactionState
@@ -70,6 +73,52 @@ def test_an_ongoing_transaction_at_short_max_value_is_aborted_on_timeout_and_the
     md = c.metadata("a")
     assert md is not None and md.state is S.COMPLETE_ABORT
     assert md.producer_id != pid and md.producer_epoch == 0  # TV2 abort at exhaustion: the next producer id
+
+
+def test_fencing_an_ongoing_transaction_at_short_max_value_aborts_it_and_moves_to_the_next_producer_id() -> None:
+    # force-terminate's InitProducerId: Kafka since KAFKA-20090 fences at the same epoch (no overflow), aborts
+    # the transaction with the next producer id, and answers CONCURRENT_TRANSACTIONS until the abort is complete;
+    # the retry then gets the next producer id.
+    c = FakeCoordinator()
+    pid = at_last_epoch(c)
+    assert c.init("a", 1000) == (E.CONCURRENT_TRANSACTIONS, -1, -1)
+    md = c.metadata("a")
+    assert md is not None and md.state is S.COMPLETE_ABORT and md.producer_id != pid
+    code, new_pid, epoch = c.init("a", 1000)
+    assert (code, new_pid) == (E.NONE, md.producer_id) and epoch >= 0
+
+
+def test_kafka_20090_emulated_fencing_at_short_max_value_fails_and_changes_nothing() -> None:
+    c = FakeCoordinator({"fault.injection": "KAFKA-20090", "fault.injection.transactional.id.prefix": "a"})
+    pid = at_last_epoch(c)
+    assert c.init("a", 1000) == (E.UNKNOWN_SERVER_ERROR, -1, -1)  # prepareFenceProducerEpoch threw
+    md = c.metadata("a")
+    assert md is not None and (md.state, md.producer_id, md.producer_epoch, md.pending_state) == (
+        S.ONGOING, pid, MAX_EPOCH, None)
+
+
+def test_a_producers_abort_at_short_max_value_keeps_the_epoch_and_moves_to_the_next_producer_id() -> None:
+    # TV2's EndTxn bumps the epoch; at Short.MAX_VALUE an abort keeps it instead (Kafka since KAFKA-20090), and
+    # the exhausted epoch moves the producer to the next id. A commit there would overflow: the request fails.
+    c = FakeCoordinator()
+    pid, _ = ongoing(c, tv=2)
+    c.metadata("a").producer_epoch = MAX_EPOCH  # type: ignore[union-attr]
+    code, new_pid, epoch = c.end("a", pid, MAX_EPOCH, False, tv=2)
+    assert (code, epoch) == (E.NONE, 0) and new_pid != pid
+    assert c.metadata("a").state is S.COMPLETE_ABORT  # type: ignore[union-attr]
+    c = FakeCoordinator()
+    pid, _ = ongoing(c, tv=2)
+    c.metadata("a").producer_epoch = MAX_EPOCH  # type: ignore[union-attr]
+    with pytest.raises(IllegalTransitionError, match="illegal producer epoch 32768"):
+        c.end("a", pid, MAX_EPOCH, True, tv=2)
+    md = c.metadata("a")
+    assert md is not None and (md.state, md.producer_epoch, md.pending_state) == (S.ONGOING, MAX_EPOCH, None)
+    # Before the fix the abort overflowed the same way.
+    c = FakeCoordinator({"fault.injection": "KAFKA-20090", "fault.injection.transactional.id.prefix": "a"})
+    pid, _ = ongoing(c, tv=2)
+    c.metadata("a").producer_epoch = MAX_EPOCH  # type: ignore[union-attr]
+    with pytest.raises(IllegalTransitionError, match="illegal producer epoch 32768"):
+        c.end("a", pid, MAX_EPOCH, False, tv=2)
 
 
 def test_kafka_20090_emulated_it_stays_ongoing_forever() -> None:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from kafka_txn_tools.admin.api import DescribeResult, ListResult
+from kafka_txn_tools.admin.config import ClientSettings
 from kafka_txn_tools.dumps.transaction_log import TxnLogRecord
 from kafka_txn_tools.models import (
     BrokerInfo,
@@ -57,6 +58,7 @@ class FakeCluster:
     marker_error: str | None = None
     unsupported: set[str] = field(default_factory=set)  # admin APIs the "brokers" do not offer
     fenced: list[str] = field(default_factory=list)
+    fence_timeouts: list[int] = field(default_factory=list)  # the transaction timeout each fence asked for
     # __transaction_state: partition -> its records (offsets in order), written at `txn_log_epoch`.
     txn_log: dict[int, list[TxnLogRecord]] = field(default_factory=dict)
     txn_log_epoch: int = 3
@@ -104,6 +106,7 @@ class FakeCluster:
     # -- what a command does with its client -----------------------------------------------
     cluster_name = "fake"
     principal: str | None = None  # no SASL
+    settings = ClientSettings(bootstrap_servers="fake:9092")
 
     def __enter__(self) -> FakeCluster:
         return self
@@ -115,8 +118,9 @@ class FakeCluster:
     def supports(self, api: str) -> bool:
         return api not in self.unsupported
 
-    def fence_transactional_id(self, transactional_id: str) -> tuple[int, int]:
+    def fence_transactional_id(self, transactional_id: str, transaction_timeout_ms: int) -> tuple[int, int]:
         self.fenced.append(transactional_id)
+        self.fence_timeouts.append(transaction_timeout_ms)
         d = self.transactions[transactional_id]
         self.transactions[transactional_id] = replace(d, state="CompleteAbort", producer_epoch=d.producer_epoch + 1,
                                                       start_time_ms=-1, partitions=frozenset())

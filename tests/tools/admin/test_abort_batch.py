@@ -15,7 +15,8 @@ from tests.tools.admin.fakes import MIN, FakeCluster, cluster, producer, txn
 
 T0, T1, T2 = (TopicPartition("orders", i) for i in range(3))
 LIVE = ("the coordinator still holds 'live' as ongoing with orders-2: it is live and aborting it would fail the "
-        "producer's commit (wait for its timeout, or `kafka-txn force-terminate --transactional-id live`)")
+        "producer's commit (wait for its timeout, or end it through its coordinator with force-terminate, which needs "
+        "--force while it is within its timeout)")
 
 
 def world() -> FakeCluster:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_txn_tools.admin import hanging
+from kafka_txn_tools.admin import advice, hanging
 from kafka_txn_tools.models import (
     HangingReason,
     OpenTransaction,
@@ -143,7 +145,13 @@ def test_a_leader_the_metadata_still_names_on_a_stopped_broker_is_offline_too() 
 def test_the_leader_still_showing_the_transaction_open_means_move_the_coordinator() -> None:
     row, p = one_pending(hanging.LeaderView(1, producer=producer(7, 40, 20 * MIN, epoch=3)))
     assert p.reason is PendingReason.OPEN_TRANSACTION and p.start_offset == 40
-    assert "move leadership of __transaction_state-17 off broker 2" in row.action
+    assert "another replica of __transaction_state-17 takes it over" in row.action
+    assert row.commands == ("kafka-txn move-coordinator --transactional-id app",)
+    # With no other in-sync replica to take it over, the coordinator's broker is restarted instead: no command.
+    row, _ = one_pending(hanging.LeaderView(1, producer=producer(7, 40, 20 * MIN, epoch=3)),
+                         replace(prepared(), movable=False))
+    assert row.action.startswith("restart broker 2: __transaction_state-17 has no other in-sync replica")
+    assert row.commands == ()
 
 
 def test_a_marker_that_landed_while_the_coordinator_still_waits_is_rejected_kafka_19999() -> None:
@@ -151,6 +159,7 @@ def test_a_marker_that_landed_while_the_coordinator_still_waits_is_rejected_kafk
     row, p = one_pending(hanging.LeaderView(1, producer=producer(7, -1, 0, epoch=4)))
     assert p.reason is PendingReason.MARKER_REJECTED and "KAFKA-19999" in p.detail
     assert "KAFKA-19999" in row.action and "__transaction_state-17" in row.action
+    assert row.commands == ("kafka-txn move-coordinator --transactional-id app",)
     # An older entry with nothing open would take the marker: why it is missing cannot be told.
     _, unknown = one_pending(hanging.LeaderView(1, producer=producer(7, -1, 0, epoch=3)))
     assert unknown.reason is None
@@ -184,18 +193,24 @@ def test_epoch_exhaustion_says_upgrade_and_how_to_free_each_lso() -> None:
     row = hanging.judge_coordinator(txn, {P1: hanging.LeaderView(1, producer=producer(7, 40, 20 * MIN, 32767))},
                                     NOW, MIN)
     assert row is not None and row.reason is StuckReason.EPOCH_EXHAUSTED
-    assert row.action.startswith("free each partition's LSO now (kafka-txn abort --topic orders --partition 1 "
-                                 "--start-offset 40 --force), then")
-    assert "KAFKA-20090" in row.action and "force-terminate --transactional-id app" in row.action
+    assert row.action.startswith("free the LSO now with the abort below (--force: the coordinator still holds the "
+                                 "transaction as Ongoing); then the remaining step is a broker upgrade")
+    assert "KAFKA-20090" in row.action and "force-terminate" not in row.action  # it fails without the fix
+    assert row.commands == ("kafka-txn abort --topic orders --partition 1 --start-offset 40 --force",)
 
 
 def test_partition_actions_say_exactly_what_to_do() -> None:
     tp = TopicPartition("orders", 3)
-    assert hanging.partition_action(HangingReason.NO_TRANSACTIONAL_ID, tp, 50, None).startswith(
-        "kafka-txn abort --topic orders --partition 3 --start-offset 50")
-    assert hanging.partition_action(HangingReason.LATE, tp, 50, "app").startswith("nothing")
+    inv = advice.Invocation("kafka-1:9092")
+    assert hanging.partition_action(HangingReason.NO_TRANSACTIONAL_ID, tp, 50, None).startswith("abort it")
+    assert hanging.partition_commands(HangingReason.NO_TRANSACTIONAL_ID, tp, 50, inv) == (
+        "kafka-txn abort --topic orders --partition 3 --start-offset 50 --bootstrap-server kafka-1:9092",)
+    # Live ones: nothing for this tool to run (their coordinator, or their external manager, ends them).
+    assert hanging.partition_action(HangingReason.LATE, tp, 50, "app").startswith("wait")
+    assert hanging.partition_commands(HangingReason.LATE, tp, 50, inv) == ()
     two_pc = hanging.partition_action(HangingReason.PREPARED_2PC, tp, 50, "app")
-    assert "external transaction manager" in two_pc and two_pc.endswith("--force")
+    assert two_pc.startswith("held by its external transaction manager") and "--force" in two_pc
+    assert hanging.partition_commands(HangingReason.PREPARED_2PC, tp, 50, inv) == ()
 
 
 def test_stalled_groups_are_those_at_or_beyond_the_lso_with_their_lag() -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_txn_tools.admin import hanging
+from kafka_txn_tools.admin import advice, hanging
 from kafka_txn_tools.models import (
     ABORT_SCAN_INTERVAL_MS,
     EXHAUSTED_EPOCH,
@@ -166,10 +166,11 @@ def open_txn(partition: int, epoch: int = 5) -> OpenTransaction:
 def test_rows_skip_late_verdicts_but_keep_the_hanging_ones_after_them_with_detail_and_action() -> None:
     late = hanging.Verdict(open_txn(1), HangingReason.LATE, "late detail", "app-1")
     stuck = hanging.Verdict(open_txn(2), HangingReason.TRANSACTION_NOT_ONGOING, "not ongoing detail", "app-1")
-    [row] = hanging.to_results([late, stuck], NOW, include_late=False)
-    assert (row.partition.partition, row.detail, row.action) == (
+    [row] = hanging.to_results([late, stuck], NOW, include_late=False, invocation=advice.Invocation("k:9092"))
+    assert (row.partition.partition, row.detail, row.action, row.commands) == (
         2, "not ongoing detail",
-        "kafka-txn abort --topic orders --partition 2 --start-offset 40 (no coordinator will write its marker)")
+        "abort it: no coordinator will ever write the marker that ends it, so orders-2's LSO stays at 40",
+        ("kafka-txn abort --topic orders --partition 2 --start-offset 40 --bootstrap-server k:9092",))
 
 
 def test_a_verdict_carries_its_detail_and_an_unanswered_candidate_is_returned_as_unknown() -> None:
@@ -221,10 +222,14 @@ def test_a_late_row_says_to_wait_and_a_prepared_one_names_its_manager() -> None:
     rows = hanging.to_results([hanging.Verdict(open_txn(1), HangingReason.LATE, "d", "app-1"),
                                hanging.Verdict(open_txn(2), HangingReason.PREPARED_2PC, "d", "app-2")],
                               NOW, include_late=True)
-    assert [r.action for r in rows] == [
-        "nothing: the coordinator of 'app-1' still owns it and will complete it (wait)",
-        "its external transaction manager (KIP-939) must commit or abort 'app-2'; only if that manager is gone for "
-        "good: kafka-txn abort --topic orders --partition 2 --start-offset 40 --force"]
+    assert [(r.action, r.commands) for r in rows] == [
+        ("wait: the coordinator of 'app-1' still owns it and ends it by itself (its producer commits or aborts it, or "
+         "the coordinator aborts it at its timeout); to end it now, fence the id with force-terminate and --force "
+         "(its producer fails and must restart)", ()),
+        ("held by its external transaction manager (KIP-939): that manager must commit or abort 'app-2' (it recovers "
+         "the prepared transaction with InitProducerId keepPreparedTxn and completes it); only if that manager is "
+         "gone for good, abort it on each of its partitions with kafka-txn abort and --force (its decision is lost)",
+         ())]
 
 
 @pytest.mark.parametrize(("view", "leader", "reason", "detail"), [
@@ -248,14 +253,16 @@ def test_each_pending_partition_says_why(view: hanging.LeaderView, leader: int, 
 
 
 # ---- coordinator-side rows, word for word ---------------------------------------------------------------
-MOVE = ("move leadership of __transaction_state-11 off broker 2 (kafka-leader-election.sh, a reassignment, or a "
-        "restart of that broker): the new coordinator reloads the transaction and re-sends its markers")
+MOVE = ("move its coordinator with the command below: another replica of __transaction_state-11 takes it over, "
+        "loads the transaction and sends its markers again")
+MOVE_COMMAND = ("kafka-txn move-coordinator --transactional-id app-1",)
 
 
-def stuck(t: hanging.CoordinatorTxn, views: dict[TopicPartition, hanging.LeaderView]) -> tuple[str, str, str]:
+def stuck(t: hanging.CoordinatorTxn, views: dict[TopicPartition, hanging.LeaderView]
+          ) -> tuple[str, str, str, tuple[str, ...]]:
     row = hanging.judge_coordinator(t, views, NOW, max_prepare_ms=1)
     assert row is not None
-    return row.reason.value, row.detail, row.action
+    return row.reason.value, row.detail, row.action, row.commands
 
 
 def test_markers_pending_counts_each_reason_and_gives_each_step() -> None:
@@ -267,14 +274,16 @@ def test_markers_pending_counts_each_reason_and_gives_each_step() -> None:
         "'app-1' is PrepareCommit at coordinator broker 2; 4 partitions still wait for their marker (1 leader-offline, "
         "1 leader-unknown, 1 marker-rejected, 1 open-transaction)",
         "bring broker 1 back or reassign orders-0 to live brokers: the coordinator re-sends the markers to the new "
-        "leader and completes the transaction by itself; check whether orders-1 were deleted or are hidden by ACLs "
+        "leader and completes the transaction by itself (no command can write a marker to a partition without a "
+        "leader); check whether orders-1 were deleted or are hidden by ACLs "
         "(a deleted partition's marker is skipped once the coordinator sees the deletion); the markers landed but "
-        "broker 0 rejects the coordinator's retries (KAFKA-19999): upgrade it to a Kafka release with the "
-        f"KAFKA-19999 fix, then {MOVE}")
+        "broker 0 rejects the coordinator's retries at the same epoch (KAFKA-19999) and the coordinator gave them up; "
+        f"{MOVE}: a leader with the KAFKA-19999 fix accepts them; one without it rejects them again, and then the "
+        "remaining step is a broker upgrade", MOVE_COMMAND)
     assert stuck(txn(), {TP: hanging.LeaderView(0, producer=producer(start=40))}) == (
         "markers-pending",
         "'app-1' is PrepareCommit at coordinator broker 2; 1 partition still waits for its marker (1 open-transaction)",
-        MOVE)
+        MOVE, MOVE_COMMAND)
 
 
 def test_completion_pending_without_a_known_coordinator_names_none() -> None:
@@ -283,22 +292,26 @@ def test_completion_pending_without_a_known_coordinator_names_none() -> None:
         "completion-pending",
         "'app-1' is PrepareAbort with every marker written, but its coordinator has not recorded its completion",
         "check the in-sync replicas of the __transaction_state partition (transaction.state.log.min.isr): its "
-        "coordinator's broker cannot append to it; or move leadership of the __transaction_state partition off its "
-        "coordinator's broker (kafka-leader-election.sh, a reassignment, or a restart of that broker): the new "
-        "coordinator reloads the transaction and re-sends its markers")
+        "coordinator's broker cannot append the transaction's completion to it; move its coordinator with the "
+        "command below: another replica of the __transaction_state partition takes it over, loads the transaction "
+        "and sends its markers again", MOVE_COMMAND)
 
 
-def test_epoch_exhaustion_frees_each_open_partition_then_lets_the_coordinator_end_it() -> None:
-    end = ("let the coordinator end it: on a Kafka release with the KAFKA-20090 fixes its timeout abort does, or "
-           "`kafka-txn force-terminate --transactional-id app-1`")
+def test_epoch_exhaustion_frees_each_open_partition_then_says_the_remaining_step_is_an_upgrade() -> None:
+    upgrade = ("upgrade broker 2 (its coordinator) to a release with the KAFKA-20090 fixes: a coordinator with them "
+               "fences and aborts a transaction at the last epoch on its timeout, so this one, Ongoing past its "
+               "timeout, shows they are missing; after the upgrade its timeout abort ends the transaction and frees "
+               "the transactional id (until then its producer cannot end it)")
+    free = ("free the LSO now with the abort below (--force: the coordinator still holds the transaction as "
+            f"Ongoing); then the remaining step is a broker upgrade: {upgrade}")
+    abort = ("kafka-txn abort --topic orders --partition 3 --start-offset 40 --force",)
     at_max = txn("Ongoing", epoch=32767)
     assert stuck(at_max, {TP: hanging.LeaderView(0, producer=producer(32767, start=40))}) == (
         "epoch-exhausted",
         "'app-1' is Ongoing at producer epoch 32767, the last one (Short.MAX_VALUE): the producer cannot end it and "
-        "the coordinator cannot fence it (KAFKA-20090)",
-        f"free each partition's LSO now (kafka-txn abort --topic orders --partition 3 --start-offset 40 --force), "
-        f"then {end}")
+        "the coordinator cannot fence it (KAFKA-20090)", free, abort)
     assert stuck(txn("Ongoing", epoch=EXHAUSTED_EPOCH), {TP: hanging.LeaderView(0, producer=producer(EXHAUSTED_EPOCH))}
                  )[1:] == (
         "'app-1' is Ongoing at producer epoch 32766, the last one (Short.MAX_VALUE - 1): the producer cannot end it "
-        "and the coordinator cannot fence it (KAFKA-20090)", end)
+        "and the coordinator cannot fence it (KAFKA-20090)",
+        f"remaining step: a broker upgrade (no partition is held any more): {upgrade}", ())

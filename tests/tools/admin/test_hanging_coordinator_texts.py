@@ -10,14 +10,19 @@ transaction at the last producer epochs (KAFKA-20090).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kafka_txn_tools.admin import hanging
 from kafka_txn_tools.admin.hanging import CommittedOffset, CoordinatorTxn, LeaderView
 from kafka_txn_tools.models import PartitionOffsets, PendingReason, StuckReason, TopicPartition
 from tests.tools.admin.fakes import MIN, NOW, producer
 
 O0, O1, O2, O3, O4 = (TopicPartition("orders", i) for i in range(5))
-MOVE = ("move leadership of __transaction_state-7 off broker 2 (kafka-leader-election.sh, a reassignment, or a "
-        "restart of that broker): the new coordinator reloads the transaction and re-sends its markers")
+MOVE = ("move its coordinator with the command below: another replica of __transaction_state-7 takes it over, "
+        "loads the transaction and sends its markers again")
+MOVE_COMMAND = ("kafka-txn move-coordinator --transactional-id app",)
+OFFLINE = ("the coordinator re-sends the markers to the new leader and completes the transaction by itself (no "
+           "command can write a marker to a partition without a leader)")
 
 
 def txn(state: str = "PrepareCommit", partitions: tuple[TopicPartition, ...] = (O0, O1, O2, O3, O4),
@@ -54,10 +59,10 @@ def test_every_kind_of_missing_marker_is_named_and_the_action_lists_each_step() 
     assert row.detail == ("'app' is PrepareCommit at coordinator broker 2; 5 partitions still wait for their marker "
                           "(2 leader-offline, 1 leader-unknown, 1 open-transaction, 1 reason unknown)")
     assert row.action == (
-        "bring broker 0, 4 back or reassign orders-0, orders-1 to live brokers: the coordinator re-sends the markers "
-        "to the new leader and completes the transaction by itself; "
+        f"bring broker 0, 4 back or reassign orders-0, orders-1 to live brokers: {OFFLINE}; "
         "check whether orders-2 were deleted or are hidden by ACLs (a deleted partition's marker is skipped once "
         "the coordinator sees the deletion); " + MOVE)
+    assert row.commands == MOVE_COMMAND
 
 
 def test_one_leaderless_partition_and_an_unknown_coordinator() -> None:
@@ -67,8 +72,8 @@ def test_one_leaderless_partition_and_an_unknown_coordinator() -> None:
     assert row.pending_partitions[0].detail == "orders-1 has no leader: there is no broker to write the marker to"
     assert row.detail == ("'app' is PrepareCommit at its coordinator; 1 partition still waits for its marker "
                           "(1 leader-offline)")
-    assert row.action == ("bring a replica back or reassign orders-1 to live brokers: the coordinator re-sends the "
-                          "markers to the new leader and completes the transaction by itself")
+    assert row.action == f"bring a replica back or reassign orders-1 to live brokers: {OFFLINE}"
+    assert row.commands == ()  # nothing this tool runs can give a partition a leader
 
 
 def test_markers_rejected_on_retry_name_the_rejecting_brokers_and_the_fix() -> None:
@@ -84,8 +89,22 @@ def test_markers_rejected_on_retry_name_the_rejecting_brokers_and_the_fix() -> N
         "waits for it: its retries at the same epoch are rejected (KAFKA-19999)")
     assert row.detail == ("'app' is PrepareCommit at coordinator broker 2; 3 partitions still wait for their marker "
                           "(3 marker-rejected)")
-    assert row.action == ("the markers landed but broker 1, 2 rejects the coordinator's retries (KAFKA-19999): "
-                          "upgrade it to a Kafka release with the KAFKA-19999 fix, then " + MOVE)
+    assert row.action == ("the markers landed but broker 1, 2 rejects the coordinator's retries at the same epoch "
+                          "(KAFKA-19999) and the coordinator gave them up; " + MOVE + ": a leader with the KAFKA-19999 "
+                          "fix accepts them; one without it rejects them again, and then the remaining step is a "
+                          "broker upgrade")
+    assert row.commands == MOVE_COMMAND
+    # The coordinator moved since the markers landed (its epoch now is newer than theirs) and they are still
+    # rejected: the leaders lack the fix, and an upgrade is what is left.
+    moved = hanging.judge_coordinator(replace(txn(partitions=(O0, O1, O2)), coordinator_epoch_now=4), landed, NOW,
+                                      MIN)
+    assert moved is not None and moved.action == (
+        "remaining step: a broker upgrade. The markers landed, but broker 1, 2 rejects every retry at the same epoch "
+        "(KAFKA-19999), and rejected them again after the coordinator moved: upgrade it to a release with the "
+        "KAFKA-19999 fix (a rolling restart moves the coordinator too); if the row is still here after that, " + MOVE)
+    assert moved.commands == MOVE_COMMAND
+    same = hanging.judge_coordinator(replace(txn(partitions=(O0, O1, O2)), coordinator_epoch_now=3), landed, NOW, MIN)
+    assert same is not None and same.action == row.action  # not moved since
 
 
 def test_a_leader_without_the_producers_open_transaction_at_an_older_epoch_is_reason_unknown() -> None:
@@ -117,7 +136,8 @@ def test_every_marker_landed_but_the_completion_was_never_recorded() -> None:
     assert row.detail == ("'app' is PrepareCommit with every marker written, but coordinator broker 2 has not "
                           "recorded its completion")
     assert row.action == ("check the in-sync replicas of __transaction_state-7 (transaction.state.log.min.isr): "
-                          "broker 2 cannot append to it; or " + MOVE)
+                          "broker 2 cannot append the transaction's completion to it; " + MOVE)
+    assert row.commands == MOVE_COMMAND
 
 
 def test_an_ongoing_transaction_at_the_last_epochs_frees_each_lso_first() -> None:
@@ -129,16 +149,16 @@ def test_an_ongoing_transaction_at_the_last_epochs_frees_each_lso_first() -> Non
     assert [p.partition for p in row.pending_partitions] == [O0, O1]
     assert row.detail == ("'app' is Ongoing at producer epoch 32766, the last one (Short.MAX_VALUE - 1): the "
                           "producer cannot end it and the coordinator cannot fence it (KAFKA-20090)")
-    assert row.action == (
-        "free each partition's LSO now (kafka-txn abort --topic orders --partition 0 --start-offset 40 --force; "
-        "kafka-txn abort --topic orders --partition 1 --start-offset 75 --force), then let the coordinator end it: "
-        "on a Kafka release with the KAFKA-20090 fixes its timeout abort does, or "
-        "`kafka-txn force-terminate --transactional-id app`")
+    assert row.action.startswith("free the LSO now with the abort below (--force: the coordinator still holds the "
+                                 "transaction as Ongoing); then the remaining step is a broker upgrade: upgrade "
+                                 "broker 2 (its coordinator) to a release with the KAFKA-20090 fixes")
+    assert row.commands == ("kafka-txn abort --topic orders --partition 0 --start-offset 40 --force",
+                            "kafka-txn abort --topic orders --partition 1 --start-offset 75 --force")
     last = hanging.judge_coordinator(txn("Ongoing", (O2,), epoch=32767), {O2: LeaderView(1)}, NOW, MIN)
     assert last is not None
     assert "the last one (Short.MAX_VALUE): " in last.detail
-    assert last.action == ("let the coordinator end it: on a Kafka release with the KAFKA-20090 fixes its timeout "
-                           "abort does, or `kafka-txn force-terminate --transactional-id app`")
+    assert last.action.startswith("remaining step: a broker upgrade (no partition is held any more): upgrade broker 2")
+    assert last.commands == ()  # force-terminate fails on a coordinator without the fix: never suggested
 
 
 def test_epoch_exhaustion_needs_more_than_the_timeout_with_the_abort_scan() -> None:

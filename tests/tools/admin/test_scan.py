@@ -25,7 +25,7 @@ def mixed():
     c.open_txn(T1, producer(11, 200, 30 * MIN))                       # late but live
     c.transactions["live"] = txn("live", 11, partitions=[T1], coordinator=1)
     c.open_txn(T2, producer(12, 300, 1 * MIN))                        # young
-    c.transactions["young"] = txn("young", 12, partitions=[T2], coordinator=2)
+    c.transactions["young"] = txn("young", 12, partitions=[T2], coordinator=2, start_ms=NOW - MIN)
     c.open_txn(T2, producer(13, 310, 40 * MIN))                       # coordinator finished it
     c.transactions["done"] = txn("done", 13, "CompleteCommit", coordinator=0)
     c.offsets = {T0: (100, 150), T2: (300, 400)}
@@ -46,6 +46,33 @@ def test_include_late_adds_the_live_one_marked_late() -> None:
     late = [h for h in report.results if h.reason is HangingReason.LATE]
     assert [(h.producer.producer_id, h.transactional_id) for h in late] == [(11, "live")]
     assert len(report.hanging) == 2
+
+
+def test_a_live_transaction_holding_an_lso_past_the_max_timeout_is_named_though_it_wrote_just_now() -> None:
+    # Its last write is a minute old (the partition side judges by that), but it started 20 minutes ago under a
+    # timeout above --max-transaction-timeout: the LSO of T2 has been held that long. It is named, as late (live,
+    # no command), and --exit-code does not count it.
+    c = mixed()
+    c.transactions["young"] = txn("young", 12, partitions=[T2], coordinator=2, start_ms=NOW - 20 * MIN)
+    report = scan(c, include_late=True)
+    [row] = [h for h in report.results if h.producer.producer_id == 12]
+    assert (row.partition, row.reason, row.transactional_id, row.producer.current_txn_start_offset, row.commands) == (
+        T2, HangingReason.LATE, "young", 300, ())
+    assert report.found == 2 and report.counted(count_held=True) == 4  # 10 and 13; with the live ones, 11 and 12
+    # Committed a moment ago after running 20 minutes, its markers still on their way: too young in PrepareCommit
+    # for a coordinator row, yet it has held the LSO that long: named as late too.
+    c.transactions["young"] = txn("young", 12, "PrepareCommit", partitions=[T2], coordinator=2,
+                                  start_ms=NOW - 20 * MIN)
+    c.txn_log = {partition_for("young", 3): [log_record(0, "young", 12, "PrepareCommit", NOW - 10_000, epoch=0,
+                                                        parts=(("orders", 2),))]}
+    report = scan(c, include_late=True)
+    assert report.stuck == []  # 10 s in PrepareCommit, by its record: not stuck
+    [row] = [h for h in report.results if h.producer.producer_id == 12]
+    assert (row.reason, row.detail) == (HangingReason.LATE, "'young' is PrepareCommit with this partition; its "
+                                                            "coordinator will complete it")
+    # Started 14 minutes ago: within the max timeout of 15 minutes, nothing to name.
+    c.transactions["young"] = txn("young", 12, partitions=[T2], coordinator=2, start_ms=NOW - 14 * MIN)
+    assert [h for h in scan(c, include_late=True).results if h.producer.producer_id == 12] == []
 
 
 def test_a_transaction_completing_during_the_scan_is_not_reported() -> None:

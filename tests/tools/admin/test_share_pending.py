@@ -4,8 +4,16 @@ transaction, find-hanging's strict timeout, the scan's scope, and an endpoint th
 
 from __future__ import annotations
 
+from kafka_txn_tools.admin import advice
 from kafka_txn_tools.admin import share_pending as SP
-from kafka_txn_tools.models import SHARE_ACKS_PENDING
+from kafka_txn_tools.models import (
+    SHARE_ACKS_PENDING,
+    HangingReason,
+    HangingTransaction,
+    ProducerState,
+    TopicPartition,
+    TransactionDescription,
+)
 
 LABELS = 'node="1",group="orders-workers",topic="orders",partition="{p}",producer_id="{pid}",transactional_id="{t}"'
 
@@ -60,10 +68,43 @@ def test_a_row_names_the_reason_the_group_and_what_to_do() -> None:
     assert (row["kind"], row["reason"], row["stalled_groups"], row["records"]) == (
         "share", SHARE_ACKS_PENDING, ["orders-workers"], 10)
     assert row["action"] == (
-        "end the transaction: its producer commits or aborts it, or `kafka-txn force-terminate --transactional-id "
-        "etl` aborts it and gives the 10 records back to their member, delivered again once its lock runs out "
-        "(if its coordinator lost it: `kafka-txn abort` of its open transaction on the group's "
-        "__share_group_state partition)")
+        "end the transaction: its producer commits or aborts it, or fencing its transactional id (force-terminate) "
+        "aborts it and gives the 10 records back to their member, delivered again once its lock runs out; if its "
+        "coordinator lost it, abort its open transaction on the group's __share_group_state partition")
+    assert row["commands"] == []  # not judged: its transaction was not described
+
+
+NOW = 1_700_000_000_000
+
+
+def test_what_ends_a_hold_depends_on_its_transaction() -> None:
+    hold = SP.holds(TEXT)[0]
+    inv = advice.Invocation("k:9092")
+
+    def described(state: str = "Ongoing", started_ago: int = 600_000, timeout_ms: int = 900_000,
+                  pid: int = 7) -> TransactionDescription:
+        return TransactionDescription("etl", 1, state, pid, 3, timeout_ms, NOW - started_ago, frozenset())
+
+    # Within its timeout: force-terminate refuses without --force, so the command carries it.
+    live = SP.advise(hold, described(), False, NOW, inv)
+    assert live.commands == ("kafka-txn force-terminate --transactional-id etl --force --bootstrap-server k:9092",)
+    assert "--force: it is still within its transaction timeout" in live.action
+    # Past its timeout: no --force needed.
+    late = SP.advise(hold, described(started_ago=1_000_000), False, NOW, inv)
+    assert late.commands == ("kafka-txn force-terminate --transactional-id etl --bootstrap-server k:9092",)
+    # A prepared 2PC transaction: its manager decides; nothing to run.
+    two_pc = SP.advise(hold, described(timeout_ms=2**31 - 1), False, NOW, inv)
+    assert two_pc.commands == () and "external transaction manager" in two_pc.action
+    # Its coordinator no longer knows it: the abort of its open transaction on __share_group_state, as the scan's
+    # partition row for that producer gives it.
+    state_tp = TopicPartition("__share_group_state", 4)
+    row = HangingTransaction(state_tp, ProducerState(7, 3, 0, NOW, 0, 12), HangingReason.TRANSACTIONAL_ID_NOT_FOUND,
+                             "d", 1, commands=("kafka-txn abort --topic __share_group_state --partition 4 "
+                                               "--start-offset 12 --bootstrap-server k:9092",))
+    lost = SP.advise(hold, None, True, NOW, inv, [row])
+    assert lost.commands == row.commands and lost.action.startswith("its coordinator does not know it")
+    assert SP.advise(hold, None, True, NOW, inv).commands == ()  # no such row: said in words only
+    assert SP.advise(hold, described(state="CompleteAbort"), False, NOW, inv, [row]).commands == row.commands
 
 
 def test_an_endpoint_that_cannot_be_read_is_an_error_not_an_empty_answer() -> None:

@@ -161,7 +161,8 @@ def test_describe_share_group_at_80_columns_keeps_held_and_tx_pending(monkeypatc
         SharePartitionView("payments-ledger-eu-west-1", p, 100, 40, 100, 180, 7, 1, 2, 3, True) for p in (0, 1)])
     holds = [ShareHold("broker-0", "payments-workers", "payments-ledger-eu-west-1", 0, 2000, "ledger-writer-7f3a9c",
                        10, 16 * 60_000)]
-    monkeypatch.setattr("kafka_txn_tools.cli.commands.share_group.connect", lambda conn: cluster())
+    monkeypatch.setattr("kafka_txn_tools.cli.commands.share_group.connect",
+                        lambda conn: cluster("payments-ledger-eu-west-1", partitions=2))
     monkeypatch.setattr(share_groups, "describe_share_group", lambda client, group: view)
     monkeypatch.setattr(share_pending, "read_metrics", lambda urls, timeout: (holds, []))
     r = CliRunner().invoke(app, ["describe-share-group", "--group", "payments-workers", "-b", "fake:9092",
@@ -181,13 +182,17 @@ def test_sweep_table_at_80_columns_keeps_verdict_and_reason(monkeypatch: pytest.
 
     row = {"topic": "payments-ledger-eu-west-1", "partition": 7, "producer_id": 2000, "producer_epoch": 3,
            "start_offset": 116, "age_ms": 2**31 - 1, "verdict": "hanging", "transactional_id": "ledger-writer-7f3a9c",
-           "leader_broker_id": 1, "divergence": None, "reason": "transaction-not-ongoing"}
+           "leader_broker_id": 1, "divergence": None, "reason": "transaction-not-ongoing",
+           "action": "abort it: no coordinator will write its marker",
+           "commands": ["kafka-txn abort --topic payments-ledger-eu-west-1 --partition 7 --start-offset 116"]}
     summary = {"hanging": 1, "stuck": 0, "late_live": 0, "unverified": 0, "as_of_ms": 1_700_000_000_000,
                "late_partitions_by_broker": {"1": 1}, "outputs": {"report.html": "/tmp/out/report.html"}}
     monkeypatch.setenv("COLUMNS", "80")
     _print(SimpleNamespace(rows=[row], stuck=[], summary=summary), SweepOutput.table)
     out, err = capsys.readouterr()
-    assert all(len(line) <= 80 for line in out.splitlines()), out
+    # Every line fits, except a command line: printed whole, never wrapped, so a copy runs as printed.
+    assert f"    {row['commands'][0]}" in out.splitlines()
+    assert all(len(line) <= 80 for line in out.splitlines() if line.strip() not in row["commands"]), out
     assert "hanging" in out and "transaction-not-ongoing" in out
     assert "24d 20h" in out or "AGE" in err  # the one duration spelling where it is shown
     assert "(as of 2023-11-14T22:13:20Z)" in " ".join(err.split())

@@ -105,3 +105,11 @@ def test_a_sweep_plan_records_the_one_cluster_its_inputs_come_from():
     assert plan_cluster_id([dump, text]) is None and plan_cluster_id([text]) is None
     with _pytest.raises(SweepError, match=r"the inputs come from 2 clusters \(A, B\): sweep each cluster on its own"):
         plan_cluster_id([dump, InputSpec("d2", "dump", cluster_ids=frozenset({"B"}))])
+
+
+def test_an_entry_carries_its_abort_as_one_command_line(tmp_path):
+    line = "kafka-txn abort --topic orders --partition 3 --start-offset 116 --bootstrap-server k:9092"
+    loaded = plan.load_plan(write(tmp_path, doc(commands=[line])))
+    assert loaded.entries[0].commands == [line]
+    with pytest.raises(plan.PlanError, match=r"entries\[0\]\.commands: .* is not a list of command lines"):
+        plan.load_plan(write(tmp_path, doc(commands=line)))

@@ -97,3 +97,19 @@ def test_analyze_end_to_end_on_plain_rows():
     assert (verdict["divergence"], verdict["missing_on_brokers"], verdict["duration_min"]) == (C.LEADER_ONLY, "3", 16)
     assert list(verdict) == C.OUTPUT_COLUMNS
     assert C.reported(analysis.verdicts, include_late=False) == [verdict]
+
+
+def test_each_row_carries_find_hangings_action_and_commands_with_the_sweeps_connection_options():
+    from kafka_txn_tools.admin.advice import Invocation
+
+    params = replace(PARAMS, invocation=Invocation(profile="prod"))
+    replicas = [replica()]
+    hanging = C.analyze([open_row()], replicas, [coordinator(state="CompleteAbort", partitions=())], params)
+    [row] = hanging.verdicts
+    assert row["reason"] == R.TRANSACTION_NOT_ONGOING
+    assert row["commands"] == ["kafka-txn abort --topic t --partition 0 --start-offset 10 --profile prod"]
+    assert row["action"].startswith("abort it")
+    [live] = C.analyze([open_row()], replicas, [coordinator()], params).verdicts
+    assert (live["reason"], live["commands"]) == (C.LATE, [])  # its coordinator ends it: nothing to run
+    [unknown] = C.analyze([open_row()], replicas, [coordinator(partitions=None)], params).verdicts
+    assert unknown["commands"] == [] and "check it on the live cluster" in unknown["action"]
