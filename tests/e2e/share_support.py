@@ -71,6 +71,30 @@ def poll_until(consumers: list[ShareConsumer], done: Callable[[list[tuple[int, A
     return got
 
 
+def assigned_members(cluster: EmbeddedCluster, group: str) -> int:
+    """How many members of the share group hold an assignment, as its coordinator sees it."""
+    assert cluster.cluster is not None
+    for node in cluster.cluster.nodes.values():
+        if not node.online:
+            continue
+        try:
+            found = node.group_coordinator.share_group(group)
+        except Exception:  # not this node's group, or not loaded here
+            continue
+        return sum(1 for m in found.members.values() if m.assigned)
+    return 0
+
+
+def join(cluster: EmbeddedCluster, consumers: list[ShareConsumer], group: str, timeout_s: float = 20.0) -> None:
+    """Poll (nothing is there yet) until every consumer is a member with its assignment, so that records
+    produced next can go to any of them, whatever the machine's load."""
+    deadline = time.monotonic() + timeout_s
+    while assigned_members(cluster, group) < len(consumers):
+        assert time.monotonic() < deadline, f"{len(consumers)} members did not join share group {group!r}"
+        for c in consumers:
+            assert not poll_records(c, 0.2), "nothing was produced yet"
+
+
 def values(records: Iterable[tuple[int, Any]]) -> list[bytes]:
     return [m.value() for _, m in records]
 

@@ -20,6 +20,7 @@ from kafka_txn_broker.testing.scenarios import HANGING_PARTITION, ScenarioOption
 from tests.e2e.cli_support import kafka_txn
 from tests.e2e.share_support import (
     FAST_GROUPS,
+    join,
     poll_until,
     produce,
     set_group_configs,
@@ -53,6 +54,7 @@ def test_two_members_receive_every_record_exactly_once_between_them(cluster: Emb
     bs = cluster.bootstrap_servers
     earliest(bs, "g")
     members = [share_consumer(bs, "g", [TOPIC]) for _ in range(2)]
+    join(cluster, members, "g")  # both hold an assignment before any record exists
     sent = produce(bs, TOPIC, 300, PARTITIONS)
     got = poll_until(members, lambda r: len(r) >= len(sent))
     for m in members:

@@ -125,7 +125,6 @@ def test_every_default_is_a_value_of_its_declared_type() -> None:
     from kafka_txn_broker.configs.broker_config import DEFINITIONS
     from kafka_txn_broker.configs.config_def import to_string
 
-    assert len(DEFINITIONS) == 117
     for d in DEFINITIONS.values():
         text = to_string(d.default)
         assert text is not None
