@@ -1,5 +1,5 @@
 """The admin client: kafka-python's network stack (connecting, TLS, SASL, version negotiation),
-our requests (admin/wire.py), fanned out to many brokers at once.
+our requests (connection/wire.py), fanned out to many brokers at once.
 
 kafka-python runs its I/O on one background thread with its own small event loop; public methods
 here block the caller while coroutines run on that loop. Requests to different brokers, and a few
@@ -20,11 +20,11 @@ from typing import Any
 import kafka.errors as kerrors
 from kafka.admin import KafkaAdminClient
 
-from kafka_txn_tools.admin import wire
-from kafka_txn_tools.admin.api import DescribeResult, ListResult, Progress
-from kafka_txn_tools.admin.config import ClientSettings
-from kafka_txn_tools.admin.errors import BrokerError, ConnectionFailed, MissingApi, UsageError, error_code
-from kafka_txn_tools.admin.redact import protect
+from kafka_txn_tools.connection import wire
+from kafka_txn_tools.connection.config import ClientSettings
+from kafka_txn_tools.connection.results import DescribeResult, ListResult, Progress
+from kafka_txn_tools.connection.security.redact import protect
+from kafka_txn_tools.errors import BrokerError, ConnectionFailed, MissingApi, UsageError, error_code
 from kafka_txn_tools.models import (
     ClusterInfo,
     PartitionOffsets,
@@ -103,7 +103,7 @@ class AdminClient:
         Brokers answer ApiVersions when we connect; the bootstrap broker's answer stands for the
         cluster (a rolling upgrade can mix versions: then requests to older brokers fail one by one).
         """
-        from kafka_txn_tools.admin.capabilities import APIS
+        from kafka_txn_tools.connection.capabilities import APIS
 
         info = APIS[api]
         data = self._manager.broker_version_data
@@ -489,7 +489,7 @@ class AdminClient:
 
     async def _read_on(self, tp: TopicPartition, leader: int, offset: int, budget: int
                        ) -> tuple[TopicPartition, bytes, ScanError | None]:
-        from kafka_txn_tools.dumps.segments import SegmentError, iter_batches
+        from kafka_txn_tools.batches import SegmentError, iter_batches
 
         out = bytearray()
         while len(out) < budget:
@@ -686,7 +686,7 @@ def _auth_refused(servers: str, mechanism: str, exc: BaseException) -> Connectio
 
 def _probe(settings: ClientSettings, timeout_ms: int) -> list[str]:
     """The bootstrap addresses that answered as Kafka; ConnectionFailed naming each problem if none did."""
-    from kafka_txn_tools.admin.bootstrap import MAX_PROBE_S, probe_all
+    from kafka_txn_tools.connection.bootstrap import MAX_PROBE_S, probe_all
 
     servers = [a for a in (settings.bootstrap_servers or "").split(",") if a.strip()]
     kw = settings.kwargs
@@ -721,7 +721,7 @@ def _connect(settings: ClientSettings, timeout_ms: int, client_id: str) -> Any:
     usable = _probe(settings, timeout_ms)
     if settings.kerberos is not None:
         # Tickets for the first usable broker: a Kerberos problem named in one round trip to the KDC.
-        from kafka_txn_tools.admin.bootstrap import split_address
+        from kafka_txn_tools.connection.bootstrap import split_address
 
         settings.principal = settings.kerberos.login(split_address(usable[0])[0])
     watch = _BootstrapWatch()
