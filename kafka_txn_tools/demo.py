@@ -102,7 +102,7 @@ class Security:
 
     def client(self) -> dict[str, Any]:
         """librdkafka settings of the demo's own clients; TLS trusts the operator's ssl.truststore.location."""
-        from kafka_txn_tools.admin.config import load_properties
+        from kafka_txn_tools.connection.config import load_properties
 
         protocol = self.broker["security.protocol"]
         cfg: dict[str, Any] = {"security.protocol": protocol, "sasl.mechanism": "SCRAM-SHA-512",

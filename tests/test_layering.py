@@ -1,8 +1,9 @@
 """The house's layering, checked on every import (those under `if TYPE_CHECKING:` and inside functions too):
 
 - the import-linter contracts declared once in pyproject.toml ([tool.importlinter]): the broker's ranked
-  layers, request handlers that reach other nodes only through the inter-broker channel, and tools that
-  import only the broker's formats package;
+  layers, request handlers that reach other nodes only through the inter-broker channel, tools that
+  import only the broker's formats package, and the tools' own layers (the connection under the flows, the
+  monitor, the sweep and the CLI; the flows under the CLI; models and errors at the bottom);
 - no package cycles: for every package of both distributions, the import graph of its children (each
   subpackage with everything under it) has no cycle through a subpackage, and the top-level children of
   kafka_txn_broker and kafka_txn_tools (its layers) have no cycle at all.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -31,6 +33,22 @@ def test_the_layering_contracts_hold() -> None:
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "0 broken" in run.stdout
+
+
+def test_the_tools_layers_are_declared() -> None:
+    """The tools' contracts say what docs/architecture.md promises: removing or loosening one fails here, not
+    silently (the contracts themselves are checked by the test above)."""
+    contracts = {c["id"]: c for c in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+                 ["contracts"]}
+    layers = contracts["tools-connection-under-flows"]
+    assert layers["containers"] == ["kafka_txn_tools"]
+    assert [set(layer.replace(" ", "").split(":")) for layer in layers["layers"]] == [
+        {"cli", "(monitor)", "spark", "admin", "dumps"}, {"connection"}]
+    flows = contracts["flows-under-cli"]
+    assert (flows["source_modules"], flows["forbidden_modules"]) == (["kafka_txn_tools.admin"], ["kafka_txn_tools.cli"])
+    bottom = contracts["tools-vocabulary-at-the-bottom"]
+    assert "kafka_txn_tools.models" in bottom["source_modules"] and bottom["forbidden_modules"] == ["kafka_txn_tools.*"]
+    assert not any(c.get("ignore_imports") for c in (layers, flows, bottom))
 
 
 def _graph() -> grimp.ImportGraph:

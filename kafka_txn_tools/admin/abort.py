@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 
 from kafka_txn_tools.admin import hanging, offset_evidence
 from kafka_txn_tools.admin.api import ClusterApi
-from kafka_txn_tools.admin.capabilities import COORDINATOR_VIEW, missing, missing_api_error, require
-from kafka_txn_tools.admin.errors import (
+from kafka_txn_tools.connection.capabilities import COORDINATOR_VIEW, missing, missing_api_error, require
+from kafka_txn_tools.errors import (
     BrokerError,
     ConnectionFailed,
     KafkaTxnError,

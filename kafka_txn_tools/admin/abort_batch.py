@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from kafka_txn_tools.admin.abort import AbortCheck, AbortClient, AbortOutcome, AbortTarget, execute, validate
-from kafka_txn_tools.admin.errors import KafkaTxnError, MissingApi, NothingToDo, Refused
 from kafka_txn_tools.dumps.plan import AbortPlan
+from kafka_txn_tools.errors import KafkaTxnError, MissingApi, NothingToDo, Refused
 
 
 class AbortResult(StrEnum):

@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from kafka_txn_tools.models import HangingReason
 
 if TYPE_CHECKING:
-    from kafka_txn_tools.admin.client import AdminClient
     from kafka_txn_tools.admin.scan import ScanReport, Scope
+    from kafka_txn_tools.connection.client import AdminClient
 
 ANY = 1  # ResourceType / PatternType / AclOperation / AclPermissionType ANY
 # Kafka's codes: ResourceType, PatternType, AclOperation, AclPermissionType.

@@ -1,43 +1,24 @@
 """The admin operations the flows (scan, abort, fence, listing, describe, dump) need, as a Protocol.
 
-admin/client.py's AdminClient implements it over the wire; the flows depend only on this, which
-keeps them importable without kafka-python and testable with plain data.
+connection/client.py's AdminClient implements it over the wire; the flows depend only on this, which
+keeps them importable without kafka-python and testable with plain data. The Protocol is the flows' own
+(it names what they need of a cluster, and their fakes implement it); the client satisfies it
+structurally, so the connection layer never imports the flows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
+from kafka_txn_tools.connection.results import DescribeResult, ListResult, Progress
 from kafka_txn_tools.models import (
     ClusterInfo,
     PartitionOffsets,
     PartitionProducers,
     ScanError,
     TopicPartition,
-    TransactionDescription,
-    TransactionListing,
 )
-
-Progress = Callable[[int], None]
-
-
-@dataclass
-class ListResult:
-    """ListTransactions from every broker asked; `unfiltered` names brokers that could not apply a filter."""
-
-    listings: list[TransactionListing] = field(default_factory=list)
-    errors: list[ScanError] = field(default_factory=list)
-    # broker id -> filters the broker could not apply ("duration", "pattern"); the caller filters.
-    unfiltered: dict[int, set[str]] = field(default_factory=dict)
-
-
-@dataclass
-class DescribeResult:
-    descriptions: dict[str, TransactionDescription] = field(default_factory=dict)
-    not_found: set[str] = field(default_factory=set)
-    errors: list[ScanError] = field(default_factory=list)
 
 
 class ClusterApi(Protocol):

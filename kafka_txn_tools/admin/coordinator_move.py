@@ -28,8 +28,8 @@ from typing import Protocol
 
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC, partition_for
 from kafka_txn_tools.admin.api import ClusterApi
-from kafka_txn_tools.admin.capabilities import require
-from kafka_txn_tools.admin.errors import BrokerError, NothingToDo, Refused, UsageError
+from kafka_txn_tools.connection.capabilities import require
+from kafka_txn_tools.errors import BrokerError, NothingToDo, Refused, UsageError
 from kafka_txn_tools.models import (
     PREPARE_STATES,
     PartitionInfo,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from kafka_txn_tools.admin.advice import Invocation
 from kafka_txn_tools.admin.api import ClusterApi
-from kafka_txn_tools.admin.capabilities import require
+from kafka_txn_tools.connection.capabilities import require
 from kafka_txn_tools.models import (
     EXHAUSTED_EPOCH,
     PREPARE_STATES,

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafka_txn_tools.admin.capabilities import require
-from kafka_txn_tools.admin.errors import error_code
 from kafka_txn_tools.admin.scan import ScanClient, Scope, plan_requests
+from kafka_txn_tools.connection.capabilities import require
+from kafka_txn_tools.errors import error_code
 from kafka_txn_tools.models import DEAD_STATE, ClusterInfo, PartitionProducers, ScanError, TransactionListing
 
 Row = dict[str, Any]

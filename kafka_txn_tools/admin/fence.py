@@ -21,9 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kafka_txn_tools.admin.api import ClusterApi
-from kafka_txn_tools.admin.capabilities import missing_api_error, require
-from kafka_txn_tools.admin.errors import BrokerError, ConnectionFailed, Refused
+from kafka_txn_tools.connection.capabilities import missing_api_error, require
 from kafka_txn_tools.durations import format_duration_ms
+from kafka_txn_tools.errors import BrokerError, ConnectionFailed, Refused
 from kafka_txn_tools.models import EXHAUSTED_EPOCH, TWO_PHASE_COMMIT_TIMEOUT_MS, TransactionDescription
 
 IDLE_STATES = frozenset({"Empty", "CompleteCommit", "CompleteAbort"})

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from kafka_txn_tools.admin import hanging
 from kafka_txn_tools.admin.api import ClusterApi
-from kafka_txn_tools.admin.wire import SHARE_GROUP_TYPE
+from kafka_txn_tools.connection.wire import SHARE_GROUP_TYPE
 from kafka_txn_tools.models import PartitionOffsets, StalledGroup, TopicPartition
 
 CONSUMER, SHARE = "consumer", "share"

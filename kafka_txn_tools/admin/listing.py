@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from kafka_txn_broker.formats.transactions import STATE_NAMES
 from kafka_txn_tools.admin.api import ClusterApi
-from kafka_txn_tools.admin.capabilities import require
-from kafka_txn_tools.admin.errors import UsageError
+from kafka_txn_tools.connection.capabilities import require
+from kafka_txn_tools.errors import UsageError
 from kafka_txn_tools.models import ScanError, TransactionListing
 
 ListClient = ClusterApi

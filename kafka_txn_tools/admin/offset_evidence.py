@@ -49,7 +49,7 @@ def batches(raw: bytes) -> list[Batch]:
     """The batches of a Fetch answer, markers with their kind."""
     from kafka_txn_broker.formats.errors import CorruptRecordError
     from kafka_txn_broker.formats.record_batch import parse_control_record
-    from kafka_txn_tools.dumps.segments import iter_batches
+    from kafka_txn_tools.batches import iter_batches
 
     out = []
     for header, view in iter_batches(raw, "fetched log"):
@@ -78,7 +78,7 @@ def read(client: ClusterApi, tp: TopicPartition, leader: int, offset: int,
          max_bytes: int = MAX_EVIDENCE_BYTES) -> Evidence:
     """Fetch from `offset` on the leader and judge what is there."""
     data, errors = client.read_log({tp: (leader, offset)}, max_bytes)
-    from kafka_txn_tools.dumps.segments import SegmentError
+    from kafka_txn_tools.batches import SegmentError
 
     raw = data.get(tp, b"")
     if errors and not raw:

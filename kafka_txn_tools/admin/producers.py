@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kafka_txn_tools.admin.api import ClusterApi
-from kafka_txn_tools.admin.capabilities import require
 from kafka_txn_tools.admin.scan import Scope, plan_requests
+from kafka_txn_tools.connection.capabilities import require
 from kafka_txn_tools.models import PartitionProducers, ScanError
 
 

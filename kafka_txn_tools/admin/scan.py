@@ -6,7 +6,7 @@ involves whom: `__transaction_state` is read once for both kinds' questions (adm
 when a transaction entered its state; the last transactional id of a producer id nobody lists), and the
 groups held back at the partitions' LSOs are looked up once (admin/groups.py).
 
-The I/O goes through a `ScanClient` (admin/client.py's AdminClient in real use), so the flow,
+The I/O goes through a `ScanClient` (connection/client.py's AdminClient in real use), so the flow,
 including the re-check that keeps a transaction completing mid-scan out of the results, is tested
 with plain data in tests/tools/admin and against the embedded broker in tests/e2e.
 """
@@ -20,9 +20,9 @@ from dataclasses import dataclass, field, replace
 from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, LATE_TRANSACTION_BUFFER_MS
 from kafka_txn_tools.admin import advice, hanging, stuck, transaction_state
 from kafka_txn_tools.admin.api import ClusterApi
-from kafka_txn_tools.admin.capabilities import require
-from kafka_txn_tools.admin.errors import UsageError
 from kafka_txn_tools.admin.share_pending import ShareHold
+from kafka_txn_tools.connection.capabilities import require
+from kafka_txn_tools.errors import UsageError
 from kafka_txn_tools.models import (
     DEFAULT_MAX_PREPARE_MS,
     ONGOING_STATES,

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 import kafka.errors as kerrors
 
 from kafka_txn_broker.formats.partitioning import SHARE_STATE_TOPIC
-from kafka_txn_tools.admin import wire
-from kafka_txn_tools.admin.errors import BrokerError, error_name
+from kafka_txn_tools.connection import wire
+from kafka_txn_tools.errors import BrokerError, error_name
 from kafka_txn_tools.models import TopicPartition
 
 if TYPE_CHECKING:
-    from kafka_txn_tools.admin.client import AdminClient
+    from kafka_txn_tools.connection.client import AdminClient
 
 FETCH_BYTES = 8 * 1024 * 1024
 AVAILABLE, ACKNOWLEDGED, ARCHIVED = 0, 2, 4

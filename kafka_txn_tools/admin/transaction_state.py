@@ -124,7 +124,8 @@ def decode(tp: TopicPartition, raw: bytes) -> Iterator[tuple[int, int, str, TxnM
     every transaction-metadata record; other record types and undecodable values are skipped (a newer
     broker's key versions are not ours to judge)."""
     from kafka_txn_broker.formats.transaction_log import TransactionLogError, decode_key
-    from kafka_txn_tools.dumps.segments import SegmentError, decode_records, iter_batches
+    from kafka_txn_tools.batches import SegmentError, iter_batches
+    from kafka_txn_tools.dumps.segments import decode_records
     from kafka_txn_tools.dumps.transaction_log import decode_value
 
     try:

@@ -53,7 +53,7 @@ def fail(message: str, code: int = exit_codes.ERROR) -> NoReturn:
 
 
 def exit_code_for(exc: BaseException) -> int:
-    from kafka_txn_tools.admin.errors import MissingApi, NothingToDo, UsageError
+    from kafka_txn_tools.errors import MissingApi, NothingToDo, UsageError
 
     if isinstance(exc, UsageError):
         return exit_codes.USAGE
@@ -71,7 +71,7 @@ def debugging() -> bool:
 @contextmanager
 def user_errors() -> Iterator[None]:
     """Turn expected failures into `error: ...` and an exit code; KAFKA_TXN_DEBUG=1 shows tracebacks."""
-    from kafka_txn_tools.admin.errors import KafkaTxnError, NothingToDo
+    from kafka_txn_tools.errors import KafkaTxnError, NothingToDo
 
     try:
         yield

@@ -15,7 +15,7 @@ from kafka_txn_tools.cli.options import DEFAULT_TIMEOUT_MS, duration_ms
 if TYPE_CHECKING:
     from kafka_txn_tools.admin.advice import Invocation
     from kafka_txn_tools.admin.audit import AuditLog
-    from kafka_txn_tools.admin.client import AdminClient
+    from kafka_txn_tools.connection.client import AdminClient
 
 
 @dataclass(frozen=True)
@@ -39,8 +39,8 @@ class Connection:
 
 def connect(conn: Connection) -> AdminClient:
     """Resolve settings (flags, profile, env, properties) and connect; warnings go to stderr."""
-    from kafka_txn_tools.admin.client import AdminClient
-    from kafka_txn_tools.admin.profiles import resolve_settings
+    from kafka_txn_tools.connection.client import AdminClient
+    from kafka_txn_tools.connection.profiles import resolve_settings
 
     timeout_ms = conn.timeout_ms(None) if conn.timeout is not None else None  # a bad --timeout first
     settings = resolve_settings(conn.bootstrap_server, conn.command_config, conn.profile)
@@ -54,7 +54,7 @@ def connect_or_audit(conn: Connection, log: AuditLog, command: str,
                      targets: list[dict[str, Any]]) -> Iterator[AdminClient]:
     """connect(), recording a write that never reached the cluster in the audit log too."""
     from kafka_txn_tools.admin.audit import AuditRecord
-    from kafka_txn_tools.admin.errors import KafkaTxnError
+    from kafka_txn_tools.errors import KafkaTxnError
 
     try:
         client = connect(conn)

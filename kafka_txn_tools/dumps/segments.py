@@ -4,7 +4,8 @@ The format itself (the batch header, record decoding) is `kafka_txn_broker.forma
 one implementation the broker and the tools share. What is particular to reading someone else's files:
 a sweep must name what is wrong, so an old magic or a bad CRC raises SegmentError with the file and
 offset (the broker's recovery instead truncates anything odd at the tail); only a batch torn by a crash
-or preallocated zeros end a walk quietly, as Kafka truncates those.
+or preallocated zeros end a walk quietly, as Kafka truncates those. The strict walk itself is
+`kafka_txn_tools/batches.py`, shared with the admin client's Fetch reads.
 """
 
 from __future__ import annotations
@@ -24,37 +25,10 @@ from kafka_txn_broker.formats.record_batch import (
     batch_crc_ok,
     iter_records,
 )
+from kafka_txn_tools.batches import SegmentError, iter_batches
 
 # The package an operator installs for a codec kafka-python only decodes with it.
 _CODEC_PACKAGES = {2: "python-snappy", 3: "lz4", 4: "zstandard"}
-
-
-class SegmentError(ValueError):
-    """A log segment cannot be decoded."""
-
-
-def _check_batch(view: memoryview, pos: int, header: BatchHeader, name: str, verify_crc: bool) -> None:
-    if header.magic != 2:
-        raise SegmentError(
-            f"{name}: batch at byte {pos} has magic {header.magic}; only record batch v2 (Kafka 0.11+) is read"
-        )
-    if verify_crc and not batch_crc_ok(view, pos, header):
-        raise SegmentError(f"{name}: CRC mismatch in the batch at offset {header.base_offset}: the segment is corrupt")
-
-
-def iter_batches(
-    data: bytes, name: str = "segment", verify_crc: bool = True
-) -> Iterator[tuple[BatchHeader, memoryview]]:
-    """(header, whole batch bytes) for each complete batch; a torn or zero-filled tail ends the walk."""
-    view = memoryview(data)
-    pos = 0
-    while pos + HEADER_SIZE <= len(view):
-        header = BatchHeader.parse(view, pos)
-        if header.batch_length <= 0 or pos + header.size > len(view):
-            return  # preallocated zeros or a batch torn by a crash: Kafka truncates these on recovery
-        _check_batch(view, pos, header, name, verify_crc)
-        yield header, view[pos : pos + header.size]
-        pos += header.size
 
 
 def _codec_error(batch: memoryview | bytes, name: str) -> SegmentError:

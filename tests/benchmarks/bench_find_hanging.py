@@ -56,8 +56,8 @@ if strategy == "kafka-python":
             found.add((tp.topic, tp.partition, r["producer_id"], -1))
     admin.close()
 else:
-    from kafka_txn_tools.admin.client import AdminClient
-    from kafka_txn_tools.admin.config import ClientSettings
+    from kafka_txn_tools.connection.client import AdminClient
+    from kafka_txn_tools.connection.config import ClientSettings
     now = lambda: time.time_ns() // 1_000_000
     with AdminClient(ClientSettings(bootstrap_servers=bootstrap), timeout_ms=120000) as client:
         connected = time.perf_counter()

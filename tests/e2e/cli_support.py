@@ -82,8 +82,8 @@ def header(text: str) -> list[str]:
 
 
 def leader_of(bootstrap: str, topic: str, partition: int) -> int:
-    from kafka_txn_tools.admin.client import AdminClient
-    from kafka_txn_tools.admin.config import ClientSettings
+    from kafka_txn_tools.connection.client import AdminClient
+    from kafka_txn_tools.connection.config import ClientSettings
     from kafka_txn_tools.models import TopicPartition
 
     with AdminClient(ClientSettings(bootstrap_servers=bootstrap)) as admin:

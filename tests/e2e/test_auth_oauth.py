@@ -176,9 +176,9 @@ def test_the_broker_refuses_by_name(oidc: Provider, tmp_path: Path, case: str,
 
 def test_the_cli_caches_its_token_and_fetches_a_new_one_before_it_expires(
         incident: tuple[EmbeddedCluster, list[HangingTransaction]], oidc: Provider) -> None:
-    from kafka_txn_tools.admin.client import AdminClient
-    from kafka_txn_tools.admin.config import settings_from_properties
-    from kafka_txn_tools.admin.oauth import REFRESH_MARGIN_S, TokenProvider
+    from kafka_txn_tools.connection.client import AdminClient
+    from kafka_txn_tools.connection.config import settings_from_properties
+    from kafka_txn_tools.connection.security.oauth import REFRESH_MARGIN_S, TokenProvider
 
     now = [1000.0]
     client = oidc.clients["kafka-admin"]

@@ -115,8 +115,8 @@ def test_kafka_transactions_refuses_a_live_transaction_in_upstream_style(cluster
 
 def test_the_leader_enforces_txn_start_offset(cluster: EmbeddedCluster) -> None:
     """KIP-664's tag on the wire: a marker naming the wrong start offset is refused, the right one accepted."""
-    from kafka_txn_tools.admin.client import AdminClient
-    from kafka_txn_tools.admin.config import ClientSettings
+    from kafka_txn_tools.connection.client import AdminClient
+    from kafka_txn_tools.connection.config import ClientSettings
     from kafka_txn_tools.models import TopicPartition
 
     bs = cluster.bootstrap_servers

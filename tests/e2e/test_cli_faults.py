@@ -7,8 +7,8 @@ from pathlib import Path
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.testing.scenarios import HANGING_PARTITION, ScenarioOptions, run_scenario
 from kafka_txn_tools.admin.abort import AbortTarget, execute, validate
-from kafka_txn_tools.admin.client import AdminClient
-from kafka_txn_tools.admin.config import ClientSettings
+from kafka_txn_tools.connection.client import AdminClient
+from kafka_txn_tools.connection.config import ClientSettings
 from kafka_txn_tools.models import TopicPartition
 from tests.e2e.test_cli_hanging import BACKDATE_MS, CONFIG, committed_after_hang, read_committed
 

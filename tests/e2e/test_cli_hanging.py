@@ -162,7 +162,7 @@ def test_a_late_transaction_committing_during_the_scan_is_never_reported(
 ) -> None:
     """Late-but-live transactions commit in the worst window: after the scan read the partitions' producer
     state (open) and before it asks the coordinators (by then: CompleteCommit). The re-check must drop them."""
-    from kafka_txn_tools.admin.client import AdminClient
+    from kafka_txn_tools.connection.client import AdminClient
 
     bs = cluster.bootstrap_servers
     cluster.create_topic("busy", 3, 3)

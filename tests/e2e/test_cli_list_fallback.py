@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import pytest
 
 from kafka_txn_broker import EmbeddedCluster
-from kafka_txn_tools.admin.client import AdminClient
-from kafka_txn_tools.admin.config import ClientSettings
 from kafka_txn_tools.admin.listing import ListFilters, list_transactions
+from kafka_txn_tools.connection.client import AdminClient
+from kafka_txn_tools.connection.config import ClientSettings
 from tests.e2e.cli_support import open_transaction
 
 

@@ -103,8 +103,8 @@ def test_tansu_force_terminate_has_a_forced_path(tansu_topic: str) -> None:
 
 def test_tansu_proves_no_acls_so_no_acl_warning_is_claimed(tansu_topic: str) -> None:
     from kafka_txn_tools.admin.acl_probe import acls_enforced
-    from kafka_txn_tools.admin.client import AdminClient
-    from kafka_txn_tools.admin.config import ClientSettings
+    from kafka_txn_tools.connection.client import AdminClient
+    from kafka_txn_tools.connection.config import ClientSettings
 
     with AdminClient(ClientSettings(bootstrap_servers=tansu_topic)) as client:
         assert acls_enforced(client) is not True

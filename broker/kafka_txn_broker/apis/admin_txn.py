@@ -6,7 +6,7 @@ coordinator cache. WriteTxnMarkers is what coordinators send to partition leader
 tools send to abort a hanging transaction.
 
 KIP-664's TxnStartOffset on WriteTxnMarkers: Apache Kafka never shipped it, so kafka-python's
-WriteTxnMarkersRequest JSON lacks it. We use the layout of kafka_txn_tools.admin.wire (the admin
+WriteTxnMarkersRequest JSON lacks it. We use the layout of kafka_txn_tools.connection.wire (the admin
 client): a tagged field, tag 0, int64, on each `Topics[]` entry of a marker (v1+), default -1. The
 stock decoder keeps unknown tags as raw bytes in `topic.unknown_tags["_0"]`; we read those 8 bytes
 here (no schema change, and any Kafka broker ignores the tag). When present, the leader writes the

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from kafka_txn_tools.admin.abort import AbortTarget
     from kafka_txn_tools.admin.abort_batch import AbortItem
     from kafka_txn_tools.admin.audit import AuditLog
-    from kafka_txn_tools.admin.client import AdminClient
+    from kafka_txn_tools.connection.client import AdminClient
     from kafka_txn_tools.dumps.plan import AbortPlan
 
 EXAMPLES = """\b
@@ -98,8 +98,8 @@ def _targets(topic: str | None, partition: int | None, start_offset: int | None,
              skip_refused: bool) -> tuple[list[AbortTarget], AbortPlan | None]:
     from kafka_txn_tools.admin.abort import AbortTarget
     from kafka_txn_tools.admin.abort_batch import targets_of
-    from kafka_txn_tools.admin.errors import UsageError
     from kafka_txn_tools.dumps.plan import PlanError, load_plan
+    from kafka_txn_tools.errors import UsageError
     from kafka_txn_tools.models import TopicPartition
 
     if plan is not None:
@@ -164,8 +164,8 @@ def _show_refusals(items: Sequence[AbortItem]) -> list[str]:
 def _confirm(client: AdminClient, items: Sequence[AbortItem], yes: bool, force: bool, refused: list[str]) -> bool:
     """Ask before writing; False when the person said no. --force on live transactions warns first."""
     from kafka_txn_tools.admin.abort_batch import forced_live, pending, unverifiable
-    from kafka_txn_tools.admin.errors import Refused, UsageError
     from kafka_txn_tools.cli.prompt import Confirmation, NoTerminal, ask
+    from kafka_txn_tools.errors import Refused, UsageError
 
     warnings = [f"--force: aborting {i.target.partition} although {i.check.refusal}"  # type: ignore[union-attr]
                 for i in forced_live(items)]
@@ -227,8 +227,8 @@ def _check_origin(client: AdminClient, plan: AbortPlan) -> str | None:
     """Stop a plan made on another cluster; say where and when it was made; the check a person (or --force)
     must make when the cluster cannot be identified (None: nothing to add)."""
     from kafka_txn_tools.admin.abort_batch import check_origin
-    from kafka_txn_tools.admin.errors import Refused
     from kafka_txn_tools.cli.session import now_ms
+    from kafka_txn_tools.errors import Refused
     from kafka_txn_tools.timestamps import with_age
 
     origin = check_origin(plan, client.metadata([]).cluster_id)
@@ -257,8 +257,8 @@ def _run(client: AdminClient, targets: list[AbortTarget], plan: AbortPlan | None
         settle_all,
         write,
     )
-    from kafka_txn_tools.admin.errors import KafkaTxnError
     from kafka_txn_tools.cli.prompt import CANCELLED
+    from kafka_txn_tools.errors import KafkaTxnError
 
     items = [AbortItem(t) for t in targets]
     try:

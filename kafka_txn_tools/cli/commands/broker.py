@@ -142,9 +142,9 @@ def scenario(
 def _transport(bootstrap_server: str, command_config: Path) -> Any:
     """The scenarios' requests through kafka-python's client stack, with the TLS and SASL settings of
     `command_config` (kafka_txn_tools/clients/network.py)."""
-    from kafka_txn_tools.admin.errors import KafkaTxnError
-    from kafka_txn_tools.admin.profiles import resolve_settings
     from kafka_txn_tools.clients.network import Network
+    from kafka_txn_tools.connection.profiles import resolve_settings
+    from kafka_txn_tools.errors import KafkaTxnError
 
     try:
         settings = resolve_settings(bootstrap_server, command_config, None)

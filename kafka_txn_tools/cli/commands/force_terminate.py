@@ -49,8 +49,8 @@ def _row(txn_id: str, check: Any, result: str, after: tuple[int, int] | None = N
 
 
 def _confirm(cluster: str, check: Any, yes: bool, force: bool) -> bool:
-    from kafka_txn_tools.admin.errors import Refused, UsageError
     from kafka_txn_tools.cli.prompt import Confirmation, NoTerminal, ask
+    from kafka_txn_tools.errors import Refused, UsageError
 
     warnings = []
     if check.refusal and force:
@@ -90,10 +90,10 @@ def force_terminate_command(
 ) -> None:
     """Fence the producer of a transactional id (its open transaction is aborted by the coordinator)."""
     from kafka_txn_tools.admin.audit import AuditLog, AuditRecord
-    from kafka_txn_tools.admin.errors import KafkaTxnError, NothingToDo, Refused, UsageError
     from kafka_txn_tools.admin.fence import check_fence, fence, fence_timeout
     from kafka_txn_tools.cli.prompt import CANCELLED
     from kafka_txn_tools.cli.render import Column, Output, none_as_dash
+    from kafka_txn_tools.errors import KafkaTxnError, NothingToDo, Refused, UsageError
 
     log = AuditLog(audit_log)
     conn = Connection(bootstrap_server, command_config, profile, timeout)

@@ -50,8 +50,8 @@ def _row(txn_id: str, plan: Any, outcome: Any, result: str) -> dict[str, Any]:
 
 
 def _confirm(cluster: str, plan: Any, yes: bool) -> bool:
-    from kafka_txn_tools.admin.errors import UsageError
     from kafka_txn_tools.cli.prompt import Confirmation, NoTerminal, ask
+    from kafka_txn_tools.errors import UsageError
 
     if yes:
         return True
@@ -97,9 +97,9 @@ def move_coordinator_command(
     in-sync replica: the new coordinator loads its transactions and sends their markers again."""
     from kafka_txn_tools.admin.audit import AuditLog, AuditRecord
     from kafka_txn_tools.admin.coordinator_move import execute, plan_move
-    from kafka_txn_tools.admin.errors import KafkaTxnError, NothingToDo, Refused, UsageError
     from kafka_txn_tools.cli.prompt import CANCELLED
     from kafka_txn_tools.cli.render import Column, Output, none_as_dash
+    from kafka_txn_tools.errors import KafkaTxnError, NothingToDo, Refused, UsageError
 
     log = AuditLog(audit_log)
     conn = Connection(bootstrap_server, command_config, profile, timeout)

@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, NoReturn
 
-from kafka_txn_tools.admin.errors import BrokerError, KafkaTxnError, MissingApi
 from kafka_txn_tools.cli.render import upstream_table
 from kafka_txn_tools.cli.upstream import USAGE, UpstreamExit
 from kafka_txn_tools.cli.upstream.format import (
@@ -26,13 +25,14 @@ from kafka_txn_tools.cli.upstream.format import (
     list_rows,
     producer_row,
 )
+from kafka_txn_tools.errors import BrokerError, KafkaTxnError, MissingApi
 from kafka_txn_tools.models import ScanError, TopicPartition
 
 if TYPE_CHECKING:
     from kafka_txn_tools.admin.abort_batch import AbortItem
     from kafka_txn_tools.admin.advice import Invocation
     from kafka_txn_tools.admin.audit import AuditLog
-    from kafka_txn_tools.admin.client import AdminClient
+    from kafka_txn_tools.connection.client import AdminClient
 
 SUFFIX = ". Enable debug logging for additional detail."
 COMMAND = "kafka-transactions"
@@ -45,7 +45,7 @@ def fail(message: str, cause: object | None = None, code: int = 1) -> NoReturn:
 
 def cause_of(error: str) -> str:
     """Kafka's description of an error name, as the Java exception message would read."""
-    from kafka_txn_tools.admin.errors import error_code, error_description
+    from kafka_txn_tools.errors import error_code, error_description
 
     code = error_code(error)
     return error_description(code) if code > 0 else error
@@ -67,7 +67,7 @@ def _exception_cause(exc: KafkaTxnError) -> str:
 @contextmanager
 def failing_as(message: str) -> Iterator[None]:
     """Any failure inside becomes upstream's `<message>: <cause>.` exit."""
-    from kafka_txn_tools.admin.errors import UsageError
+    from kafka_txn_tools.errors import UsageError
 
     try:
         yield
@@ -78,8 +78,8 @@ def failing_as(message: str) -> Iterator[None]:
 def _connect(ns: argparse.Namespace, what: str) -> AdminClient:
     from pathlib import Path
 
-    from kafka_txn_tools.admin.client import AdminClient
-    from kafka_txn_tools.admin.config import ClientSettings, load_properties, settings_from_properties
+    from kafka_txn_tools.connection.client import AdminClient
+    from kafka_txn_tools.connection.config import ClientSettings, load_properties, settings_from_properties
 
     settings = ClientSettings()
     if ns.command_config:
@@ -125,9 +125,9 @@ def cmd_describe(ns: argparse.Namespace, out: IO[str], err: IO[str]) -> None:
 
 
 def cmd_describe_producers(ns: argparse.Namespace, out: IO[str], err: IO[str]) -> None:
-    from kafka_txn_tools.admin.errors import UsageError
     from kafka_txn_tools.admin.producers import describe_producers
     from kafka_txn_tools.admin.scan import Scope
+    from kafka_txn_tools.errors import UsageError
 
     tp = TopicPartition(ns.topic, ns.partition)
     where = f"broker {ns.broker_id}" if ns.broker_id is not None else "leader"
@@ -216,7 +216,7 @@ def _refuse_unsafe(ns: argparse.Namespace, item: AbortItem, unchecked: list[str]
     """Stop, in upstream's words, on anything but a validated abort that is safe to write. Exit 1 for what
     live state refuses (nothing to abort there: upstream's code for it too), 2 for malformed input."""
     from kafka_txn_tools.admin.abort_batch import AbortResult
-    from kafka_txn_tools.admin.errors import Refused, UsageError
+    from kafka_txn_tools.errors import Refused, UsageError
 
     tp = item.target.partition
     error = item.error

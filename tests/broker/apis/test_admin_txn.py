@@ -21,7 +21,7 @@ from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.embedded import EmbeddedCluster
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.testing.raw_client import ProducerIdAndEpoch, RawKafkaClient
-from kafka_txn_tools.admin import wire
+from kafka_txn_tools.connection import wire
 
 TOPIC = "t"
 

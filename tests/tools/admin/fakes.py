@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from kafka_txn_tools.admin.api import DescribeResult, ListResult
-from kafka_txn_tools.admin.config import ClientSettings
+from kafka_txn_tools.connection.config import ClientSettings
+from kafka_txn_tools.connection.results import DescribeResult, ListResult
 from kafka_txn_tools.dumps.transaction_log import TxnLogRecord
 from kafka_txn_tools.models import (
     BrokerInfo,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_txn_tools.admin.abort import AbortTarget, execute, validate
-from kafka_txn_tools.admin.errors import BrokerError, MissingApi, NothingToDo, Refused, UsageError
+from kafka_txn_tools.errors import BrokerError, MissingApi, NothingToDo, Refused, UsageError
 from kafka_txn_tools.models import HangingReason, TopicPartition
 from tests.tools.admin.fakes import MIN, cluster, producer, txn
 

@@ -8,8 +8,8 @@ import pytest
 
 from kafka_txn_tools.admin import abort_batch as B
 from kafka_txn_tools.admin.abort import AbortTarget
-from kafka_txn_tools.admin.errors import BrokerError, MissingApi, NothingToDo, Refused
 from kafka_txn_tools.dumps.plan import AbortPlan, AbortPlanEntry
+from kafka_txn_tools.errors import BrokerError, MissingApi, NothingToDo, Refused
 from kafka_txn_tools.models import TopicPartition
 from tests.tools.admin.fakes import MIN, FakeCluster, cluster, producer, txn
 

@@ -12,7 +12,7 @@ import pytest
 from kafka_txn_tools.admin import abort as abort_module
 from kafka_txn_tools.admin import abort_batch, offset_evidence
 from kafka_txn_tools.admin.abort import AbortTarget, execute, validate
-from kafka_txn_tools.admin.errors import BrokerError, ConnectionFailed, MissingApi, NothingToDo, Refused
+from kafka_txn_tools.errors import BrokerError, ConnectionFailed, MissingApi, NothingToDo, Refused
 from kafka_txn_tools.models import TopicPartition
 from tests.tools.admin.fakes import MIN, FakeCluster, cluster, producer
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kafka_txn_tools.admin.abort import AbortTarget, execute, validate
-from kafka_txn_tools.admin.errors import MissingApi, NothingToDo, UsageError
+from kafka_txn_tools.errors import MissingApi, NothingToDo, UsageError
 from kafka_txn_tools.models import ScanError, TopicPartition
 from tests.tools.admin.fakes import MIN, cluster, producer, txn
 

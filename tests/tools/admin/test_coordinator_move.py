@@ -10,7 +10,7 @@ import pytest
 
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC, partition_for
 from kafka_txn_tools.admin.coordinator_move import execute, plan_move
-from kafka_txn_tools.admin.errors import MissingApi, Refused
+from kafka_txn_tools.errors import MissingApi, Refused
 from kafka_txn_tools.models import PartitionInfo, TopicPartition
 from tests.tools.admin.fakes import FakeCluster, cluster, txn
 

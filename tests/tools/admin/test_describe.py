@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_txn_tools.admin.describe import describe_transactions
-from kafka_txn_tools.admin.errors import MissingApi
+from kafka_txn_tools.errors import MissingApi
 from tests.tools.admin.fakes import cluster, txn
 
 

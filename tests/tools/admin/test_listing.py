@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_txn_tools.admin.errors import UsageError
 from kafka_txn_tools.admin.listing import ListFilters, list_transactions, normalize_states
+from kafka_txn_tools.errors import UsageError
 from tests.tools.admin.fakes import MIN, NOW, cluster, txn
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kafka_txn_broker.formats.partitioning import partition_for
-from kafka_txn_tools.admin.errors import UsageError
 from kafka_txn_tools.admin.scan import ScanOptions, Scope, find_hanging, plan_requests
 from kafka_txn_tools.dumps.transaction_log import TxnLogRecord, TxnMetadata
+from kafka_txn_tools.errors import UsageError
 from kafka_txn_tools.models import HangingReason, PendingReason, StuckReason, TopicPartition
 from tests.tools.admin.fakes import MIN, NOW, cluster, producer, txn
 

@@ -69,7 +69,7 @@ def test_help_loads_no_heavy_module() -> None:
     code = ("import sys; sys.argv[1:] = ['--help']\n"
             "from kafka_txn_tools.cli.app import main\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "heavy = [m for m in ('kafka', 'pyarrow', 'yaml', 'rich.table', 'kafka_txn_tools.admin.client')"
+            "heavy = [m for m in ('kafka', 'pyarrow', 'yaml', 'rich.table', 'kafka_txn_tools.connection.client')"
             " if m in sys.modules]\n"
             "print(heavy, file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

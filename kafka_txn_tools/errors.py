@@ -1,4 +1,7 @@
-"""Errors the admin layer raises for people: each names the thing that failed and the fix.
+"""Errors the tools raise for people: each names the thing that failed and the fix.
+
+Every layer raises them (the connection: ConnectionFailed, MissingApi, BrokerError; the flows: Refused,
+NothingToDo; everyone: UsageError), so they sit at the bottom beside models.py and import nothing of the tools.
 
 The CLI maps the classes to exit codes (cli/errors.py); nothing here prints or exits.
 Kafka error codes are named by kafka_txn_broker.formats.errors (the project's one table), imported

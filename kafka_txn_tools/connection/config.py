@@ -2,8 +2,8 @@
 
 Operators already have `admin.properties` files for the Java tools; they work here unchanged for
 PLAINTEXT/SSL/SASL_PLAINTEXT/SASL_SSL; SASL PLAIN and SCRAM (credentials from `sasl.jaas.config`),
-OAUTHBEARER (admin/oauth.py) and GSSAPI (admin/kerberos.py) through kafka-python's client stack; TLS
-with PEM or PKCS12 stores (admin/tls.py). JKS gets an error with the command that converts it.
+OAUTHBEARER (security/oauth.py) and GSSAPI (security/kerberos.py) through kafka-python's client stack; TLS
+with PEM or PKCS12 stores (security/tls.py). JKS gets an error with the command that converts it.
 
 Secrets read here never appear in messages or reprs.
 """
@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_txn_tools.admin.errors import ConfigError
+from kafka_txn_tools.connection.security.jaas import parse_jaas
+from kafka_txn_tools.errors import ConfigError
 
 if TYPE_CHECKING:
-    from kafka_txn_tools.admin.kerberos import KerberosLogin
+    from kafka_txn_tools.connection.security.kerberos import KerberosLogin
 
 _SECRET_KEYS = frozenset({"sasl_plain_password", "ssl_password", "sasl_oauth_token_provider"})
 
@@ -47,7 +48,7 @@ class ClientSettings:
     # default.api.timeout.ms: how long a whole operation (connecting included) may take.
     timeout_ms: int | None = None
     profile: str | None = None  # the --profile the settings came from, if any
-    kerberos: KerberosLogin | None = None  # GSSAPI: the login run before connecting (admin/kerberos.py)
+    kerberos: KerberosLogin | None = None  # GSSAPI: the login run before connecting (security/kerberos.py)
     # Who the cluster authenticates us as, once known (the audit log records it): the SASL username, the
     # Kerberos principal, or the OAuth token's subject.
     principal: str | None = None
@@ -148,48 +149,6 @@ def load_properties(path: Path) -> dict[str, str]:
 
 # --- JAAS ------------------------------------------------------------------------------------
 
-_JAAS = re.compile(
-    r"^\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)(?P<opts>.*?);?\s*$", re.S)
-_JAAS_OPT = re.compile(r'\s*([\w.]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;"]+))')
-
-
-@dataclass(frozen=True)
-class JaasConfig:
-    login_module: str
-    options: dict[str, str]
-
-    def __repr__(self) -> str:
-        return f"JaasConfig(login_module={self.login_module!r}, options={sorted(self.options)!r})"
-
-
-def parse_jaas(text: str) -> JaasConfig:
-    """Read `<LoginModule> required key="value" ...;` (the value of sasl.jaas.config)."""
-    m = _JAAS.match(text)
-    if not m:
-        # Never echo the text: it usually contains the password.
-        raise ConfigError(
-            "sasl.jaas.config could not be parsed",
-            'expected e.g. org.apache.kafka.common.security.scram.ScramLoginModule required '
-            'username="alice" password="...";',
-        )
-    options: dict[str, str] = {}
-    pos = 0
-    opts = m.group("opts")
-    while pos < len(opts):
-        if not opts[pos:].strip():
-            break
-        om = _JAAS_OPT.match(opts, pos)
-        if not om:
-            raise ConfigError(
-                "sasl.jaas.config has an option that is not key=value or key=\"value\"",
-                "quote values that contain spaces or semicolons",
-            )
-        quoted, bare = om.group(2), om.group(3)
-        options[om.group(1)] = re.sub(r"\\(.)", r"\1", quoted) if quoted is not None else bare
-        pos = om.end()
-    return JaasConfig(m.group("module"), options)
-
-
 _MODULE_FOR = {  # the JAAS login module each mechanism takes (class name; the package may vary by JDK)
     "PLAIN": "PlainLoginModule",
     "SCRAM-SHA-256": "ScramLoginModule",
@@ -259,13 +218,13 @@ def _apply_sasl(props: Mapping[str, str], take: Any, settings: ClientSettings, s
             f"sasl.jaas.config in {source} uses {jaas.login_module.rsplit('.', 1)[-1]} but sasl.mechanism is "
             f"{mechanism}", f"use {_MODULE_FOR[mechanism]}")
     if mechanism == "GSSAPI":
-        from kafka_txn_tools.admin.kerberos import apply_gssapi
+        from kafka_txn_tools.connection.security.kerberos import apply_gssapi
 
         settings.kerberos = apply_gssapi(take, jaas, kw, source)
         settings.principal = settings.kerberos.principal
         return
     if mechanism == "OAUTHBEARER":
-        from kafka_txn_tools.admin.oauth import token_provider
+        from kafka_txn_tools.connection.security.oauth import token_provider
 
         kw["sasl_oauth_token_provider"] = token_provider(take, jaas, source)
         return
@@ -285,8 +244,8 @@ def _apply_sasl(props: Mapping[str, str], take: Any, settings: ClientSettings, s
 
 
 def _apply_ssl(take: Any, kw: dict[str, Any], source: str) -> None:
-    """ssl.* -> one SSLContext (admin/tls.py: PEM, and PKCS12 read in memory)."""
-    from kafka_txn_tools.admin.tls import Store, TlsSettings, build_context
+    """ssl.* -> one SSLContext (security/tls.py: PEM, and PKCS12 read in memory)."""
+    from kafka_txn_tools.connection.security.tls import Store, TlsSettings, build_context
 
     if take("ssl.truststore.certificates"):
         raise ConfigError(f"ssl.truststore.certificates (inline PEM) in {source} is not supported",

@@ -36,11 +36,11 @@ from typing import TYPE_CHECKING, Any
 
 from kafka.net.sasl.oauth import AbstractTokenProvider
 
-from kafka_txn_tools.admin.errors import ConfigError, ConnectionFailed
-from kafka_txn_tools.admin.redact import protect
+from kafka_txn_tools.connection.security.redact import protect
+from kafka_txn_tools.errors import ConfigError, ConnectionFailed
 
 if TYPE_CHECKING:
-    from kafka_txn_tools.admin.config import JaasConfig
+    from kafka_txn_tools.connection.security.jaas import JaasConfig
 
 REFRESH_MARGIN_S = 30.0  # fetch a new token this long before the current one expires
 DEFAULT_LIFETIME_S = 3600

@@ -15,7 +15,7 @@ whole --timeout, as "could not connect". This probe answers each in about one ro
    unauthenticated clients.
 
 The probe authenticates nothing; a wrong password is caught during kafka-python's own login
-(admin/client.py stops its retries at the first refusal). Addresses are probed concurrently on
+(connection/client.py stops its retries at the first refusal). Addresses are probed concurrently on
 daemon threads; the first usable one is enough to start.
 """
 
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_txn_tools.admin.errors import UsageError
+from kafka_txn_tools.errors import UsageError
 
 PROBE_CORRELATION_ID = 0x0D0A0D0A  # b"\r\n\r\n" on the wire
 MAX_PROBE_S = 5.0

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kafka_txn_tools.admin.errors import ConfigError
+from kafka_txn_tools.errors import ConfigError
 
 PEM, PKCS12, JKS = "PEM", "PKCS12", "JKS"
 

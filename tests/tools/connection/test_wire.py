@@ -1,4 +1,4 @@
-"""Requests and responses of admin/wire.py, through real encoded bytes of kafka-python's message classes."""
+"""Requests and responses of connection/wire.py, through real encoded bytes of kafka-python's message classes."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from kafka.protocol.admin.transactions import (
 from kafka.protocol.producer.transaction import WriteTxnMarkersRequest as StockWriteTxnMarkersRequest
 from kafka.protocol.producer.transaction import WriteTxnMarkersResponse
 
-from kafka_txn_tools.admin import wire
+from kafka_txn_tools.connection import wire
 from kafka_txn_tools.models import ProducerState, TopicPartition
 
 TP = TopicPartition("orders", 3)

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from kafka_txn_tools.admin.redact import MASK, protect, redact
+from kafka_txn_tools.connection.security.redact import MASK, protect, redact
 
 
 def test_kafka_records_lose_registered_secrets(caplog: pytest.LogCaptureFixture) -> None:

@@ -1,4 +1,5 @@
-"""SASL/OAUTHBEARER and GSSAPI from Java client properties (admin/oauth.py, admin/kerberos.py).
+"""SASL/OAUTHBEARER and GSSAPI from Java client properties (connection/security/oauth.py and
+kerberos.py).
 
 The token endpoint is a real HTTP server on localhost speaking the OAuth 2 client credentials grant;
 the SASL message is built by kafka-python's own OAUTHBEARER mechanism from our provider.
@@ -17,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from kafka_txn_tools.admin.config import settings_from_properties
-from kafka_txn_tools.admin.errors import ConfigError, ConnectionFailed
-from kafka_txn_tools.admin.oauth import TokenProvider, unsecured_token
+from kafka_txn_tools.connection.config import settings_from_properties
+from kafka_txn_tools.connection.security.oauth import TokenProvider, unsecured_token
+from kafka_txn_tools.errors import ConfigError, ConnectionFailed
 
 JAAS = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId="kafka-admin" '
         'clientSecret="S3cret-oauth" scope="kafka" extension_logicalCluster="lkc-1";')
@@ -121,8 +122,8 @@ def test_oauth_configuration_errors_name_the_property(endpoint: str, jaas: str, 
 def test_gssapi_maps_the_jaas_options_to_a_login(tmp_path: Path) -> None:
     """The login itself runs against a real KDC in tests/e2e/test_auth_kerberos.py."""
     pytest.importorskip("gssapi")
-    from kafka_txn_tools.admin.config import parse_jaas
-    from kafka_txn_tools.admin.kerberos import apply_gssapi
+    from kafka_txn_tools.connection.security.jaas import parse_jaas
+    from kafka_txn_tools.connection.security.kerberos import apply_gssapi
 
     keytab = tmp_path / "admin.keytab"
     keytab.write_bytes(b"\x05\x02")

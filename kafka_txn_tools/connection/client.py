@@ -1,5 +1,5 @@
 """The admin client: kafka-python's network stack (connecting, TLS, SASL, version negotiation),
-our requests (admin/wire.py), fanned out to many brokers at once.
+our requests (connection/wire.py), fanned out to many brokers at once (connection/fan_out.py).
 
 kafka-python runs its I/O on one background thread with its own small event loop; public methods
 here block the caller while coroutines run on that loop. Requests to different brokers, and a few
@@ -13,18 +13,18 @@ use); kafka-python is pinned to 3.0.12 in pyproject.toml for that reason.
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
 import kafka.errors as kerrors
 from kafka.admin import KafkaAdminClient
 
-from kafka_txn_tools.admin import wire
-from kafka_txn_tools.admin.api import DescribeResult, ListResult, Progress
-from kafka_txn_tools.admin.config import ClientSettings
-from kafka_txn_tools.admin.errors import BrokerError, ConnectionFailed, MissingApi, UsageError, error_code
-from kafka_txn_tools.admin.redact import protect
+from kafka_txn_tools.connection import wire
+from kafka_txn_tools.connection.config import ClientSettings
+from kafka_txn_tools.connection.fan_out import RETRIABLE_COORDINATOR, FanOut, Lookup, group_by_node
+from kafka_txn_tools.connection.results import DescribeResult, ListResult, Progress
+from kafka_txn_tools.connection.security.redact import protect
+from kafka_txn_tools.errors import BrokerError, ConnectionFailed, MissingApi, UsageError, error_code
 from kafka_txn_tools.models import (
     ClusterInfo,
     PartitionOffsets,
@@ -43,8 +43,7 @@ DESCRIBE_PRODUCERS_BATCH = 2000
 IN_FLIGHT_PER_BROKER = 3
 # Bytes per Fetch when reading __transaction_state (its records are ~100 bytes; batches are one record).
 FETCH_BYTES = 1 << 20
-_RETRIABLE_COORDINATOR = {"COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR",
-                          "CONCURRENT_TRANSACTIONS"}
+
 
 def _api_of(exc: BaseException) -> str:
     """kafka-python names the request class in IncompatibleBrokerVersion's text: 'the XRequest Kafka protocol'."""
@@ -76,7 +75,7 @@ class AdminClient:
         self.timeout_ms = timeout_ms
         self._admin = _connect(settings, timeout_ms, client_id)
         self._manager = self._admin._manager
-        self._net = self._manager._net
+        self._fan = FanOut(self._manager.call_soon, self._manager._net.sleep)
 
     def __enter__(self) -> AdminClient:
         return self
@@ -103,7 +102,7 @@ class AdminClient:
         Brokers answer ApiVersions when we connect; the bootstrap broker's answer stands for the
         cluster (a rolling upgrade can mix versions: then requests to older brokers fail one by one).
         """
-        from kafka_txn_tools.admin.capabilities import APIS
+        from kafka_txn_tools.connection.capabilities import APIS
 
         info = APIS[api]
         data = self._manager.broker_version_data
@@ -128,17 +127,6 @@ class AdminClient:
 
     async def _send(self, request: Any, node_id: int | None = None) -> Any:
         return await self._start(request, node_id)
-
-    async def _gather(self, calls: Sequence[tuple[Callable[..., Any], tuple[Any, ...]]]) -> list[Any]:
-        """Run coroutines concurrently on kafka-python's loop; each result is a value or the exception."""
-        futures = [self._manager.call_soon(fn, *args) for fn, args in calls]
-        results: list[Any] = []
-        for future in futures:
-            try:
-                results.append(await future)
-            except Exception as exc:  # noqa: BLE001 - returned to the caller, which reports it
-                results.append(exc)
-        return results
 
     # -- Metadata ---------------------------------------------------------------------------
 
@@ -180,16 +168,14 @@ class AdminClient:
 
         `open_only`: only producers with an open transaction, only partitions that have one.
         """
-        async def go() -> list[Any]:
-            calls = [(self._describe_producers_on, (b, tps, batch_size, in_flight, progress, open_only))
-                     for b, tps in by_broker.items() if tps]
-            return await self._gather(calls)
+        async def go() -> list[tuple[list[PartitionProducers], list[ScanError]]]:
+            return await self._fan.to_nodes(
+                {b: tps for b, tps in by_broker.items() if tps},
+                lambda b, tps: self._describe_producers_on(b, tps, batch_size, in_flight, progress, open_only))
 
         results: list[PartitionProducers] = []
         errors: list[ScanError] = []
         for outcome in self._run(go):
-            if isinstance(outcome, BaseException):  # a bug in our coroutine, not a broker error
-                raise outcome
             results.extend(outcome[0])
             errors.extend(outcome[1])
         return results, errors
@@ -234,14 +220,12 @@ class AdminClient:
         A broker too old for a filter (v0: no duration, v1: no pattern) is asked without it and
         named in `unfiltered`, so the caller filters its answer client-side.
         """
-        async def go() -> list[Any]:
-            calls = [(self._list_on, (b, states, producer_ids, duration_ms, pattern)) for b in broker_ids]
-            return await self._gather(calls)
+        async def go() -> list[tuple[int, list[TransactionListing], ScanError | None, set[str]]]:
+            return await self._fan.to_nodes(
+                dict.fromkeys(broker_ids), lambda b, _: self._list_on(b, states, producer_ids, duration_ms, pattern))
 
         result = ListResult()
         for outcome in self._run(go):
-            if isinstance(outcome, BaseException):
-                raise outcome
             broker_id, listings, error, dropped = outcome
             result.listings.extend(listings)
             if error is not None:
@@ -295,27 +279,14 @@ class AdminClient:
 
     async def _describe_async(self, ids: list[str], attempts: int) -> DescribeResult:
         result = DescribeResult()
-        pending = ids
-        for attempt in range(attempts):
-            coordinators, lookup_failed = await self._find_coordinators(pending)
-            retry = [i for i, e in lookup_failed.items() if e in _RETRIABLE_COORDINATOR]
-            for txn_id, err in lookup_failed.items():
-                if err not in _RETRIABLE_COORDINATOR or attempt == attempts - 1:
-                    result.errors.append(ScanError(err, f"FindCoordinator for {txn_id!r} failed: {err}",
-                                                   transactional_id=txn_id, api="FindCoordinator",
-                                                   code=error_code(err)))
-            by_coordinator: dict[int, list[str]] = defaultdict(list)
-            for txn_id, node in coordinators.items():
-                by_coordinator[node].append(txn_id)
-            calls = [(self._describe_on, (node, group)) for node, group in by_coordinator.items()]
-            for outcome in await self._gather(calls):
-                if isinstance(outcome, BaseException):
-                    raise outcome
-                retry.extend(self._merge_describe(outcome, result, last=attempt == attempts - 1))
-            if not retry:
-                break
-            pending = sorted(set(retry))
-            await self._net.sleep(0.1 * (attempt + 1))
+
+        def lookup_failed(txn_id: str, err: str) -> None:
+            result.errors.append(ScanError(err, f"FindCoordinator for {txn_id!r} failed: {err}",
+                                           transactional_id=txn_id, api="FindCoordinator", code=error_code(err)))
+
+        await self._fan.to_coordinators(ids, self._find_coordinators, self._describe_on,
+                                        lambda outcome, last: self._merge_describe(outcome, result, last),
+                                        lookup_failed, attempts)
         return result
 
     @staticmethod
@@ -330,7 +301,7 @@ class AdminClient:
         for txn_id, err in failed.items():
             if err == "TRANSACTIONAL_ID_NOT_FOUND":
                 result.not_found.add(txn_id)
-            elif err in _RETRIABLE_COORDINATOR and not last:
+            elif err in RETRIABLE_COORDINATOR and not last:
                 retry.append(txn_id)
             else:
                 result.errors.append(ScanError(err, f"DescribeTransactions for {txn_id!r} failed: {err}",
@@ -346,7 +317,7 @@ class AdminClient:
         found, failed = wire.parse_describe_transactions(response, node)
         return node, group, found, failed, None
 
-    async def _find_coordinators(self, ids: list[str]) -> tuple[dict[str, int], dict[str, str]]:
+    async def _find_coordinators(self, ids: list[str]) -> Lookup:
         try:
             response = await self._send(wire.find_coordinators_request(ids))
             return wire.parse_find_coordinators(response)
@@ -381,20 +352,29 @@ class AdminClient:
                                attempts: int = 5) -> tuple[int, int]:
         """KIP-939: bump the producer epoch of `transactional_id`, aborting its open transaction. InitProducerId
         sets the id's transaction timeout too: `transaction_timeout_ms` is the one it keeps."""
+        fenced: list[tuple[int, int]] = []
+
+        def refuse(_key: str, error: str) -> None:
+            raise BrokerError(f"force-terminate of transactional id {transactional_id!r} failed: {error}", error)
+
+        async def init(node: int, _keys: list[str]) -> tuple[int, int, str | None]:
+            return wire.parse_fence(await self._send(wire.fence_request(transactional_id, transaction_timeout_ms),
+                                                     node))
+
+        def merge(answer: tuple[int, int, str | None], last: bool) -> list[str]:
+            pid, epoch, error = answer
+            if error is None:
+                fenced.append((pid, epoch))
+            elif error in RETRIABLE_COORDINATOR and not last:
+                return [transactional_id]
+            else:
+                refuse(transactional_id, error)
+            return []
+
         async def go() -> tuple[int, int]:
-            for attempt in range(attempts):
-                coordinators, failed = await self._find_coordinators([transactional_id])
-                error = failed.get(transactional_id)
-                if error is None:
-                    request = wire.fence_request(transactional_id, transaction_timeout_ms)
-                    pid, epoch, error = wire.parse_fence(await self._send(request, coordinators[transactional_id]))
-                    if error is None:
-                        return pid, epoch
-                if error not in _RETRIABLE_COORDINATOR or attempt == attempts - 1:
-                    raise BrokerError(f"force-terminate of transactional id {transactional_id!r} failed: {error}",
-                                      error)
-                await self._net.sleep(0.2 * (attempt + 1))
-            raise AssertionError("unreachable")
+            await self._fan.to_coordinators([transactional_id], self._find_coordinators, init, merge, refuse,
+                                            attempts, backoff_s=0.2)
+            return fenced[0]
 
         return self._run_or_raise(go, "force-terminate")
 
@@ -419,22 +399,18 @@ class AdminClient:
 
     def partition_offsets(self, leaders: dict[TopicPartition, int]) -> dict[TopicPartition, PartitionOffsets]:
         """LSO (READ_COMMITTED latest) and high watermark (READ_UNCOMMITTED latest) from each leader."""
-        by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
-        for tp, leader in leaders.items():
-            if leader >= 0:
-                by_leader[leader].append(tp)
+        by_leader = _by_leader(leaders)
 
-        async def go() -> list[Any]:
-            calls = [(self._offsets_on, (leader, tps, level)) for leader, tps in by_leader.items()
-                     for level in (wire.READ_COMMITTED, wire.READ_UNCOMMITTED)]
-            return await self._gather(calls)
+        async def go() -> list[tuple[int, dict[TopicPartition, int]]]:
+            return await self._fan.to_nodes(
+                {(leader, level): tps for leader, tps in by_leader.items()
+                 for level in (wire.READ_COMMITTED, wire.READ_UNCOMMITTED)},
+                lambda to, tps: self._offsets_on(to[0], tps, to[1]))
 
         lso: dict[TopicPartition, int] = {}
         hw: dict[TopicPartition, int] = {}
-        for outcome in self._run(go):
-            if isinstance(outcome, tuple):
-                level, offsets = outcome
-                (lso if level == wire.READ_COMMITTED else hw).update(offsets)
+        for level, offsets in self._run(go):
+            (lso if level == wire.READ_COMMITTED else hw).update(offsets)
         return {tp: PartitionOffsets(tp, lso.get(tp), hw.get(tp)) for tp in leaders}
 
     async def _offsets_on(
@@ -451,19 +427,14 @@ class AdminClient:
     def offsets_for_time(self, leaders: dict[TopicPartition, int], timestamp_ms: int) -> dict[TopicPartition, int]:
         """Per partition, the first offset whose record timestamp is at least `timestamp_ms` (ListOffsets by
         time); -1 when no record is that recent. Partitions that could not be asked are left out."""
-        by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
-        for tp, leader in leaders.items():
-            if leader >= 0:
-                by_leader[leader].append(tp)
-
-        async def go() -> list[Any]:
-            return await self._gather([(self._offsets_on, (leader, tps, wire.READ_UNCOMMITTED, timestamp_ms))
-                                       for leader, tps in by_leader.items()])
+        async def go() -> list[tuple[int, dict[TopicPartition, int]]]:
+            return await self._fan.to_nodes(
+                _by_leader(leaders), lambda leader, tps: self._offsets_on(leader, tps, wire.READ_UNCOMMITTED,
+                                                                          timestamp_ms))
 
         found: dict[TopicPartition, int] = {}
-        for outcome in self._run(go):
-            if isinstance(outcome, tuple):
-                found.update(outcome[1])
+        for _level, offsets in self._run(go):
+            found.update(offsets)
         return found
 
     # -- Fetch ------------------------------------------------------------------------------
@@ -472,16 +443,12 @@ class AdminClient:
                  ) -> tuple[dict[TopicPartition, bytes], list[ScanError]]:
         """Whole record batches of each partition from its start offset up to the high watermark or
         `max_bytes`, read from the given leader: {tp: (leader, start offset)}. Partitions concurrently."""
-        async def go() -> list[Any]:
-            return await self._gather([(self._read_on, (tp, leader, start, max_bytes))
-                                       for tp, (leader, start) in reads.items()])
+        async def go() -> list[tuple[TopicPartition, bytes, ScanError | None]]:
+            return await self._fan.to_nodes(reads, lambda tp, at: self._read_on(tp, at[0], at[1], max_bytes))
 
         data: dict[TopicPartition, bytes] = {}
         errors: list[ScanError] = []
-        for outcome in self._run(go):
-            if isinstance(outcome, BaseException):
-                raise outcome
-            tp, got, error = outcome
+        for tp, got, error in self._run(go):
             data[tp] = got
             if error is not None:
                 errors.append(error)
@@ -489,7 +456,7 @@ class AdminClient:
 
     async def _read_on(self, tp: TopicPartition, leader: int, offset: int, budget: int
                        ) -> tuple[TopicPartition, bytes, ScanError | None]:
-        from kafka_txn_tools.dumps.segments import SegmentError, iter_batches
+        from kafka_txn_tools.batches import SegmentError, iter_batches
 
         out = bytearray()
         while len(out) < budget:
@@ -529,14 +496,12 @@ class AdminClient:
                                      api="ListGroups", code=error_code(error))
             return groups, None
 
-        async def go() -> list[Any]:
-            return await self._gather([(on, (b,)) for b in broker_ids])
+        async def go() -> list[tuple[list[tuple[str, str]], ScanError | None]]:
+            return await self._fan.to_nodes(dict.fromkeys(broker_ids), lambda b, _: on(b))
 
         groups: list[tuple[str, str]] = []
         errors: list[ScanError] = []
         for outcome in self._run(go):
-            if isinstance(outcome, BaseException):
-                raise outcome
             groups.extend(outcome[0])
             if outcome[1] is not None:
                 errors.append(outcome[1])
@@ -551,19 +516,7 @@ class AdminClient:
 
     async def _committed_async(self, group_ids: list[str], partitions: list[TopicPartition]
                                ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
-        errors: list[ScanError] = []
-        try:
-            response = await self._send(wire.find_group_coordinators_request(group_ids))
-            coordinators, failed = wire.parse_find_coordinators(response)
-        except kerrors.KafkaError as exc:
-            return {}, [_transport_error(exc, None, "FindCoordinator")]
-        errors += [ScanError(e, f"FindCoordinator for group {g!r} failed: {e}", api="FindCoordinator",
-                             code=error_code(e)) for g, e in failed.items()]
-        by_node: dict[int, list[str]] = defaultdict(list)
-        for group, node in coordinators.items():
-            by_node[node].append(group)
-
-        async def on(node: int, groups: list[str]) -> Any:
+        async def on(node: int, groups: list[str]) -> _GroupOffsets | ScanError:
             try:
                 return wire.parse_offset_fetch(await self._send(wire.offset_fetch_request(groups, partitions), node))
             except kerrors.IncompatibleBrokerVersion:  # before Kafka 3.0: one group a request
@@ -577,8 +530,7 @@ class AdminClient:
             except kerrors.KafkaError as exc:
                 return _transport_error(exc, node, "OffsetFetch")
 
-        outcomes = await self._gather([(on, (node, groups)) for node, groups in by_node.items()])
-        return _merge_group_outcomes(outcomes, errors, "OffsetFetch", "OffsetFetch for group")
+        return await self._group_offsets(group_ids, on, "group", "OffsetFetch", "OffsetFetch for group")
 
     def share_group_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition]
                             ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
@@ -594,18 +546,7 @@ class AdminClient:
 
     async def _share_async(self, group_ids: list[str], partitions: list[TopicPartition]
                            ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
-        try:
-            coordinators, failed = wire.parse_find_coordinators(
-                await self._send(wire.find_group_coordinators_request(group_ids)))
-        except kerrors.KafkaError as exc:
-            return {}, [_transport_error(exc, None, "FindCoordinator")]
-        errors = [ScanError(e, f"FindCoordinator for share group {g!r} failed: {e}", api="FindCoordinator",
-                            code=error_code(e)) for g, e in failed.items()]
-        by_node: dict[int, list[str]] = defaultdict(list)
-        for group, node in coordinators.items():
-            by_node[node].append(group)
-
-        async def on(node: int, groups: list[str]) -> Any:
+        async def on(node: int, groups: list[str]) -> _GroupOffsets | ScanError:
             try:
                 offsets, bad = wire.parse_share_offsets(
                     await self._send(wire.share_offsets_request(groups, partitions), node))
@@ -614,25 +555,52 @@ class AdminClient:
                 return _transport_error(exc, node, "DescribeShareGroupOffsets")
             return {g: o for g, o in offsets.items() if levels.get(g) == "read_committed"}, bad
 
-        outcomes = await self._gather([(on, (node, groups)) for node, groups in by_node.items()])
-        return _merge_group_outcomes(outcomes, errors, "DescribeShareGroupOffsets", "DescribeShareGroupOffsets for")
+        return await self._group_offsets(group_ids, on, "share group", "DescribeShareGroupOffsets",
+                                         "DescribeShareGroupOffsets for")
+
+    async def _group_offsets(
+        self, group_ids: list[str], on: Callable[[int, list[str]], Coroutine[Any, Any, _GroupOffsets | ScanError]],
+        kind: str, api: str, what: str,
+    ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
+        """A group offsets read at each group's coordinator, asked once: `on(node, groups)` answers
+        ({group: offsets}, {group: error}), or the ScanError of a coordinator that could not be asked. A
+        FindCoordinator without an answer ends the read with its error."""
+        merged: dict[str, dict[TopicPartition, int]] = {}
+        errors: list[ScanError] = []
+        unanswered: list[ScanError] = []
+
+        async def find(groups: list[str]) -> Lookup:
+            try:
+                return wire.parse_find_coordinators(await self._send(wire.find_group_coordinators_request(groups)))
+            except kerrors.KafkaError as exc:
+                unanswered.append(_transport_error(exc, None, "FindCoordinator"))
+                return {}, {}
+
+        def lookup_failed(group: str, e: str) -> None:
+            errors.append(ScanError(e, f"FindCoordinator for {kind} {group!r} failed: {e}", api="FindCoordinator",
+                                    code=error_code(e)))
+
+        def merge(outcome: _GroupOffsets | ScanError, _last: bool) -> list[str]:
+            if isinstance(outcome, ScanError):
+                errors.append(outcome)
+            else:
+                merged.update(outcome[0])
+                errors.extend(ScanError(e, f"{what} {g!r} failed: {e}", api=api, code=error_code(e))
+                              for g, e in outcome[1].items())
+            return []
+
+        await self._fan.to_coordinators(group_ids, find, on, merge, lookup_failed)
+        return ({}, unanswered) if unanswered else (merged, errors)
 
 
-def _merge_group_outcomes(outcomes: Sequence[Any], errors: list[ScanError], api: str, what: str
-                          ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
-    """Merge the per-coordinator answers of a group offsets read: ({group: offsets}, {group: error}) each, or
-    the ScanError of a coordinator that could not be asked; anything else raised is a bug and is raised."""
-    merged: dict[str, dict[TopicPartition, int]] = {}
-    for outcome in outcomes:
-        if isinstance(outcome, ScanError):
-            errors.append(outcome)
-        elif isinstance(outcome, BaseException):
-            raise outcome
-        else:
-            merged.update(outcome[0])
-            errors += [ScanError(e, f"{what} {g!r} failed: {e}", api=api, code=error_code(e))
-                       for g, e in outcome[1].items()]
-    return merged, errors
+# A coordinator's answer to a group offsets read: {group: {partition: offset}}, {group: error name}.
+_GroupOffsets = tuple[dict[str, dict[TopicPartition, int]], dict[str, str]]
+
+
+def _by_leader(leaders: dict[TopicPartition, int]) -> dict[int, list[TopicPartition]]:
+    """The partitions each leader leads; partitions without a leader (-1) are not asked."""
+    return group_by_node({tp: leader for tp, leader in leaders.items() if leader >= 0})
+
 
 class _BootstrapWatch(logging.Handler):
     """Ends kafka-python's bootstrap at the first answer that retrying cannot change.
@@ -686,7 +654,7 @@ def _auth_refused(servers: str, mechanism: str, exc: BaseException) -> Connectio
 
 def _probe(settings: ClientSettings, timeout_ms: int) -> list[str]:
     """The bootstrap addresses that answered as Kafka; ConnectionFailed naming each problem if none did."""
-    from kafka_txn_tools.admin.bootstrap import MAX_PROBE_S, probe_all
+    from kafka_txn_tools.connection.bootstrap import MAX_PROBE_S, probe_all
 
     servers = [a for a in (settings.bootstrap_servers or "").split(",") if a.strip()]
     kw = settings.kwargs
@@ -721,7 +689,7 @@ def _connect(settings: ClientSettings, timeout_ms: int, client_id: str) -> Any:
     usable = _probe(settings, timeout_ms)
     if settings.kerberos is not None:
         # Tickets for the first usable broker: a Kerberos problem named in one round trip to the KDC.
-        from kafka_txn_tools.admin.bootstrap import split_address
+        from kafka_txn_tools.connection.bootstrap import split_address
 
         settings.principal = settings.kerberos.login(split_address(usable[0])[0])
     watch = _BootstrapWatch()

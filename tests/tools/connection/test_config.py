@@ -1,4 +1,4 @@
-"""--command-config: Java client properties -> kafka-python keyword arguments (admin/config.py)."""
+"""--command-config: Java client properties -> kafka-python keyword arguments (connection/config.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from kafka_txn_tools.admin.config import parse_jaas, parse_properties, settings_from_properties
-from kafka_txn_tools.admin.errors import ConfigError
+from kafka_txn_tools.connection.config import parse_properties, settings_from_properties
+from kafka_txn_tools.connection.security.jaas import parse_jaas
+from kafka_txn_tools.errors import ConfigError
 
 SCRAM = ('org.apache.kafka.common.security.scram.ScramLoginModule required username="ops" '
          'password="s3cr3t;with \\"quotes\\"";')

@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_txn_tools.admin.errors import ConfigError, ConnectionFailed
+from kafka_txn_tools.errors import ConfigError, ConnectionFailed
 
 if TYPE_CHECKING:
     from collections.abc import MutableMapping
 
-    from kafka_txn_tools.admin.config import JaasConfig
+    from kafka_txn_tools.connection.security.jaas import JaasConfig
 
 # MIT krb5 error codes (com_err table base -1765328384, read unsigned) as GSS minor statuses.
 _BASE = 2529638912

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kafka_txn_tools.admin.config import ClientSettings, load_properties, settings_from_properties
-from kafka_txn_tools.admin.errors import ConfigError
+from kafka_txn_tools.connection.config import ClientSettings, load_properties, settings_from_properties
+from kafka_txn_tools.errors import ConfigError
 
 ENV_PROFILES = "KAFKA_TXN_PROFILES"
 ENV_BOOTSTRAP = "KAFKA_BOOTSTRAP_SERVERS"

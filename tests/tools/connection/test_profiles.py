@@ -1,4 +1,4 @@
-"""--profile and how connection options combine (admin/profiles.py)."""
+"""--profile and how connection options combine (connection/profiles.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_txn_tools.admin.errors import ConfigError
-from kafka_txn_tools.admin.profiles import default_profiles_path, resolve_settings
+from kafka_txn_tools.connection.profiles import default_profiles_path, resolve_settings
+from kafka_txn_tools.errors import ConfigError
 
 PROFILES = """
 default: staging

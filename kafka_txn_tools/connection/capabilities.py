@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from kafka_txn_tools.admin.errors import MissingApi
+from kafka_txn_tools.errors import MissingApi
 
 
 @dataclass(frozen=True)
