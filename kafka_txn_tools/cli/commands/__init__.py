@@ -19,13 +19,15 @@ from kafka_txn_tools.cli.commands import (
     dump,
     find_hanging,
     force_terminate,
+    history,
     listing,
+    monitor,
     share_group,
     sweep,
 )
 
-COMMANDS = (listing, describe, describe_producers, find_hanging, abort, force_terminate, dump, sweep, broker, demo,
-            share_group)
+COMMANDS = (listing, describe, describe_producers, find_hanging, abort, force_terminate, dump, sweep, monitor, history,
+            broker, demo, share_group)
 
 
 def register_all(app: typer.Typer) -> None:

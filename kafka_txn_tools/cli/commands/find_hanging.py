@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -138,6 +139,27 @@ def empty_message(report: ScanReport) -> str:
     return f"no hanging transactions ({report.read_replicas} partition replicas read)"
 
 
+def finding_rows(report: ScanReport) -> list[dict[str, Any]]:
+    """Every result row of a scan, as the machine formats print them."""
+    return [*(h.to_row() for h in report.results), *(s.to_row() for s in report.stuck),
+            *(h.to_row() for h in report.share)]
+
+
+def _extra(report: ScanReport, max_timeout_ms: int, max_prepare_ms: int) -> dict[str, Any]:
+    return {"as_of_ms": report.now_ms, "max_transaction_timeout_ms": max_timeout_ms,
+            "max_prepare_time_ms": max_prepare_ms,
+            "scanned_replicas": report.scanned_replicas, "read_replicas": report.read_replicas,
+            "candidates": report.candidates, "partial": report.partial, "notes": report.notes}
+
+
+def findings_document(report: ScanReport, max_timeout_ms: int, max_prepare_ms: int) -> dict[str, Any]:
+    """The document `find-hanging -o json` prints (and the monitor serves at /api/findings)."""
+    from kafka_txn_tools.cli.render import to_document
+
+    return to_document("hanging", finding_rows(report), [e.to_row() for e in report.errors],
+                       _extra(report, max_timeout_ms, max_prepare_ms))
+
+
 def _emit(report: ScanReport, fmt: FindHangingFormat, max_timeout_ms: int, max_prepare_ms: int, wide: bool) -> None:
     from kafka_txn_tools.cli.render import Column, Output, human_duration, none_as_dash
     from kafka_txn_tools.cli.upstream.format import HANGING_HEADERS, hanging_row
@@ -145,13 +167,9 @@ def _emit(report: ScanReport, fmt: FindHangingFormat, max_timeout_ms: int, max_p
     if fmt is FindHangingFormat.plan:
         typer.echo(write_plan(report, max_timeout_ms), nl=False)
         return
-    extra: dict[str, Any] = {"as_of_ms": report.now_ms, "max_transaction_timeout_ms": max_timeout_ms,
-                             "max_prepare_time_ms": max_prepare_ms,
-                             "scanned_replicas": report.scanned_replicas, "read_replicas": report.read_replicas,
-                             "candidates": report.candidates, "partial": report.partial, "notes": report.notes}
+    extra = _extra(report, max_timeout_ms, max_prepare_ms)
     Output(
-        kind="hanging", rows=[*(h.to_row() for h in report.results), *(s.to_row() for s in report.stuck),
-                              *(h.to_row() for h in report.share)],
+        kind="hanging", rows=finding_rows(report),
         table_rows=[*map(_partition_cells, report.results), *map(_coordinator_cells, report.stuck),
                     *map(_share_cells, report.share)],
         columns=[Column("kind", "KIND", drop=8), Column("where", "PARTITIONS"),
@@ -198,6 +216,11 @@ def find_hanging_command(
         "--metrics-url", metavar="URL",
         help="a broker's Prometheus metrics endpoint (repeat for each broker): also report transactions holding "
              "share-group records TX_PENDING (KIP-1289) too long; no Kafka API lists them")] = None,
+    history: Annotated[Path | None, typer.Option(
+        "--history", metavar="FILE",
+        help="record the results in this incident history (SQLite), as `kafka-txn monitor` does: what is new, "
+             "what is still there, what was resolved and how (`kafka-txn history` reads it; its default is "
+             "~/.local/state/kafka-txn/history.db)")] = None,
 ) -> None:
     """Find hanging transactions: open on a partition, older than the max timeout, and not completable by
     their coordinator; and transactions their coordinator holds in a Prepare state (or at an exhausted epoch)
@@ -212,13 +235,17 @@ def find_hanging_command(
     scope = Scope(all=scan_all, broker_id=broker_id, topic=topic, partition=partition)
     with user_errors():
         scope.validate()
+        began = now_ms()
         with connect(Connection(bootstrap_server, command_config, profile, timeout)) as client, \
                 progress_bar("scanning producer state") as (advance, set_total):
             options = ScanOptions(max_timeout_ms, include_late, max_prepare_ms=max_prepare_ms)
             report = find_hanging(client, scope, now_ms, options, progress=advance, on_total=set_total)
             acl_warning = scan_warning(client, scope, report)  # ACLs may have hidden ids or topics
+            cluster = client.cluster_name
         if metrics_url:
             _add_share_holds(report, metrics_url, scope, max_timeout_ms, timeout)
+        if history is not None:
+            _record_history(history, cluster, scope, report, now_ms() - began)
     report_errors(report.errors)
     for text in report.notes:
         note(text)
@@ -239,6 +266,26 @@ def _add_share_holds(report: ScanReport, urls: list[str], scope: Any, max_timeou
     found, errors = share_pending.read_metrics(urls, timeout_s)
     report.share = share_pending.past(share_pending.in_scope(found, scope.topic, scope.partition), max_timeout_ms)
     report.errors += errors
+
+
+def _record_history(path: Path, cluster: str, scope: Any, report: ScanReport, duration_ms: int) -> None:
+    """--history: the scan's hanging results (never --include-late's live ones) into the incident history; a
+    history that cannot be written is a warning, never a change of the scan's result."""
+    import sqlite3
+
+    from kafka_txn_tools.admin.audit import default_path
+    from kafka_txn_tools.admin.history import ScanRecord, record, scope_covers
+    from kafka_txn_tools.monitor.history_store import HistoryStore
+
+    live = {"late", "prepared-2pc"}
+    rows = [r for r in finding_rows(report) if not (r["kind"] == "partition" and r["reason"] in live)]
+    scan = ScanRecord(cluster, report.now_ms, duration_ms, not report.partial, rows, scope_covers(scope),
+                      source="find-hanging")
+    try:
+        with HistoryStore(path) as store:
+            record(store, scan, default_path())
+    except (sqlite3.Error, OSError) as exc:
+        warn(f"could not record the results in the history {path}: {exc}")
 
 
 def register(app: typer.Typer) -> None:
