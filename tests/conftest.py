@@ -1,4 +1,5 @@
-"""Settings every test gets: the CLI's audit log goes to the test's own directory, never to ~."""
+"""Settings every test gets: the CLI's audit log and incident history go to the test's own directory, never
+to ~."""
 
 from __future__ import annotations
 
@@ -11,4 +12,5 @@ import pytest
 def _private_audit_log(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path_factory.getbasetemp() / "audit" / "audit.log"
     monkeypatch.setenv("KAFKA_TXN_AUDIT_LOG", str(path))
+    monkeypatch.setenv("KAFKA_TXN_HISTORY", str(path.parent / "history.db"))
     return path
