@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 CHART_WINDOW_MS = 86_400_000
 INCIDENT_WINDOW_MS = 7 * 86_400_000
 RECENT_INCIDENTS = 25
+RECONNECT_ON = frozenset({"BROKER_UNREACHABLE", "REQUEST_TIMED_OUT"})
 
 
 class MonitorClient(Protocol):
@@ -166,6 +167,10 @@ class Monitor:
         if self._client is None:
             self._client = self._connect()
         report = find_hanging(self._client, Scope(all=True), self.clock, self.config.options)
+        if any(e.error in RECONNECT_ON for e in report.errors):
+            # The connection's view of the brokers is the one it bootstrapped with: a broker that was down
+            # stays unknown to it when it returns. Bootstrap afresh for the next scan.
+            self._drop_client()
         doc = self._document(report)
         causes = Counter(e.error for e in report.errors)
         return ScanOutcome(self.clock(), self._monotonic() - began, PARTIAL if report.partial else COMPLETE,
