@@ -241,7 +241,7 @@ def find_hanging_command(
             options = ScanOptions(max_timeout_ms, include_late, max_prepare_ms=max_prepare_ms)
             report = find_hanging(client, scope, now_ms, options, progress=advance, on_total=set_total)
             acl_warning = scan_warning(client, scope, report)  # ACLs may have hidden ids or topics
-            cluster = client.cluster_name
+            cluster = client.cluster_name if history is not None else ""
         if metrics_url:
             _add_share_holds(report, metrics_url, scope, max_timeout_ms, timeout)
         if history is not None:
