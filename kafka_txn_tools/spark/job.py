@@ -143,16 +143,22 @@ def run_sweep(
     include_late: bool = False,
     spark: SparkSession | None = None,
     max_prepare_ms: int | None = None,
+    history: str | os.PathLike[str] | None = None,
 ) -> SweepResult:
-    """Sweep `inputs` (dump dirs, log-dir trees, dump-log text files) and write the outputs to out_dir."""
+    """Sweep `inputs` (dump dirs, log-dir trees, dump-log text files) and write the outputs to out_dir.
+    `history`: a `kafka-txn history --export` directory, whose trends per cluster and topic the report shows."""
     from kafka_txn_tools.spark import classify as C
     from kafka_txn_tools.spark.gather import gather
+    from kafka_txn_tools.spark.history import check_export
+    from kafka_txn_tools.spark.history import trends as history_trends
     from kafka_txn_tools.spark.ingest import classify_input, read_inputs
 
     if max_transaction_timeout_ms <= 0:
         raise SweepError(f"max transaction timeout must be positive, got {max_transaction_timeout_ms} ms")
     for path in inputs:
         classify_input(path)  # bad paths fail before Spark starts
+    if history is not None:
+        check_export(history)
     require_java()
     from pyspark.sql import SparkSession
 
@@ -174,7 +180,9 @@ def run_sweep(
         gathered = gather(ingested.producers, ingested.transactions, params)
         analysis = C.analyze(gathered.open_rows, gathered.replicas, gathered.coordinators, params, gathered.stuck,
                              gathered.owners)
-        return _write_outputs(Path(out_dir), ingested, params, as_of_ms is not None, brokers, gathered, analysis)
+        trends = history_trends(session, history, now) if history is not None else None
+        return _write_outputs(Path(out_dir), ingested, params, as_of_ms is not None, brokers, gathered, analysis,
+                              trends)
     finally:
         if own:
             session.stop()
@@ -233,6 +241,7 @@ def _write_outputs(
     brokers: set[int],
     gathered: Gathered,
     analysis: Analysis,
+    trends: dict[str, Any] | None = None,
 ) -> SweepResult:
     from kafka_txn_tools.spark import classify as C
     from kafka_txn_tools.spark.report import render_report
@@ -277,6 +286,7 @@ def _write_outputs(
         "divergences": len(divergence_rows),
         "divergence_by_kind": _count_by(divergence_rows, "kind"),
         "dump_errors": _dump_errors(ingested),
+        "history": trends,
         "outputs": {name: str(out / name) for name in OUTPUT_FILES},
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")

@@ -47,18 +47,19 @@ def _parse_timeout(text: str) -> int:
 
 
 def _run(inputs: list[Path], out: Path, master: str, timeout_ms: int, as_of: int | None,
-         include_late: bool, max_prepare_ms: int) -> Any:
+         include_late: bool, max_prepare_ms: int, history: Path | None = None) -> Any:
     from kafka_txn_tools.dumps.dump_log_text import DumpLogTextError
     from kafka_txn_tools.dumps.logdir import LogDirError
     from kafka_txn_tools.dumps.schema import DumpFormatError
+    from kafka_txn_tools.spark.history import HistoryInputError
     from kafka_txn_tools.spark.ingest import InputError
     from kafka_txn_tools.spark.job import SweepError, run_sweep
     from kafka_txn_tools.spark.session import JavaNotFoundError
 
     try:
         return run_sweep([str(p) for p in inputs], out, master, timeout_ms, as_of, include_late,
-                         max_prepare_ms=max_prepare_ms)
-    except (InputError, DumpFormatError, LogDirError, DumpLogTextError) as exc:
+                         max_prepare_ms=max_prepare_ms, history=history)
+    except (InputError, DumpFormatError, LogDirError, DumpLogTextError, HistoryInputError) as exc:
         fail(str(exc), exit_codes.USAGE)
     except (JavaNotFoundError, SweepError) as exc:
         fail(str(exc), exit_codes.ERROR)
@@ -87,6 +88,10 @@ def sweep_command(
         "--max-prepare-time", metavar="DURATION",
         help="stuck when held in a Prepare state longer than this (1m, 90s; a bare number means seconds)")] = "1m",
     output: Annotated[SweepOutput, typer.Option("--output", "-o", help="table or json")] = SweepOutput.table,
+    history: Annotated[Path | None, typer.Option(
+        "--history", metavar="DIR",
+        help="a `kafka-txn history --export` directory: the report adds incident trends per cluster and topic")
+    ] = None,
 ) -> None:
     """Sweep captured state for late and hanging transactions; write a report and an abort plan.
 
@@ -98,7 +103,7 @@ def sweep_command(
     from kafka_txn_tools.cli.options import duration_ms
 
     max_prepare_ms = duration_ms(max_prepare, "--max-prepare-time", bare_unit="s")
-    result = _run(inputs, out, master, timeout_ms, as_of, include_late, max_prepare_ms)
+    result = _run(inputs, out, master, timeout_ms, as_of, include_late, max_prepare_ms, history)
     _print(result, output)
 
 
