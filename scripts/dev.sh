@@ -7,10 +7,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 apt_install() {
-  # Debian packages: a JRE 17 for Spark and kcat, only when missing.
+  # Debian packages, only when missing: a JRE 17 for Spark, kcat, prometheus (prometheus and promtool for
+  # the monitor's alert rules and its end-to-end test) and chromium (the status page in a real browser).
   local missing=()
   command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
   command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+  { command -v prometheus && command -v promtool; } >/dev/null 2>&1 || missing+=(prometheus)
+  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: installing ${missing[*]} with apt-get" >&2
     export DEBIAN_FRONTEND=noninteractive
