@@ -90,3 +90,11 @@ def test_label_values_are_escaped() -> None:
     text = render(snapshot([partition_row(transactional_id='we"ird\\id')]))
     [(labels, _)] = [x for x in values(text, "kafka_txn_finding_age_seconds")]
     assert labels["transactional_id"] == 'we"ird\\id'
+
+
+def test_docs_list_every_metric() -> None:
+    from pathlib import Path
+
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "monitor.md").read_text()
+    for name, (kind, _) in METRICS.items():
+        assert f"| `{name}` | {kind} |" in docs, name
