@@ -106,6 +106,7 @@ def held_chart(points: Sequence[ScanPoint], now_ms: int, window_ms: int) -> str:
     """Held partitions per scan as an inline SVG step line; failed scans are gaps (red ticks)."""
     width, height, left, bottom, top = 720, 200, 40, 30, 14
     start = now_ms - window_ms
+    points = [p for p in points if p.time_ms >= start]
     peak = max([p.held_partitions or 0 for p in points] + [1])
     span_x, span_y = width - left - 10, height - bottom - top
 
@@ -124,8 +125,6 @@ def held_chart(points: Sequence[ScanPoint], now_ms: int, window_ms: int) -> str:
              f'<text x="{width - 10}" y="{height - 8}" font-size="11" text-anchor="end">now</text>']
     path: list[str] = []
     for p in points:
-        if p.time_ms < start:
-            continue
         if p.held_partitions is None:
             parts.append(f'<line x1="{x(p.time_ms):.1f}" y1="{height - bottom}" x2="{x(p.time_ms):.1f}" '
                          f'y2="{height - bottom - 6}" stroke="#b00020"/>')
