@@ -84,6 +84,7 @@ class Monitor:
         self._last_end: float | None = None
         self._thread: threading.Thread | None = None
         self._said: tuple[str, list[str]] | None = None
+        self._history_problem: str | None = None
         size = max(10, min(20_000, int(CHART_WINDOW_MS / 1000 / max(config.interval_s, 0.1))))
         self._points: deque[ScanPoint] = deque(maxlen=size)
         if history is not None:
@@ -206,11 +207,15 @@ class Monitor:
         import sqlite3
 
         try:
-            return call()
+            result = call()
         except (sqlite3.Error, OSError) as exc:
-            self._log(f"warning: the history file {self.history.path if self.history else ''} could not be "
-                      f"used: {exc}")
+            problem = f"warning: the history file {self.history.path if self.history else ''} could not be used: {exc}"
+            if problem != self._history_problem:  # once, not every scan
+                self._log(problem)
+            self._history_problem = problem
             return default
+        self._history_problem = None
+        return result
 
     def _say(self, outcome: ScanOutcome) -> None:
         """One line when what the monitor sees changes (not one per scan)."""

@@ -160,3 +160,14 @@ def test_a_refused_login_and_a_bug_are_failed_scans_and_the_loop_goes_on(capsys:
     assert "Traceback" in err and "RuntimeError: a bug" in err  # a bug is shown, once per scan
     ok, detail = monitor.healthy()
     assert not ok and detail["status"] == "the scan loop has stopped"
+
+
+def test_a_history_that_cannot_be_written_is_a_warning_once_and_never_stops_the_scans(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fake = hanging_cluster()
+    store = HistoryStore(tmp_path / "history.db")
+    monitor = monitor_of(lambda: fake, store)
+    store.close()  # as a file gone bad under it
+    assert [monitor.scan_once().result for _ in range(3)] == ["complete"] * 3
+    assert capsys.readouterr().err.count("could not be used") == 1
+    assert monitor.incidents() == [] and len(monitor.snapshot().findings) == 1
