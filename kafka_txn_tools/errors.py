@@ -32,7 +32,12 @@ class ConfigError(UsageError):
 
 
 class ConnectionFailed(KafkaTxnError):
-    """The cluster could not be reached or refused us (network, TLS, SASL)."""
+    """The cluster could not be reached or refused us (network, TLS, SASL). `cause` names which, in Kafka's
+    spelling where Kafka has one (SASL_AUTHENTICATION_FAILED, ...): the monitor counts failures by it."""
+
+    def __init__(self, message: str, fix: str | None = None, cause: str = "CONNECTION_FAILED") -> None:
+        super().__init__(message, fix)
+        self.cause = cause
 
 
 class BrokerError(KafkaTxnError):

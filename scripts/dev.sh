@@ -9,7 +9,9 @@ cd "$(dirname "$0")/.."
 apt_install() {
   # Debian packages, only when missing: a JRE 17 for Spark and kcat; MIT Kerberos (a KDC the GSSAPI tests
   # start, kinit, and the headers the Python gssapi package builds against); libfaketime (a KDC whose clock
-  # is off, for the clock-skew test); node and npm (the OpenID provider of the OAUTHBEARER tests).
+  # is off, for the clock-skew test); node and npm (the OpenID provider of the OAUTHBEARER tests); prometheus
+  # (prometheus and promtool for the monitor's alert rules and its end-to-end test) and chromium (the status
+  # page in a real browser).
   local missing=()
   command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
   command -v kcat >/dev/null 2>&1 || missing+=(kcat)
@@ -20,6 +22,8 @@ apt_install() {
   [ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || [ "$(uname -m)" != x86_64 ] || missing+=(faketime)
   command -v node >/dev/null 2>&1 || missing+=(nodejs)
   command -v npm >/dev/null 2>&1 || missing+=(npm)
+  { command -v prometheus && command -v promtool; } >/dev/null 2>&1 || missing+=(prometheus)
+  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: installing ${missing[*]} with apt-get" >&2
     export DEBIAN_FRONTEND=noninteractive

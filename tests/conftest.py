@@ -1,8 +1,9 @@
-"""Settings every test gets: the CLI's audit log goes to the test's own directory, never to ~; kafka-python is
-imported as the kafka_cluster fixture imports it, before any test module does (without its schema loader's
-deprecation warnings, see kafka_txn_broker.formats.kafka_python). Servers and builds some tests share, one of
-each per session: a Kerberos KDC (`kdc`), an OpenID provider (`oidc`), and `installation` (this checkout built
-and installed into a fresh venv, for the tests of the installed package, tests/support/installed.py)."""
+"""Settings every test gets: the CLI's audit log and incident history go to the test's own directory, never to ~;
+kafka-python is imported as the kafka_cluster fixture imports it, before any test module does (without its
+schema loader's deprecation warnings, see kafka_txn_broker.formats.kafka_python). Servers and builds some tests
+share, one of each per session: a Kerberos KDC (`kdc`), an OpenID provider (`oidc`), and `installation` (this
+checkout built and installed into a fresh venv, for the tests of the installed package,
+tests/support/installed.py)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 def _private_audit_log(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path_factory.getbasetemp() / "audit" / "audit.log"
     monkeypatch.setenv("KAFKA_TXN_AUDIT_LOG", str(path))
+    monkeypatch.setenv("KAFKA_TXN_HISTORY", str(path.parent / "history.db"))
     return path
 
 

@@ -152,7 +152,8 @@ class AdminClient:
                                    "give a longer --timeout, e.g. --timeout 30s") from None
         except kerrors.KafkaError as exc:
             err = _transport_error(exc, None, what)
-            raise ConnectionFailed(err.message, "check that the brokers are up and reachable") from None
+            raise ConnectionFailed(err.message, "check that the brokers are up and reachable",
+                                   cause=err.error) from None
 
     # -- DescribeProducers ------------------------------------------------------------------
 
@@ -643,13 +644,15 @@ _CHECK = {"GSSAPI": "check the Kerberos settings: sasl.kerberos.service.name, ke
 def _auth_refused(servers: str, mechanism: str, exc: BaseException) -> ConnectionFailed:
     if isinstance(exc, kerrors.UnsupportedSaslMechanismError | kerrors.IllegalSaslStateError):
         return ConnectionFailed(f"the cluster at {servers} does not accept SASL/{mechanism} ({exc})",
-                                "check sasl.mechanism and security.protocol")
+                                "check sasl.mechanism and security.protocol", cause="UNSUPPORTED_SASL_MECHANISM")
     if isinstance(exc, kerrors.AuthorizationError):
-        return ConnectionFailed(f"the cluster at {servers} refused this principal ({exc})")
+        return ConnectionFailed(f"the cluster at {servers} refused this principal ({exc})",
+                                cause="AUTHORIZATION_FAILED")
     # kafka-python's text is "[Error 58] SaslAuthenticationFailedError: <the broker's message>".
     reason = str(exc).split("SaslAuthenticationFailedError: ")[-1].strip() or type(exc).__name__
     return ConnectionFailed(f"the cluster at {servers} refused SASL/{mechanism} authentication ({reason})",
-                            _CHECK.get(mechanism, "check the username and password in sasl.jaas.config"))
+                            _CHECK.get(mechanism, "check the username and password in sasl.jaas.config"),
+                            cause="SASL_AUTHENTICATION_FAILED")
 
 
 def _probe(settings: ClientSettings, timeout_ms: int) -> list[str]:
@@ -672,7 +675,8 @@ def _probe(settings: ClientSettings, timeout_ms: int) -> list[str]:
             raise _too_short(",".join(servers), timeout_ms)
     problems = "; ".join(f"{p.address} {p.problem}" for p in probes)
     fixes = sorted({p.fix for p in probes if p.fix})
-    raise ConnectionFailed(f"cannot connect to the cluster: {problems}", "; ".join(fixes) or None)
+    raise ConnectionFailed(f"cannot connect to the cluster: {problems}", "; ".join(fixes) or None,
+                           cause="BROKER_UNREACHABLE")
 
 
 def _connect(settings: ClientSettings, timeout_ms: int, client_id: str) -> Any:
@@ -709,7 +713,7 @@ def _connect(settings: ClientSettings, timeout_ms: int, client_id: str) -> Any:
         raise ConnectionFailed(
             f"could not connect to the cluster at {servers} within {timeout_ms / 1000:g}s",
             "check --bootstrap-server, that the brokers are up, and security.protocol / TLS settings",
-        ) from None
+            cause="BROKER_UNREACHABLE") from None
     except kerrors.KafkaConfigurationError as exc:
         _close_quietly(watch.client)
         raise UsageError(f"invalid client configuration: {exc}") from None

@@ -143,17 +143,23 @@ def run_sweep(
     max_prepare_ms: int | None = None,
     executor_python: str | None = None,
     invocation: Invocation | None = None,
+    history: str | os.PathLike[str] | None = None,
 ) -> SweepResult:
     """Sweep `inputs` (dump dirs, log-dir trees, dump-log text files) and write the outputs to out_dir.
-    `executor_python`: the interpreter a cluster's executors run (local workers run this one)."""
+    `executor_python`: the interpreter a cluster's executors run (local workers run this one). `history`: a
+    `kafka-txn history --export` directory, whose trends per cluster and topic the report shows."""
     from kafka_txn_tools.spark import classify as C
     from kafka_txn_tools.spark.gather import gather
+    from kafka_txn_tools.spark.history import check_export
+    from kafka_txn_tools.spark.history import trends as history_trends
     from kafka_txn_tools.spark.ingest import classify_input, read_inputs
 
     if max_transaction_timeout_ms <= 0:
         raise SweepError(f"max transaction timeout must be positive, got {max_transaction_timeout_ms} ms")
     specs = [classify_input(path) for path in inputs]  # bad paths fail before Spark starts
     cluster_id = plan_cluster_id(specs)
+    if history is not None:
+        check_export(history)
     require_java()
     from pyspark.sql import SparkSession
 
@@ -180,8 +186,9 @@ def run_sweep(
         analysis = C.analyze(gathered.open_rows, gathered.replicas, gathered.coordinators, params, gathered.stuck,
                              gathered.owners)
         origin = (cluster_id, capture)
+        trends = history_trends(session, history, now) if history is not None else None
         return _write_outputs(Path(out_dir), ingested, params, as_of_ms is not None, brokers, gathered, analysis,
-                              origin)
+                              origin, trends)
     finally:
         if own:
             session.stop()
@@ -243,6 +250,7 @@ def _write_outputs(
     gathered: Gathered,
     analysis: Analysis,
     origin: tuple[str | None, int | None] = (None, None),
+    trends: dict[str, Any] | None = None,
 ) -> SweepResult:
     from kafka_txn_tools.spark import classify as C
     from kafka_txn_tools.spark.report import render_report
@@ -288,6 +296,7 @@ def _write_outputs(
         "divergences": len(divergence_rows),
         "divergence_by_kind": _count_by(divergence_rows, "kind"),
         "dump_errors": _dump_errors(ingested),
+        "history": trends,
         "outputs": {name: str(out / name) for name in OUTPUT_FILES},
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")

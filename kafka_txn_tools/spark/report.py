@@ -185,5 +185,39 @@ max transaction timeout {escape(_duration(threshold))}.</p>
 {_table(shown, REPORT_COLUMNS)}{more}
 <h2>Stuck at their coordinator</h2>
 {_table(list(stuck), STUCK_COLUMNS)}
+{history_section(summary.get("history"))}
 </body></html>
 """
+
+
+HISTORY_COLUMNS = ["cluster", "topic", "incidents", "open", "resolved_by_write", "resolved_by_itself",
+                   "held_total", "held_longest", "last_seen"]
+
+
+def _hours(ms: Any) -> str:
+    return "-" if ms is None else f"{int(ms) / 3_600_000:.1f} h"
+
+
+def history_section(trends: Mapping[str, Any] | None) -> str:
+    """Incident trends from `kafka-txn history --export` (spark/history.py): per cluster and topic, and per
+    day; nothing when the sweep was given no history."""
+    if not trends:
+        return ""
+    import datetime as dt
+
+    rows = [{**r, "held_total": _hours(r.get("held_ms_total")), "held_longest": _hours(r.get("held_ms_max")),
+             "last_seen": dt.datetime.fromtimestamp(int(r["last_seen_ms"]) / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M")
+             if r.get("last_seen_ms") is not None else "-"} for r in trends.get("by_topic", [])]
+    days = int(trends.get("days", 14))
+    first = int(trends.get("first_day_ms", 0))
+    per_day = [0] * days
+    for d in trends.get("per_day", []):
+        index = (int(d["day_ms"]) - first) // 86_400_000
+        if 0 <= index < days:
+            per_day[index] += int(d["incidents"])
+    labels = [dt.datetime.fromtimestamp((first + i * 86_400_000) / 1000, dt.UTC).strftime("%m-%d") for i in range(days)]
+    return f"""<h2 id="history">Incident history: trends per cluster and topic</h2>
+<p>{escape(str(trends.get("incidents", 0)))} incidents recorded by kafka-txn monitor and find-hanging --history
+(from {escape(str(trends.get("source", "")))}).</p>
+{bar_chart(f"Incidents first seen per day, last {days} days", labels, per_day, color="#6a3ba8")}
+{_table(rows, HISTORY_COLUMNS)}"""

@@ -19,13 +19,16 @@ from kafka_txn_tools.cli.commands import (
     dump,
     find_hanging,
     force_terminate,
+    history,
     listing,
+    monitor,
     move_coordinator,
     share_group,
     sweep,
 )
 
 COMMANDS = (listing, describe, describe_producers, find_hanging, abort, force_terminate, move_coordinator, dump, sweep,
+            monitor, history,
             broker, demo, share_group)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -150,6 +151,27 @@ def empty_message(report: ScanReport) -> str:
     return f"no hanging transactions found ({report.read_replicas} partition replicas read)"
 
 
+def finding_rows(report: ScanReport) -> list[dict[str, Any]]:
+    """Every result row of a scan, as the machine formats print them."""
+    return [*(h.to_row() for h in report.results), *(s.to_row() for s in report.stuck),
+            *(h.to_row() for h in report.share)]
+
+
+def _extra(report: ScanReport, max_timeout_ms: int, max_prepare_ms: int) -> dict[str, Any]:
+    return {"as_of_ms": report.now_ms, "max_transaction_timeout_ms": max_timeout_ms,
+            "max_prepare_time_ms": max_prepare_ms,
+            "scanned_replicas": report.scanned_replicas, "read_replicas": report.read_replicas,
+            "candidates": report.candidates, "partial": report.partial, "notes": report.notes}
+
+
+def findings_document(report: ScanReport, max_timeout_ms: int, max_prepare_ms: int) -> dict[str, Any]:
+    """The document `find-hanging -o json` prints (and the monitor serves at /api/findings)."""
+    from kafka_txn_tools.cli.render import to_document
+
+    return to_document("hanging", finding_rows(report), [e.to_row() for e in report.errors],
+                       _extra(report, max_timeout_ms, max_prepare_ms))
+
+
 def _emit(report: ScanReport, fmt: FindHangingFormat, max_timeout_ms: int, max_prepare_ms: int, wide: bool,
           cluster_id: str | None = None) -> None:
     from kafka_txn_tools.admin.advice import is_command_line
@@ -159,13 +181,9 @@ def _emit(report: ScanReport, fmt: FindHangingFormat, max_timeout_ms: int, max_p
     if fmt is FindHangingFormat.plan:
         typer.echo(write_plan(report, max_timeout_ms, cluster_id), nl=False)
         return
-    extra: dict[str, Any] = {"as_of_ms": report.now_ms, "max_transaction_timeout_ms": max_timeout_ms,
-                             "max_prepare_time_ms": max_prepare_ms,
-                             "scanned_replicas": report.scanned_replicas, "read_replicas": report.read_replicas,
-                             "candidates": report.candidates, "partial": report.partial, "notes": report.notes}
+    extra = _extra(report, max_timeout_ms, max_prepare_ms)
     Output(
-        kind="hanging", rows=[*(h.to_row() for h in report.results), *(s.to_row() for s in report.stuck),
-                              *(h.to_row() for h in report.share)],
+        kind="hanging", rows=finding_rows(report),
         table_rows=[*map(_partition_cells, report.results), *map(_coordinator_cells, report.stuck),
                     *map(_share_cells, report.share)],
         columns=[Column("kind", "KIND", drop=8), Column("where", "PARTITIONS"),
@@ -220,6 +238,11 @@ def find_hanging_command(
         "--metrics-url", metavar="URL",
         help="a broker's Prometheus metrics endpoint (repeat for each broker): also report transactions holding "
              "share-group records TX_PENDING (KIP-1289) too long; no Kafka API lists them")] = None,
+    history: Annotated[Path | None, typer.Option(
+        "--history", metavar="FILE",
+        help="record the results in this incident history (SQLite), as `kafka-txn monitor` does: what is new, "
+             "what is still there, what was resolved and how (`kafka-txn history` reads it; its default is "
+             "~/.local/state/kafka-txn/history.db)")] = None,
 ) -> None:
     """Find what holds a partition's LSO or a transactional id: open transactions older than the max timeout
     that no coordinator will complete (and the live ones that hold an LSO that long), transactions their
@@ -239,6 +262,7 @@ def find_hanging_command(
     scope = Scope(all=scan_all, broker_id=broker_id, topic=topic, partition=partition)
     with user_errors():
         scope.validate()
+        began = now_ms()
         with connect(Connection(bootstrap_server, command_config, profile, timeout)) as client:
             options = ScanOptions(max_timeout_ms, True, max_prepare_ms=max_prepare_ms,
                                   invocation=invocation_of(client, bootstrap_server, profile, command_config))
@@ -256,6 +280,9 @@ def find_hanging_command(
             acl_warning = scan_warning(client, scope, report)  # ACLs may have hidden ids or topics
             # A plan records the cluster it was made on: `abort --plan` refuses it on another one.
             cluster_id = client.metadata([]).cluster_id if fmt is FindHangingFormat.plan else None
+            cluster = client.cluster_name if history is not None else ""
+        if history is not None:
+            _record_history(history, cluster, scope, report, now_ms() - began)
     report_errors(report.errors)
     for text in report.notes:
         note(text)
@@ -318,6 +345,25 @@ class FindHangingCommand(KafkaTxnCommand):
             if arg == "--watch" and (i + 1 == len(args) or args[i + 1].startswith("-")):
                 given.append(DEFAULT_WATCH)
         return super().parse_args(ctx, given)
+
+
+def _record_history(path: Path, cluster: str, scope: Any, report: ScanReport, duration_ms: int) -> None:
+    """--history: the scan's hanging results (never --include-late's live ones) into the incident history; a
+    history that cannot be written is a warning, never a change of the scan's result."""
+    import sqlite3
+
+    from kafka_txn_tools.admin.audit import default_path
+    from kafka_txn_tools.admin.history import ScanRecord, incident_rows, record, scope_covers
+    from kafka_txn_tools.monitor.history_store import HistoryStore
+
+    rows = incident_rows(finding_rows(report))
+    scan = ScanRecord(cluster, report.now_ms, duration_ms, not report.partial, rows, scope_covers(scope),
+                      source="find-hanging")
+    try:
+        with HistoryStore(path) as store:
+            record(store, scan, default_path())
+    except (sqlite3.Error, OSError) as exc:
+        warn(f"could not record the results in the history {path}: {exc}")
 
 
 def register(app: typer.Typer) -> None:

@@ -51,19 +51,22 @@ def _parse_timeout(text: str) -> int:
 
 
 def _run(inputs: list[Path], out: Path, master: str, timeout_ms: int, as_of: int | None,
-         include_late: bool, max_prepare_ms: int, executor_python: str | None, invocation: Any) -> Any:
+         include_late: bool, max_prepare_ms: int, executor_python: str | None, invocation: Any,
+         history: Path | None = None) -> Any:
     from kafka_txn_tools.dumps.dump_log_text import DumpLogTextError
     from kafka_txn_tools.dumps.logdir import LogDirError
     from kafka_txn_tools.dumps.schema import DumpFormatError
     from kafka_txn_tools.spark.executors import ExecutorPythonError
+    from kafka_txn_tools.spark.history import HistoryInputError
     from kafka_txn_tools.spark.ingest import InputError
     from kafka_txn_tools.spark.job import SweepError, run_sweep
     from kafka_txn_tools.spark.session import JavaNotFoundError
 
     try:
         return run_sweep([str(p) for p in inputs], out, master, timeout_ms, as_of, include_late,
-                         max_prepare_ms=max_prepare_ms, executor_python=executor_python, invocation=invocation)
-    except (InputError, DumpFormatError, LogDirError, DumpLogTextError) as exc:
+                         max_prepare_ms=max_prepare_ms, executor_python=executor_python, invocation=invocation,
+                         history=history)
+    except (InputError, DumpFormatError, LogDirError, DumpLogTextError, HistoryInputError) as exc:
         fail(str(exc), exit_codes.USAGE)
     except (JavaNotFoundError, SweepError, ExecutorPythonError) as exc:
         fail(str(exc), exit_codes.ERROR)
@@ -102,6 +105,10 @@ def sweep_command(
              "--profile, then $KAFKA_BOOTSTRAP_SERVERS); the sweep itself connects to nothing")] = None,
     command_config: CommandConfigOpt = None,
     profile: ProfileOpt = None,
+    history: Annotated[Path | None, typer.Option(
+        "--history", metavar="DIR",
+        help="a `kafka-txn history --export` directory: the report adds incident trends per cluster and topic")
+    ] = None,
 ) -> None:
     """Sweep captured state for late and hanging transactions; write a report and an abort plan.
 
@@ -120,7 +127,7 @@ def sweep_command(
 
     invocation = Invocation.of(bootstrap_server, profile, command_config, os.environ.get("KAFKA_BOOTSTRAP_SERVERS"))
     result = _run(inputs, out, master, timeout_ms, as_of, include_late, max_prepare_ms, executor_python,
-                  invocation)
+                  invocation, history)
     _print(result, output)
 
 

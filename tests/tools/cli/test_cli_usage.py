@@ -76,7 +76,8 @@ def test_help_loads_no_heavy_module() -> None:
     assert done.stderr.strip().splitlines()[-1] == "[]"
 
 
-COMMANDS = ["list", "describe", "describe-producers", "find-hanging", "abort", "force-terminate", "dump", "sweep"]
+COMMANDS = ["list", "describe", "describe-producers", "find-hanging", "abort", "force-terminate", "dump", "sweep",
+            "monitor", "history"]
 
 
 def test_version(run) -> None:

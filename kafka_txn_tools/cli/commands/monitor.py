@@ -1,0 +1,183 @@
+"""`kafka-txn monitor`: find-hanging every --interval, served over HTTP to Prometheus and people
+(kafka_txn_tools/monitor/). Read-only: it sends find-hanging's reads and nothing else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from kafka_txn_tools.cli import exit_codes
+from kafka_txn_tools.cli.errors import KafkaTxnCommand, fail, user_errors, warn
+from kafka_txn_tools.cli.options import BootstrapOpt, CommandConfigOpt, ProfileOpt, TimeoutOpt, duration_ms
+
+DEFAULT_PORT = 8797
+DEFAULT_LISTEN = f"0.0.0.0:{DEFAULT_PORT}"
+
+EXAMPLES = f"""\b
+Examples:
+  kafka-txn monitor -b kafka-1:9092
+  kafka-txn monitor --profile prod --listen 127.0.0.1:{DEFAULT_PORT} --interval 1m
+Then scrape http://HOST:{DEFAULT_PORT}/metrics with Prometheus (deploy/prometheus has
+the alert rules), or open http://HOST:{DEFAULT_PORT}/ in a browser.
+
+\b
+Endpoints: /metrics (Prometheus), /healthz, /api/findings (find-hanging's
+JSON), / (status page). No option is required; the default port is
+{DEFAULT_PORT}. It only reads: a principal with DESCRIBE and READ is enough
+(docs/monitor.md lists the ACLs). SIGTERM or Ctrl-C stops it.
+"""
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """HOST:PORT (HOST may be empty for every interface, [v6] in brackets; PORT 0 picks a free one)."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise typer.BadParameter(f"{text!r} is not HOST:PORT, e.g. 0.0.0.0:{DEFAULT_PORT}", param_hint="--listen")
+    return host.strip("[]") or "0.0.0.0", int(port)  # noqa: S104 - an exporter listens for its scraper
+
+
+def monitor_command(
+    listen: Annotated[str, typer.Option(
+        "--listen", metavar="HOST:PORT", help=f"where to serve HTTP (default {DEFAULT_LISTEN}; port 0: any free)")
+    ] = DEFAULT_LISTEN,
+    interval: Annotated[str, typer.Option(
+        "--interval", metavar="DURATION", help="time between scans: 30s, 1m (a bare number means seconds)")] = "30s",
+    max_timeout: Annotated[str, typer.Option(
+        "--max-transaction-timeout", metavar="DURATION",
+        help="the brokers' transaction.max.timeout.ms, as find-hanging (a bare number means minutes)")] = "15m",
+    max_prepare: Annotated[str, typer.Option(
+        "--max-prepare-time", metavar="DURATION",
+        help="report a transaction held in a Prepare state longer than this, as find-hanging")] = "1m",
+    top: Annotated[int, typer.Option(
+        "--top", metavar="N", min=1,
+        help="findings, held partitions and held-back groups given a /metrics series each; the rest are "
+             "counted")] = 50,
+    history: Annotated[Path | None, typer.Option(
+        "--history", metavar="FILE",
+        help="the incident history file (default $KAFKA_TXN_HISTORY, else "
+             "~/.local/state/kafka-txn/history.db)")] = None,
+    no_history: Annotated[bool, typer.Option("--no-history", help="keep no incident history")] = False,
+    audit_log: Annotated[Path | None, typer.Option(
+        "--audit-log", metavar="FILE",
+        help="the audit log whose writes explain resolutions (default as `abort`'s: $KAFKA_TXN_AUDIT_LOG, "
+             "else ~/.local/state/kafka-txn/audit.log)")] = None,
+    bootstrap_server: BootstrapOpt = None,
+    command_config: CommandConfigOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+) -> None:
+    """Watch the cluster: run find-hanging every --interval and serve the result to Prometheus (/metrics),
+    scripts (/api/findings) and people (a status page), with the incident history. Read-only."""
+    host, port = parse_listen(listen)
+    interval_ms = duration_ms(interval, "--interval", bare_unit="s", allow_zero=False)
+    max_timeout_ms = duration_ms(max_timeout, "--max-transaction-timeout", bare_unit="m")
+    max_prepare_ms = duration_ms(max_prepare, "--max-prepare-time", bare_unit="s")
+    with user_errors():
+        _run(host, port, interval_ms, max_timeout_ms, max_prepare_ms, top, None if no_history else history,
+             no_history, audit_log, bootstrap_server, command_config, profile, timeout)
+
+
+def _run(host: str, port: int, interval_ms: int, max_timeout_ms: int, max_prepare_ms: int, top: int,
+         history: Path | None, no_history: bool, audit_log: Path | None, *connection: Any) -> None:
+    import threading
+
+    from kafka_txn_tools.admin import audit
+    from kafka_txn_tools.admin.history import default_path
+    from kafka_txn_tools.admin.scan import ScanOptions
+    from kafka_txn_tools.cli.render import render_json
+    from kafka_txn_tools.monitor.exporter import Monitor, MonitorConfig
+
+    conn, cluster, invocation = _connection(*connection)  # a bad profile or properties file: a usage error, at once
+    # As find-hanging: what holds an LSO is never hidden, and the findings' commands repeat the connection options.
+    options = ScanOptions(max_timeout_ms, True, max_prepare_ms=max_prepare_ms, invocation=invocation)
+    config = MonitorConfig(interval_ms / 1000, options, top, audit_log or audit.default_path())
+    store = None if no_history else _open_history(history or default_path())
+    monitor = Monitor(cluster, lambda: _connect(conn), lambda report: _document(report, max_timeout_ms,
+                                                                               max_prepare_ms), config, store)
+    server = _listen(host, port, monitor.source(render_json))
+    stop = threading.Event()
+    restore = _on_signals(stop)
+    try:
+        server.start()
+        bound_host, bound_port = server.address
+        typer.echo(f"kafka-txn monitor: watching {cluster} every {interval_ms / 1000:g}s; serving "
+                   f"http://{bound_host}:{bound_port}/ (/metrics, /healthz, /api/findings)", err=True)
+        monitor.start(stop)
+        while not stop.wait(0.5):
+            pass
+        typer.echo("kafka-txn monitor: stopping", err=True)
+    finally:
+        stop.set()
+        restore()
+        server.stop()
+        monitor.join(timeout=10)
+        if store is not None:
+            store.close()
+
+
+def _connection(bootstrap: str | None, command_config: Path | None, profile: str | None, timeout: str | None
+                ) -> tuple[Any, str, Any]:
+    from kafka_txn_tools.admin.advice import Invocation
+    from kafka_txn_tools.cli.session import Connection
+    from kafka_txn_tools.connection.profiles import resolve_settings
+
+    conn = Connection(bootstrap, command_config, profile, timeout)
+    conn.timeout_ms(None)  # a bad --timeout first
+    settings = resolve_settings(bootstrap, command_config, profile)
+    for message in settings.warnings:
+        warn(message)
+    invocation = Invocation.of(bootstrap, profile or settings.profile, command_config, settings.bootstrap_servers)
+    return conn, settings.cluster_name, invocation
+
+
+def _connect(conn: Any) -> Any:
+    from kafka_txn_tools.cli.session import connect
+
+    return connect(conn)
+
+
+def _document(report: Any, max_timeout_ms: int, max_prepare_ms: int) -> dict[str, Any]:
+    from kafka_txn_tools.cli.commands.find_hanging import findings_document
+
+    return findings_document(report, max_timeout_ms, max_prepare_ms)
+
+
+def _open_history(path: Path) -> Any:
+    import sqlite3
+
+    from kafka_txn_tools.monitor.history_store import HistoryStore
+
+    try:
+        return HistoryStore(path)
+    except (sqlite3.Error, OSError) as exc:
+        fail(f"cannot open the history file {path}: {exc}; pass --history FILE, or --no-history")
+
+
+def _listen(host: str, port: int, source: Any) -> Any:
+    from kafka_txn_tools.monitor.server import MonitorServer
+
+    try:
+        return MonitorServer(host, port, source)
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another with --listen HOST:PORT")
+
+
+def _on_signals(stop: Any) -> Any:
+    """SIGTERM and SIGINT end the loop; returns what puts the previous handlers back."""
+    import signal
+
+    handlers = {}
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        handlers[sig] = signal.signal(sig, lambda *_: stop.set())
+
+    def restore() -> None:
+        for sig, old in handlers.items():
+            signal.signal(sig, old)
+
+    return restore
+
+
+def register(app: typer.Typer) -> None:
+    app.command("monitor", cls=KafkaTxnCommand, epilog=EXAMPLES + "\n" + exit_codes.HELP_TEXT)(monitor_command)

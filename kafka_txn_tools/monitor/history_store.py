@@ -1,0 +1,233 @@
+"""The history store: incidents and the scan log in one SQLite file (the standard library's sqlite3).
+
+The file is opened in WAL mode, so the monitor's scan thread writes while `kafka-txn history`, a
+`find-hanging --history` run from cron, or the status page read it. Two tables:
+
+- `incidents`: one row per finding's life (admin/history.py says when one starts and ends): first seen,
+  last seen, resolved at, how (`by itself`, or an audited write: who and which command), its latest
+  find-hanging row as JSON. At most one open incident per (cluster, finding key).
+- `scans`: one row per scan (time, duration, complete / partial / failed, held partitions): the status
+  page's chart and the gaps in it. Rows older than `SCAN_RETENTION_MS` are dropped as new ones come.
+
+Threading: one connection, shared by the threads of one process under a lock (the monitor's scan thread
+and its HTTP threads); other processes open their own, and SQLite's locking (busy timeout) orders them.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kafka_txn_tools.admin.history import AuditedWrite, Sighting
+
+SCHEMA_VERSION = 1
+SCAN_RETENTION_MS = 35 * 86_400_000
+BUSY_TIMEOUT_S = 10.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS incidents (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    cluster TEXT NOT NULL,
+    finding_key TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    topic TEXT,
+    partition INTEGER,
+    producer_id INTEGER,
+    transactional_id TEXT,
+    started_ms INTEGER,
+    first_seen_ms INTEGER NOT NULL,
+    last_seen_ms INTEGER NOT NULL,
+    resolved_ms INTEGER,
+    resolution TEXT,
+    resolved_by TEXT,
+    resolved_command TEXT,
+    max_lso_lag INTEGER,
+    held_groups TEXT NOT NULL DEFAULT '[]',
+    finding TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS incidents_open ON incidents (cluster, finding_key) WHERE resolved_ms IS NULL;
+CREATE INDEX IF NOT EXISTS incidents_last_seen ON incidents (last_seen_ms);
+CREATE TABLE IF NOT EXISTS scans (
+    cluster TEXT NOT NULL,
+    time_ms INTEGER NOT NULL,
+    duration_ms INTEGER NOT NULL,
+    result TEXT NOT NULL,
+    held_partitions INTEGER,
+    source TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS scans_time ON scans (cluster, time_ms);
+"""
+
+
+@dataclass(frozen=True)
+class Incident:
+    id: int
+    cluster: str
+    key: str
+    kind: str
+    reason: str
+    topic: str | None
+    partition: int | None
+    producer_id: int | None
+    transactional_id: str | None
+    started_ms: int | None  # when it began holding, at the latest (its age at first sight)
+    first_seen_ms: int
+    last_seen_ms: int
+    resolved_ms: int | None
+    resolution: str | None
+    resolved_by: str | None
+    resolved_command: str | None
+    max_lso_lag: int | None
+    held_groups: list[str] = field(default_factory=list)
+    finding: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def end_ms(self) -> int:
+        return self.resolved_ms if self.resolved_ms is not None else self.last_seen_ms
+
+    @property
+    def duration_ms(self) -> int:
+        """From its first sighting to its resolution (or its last sighting, while open)."""
+        return self.end_ms - self.first_seen_ms
+
+    @property
+    def held_ms(self) -> int | None:
+        """How long it held its partition or group at least: from its start to its end."""
+        return None if self.started_ms is None else self.end_ms - self.started_ms
+
+    def to_row(self) -> dict[str, Any]:
+        return {
+            "cluster": self.cluster, "kind": self.kind, "reason": self.reason, "topic": self.topic,
+            "partition": self.partition, "producer_id": self.producer_id, "transactional_id": self.transactional_id,
+            "started_ms": self.started_ms, "first_seen_ms": self.first_seen_ms, "last_seen_ms": self.last_seen_ms,
+            "resolved_ms": self.resolved_ms, "duration_ms": self.duration_ms, "held_ms": self.held_ms,
+            "resolution": self.resolution, "resolved_by": self.resolved_by, "resolved_command": self.resolved_command,
+            "max_lso_lag": self.max_lso_lag, "held_groups": list(self.held_groups), "finding_key": self.key,
+            "finding": self.finding,
+        }
+
+
+@dataclass(frozen=True)
+class ScanPoint:
+    time_ms: int
+    result: str  # complete, partial, failed
+    held_partitions: int | None
+
+
+class HistoryStore:
+    """One history file; use as a context manager (or `close()`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        with self._transaction() as db:
+            # One statement at a time: executescript() would commit on its own.
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                db.execute(statement)
+            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def __enter__(self) -> HistoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    # -- writes ----------------------------------------------------------------------------------
+    def record_scan(self, cluster: str, time_ms: int, seen: Sequence[Sighting],
+                    resolutions: Sequence[tuple[int, AuditedWrite | None]],
+                    scan: tuple[int, str, int | None, str]) -> None:
+        """One scan, atomically: sightings (new incidents or seen again), resolutions, the scan log."""
+        from kafka_txn_tools.admin.history import AUDITED_WRITE, BY_ITSELF
+
+        with self._transaction() as db:
+            for s in seen:
+                self._seen(db, cluster, time_ms, s)
+            for incident_id, write in resolutions:
+                how = (BY_ITSELF, None, None) if write is None else (AUDITED_WRITE, write.user, write.command_line())
+                db.execute("UPDATE incidents SET resolved_ms=?, resolution=?, resolved_by=?, resolved_command=? "
+                           "WHERE id=? AND resolved_ms IS NULL", (time_ms, *how, incident_id))
+            duration_ms, result, held, source = scan
+            db.execute("INSERT INTO scans VALUES (?, ?, ?, ?, ?, ?)",
+                       (cluster, time_ms, duration_ms, result, held, source))
+            db.execute("DELETE FROM scans WHERE cluster=? AND time_ms < ?", (cluster, time_ms - SCAN_RETENTION_MS))
+
+    @staticmethod
+    def _seen(db: sqlite3.Connection, cluster: str, time_ms: int, s: Sighting) -> None:
+        row = json.dumps(dict(s.row), default=str)
+        groups = json.dumps(list(s.held_groups))
+        updated = db.execute(
+            "UPDATE incidents SET last_seen_ms=?, reason=?, finding=?, transactional_id=COALESCE(?, transactional_id),"
+            " max_lso_lag=MAX(COALESCE(max_lso_lag, ?), COALESCE(?, max_lso_lag)), held_groups=? "
+            "WHERE cluster=? AND finding_key=? AND resolved_ms IS NULL",
+            (time_ms, s.reason, row, s.transactional_id, s.lso_lag, s.lso_lag, groups, cluster, s.key)).rowcount
+        if updated:
+            return
+        started = time_ms - s.age_ms if s.age_ms is not None else None
+        db.execute(
+            "INSERT INTO incidents (cluster, finding_key, kind, reason, topic, partition, producer_id, "
+            "transactional_id, started_ms, first_seen_ms, last_seen_ms, max_lso_lag, held_groups, finding) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (cluster, s.key, s.kind, s.reason, s.topic, s.partition, s.producer_id, s.transactional_id, started,
+             time_ms, time_ms, s.lso_lag, groups, row))
+
+    # -- reads -----------------------------------------------------------------------------------
+    def open_incidents(self, cluster: str) -> list[Incident]:
+        return self._incidents("WHERE cluster=? AND resolved_ms IS NULL", (cluster,))
+
+    def incidents(self, since_ms: int, cluster: str | None = None) -> list[Incident]:
+        """Incidents open at some time since `since_ms` (still open, or last seen or resolved since)."""
+        where = "WHERE (resolved_ms IS NULL OR resolved_ms >= ? OR last_seen_ms >= ?)"
+        args: tuple[Any, ...] = (since_ms, since_ms)
+        if cluster is not None:
+            where += " AND cluster=?"
+            args += (cluster,)
+        return self._incidents(where, args)
+
+    def _incidents(self, where: str, args: tuple[Any, ...]) -> list[Incident]:
+        with self._lock:
+            rows = self._db.execute(f"SELECT * FROM incidents {where} ORDER BY first_seen_ms, id", args).fetchall()
+        return [_incident(r) for r in rows]
+
+    def scans(self, cluster: str, since_ms: int) -> list[ScanPoint]:
+        with self._lock:
+            rows = self._db.execute("SELECT time_ms, result, held_partitions FROM scans WHERE cluster=? AND "
+                                    "time_ms >= ? ORDER BY time_ms", (cluster, since_ms)).fetchall()
+        return [ScanPoint(*r) for r in rows]
+
+    def all_scans(self) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._db.execute("SELECT * FROM scans ORDER BY cluster, time_ms").fetchall()
+
+
+def _incident(r: Sequence[Any]) -> Incident:
+    (id_, cluster, key, kind, reason, topic, partition, producer_id, txn_id, started, first, last, resolved,
+     resolution, by, command, lag, groups, finding) = r
+    return Incident(id_, cluster, key, kind, reason, topic, partition, producer_id, txn_id, started, first, last,
+                    resolved, resolution, by, command, lag, json.loads(groups), json.loads(finding))
