@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafka.errors import InvalidTopicError
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 from kafka_txn_broker.apis.context import RequestContext
@@ -15,6 +14,7 @@ from kafka_txn_broker.formats.errors import (
     TOPIC_AUTHORIZATION_FAILED,
     UNKNOWN_TOPIC_ID,
     UNKNOWN_TOPIC_OR_PARTITION,
+    InvalidTopicError,
 )
 from kafka_txn_broker.metadata.topics import INTERNAL_TOPICS, TopicState
 

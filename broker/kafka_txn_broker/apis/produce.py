@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import InvalidRequiredAcksError
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 from kafka_txn_broker.apis.context import RequestContext
@@ -20,6 +19,7 @@ from kafka_txn_broker.formats.errors import (
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
     CorruptRecordError,
     InvalidRecordError,
+    InvalidRequiredAcksError,
     error_code,
     error_message,
 )
