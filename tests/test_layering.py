@@ -1,8 +1,9 @@
 """The house's layering, checked on every import (those under `if TYPE_CHECKING:` and inside functions too):
 
 - the import-linter contracts declared once in pyproject.toml ([tool.importlinter]): the broker's ranked
-  layers, request handlers that reach other nodes only through the inter-broker channel, and tools that
-  import only the broker's formats package;
+  layers, request handlers that reach other nodes only through the inter-broker channel, a broker that
+  reaches its wire codec (kafka-python) only through formats.messages, and tools that import only the
+  broker's formats package;
 - no package cycles: for every package of both distributions, the import graph of its children (each
   subpackage with everything under it) has no cycle through a subpackage, and the top-level children of
   kafka_txn_broker and kafka_txn_tools (its layers) have no cycle at all.

@@ -11,23 +11,6 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from kafka.protocol.admin import (
-    DescribeGroupsRequest,
-    DescribeGroupsResponse,
-    ListGroupsRequest,
-    ListGroupsResponse,
-)
-from kafka.protocol.consumer import (
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    SyncGroupRequest,
-    SyncGroupResponse,
-)
-
 from kafka_txn_broker.apis import group_admin, offset_commit  # noqa: F401  (register their APIs)
 from kafka_txn_broker.apis.context import Operation, RequestContext
 from kafka_txn_broker.apis.registry import api
@@ -38,6 +21,20 @@ from kafka_txn_broker.formats.errors import (
     GroupIdNotFoundError,
     error_code,
     error_message,
+)
+from kafka_txn_broker.formats.messages import (
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
 )
 from kafka_txn_broker.group.classic_group import ClassicGroup, GroupState, JoinResult, SyncResult
 from kafka_txn_broker.group.coordinator import GroupCoordinator

@@ -5,8 +5,6 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafka.protocol.metadata import MetadataRequest, MetadataResponse
-
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats.errors import (
@@ -16,6 +14,7 @@ from kafka_txn_broker.formats.errors import (
     UNKNOWN_TOPIC_OR_PARTITION,
     InvalidTopicError,
 )
+from kafka_txn_broker.formats.messages import MetadataRequest, MetadataResponse
 from kafka_txn_broker.metadata.topics import INTERNAL_TOPICS, TopicState
 
 R = MetadataResponse

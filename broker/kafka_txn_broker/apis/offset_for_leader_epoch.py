@@ -17,8 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.protocol.consumer import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
-
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.partitions import replica, resolve_topic
 from kafka_txn_broker.apis.registry import api
@@ -28,6 +26,7 @@ from kafka_txn_broker.formats.errors import (
     UnknownLeaderEpochError,
     error_code,
 )
+from kafka_txn_broker.formats.messages import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from kafka_txn_broker.replica.partition import Partition
 
 R = OffsetForLeaderEpochResponse

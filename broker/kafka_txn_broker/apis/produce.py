@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.protocol.producer import ProduceRequest, ProduceResponse
-
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.partitions import (
     NEW_LEADER_ERRORS,
@@ -23,6 +21,7 @@ from kafka_txn_broker.formats.errors import (
     error_code,
     error_message,
 )
+from kafka_txn_broker.formats.messages import ProduceRequest, ProduceResponse
 from kafka_txn_broker.formats.record_batch import HEADER_SIZE, UnsupportedCompressionError, iter_batches, iter_records
 
 R = ProduceResponse

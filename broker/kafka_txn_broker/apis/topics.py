@@ -4,15 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.protocol.admin import (
-    CreatePartitionsRequest,
-    CreatePartitionsResponse,
-    CreateTopicsRequest,
-    CreateTopicsResponse,
-    DeleteTopicsRequest,
-    DeleteTopicsResponse,
-)
-
 from kafka_txn_broker.apis.context import RequestContext, denied
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.configs import config_helper, log_config
@@ -23,6 +14,14 @@ from kafka_txn_broker.formats.errors import (
     PolicyViolationError,
     error_code,
     error_message,
+)
+from kafka_txn_broker.formats.messages import (
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
 )
 from kafka_txn_broker.metadata.topics import INTERNAL_TOPICS
 from kafka_txn_broker.server.replication_control import MAX_PARTITIONS_PER_REQUEST
