@@ -2,7 +2,8 @@
 (`BROKER_API_VERSIONS`, the answers of real brokers). The broker narrows its API table to a release with
 them (`kafka.version.emulate`), and its config lists the releases it can emulate.
 
-kafka-python is imported inside the functions, so this package stays importable without it.
+The table comes through the wire codec's door (formats.messages) inside the functions, so this package stays
+importable without kafka-python.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """ACL bindings: resource patterns, access control entries, binding filters, and the config text form.
 
-The enums are kafka-python's, whose values are Kafka's wire codes, so CreateAcls / DescribeAcls /
-DeleteAcls carry them unchanged. Matching follows Kafka's ResourcePatternFilter and
+The enums are the wire codec's (formats.messages), whose values are Kafka's wire codes, so CreateAcls /
+DescribeAcls / DeleteAcls carry them unchanged. Matching follows Kafka's ResourcePatternFilter and
 AccessControlEntryFilter: a filter field that is ANY (or None for strings) matches everything, and
 the MATCH pattern type selects every binding that would apply to the named resource.
 

@@ -2,8 +2,8 @@
 
 The scenarios use it to play clients that misbehave in ways real client libraries refuse to (writing
 to a partition never added to the transaction, replaying a delayed request, ignoring a fencing
-error). Messages are the wire codec's classes (formats/messages) at fixed, widely supported versions, so the same
-scenario runs against this embedded broker and against Apache Kafka 3.x/4.x.
+error). Messages are the wire codec's classes (formats/messages) at fixed, widely supported versions, so the
+same scenario runs against this embedded broker and against Apache Kafka 3.x/4.x.
 """
 
 from __future__ import annotations
