@@ -1,6 +1,6 @@
 """Settings every test gets: the CLI's audit log and incident history go to the test's own directory, never to ~;
 kafka-python is imported as the kafka_cluster fixture imports it, before any test module does (without its
-schema loader's deprecation warnings, see kafka_txn_broker.formats.kafka_python). Servers and builds some tests
+schema loader's deprecation warnings, see kafka_txn_broker.formats.messages.kafka_python). Servers and builds some tests
 share, one of each per session: a Kerberos KDC (`kdc`), an OpenID provider (`oidc`), and `installation` (this
 checkout built and installed into a fresh venv, for the tests of the installed package,
 tests/support/installed.py)."""
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from kafka_txn_broker.formats import kafka_python
+from kafka_txn_broker.formats.messages import kafka_python
 from tests.support.installed import Installation, build_and_install
 
 kafka_python.load()

@@ -1,9 +1,10 @@
 """The house's layering, checked on every import (those under `if TYPE_CHECKING:` and inside functions too):
 
 - the import-linter contracts declared once in pyproject.toml ([tool.importlinter]): the broker's ranked
-  layers, request handlers that reach other nodes only through the inter-broker channel, tools that
-  import only the broker's formats package, and the tools' own layers (the connection under the flows, the
-  monitor, the sweep and the CLI; the flows under the CLI; models and errors at the bottom);
+  layers, request handlers that reach other nodes only through the inter-broker channel, a broker that
+  reaches its wire codec (kafka-python) only through formats.messages, tools that import only the broker's
+  formats package, and the tools' own layers (the connection under the flows, the monitor, the sweep and the
+  CLI; the flows under the CLI; models and errors at the bottom);
 - no package cycles: for every package of both distributions, the import graph of its children (each
   subpackage with everything under it) has no cycle through a subpackage, and the top-level children of
   kafka_txn_broker and kafka_txn_tools (its layers) have no cycle at all.

@@ -39,7 +39,7 @@ __all__ = ["EmbeddedCluster"]
 def __getattr__(name: str) -> Any:
     # Lazy so that `import kafka_txn_broker` (e.g. by the pytest plugin) costs nothing.
     if name == "EmbeddedCluster":
-        from kafka_txn_broker.formats import kafka_python
+        from kafka_txn_broker.formats.messages import kafka_python
 
         kafka_python.load()  # kafka-python imported without its schema loader's deprecation warnings
         from kafka_txn_broker.embedded import EmbeddedCluster

@@ -27,7 +27,7 @@ The reader is librdkafka's ShareConsumer (confluent_kafka 2.16.1). Measured agai
 
 from __future__ import annotations
 
-from kafka_txn_broker.formats import kafka_python
+from kafka_txn_broker.formats.messages import kafka_python
 
 # Before the modules below import kafka-python: without its schema loader's deprecation warnings.
 kafka_python.load()

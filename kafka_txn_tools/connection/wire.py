@@ -56,7 +56,7 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest
 from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer.transaction import InitProducerIdRequest
 
-from kafka_txn_broker.formats import kafka_python
+from kafka_txn_broker.formats.messages import kafka_python
 from kafka_txn_tools.errors import error_name
 from kafka_txn_tools.models import (
     BrokerInfo,

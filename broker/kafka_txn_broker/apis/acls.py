@@ -12,7 +12,10 @@ import logging
 from collections import defaultdict
 from typing import Any
 
-from kafka.protocol.admin import (
+from kafka_txn_broker.apis.context import Operation, RequestContext
+from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.messages import (
     CreateAclsRequest,
     CreateAclsResponse,
     DeleteAclsRequest,
@@ -20,10 +23,6 @@ from kafka.protocol.admin import (
     DescribeAclsRequest,
     DescribeAclsResponse,
 )
-
-from kafka_txn_broker.apis.context import Operation, RequestContext
-from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.security.acls import (
     AccessControlEntry,
     AclBinding,

@@ -22,21 +22,24 @@ import struct
 from collections import OrderedDict
 from typing import Any
 
-from kafka.errors import InvalidTopicError
-from kafka.protocol.admin import (
+from kafka_txn_broker.apis.context import RequestContext, denied
+from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import (
+    TOPIC_AUTHORIZATION_FAILED,
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    InvalidTopicError,
+)
+from kafka_txn_broker.formats.messages import (
     DescribeProducersRequest,
     DescribeProducersResponse,
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
     ListTransactionsRequest,
     ListTransactionsResponse,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
 )
-from kafka.protocol.producer import WriteTxnMarkersRequest, WriteTxnMarkersResponse
-
-from kafka_txn_broker.apis.context import RequestContext, denied
-from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.formats import errors as E
-from kafka_txn_broker.formats.errors import TOPIC_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 from kafka_txn_broker.metadata.topics import validate_topic_name
 from kafka_txn_broker.replica.partition import Partition
 from kafka_txn_broker.txn.java_regex import JavaRegexError, compile_java_regex

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
-
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import advertised, advertised_by, api
+from kafka_txn_broker.formats.messages import ApiVersionsRequest, ApiVersionsResponse
 
 R = ApiVersionsResponse
 EMULATE = "kafka.version.emulate"

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.protocol.admin import DescribeClusterRequest, DescribeClusterResponse
-
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats.messages import DescribeClusterRequest, DescribeClusterResponse
 
 R = DescribeClusterResponse
 

@@ -15,16 +15,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from kafka.errors import InvalidRequestError, UnknownTopicOrPartitionError
-from kafka.protocol.admin import (
-    AlterConfigsRequest,
-    AlterConfigsResponse,
-    DescribeConfigsRequest,
-    DescribeConfigsResponse,
-    IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse,
-)
-
 from kafka_txn_broker.apis.context import CLUSTER_NAME, RequestContext, Resource
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.configs import broker_loggers, config_helper
@@ -35,7 +25,15 @@ from kafka_txn_broker.configs.configuration_control import (
     check_broker_name,
     check_request_configs,
 )
-from kafka_txn_broker.formats.errors import error_code, error_message
+from kafka_txn_broker.formats.errors import InvalidRequestError, UnknownTopicOrPartitionError, error_code, error_message
+from kafka_txn_broker.formats.messages import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from kafka_txn_broker.metadata.topics import validate_topic_name
 
 DR = DescribeConfigsResponse.DescribeConfigsResult

@@ -17,14 +17,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from kafka.errors import (
+from kafka_txn_broker.formats.errors import (
     BrokerResponseError,
     ClusterAuthorizationFailedError,
     GroupAuthorizationFailedError,
     TopicAuthorizationFailedError,
     TransactionalIdAuthorizationFailedError,
 )
-
 from kafka_txn_broker.security.acls import Op, ResourceType
 
 if TYPE_CHECKING:

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import InvalidTopicError, UnknownTopicOrPartitionError
-from kafka.protocol.admin import DeleteRecordsRequest, DeleteRecordsResponse
-
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats import errors as E
-from kafka_txn_broker.formats.errors import error_code
+from kafka_txn_broker.formats.errors import InvalidTopicError, UnknownTopicOrPartitionError, error_code
+from kafka_txn_broker.formats.messages import DeleteRecordsRequest, DeleteRecordsResponse
 from kafka_txn_broker.metadata.topics import INTERNAL_TOPICS
 
 R = DeleteRecordsResponse

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import InvalidRequestError
-from kafka.protocol.admin import ElectLeadersRequest, ElectLeadersResponse
-
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats import errors as E
-from kafka_txn_broker.formats.errors import error_code, error_message
+from kafka_txn_broker.formats.errors import InvalidRequestError, error_code, error_message
+from kafka_txn_broker.formats.messages import ElectLeadersRequest, ElectLeadersResponse
 from kafka_txn_broker.server.partition_change import Election
 
 R = ElectLeadersResponse

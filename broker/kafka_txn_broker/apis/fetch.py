@@ -7,13 +7,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kafka.errors import FencedLeaderEpochError, UnknownLeaderEpochError
-from kafka.protocol.consumer import FetchRequest, FetchResponse
-
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.partitions import NEW_LEADER_ERRORS, authorized_topic, current_leader, leader, node_endpoints
 from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.formats.errors import error_code
+from kafka_txn_broker.formats.errors import FencedLeaderEpochError, UnknownLeaderEpochError, error_code
+from kafka_txn_broker.formats.messages import FetchRequest, FetchResponse
 
 R = FetchResponse
 TR = R.FetchableTopicResponse

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import CoordinatorNotAvailableError, InvalidRequestError
-from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
-
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.formats.errors import error_code, error_message
+from kafka_txn_broker.formats.errors import CoordinatorNotAvailableError, InvalidRequestError, error_code, error_message
+from kafka_txn_broker.formats.messages import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, SHARE_STATE_TOPIC, TXN_TOPIC, partition_for
 
 R = FindCoordinatorResponse

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import BrokerResponseError
-from kafka.protocol.admin import DeleteGroupsRequest, DeleteGroupsResponse
-from kafka.protocol.consumer import OffsetDeleteRequest, OffsetDeleteResponse
-
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats import errors as E
-from kafka_txn_broker.formats.errors import TOPIC_AUTHORIZATION_FAILED, error_code
+from kafka_txn_broker.formats.errors import TOPIC_AUTHORIZATION_FAILED, BrokerResponseError, error_code
+from kafka_txn_broker.formats.messages import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+)
 from kafka_txn_broker.group.deletion import delete_consumer_group, delete_group, delete_offsets
 from kafka_txn_broker.group.group_type import CONSUMER, SHARE
 from kafka_txn_broker.group.offset_store import TopicPartition

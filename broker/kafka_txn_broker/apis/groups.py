@@ -11,29 +11,31 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from kafka.errors import BrokerResponseError, CoordinatorLoadInProgressError, GroupIdNotFoundError
-from kafka.protocol.admin import (
+from kafka_txn_broker.apis import group_admin, offset_commit  # noqa: F401  (register their APIs)
+from kafka_txn_broker.apis.context import Operation, RequestContext
+from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import (
+    BrokerResponseError,
+    CoordinatorLoadInProgressError,
+    GroupIdNotFoundError,
+    error_code,
+    error_message,
+)
+from kafka_txn_broker.formats.messages import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
-    ListGroupsRequest,
-    ListGroupsResponse,
-)
-from kafka.protocol.consumer import (
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
     JoinGroupResponse,
     LeaveGroupRequest,
     LeaveGroupResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
     SyncGroupRequest,
     SyncGroupResponse,
 )
-
-from kafka_txn_broker.apis import group_admin, offset_commit  # noqa: F401  (register their APIs)
-from kafka_txn_broker.apis.context import Operation, RequestContext
-from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.formats import errors as E
-from kafka_txn_broker.formats.errors import error_code, error_message
 from kafka_txn_broker.group.classic_group import ClassicGroup, GroupState, JoinResult, SyncResult
 from kafka_txn_broker.group.coordinator import GroupCoordinator
 from kafka_txn_broker.group.membership import JoinRequest, SyncRequest

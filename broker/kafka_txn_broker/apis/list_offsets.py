@@ -15,14 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import InvalidRequestError
-from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
-
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.offset_for_leader_epoch import NO_EPOCH_CHECK, check_current_leader_epoch
 from kafka_txn_broker.apis.partitions import authorized_topic, leader
 from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.formats.errors import error_code
+from kafka_txn_broker.formats.errors import InvalidRequestError, error_code
+from kafka_txn_broker.formats.messages import ListOffsetsRequest, ListOffsetsResponse
 from kafka_txn_broker.log.unified_log import UnifiedLog
 from kafka_txn_broker.replica.partition import Partition
 

@@ -7,11 +7,10 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
-from kafka.protocol.admin import DescribeLogDirsRequest, DescribeLogDirsResponse
-
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.messages import DescribeLogDirsRequest, DescribeLogDirsResponse
 
 R = DescribeLogDirsResponse
 DR = R.DescribeLogDirsResult

@@ -5,9 +5,6 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafka.errors import InvalidTopicError
-from kafka.protocol.metadata import MetadataRequest, MetadataResponse
-
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats.errors import (
@@ -15,7 +12,9 @@ from kafka_txn_broker.formats.errors import (
     TOPIC_AUTHORIZATION_FAILED,
     UNKNOWN_TOPIC_ID,
     UNKNOWN_TOPIC_OR_PARTITION,
+    InvalidTopicError,
 )
+from kafka_txn_broker.formats.messages import MetadataRequest, MetadataResponse
 from kafka_txn_broker.metadata.topics import INTERNAL_TOPICS, TopicState
 
 R = MetadataResponse

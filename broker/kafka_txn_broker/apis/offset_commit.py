@@ -8,20 +8,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kafka.errors import BrokerResponseError
-from kafka.protocol.consumer import (
+from kafka_txn_broker.apis.context import RequestContext
+from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import TOPIC_AUTHORIZATION_FAILED, BrokerResponseError, error_code
+from kafka_txn_broker.formats.group_records import OffsetValue
+from kafka_txn_broker.formats.messages import (
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
 )
-from kafka.protocol.producer import TxnOffsetCommitRequest, TxnOffsetCommitResponse
-
-from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.formats import errors as E
-from kafka_txn_broker.formats.errors import TOPIC_AUTHORIZATION_FAILED, error_code
-from kafka_txn_broker.formats.group_records import OffsetValue
 from kafka_txn_broker.group.offset_commit import CommitRequest, FetchedOffset, commit, fetch, validate_fetch
 from kafka_txn_broker.group.offset_store import TopicPartition
 

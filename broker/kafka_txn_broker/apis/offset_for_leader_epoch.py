@@ -17,13 +17,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import FencedLeaderEpochError, UnknownLeaderEpochError
-from kafka.protocol.consumer import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
-
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.partitions import replica, resolve_topic
 from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.formats.errors import TOPIC_AUTHORIZATION_FAILED, error_code
+from kafka_txn_broker.formats.errors import (
+    TOPIC_AUTHORIZATION_FAILED,
+    FencedLeaderEpochError,
+    UnknownLeaderEpochError,
+    error_code,
+)
+from kafka_txn_broker.formats.messages import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from kafka_txn_broker.replica.partition import Partition
 
 R = OffsetForLeaderEpochResponse

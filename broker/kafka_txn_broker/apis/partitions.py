@@ -5,15 +5,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafka.errors import (
+from kafka_txn_broker.apis.context import Operation, RequestContext
+from kafka_txn_broker.formats.errors import (
     FencedLeaderEpochError,
     InvalidTopicError,
     NotLeaderForPartitionError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
-
-from kafka_txn_broker.apis.context import Operation, RequestContext
 from kafka_txn_broker.metadata.topics import TopicState
 from kafka_txn_broker.replica.partition import Partition
 

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import InvalidRequiredAcksError
-from kafka.protocol.producer import ProduceRequest, ProduceResponse
-
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.partitions import (
     NEW_LEADER_ERRORS,
@@ -20,9 +17,11 @@ from kafka_txn_broker.formats.errors import (
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
     CorruptRecordError,
     InvalidRecordError,
+    InvalidRequiredAcksError,
     error_code,
     error_message,
 )
+from kafka_txn_broker.formats.messages import ProduceRequest, ProduceResponse
 from kafka_txn_broker.formats.record_batch import HEADER_SIZE, UnsupportedCompressionError, iter_batches, iter_records
 
 R = ProduceResponse

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse
-
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats.errors import (
@@ -18,6 +16,7 @@ from kafka_txn_broker.formats.errors import (
     PRODUCER_FENCED,
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
 )
+from kafka_txn_broker.formats.messages import InitProducerIdRequest, InitProducerIdResponse
 
 R = InitProducerIdResponse
 

@@ -7,17 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.protocol.admin import (
+from kafka_txn_broker.apis.context import RequestContext
+from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import ApiError, error_code, error_message
+from kafka_txn_broker.formats.messages import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
-
-from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.formats import errors as E
-from kafka_txn_broker.formats.errors import ApiError, error_code, error_message
 
 AR = AlterPartitionReassignmentsResponse
 ATR = AR.ReassignableTopicResponse

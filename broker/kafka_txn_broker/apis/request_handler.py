@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.registry import APIS, ApiSpec, advertised_by, load_all
-from kafka_txn_broker.apis.validate import null_violation
 from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.messages import MalformedRequest, decode_request, encode_response
 from kafka_txn_broker.server.socket_server import ProtocolViolation
 
 if TYPE_CHECKING:
@@ -57,21 +57,15 @@ class KafkaApis:
                 return self._unsupported_api_versions(frame)
             raise ProtocolViolation(f"unsupported version {api_version} of API {api_key}")
         try:
-            request = spec.request.decode(frame, version=api_version, header=True, framed=True)
-        except Exception as exc:  # the generated decoder raises many types on garbage
-            raise ProtocolViolation(f"cannot decode API {api_key} v{api_version}: {exc!r}") from None
-        bad_null = null_violation(request, api_version)
-        if bad_null is not None:
-            # Kafka's reader fails on this too ("non-nullable field was serialized as null").
-            raise ProtocolViolation(f"API {api_key} v{api_version}: non-nullable field {bad_null} is null")
-        header = request.header
-        ctx = RequestContext(self.broker, api_key, api_version, header.correlation_id,
-                             getattr(header, "client_id", None), peer, session.principal,
+            request, correlation_id, client_id = decode_request(spec.request, frame, api_version)
+        except MalformedRequest as exc:
+            raise ProtocolViolation(str(exc)) from None
+        ctx = RequestContext(self.broker, api_key, api_version, correlation_id, client_id, peer, session.principal,
                              session.security.authorizer, session)
         response = await self._dispatch(spec, ctx, request)
         if response is None:
             return None
-        return _encode(response, api_version, header.correlation_id)
+        return encode_response(response, api_version, correlation_id)
 
     @staticmethod
     async def _dispatch(spec: ApiSpec, ctx: RequestContext, request: Any) -> Any:
@@ -91,12 +85,5 @@ class KafkaApis:
         from kafka_txn_broker.apis.api_versions import build_response
 
         config = self.broker.config
-        return _encode(build_response(0, E.UNSUPPORTED_VERSION, release=config["kafka.version.emulate"],
-                                      config=config), 0, correlation_id)
-
-
-def _encode(response: Any, version: int, correlation_id: int) -> bytes:
-    if version != response.API_VERSION:
-        response.API_VERSION = version
-    response.with_header(correlation_id=correlation_id)
-    return bytes(response.encode(header=True, framed=True))
+        return encode_response(build_response(0, E.UNSUPPORTED_VERSION, release=config["kafka.version.emulate"],
+                                              config=config), 0, correlation_id)

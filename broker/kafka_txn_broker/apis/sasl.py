@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.protocol.sasl import (
+from kafka_txn_broker.apis.context import RequestContext
+from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.messages import (
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
-
-from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.formats import errors as E
 
 
 @api(SaslHandshakeRequest, SaslHandshakeResponse, 0, 1, pre_auth=True)

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import BrokerResponseError, CoordinatorNotAvailableError
-
 from kafka_txn_broker.apis.context import RequestContext
 from kafka_txn_broker.apis.groups import client_host, group_shard
 from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.formats.errors import error_code, error_message
+from kafka_txn_broker.formats.errors import BrokerResponseError, CoordinatorNotAvailableError, error_code, error_message
 from kafka_txn_broker.formats.messages import (
     ShareGroupDescribeRequest,
     ShareGroupDescribeResponse,

@@ -11,11 +11,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafka.errors import BrokerResponseError
-
 from kafka_txn_broker.apis.context import Operation, RequestContext
 from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.formats.errors import TOPIC_AUTHORIZATION_FAILED, error_code, error_message
+from kafka_txn_broker.formats.errors import TOPIC_AUTHORIZATION_FAILED, BrokerResponseError, error_code, error_message
 from kafka_txn_broker.formats.messages import (
     AlterShareGroupOffsetsRequest,
     AlterShareGroupOffsetsResponse,

@@ -4,8 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import InvalidRequestError, PolicyViolationError
-from kafka.protocol.admin import (
+from kafka_txn_broker.apis.context import RequestContext, denied
+from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.configs import config_helper, log_config
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import (
+    ApiError,
+    InvalidRequestError,
+    PolicyViolationError,
+    error_code,
+    error_message,
+)
+from kafka_txn_broker.formats.messages import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreateTopicsRequest,
@@ -13,12 +23,6 @@ from kafka.protocol.admin import (
     DeleteTopicsRequest,
     DeleteTopicsResponse,
 )
-
-from kafka_txn_broker.apis.context import RequestContext, denied
-from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.configs import config_helper, log_config
-from kafka_txn_broker.formats import errors as E
-from kafka_txn_broker.formats.errors import ApiError, error_code, error_message
 from kafka_txn_broker.metadata.topics import INTERNAL_TOPICS
 from kafka_txn_broker.server.replication_control import MAX_PARTITIONS_PER_REQUEST
 
@@ -112,7 +116,7 @@ def _delete(ctx: RequestContext, name: str | None, topic_id: Any) -> Any:
             raise InvalidRequestError(f"the internal topic {name} cannot be deleted")
         topic = metadata.topics.get(name or "")
         if topic is None:
-            from kafka.errors import UnknownTopicOrPartitionError
+            from kafka_txn_broker.formats.errors import UnknownTopicOrPartitionError
 
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
         ctx.broker.channel.controller.delete_topic(topic.name)

@@ -11,7 +11,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from kafka.protocol.producer import (
+from kafka_txn_broker.apis.context import RequestContext
+from kafka_txn_broker.apis.registry import api
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import GROUP_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+from kafka_txn_broker.formats.messages import (
     AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
     AddPartitionsToTxnRequest,
@@ -19,11 +23,6 @@ from kafka.protocol.producer import (
     EndTxnRequest,
     EndTxnResponse,
 )
-
-from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.registry import api
-from kafka_txn_broker.formats import errors as E
-from kafka_txn_broker.formats.errors import GROUP_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, partition_for
 from kafka_txn_broker.txn.transaction_metadata import TopicPartition
 

@@ -18,9 +18,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from kafka.errors import InvalidConfigurationError, InvalidRequestError
-
 from kafka_txn_broker.configs.config_def import OpType
+from kafka_txn_broker.formats.errors import InvalidConfigurationError, InvalidRequestError
 
 ROOT = "root"
 PACKAGE = "kafka_txn_broker"

@@ -19,7 +19,7 @@ from decimal import Decimal
 from enum import IntEnum
 from typing import Any, Protocol
 
-from kafka.errors import InvalidConfigurationError
+from kafka_txn_broker.formats.errors import InvalidConfigurationError
 
 
 class ConfigType(IntEnum):

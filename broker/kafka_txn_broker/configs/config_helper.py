@@ -13,8 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka.errors import InvalidConfigurationError
-
 from kafka_txn_broker.configs import group_config, log_config
 from kafka_txn_broker.configs.broker_config import DEFINITIONS as BROKER
 from kafka_txn_broker.configs.config_def import (
@@ -25,6 +23,7 @@ from kafka_txn_broker.configs.config_def import (
     to_string,
 )
 from kafka_txn_broker.configs.dynamic_broker_config import DynamicBrokerConfig
+from kafka_txn_broker.formats.errors import InvalidConfigurationError
 
 Synonym = tuple[str, str | None, ConfigSource]
 

@@ -13,11 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from kafka.errors import InvalidConfigurationError, InvalidRequestError, UnknownTopicOrPartitionError
-
 from kafka_txn_broker.configs import dynamic_broker_config, group_config, log_config
 from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.configs.config_def import ConfigType, OpType, ResourceType, split_list, to_string
+from kafka_txn_broker.formats.errors import InvalidConfigurationError, InvalidRequestError, UnknownTopicOrPartitionError
 from kafka_txn_broker.metadata.topics import validate_topic_name
 from kafka_txn_broker.metadata.view import MetadataCache
 

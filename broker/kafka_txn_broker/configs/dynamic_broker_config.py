@@ -13,11 +13,10 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from kafka.errors import InvalidRequestError
-
 from kafka_txn_broker.configs import log_config
 from kafka_txn_broker.configs.broker_config import DEFINITIONS, BrokerConfig, ConfigError
 from kafka_txn_broker.configs.config_def import ConfigRepository, ConfigSource, ResourceType
+from kafka_txn_broker.formats.errors import InvalidRequestError
 
 log = logging.getLogger(__name__)
 

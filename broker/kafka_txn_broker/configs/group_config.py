@@ -14,8 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from kafka.errors import InvalidConfigurationError
-
 from kafka_txn_broker.configs import broker_config
 from kafka_txn_broker.configs.broker_config import BrokerConfig, ConfigError
 from kafka_txn_broker.configs.config_def import (
@@ -27,6 +25,7 @@ from kafka_txn_broker.configs.config_def import (
     parse_value,
     sorted_definitions,
 )
+from kafka_txn_broker.formats.errors import InvalidConfigurationError
 
 _T = ConfigType
 _MS = at_least(1)

@@ -14,8 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafka.errors import InvalidConfigurationError
-
 from kafka_txn_broker.configs import broker_config
 from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.configs.config_def import (
@@ -29,6 +27,7 @@ from kafka_txn_broker.configs.config_def import (
     parse_value,
     sorted_definitions,
 )
+from kafka_txn_broker.formats.errors import InvalidConfigurationError
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from kafka.errors import NotLeaderForPartitionError
+from kafka_txn_broker.formats.errors import NotLeaderForPartitionError
 
 if TYPE_CHECKING:
     from kafka_txn_broker.replica.replica_manager import ReplicaManager

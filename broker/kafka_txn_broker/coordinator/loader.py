@@ -29,8 +29,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from kafka.errors import NotLeaderForPartitionError
-
+from kafka_txn_broker.formats.errors import NotLeaderForPartitionError
 from kafka_txn_broker.formats.record_batch import BatchHeader, iter_batches
 
 if TYPE_CHECKING:

@@ -36,9 +36,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
-from kafka.errors import CoordinatorLoadInProgressError, NotCoordinatorError
-
 from kafka_txn_broker.coordinator.loader import CoordinatorPlayback
+from kafka_txn_broker.formats.errors import CoordinatorLoadInProgressError, NotCoordinatorError
 
 if TYPE_CHECKING:
     from kafka_txn_broker.coordinator.loader import CoordinatorLoader, LoadSummary

@@ -12,8 +12,9 @@
 - errors: Kafka's error codes (one table) and the exceptions that carry them
 - transactions: the coordinator's states, epoch limits, transaction timeouts
 - releases: the API version ranges of Apache Kafka releases (kafka-python's record of them, imported lazily)
-- messages: JSON definitions of the protocol messages kafka-python 3.0.12 lacks (share groups), and the
-  message classes its class builder makes of them (the one module here that imports kafka-python)
+- messages: the wire codec's one door: every request and response class by name (kafka-python 3.0.12's,
+  and those its class builder makes of our JSON definitions of the messages it lacks), framing, and the
+  quiet import of kafka-python (the one package of the broker that imports it)
 
 Nothing here starts a server or imports the broker: the only dependency is crc32c (and, for snappy,
 lz4 and zstd batches only, kafka-python's codec module), so the tools and Spark executors use this

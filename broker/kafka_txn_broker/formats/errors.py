@@ -4,10 +4,15 @@ The broker answers with these codes, its coordinators work with them as Kafka's 
 (most outcomes are "reply with this code", not exceptional control flow), and the tools name the codes
 brokers send back with `name()`. Names are Kafka's own, e.g. NOT_LEADER_OR_FOLLOWER for 6.
 
-Exceptions that carry a code: `ApiError` and its subclasses (raised by the formats in this package
-and by the coordinators), and kafka-python's BrokerResponseError classes, which the broker also
-raises. Both keep the code in an `errno` class attribute, so `code_of` reads either without
-importing kafka-python here (this package depends on crc32c only).
+Exceptions that carry a code, all defined here, so the broker raises and catches no class of its wire
+codec's library (formats/messages is that codec's one door):
+- `ApiError` and its subclasses, raised by the formats in this package and by the coordinators: the text
+  given, or the code's name, is the message;
+- `BrokerResponseError`, one subclass per code the broker raises by name, named as kafka-python names its
+  own (`NotLeaderForPartitionError` for NOT_LEADER_OR_FOLLOWER) and printed as kafka-python prints them,
+  because that text reaches clients in some error messages.
+Both keep the code in an `errno` class attribute (an ApiError instance may carry another), so `code_of`
+reads either, and any exception of a client library built the same way. This package depends on crc32c only.
 """
 
 from __future__ import annotations
@@ -199,8 +204,271 @@ class UnsupportedForMessageFormatError(ApiError):
     errno = UNSUPPORTED_FOR_MESSAGE_FORMAT
 
 
+class BrokerResponseError(Exception):
+    """An outcome the broker answers with the Kafka error code in the class's `errno`; args[0], when given, is
+    the response's error message (a bare instance leaves it null).
+
+    str() is kafka-python's text for its error of the same name, "[Error 29] TopicAuthorizationFailedError:
+    User:bob may not READ orders": some responses carry it (a denied resource, a bad topic name, a config a
+    validator refuses), and clients read it, so it must not change with the codec.
+    """
+
+    errno: int = UNKNOWN_SERVER_ERROR
+
+    def __str__(self) -> str:
+        named = f"{type(self).__name__}: {super().__str__()}" if self.args else type(self).__name__
+        return f"[Error {self.errno}] {named}"
+
+
+
+class UnknownError(BrokerResponseError):
+    errno = UNKNOWN_SERVER_ERROR
+
+
+class OffsetOutOfRangeError(BrokerResponseError):
+    errno = OFFSET_OUT_OF_RANGE
+
+
+class UnknownTopicOrPartitionError(BrokerResponseError):
+    errno = UNKNOWN_TOPIC_OR_PARTITION
+
+
+class NotLeaderForPartitionError(BrokerResponseError):
+    errno = NOT_LEADER_OR_FOLLOWER
+
+
+class OffsetMetadataTooLargeError(BrokerResponseError):
+    errno = OFFSET_METADATA_TOO_LARGE
+
+
+class CoordinatorLoadInProgressError(BrokerResponseError):
+    errno = COORDINATOR_LOAD_IN_PROGRESS
+
+
+class CoordinatorNotAvailableError(BrokerResponseError):
+    errno = COORDINATOR_NOT_AVAILABLE
+
+
+class NotCoordinatorError(BrokerResponseError):
+    errno = NOT_COORDINATOR
+
+
+class InvalidTopicError(BrokerResponseError):
+    errno = INVALID_TOPIC_EXCEPTION
+
+
+class RecordListTooLargeError(BrokerResponseError):
+    errno = RECORD_LIST_TOO_LARGE
+
+
+class NotEnoughReplicasError(BrokerResponseError):
+    errno = NOT_ENOUGH_REPLICAS
+
+
+class InvalidRequiredAcksError(BrokerResponseError):
+    errno = INVALID_REQUIRED_ACKS
+
+
+class IllegalGenerationError(BrokerResponseError):
+    errno = ILLEGAL_GENERATION
+
+
+class InconsistentGroupProtocolError(BrokerResponseError):
+    errno = INCONSISTENT_GROUP_PROTOCOL
+
+
+class InvalidGroupIdError(BrokerResponseError):
+    errno = INVALID_GROUP_ID
+
+
+class UnknownMemberIdError(BrokerResponseError):
+    errno = UNKNOWN_MEMBER_ID
+
+
+class InvalidSessionTimeoutError(BrokerResponseError):
+    errno = INVALID_SESSION_TIMEOUT
+
+
+class RebalanceInProgressError(BrokerResponseError):
+    errno = REBALANCE_IN_PROGRESS
+
+
+class TopicAuthorizationFailedError(BrokerResponseError):
+    errno = TOPIC_AUTHORIZATION_FAILED
+
+
+class GroupAuthorizationFailedError(BrokerResponseError):
+    errno = GROUP_AUTHORIZATION_FAILED
+
+
+class ClusterAuthorizationFailedError(BrokerResponseError):
+    errno = CLUSTER_AUTHORIZATION_FAILED
+
+
+class UnsupportedVersionError(BrokerResponseError):
+    errno = UNSUPPORTED_VERSION
+
+
+class TopicAlreadyExistsError(BrokerResponseError):
+    errno = TOPIC_ALREADY_EXISTS
+
+
+class InvalidPartitionsError(BrokerResponseError):
+    errno = INVALID_PARTITIONS
+
+
+class InvalidReplicationFactorError(BrokerResponseError):
+    errno = INVALID_REPLICATION_FACTOR
+
+
+class InvalidConfigurationError(BrokerResponseError):
+    errno = INVALID_CONFIG
+
+
+class InvalidRequestError(BrokerResponseError):
+    errno = INVALID_REQUEST
+
+
+class PolicyViolationError(BrokerResponseError):
+    errno = POLICY_VIOLATION
+
+
+class OutOfOrderSequenceNumberError(BrokerResponseError):
+    errno = OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+class InvalidProducerEpochError(BrokerResponseError):
+    errno = INVALID_PRODUCER_EPOCH
+
+
+class InvalidTxnStateError(BrokerResponseError):
+    errno = INVALID_TXN_STATE
+
+
+class TransactionCoordinatorFencedError(BrokerResponseError):
+    errno = TRANSACTION_COORDINATOR_FENCED
+
+
+class TransactionalIdAuthorizationFailedError(BrokerResponseError):
+    errno = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+
+class SecurityDisabledError(BrokerResponseError):
+    errno = SECURITY_DISABLED
+
+
+class KafkaStorageError(BrokerResponseError):
+    errno = KAFKA_STORAGE_ERROR
+
+
+class UnknownProducerIdError(BrokerResponseError):
+    errno = UNKNOWN_PRODUCER_ID
+
+
+class NonEmptyGroupError(BrokerResponseError):
+    errno = NON_EMPTY_GROUP
+
+
+class GroupIdNotFoundError(BrokerResponseError):
+    errno = GROUP_ID_NOT_FOUND
+
+
+class FencedLeaderEpochError(BrokerResponseError):
+    errno = FENCED_LEADER_EPOCH
+
+
+class UnknownLeaderEpochError(BrokerResponseError):
+    errno = UNKNOWN_LEADER_EPOCH
+
+
+class MemberIdRequiredError(BrokerResponseError):
+    errno = MEMBER_ID_REQUIRED
+
+
+class GroupMaxSizeReachedError(BrokerResponseError):
+    errno = GROUP_MAX_SIZE_REACHED
+
+
+class FencedInstanceIdError(BrokerResponseError):
+    errno = FENCED_INSTANCE_ID
+
+
+class GroupSubscribedToTopicError(BrokerResponseError):
+    errno = GROUP_SUBSCRIBED_TO_TOPIC
+
+
+class UnstableOffsetCommitError(BrokerResponseError):
+    errno = UNSTABLE_OFFSET_COMMIT
+
+
+class ProducerFencedError(BrokerResponseError):
+    errno = PRODUCER_FENCED
+
+
+class UnknownTopicIdError(BrokerResponseError):
+    errno = UNKNOWN_TOPIC_ID
+
+
+class FencedMemberEpochError(BrokerResponseError):
+    errno = FENCED_MEMBER_EPOCH
+
+
+class UnreleasedInstanceIdError(BrokerResponseError):
+    errno = UNRELEASED_INSTANCE_ID
+
+
+class UnsupportedAssignorError(BrokerResponseError):
+    errno = UNSUPPORTED_ASSIGNOR
+
+
+class StaleMemberEpochError(BrokerResponseError):
+    errno = STALE_MEMBER_EPOCH
+
+
+class TransactionAbortableError(BrokerResponseError):
+    errno = TRANSACTION_ABORTABLE
+
+
+class InvalidRecordStateError(BrokerResponseError):
+    errno = INVALID_RECORD_STATE
+
+
+class ShareSessionNotFoundError(BrokerResponseError):
+    errno = SHARE_SESSION_NOT_FOUND
+
+
+class InvalidShareSessionEpochError(BrokerResponseError):
+    errno = INVALID_SHARE_SESSION_EPOCH
+
+
+class FencedStateEpochError(BrokerResponseError):
+    errno = FENCED_STATE_EPOCH
+
+
+class InvalidRegularExpressionError(BrokerResponseError):
+    errno = INVALID_REGULAR_EXPRESSION
+
+
+class ShareSessionLimitReachedError(BrokerResponseError):
+    errno = SHARE_SESSION_LIMIT_REACHED
+
+
+_BY_CODE: dict[int, type[BrokerResponseError]] = {cls.errno: cls for cls in BrokerResponseError.__subclasses__()}
+
+
+def for_code(code: int) -> type[BrokerResponseError]:
+    """The BrokerResponseError class of a code: the one above, or one made (and kept) for a code that no module
+    raises by name, named after Kafka's name (CONCURRENT_TRANSACTIONS -> ConcurrentTransactionsError)."""
+    found = _BY_CODE.get(code)
+    if found is None:
+        camel = "".join(part.capitalize() for part in name(code).split("_"))
+        found = _BY_CODE.setdefault(code, type(f"{camel}Error", (BrokerResponseError,), {"errno": code}))
+    return found
+
+
 def code_of(exc: BaseException) -> int | None:
-    """The Kafka error code an exception carries (ours or kafka-python's), None for any other exception."""
+    """The Kafka error code an exception carries (ours, or a client library's that keeps it in `errno` the same
+    way), None for any other exception."""
     errno = getattr(type(exc), "errno", None)  # a class attribute: OSError's errno is per instance
     if isinstance(exc, ApiError):
         errno = exc.errno

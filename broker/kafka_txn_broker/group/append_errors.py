@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from kafka.errors import BrokerResponseError
-
 from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import BrokerResponseError
 
 # The log's errors mean nothing to a consumer; these are the group-level errors it knows how to handle
 # (find the coordinator again, retry later, or give up on an oversized commit), as Kafka maps them.

@@ -42,19 +42,18 @@ from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
-from kafka.errors import (
+from kafka_txn_broker.formats.errors import (
     BrokerResponseError,
     FencedInstanceIdError,
     FencedMemberEpochError,
     GroupIdNotFoundError,
     GroupMaxSizeReachedError,
+    InvalidRegularExpressionError,
     InvalidRequestError,
     UnknownMemberIdError,
     UnreleasedInstanceIdError,
     UnsupportedAssignorError,
 )
-
-from kafka_txn_broker.formats.errors import INVALID_REGULAR_EXPRESSION
 from kafka_txn_broker.group import consumer_records
 from kafka_txn_broker.group.consumer_group import (
     JOIN,
@@ -81,12 +80,6 @@ ASSIGNORS: dict[str, PartitionAssignor] = {"uniform": UniformAssignor(), "range"
 DEFAULT_ASSIGNOR = "uniform"
 REJOIN = "The member must abandon all its partitions and rejoin."
 MAX_SIZE = 2**31 - 1  # group.consumer.max.size's default: Integer.MAX_VALUE
-
-
-class InvalidRegularExpressionError(BrokerResponseError):
-    errno = INVALID_REGULAR_EXPRESSION
-    message = "INVALID_REGULAR_EXPRESSION"
-    description = "The regular expression is not valid."
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafka.errors import NotCoordinatorError
-
 from kafka_txn_broker.coordinator.loader import CoordinatorLoader
 from kafka_txn_broker.coordinator.partition_writer import PartitionWriter
 from kafka_txn_broker.coordinator.runtime import CoordinatorRuntime
 from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import NotCoordinatorError
 from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, partition_for
 from kafka_txn_broker.group.group_type import SHARE, GroupType, ListedGroup
 from kafka_txn_broker.group.shard import GroupShard

@@ -20,8 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from kafka.errors import FencedMemberEpochError
-
+from kafka_txn_broker.formats.errors import FencedMemberEpochError
 from kafka_txn_broker.group.consumer_group import ConsumerGroupMember, MemberState
 from kafka_txn_broker.group.modern.assignor import Assignment, TopicId
 

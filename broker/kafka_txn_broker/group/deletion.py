@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import struct
 
-from kafka.errors import (
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import (
     BrokerResponseError,
     GroupIdNotFoundError,
     GroupSubscribedToTopicError,
     NonEmptyGroupError,
 )
-
-from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.group_records import encode_group_key, encode_offset_key
 from kafka_txn_broker.group import consumer_records
 from kafka_txn_broker.group.append_errors import append_error_code

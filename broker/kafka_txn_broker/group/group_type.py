@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from kafka.errors import GroupIdNotFoundError
+from kafka_txn_broker.formats.errors import GroupIdNotFoundError
 
 GroupType = Literal["classic", "consumer", "share"]
 CLASSIC: GroupType = "classic"

@@ -14,7 +14,8 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kafka.errors import (
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import (
     BrokerResponseError,
     CoordinatorNotAvailableError,
     FencedInstanceIdError,
@@ -27,8 +28,6 @@ from kafka.errors import (
     RebalanceInProgressError,
     UnknownMemberIdError,
 )
-
-from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.group.append_errors import append_error_code
 from kafka_txn_broker.group.classic_group import (
     ClassicGroup,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafka.errors import (
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import (
     BrokerResponseError,
     CoordinatorNotAvailableError,
     FencedMemberEpochError,
@@ -17,8 +18,6 @@ from kafka.errors import (
     UnstableOffsetCommitError,
     UnsupportedVersionError,
 )
-
-from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.group_records import OffsetValue
 from kafka_txn_broker.group.append_errors import append_error_code
 from kafka_txn_broker.group.classic_group import ClassicGroup, GroupState

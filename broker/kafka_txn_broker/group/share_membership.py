@@ -20,7 +20,7 @@ from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
-from kafka.errors import (
+from kafka_txn_broker.formats.errors import (
     BrokerResponseError,
     FencedMemberEpochError,
     GroupIdNotFoundError,
@@ -28,7 +28,6 @@ from kafka.errors import (
     InvalidRequestError,
     UnknownMemberIdError,
 )
-
 from kafka_txn_broker.group.group_type import SHARE, wrong_type
 from kafka_txn_broker.group.modern.assignor import Assignment, PartitionAssignor, TopicId, TopicsView
 from kafka_txn_broker.group.modern.session_timers import SessionTimers

@@ -22,11 +22,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafka.errors import KafkaStorageError, OffsetOutOfRangeError
-
 from kafka_txn_broker.clock import Clock
 from kafka_txn_broker.configs.broker_config import BrokerConfig
-from kafka_txn_broker.formats.errors import CorruptRecordError
+from kafka_txn_broker.formats.errors import CorruptRecordError, KafkaStorageError, OffsetOutOfRangeError
 from kafka_txn_broker.formats.record_batch import INT32_MAX, BatchHeader, iter_records
 from kafka_txn_broker.log import cleaner, file_cache
 from kafka_txn_broker.log.segment import LogSegment, SegmentStateUnknown

@@ -15,16 +15,15 @@ from enum import StrEnum
 from pathlib import Path
 from typing import NamedTuple
 
-from kafka.errors import (
+from kafka_txn_broker.clock import Clock
+from kafka_txn_broker.formats import producer_snapshot as snap
+from kafka_txn_broker.formats.errors import (
     InvalidProducerEpochError,
     InvalidTxnStateError,
     OutOfOrderSequenceNumberError,
     TransactionCoordinatorFencedError,
     UnknownProducerIdError,
 )
-
-from kafka_txn_broker.clock import Clock
-from kafka_txn_broker.formats import producer_snapshot as snap
 from kafka_txn_broker.formats.record_batch import INT32_MAX, NO_SEQUENCE, BatchHeader, decrement_sequence
 from kafka_txn_broker.formats.transactions import LATE_TRANSACTION_BUFFER_MS, NO_PRODUCER_EPOCH
 

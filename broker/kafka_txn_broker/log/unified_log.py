@@ -20,11 +20,16 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafka.errors import KafkaError, KafkaStorageError, OffsetOutOfRangeError, RecordListTooLargeError, UnknownError
-
 from kafka_txn_broker.clock import Clock
 from kafka_txn_broker.configs.broker_config import BrokerConfig
-from kafka_txn_broker.formats.errors import CorruptRecordError
+from kafka_txn_broker.formats.errors import (
+    BrokerResponseError,
+    CorruptRecordError,
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    RecordListTooLargeError,
+    UnknownError,
+)
 from kafka_txn_broker.formats.record_batch import (
     MIN_BATCH_LENGTH,
     BatchHeader,
@@ -657,7 +662,7 @@ def _marker_of(header: BatchHeader, raw: Records) -> tuple[bool, int] | None:
         return None
     try:
         return parse_control_record(raw)
-    except (KafkaError, ValueError):
+    except (BrokerResponseError, ValueError):
         return None
 
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from kafka.errors import InvalidTopicError
-
+from kafka_txn_broker.formats.errors import InvalidTopicError
 from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, SHARE_STATE_TOPIC, TXN_TOPIC
 
 # Kafka's internal topics: Metadata marks them, clients may not write to, delete or trim them.

@@ -11,15 +11,16 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from kafka.errors import (
+from kafka_txn_broker.formats.errors import (
+    NONE,
+    NOT_ENOUGH_REPLICAS,
     KafkaStorageError,
     NotEnoughReplicasError,
     NotLeaderForPartitionError,
     OffsetOutOfRangeError,
     PolicyViolationError,
+    error_code,
 )
-
-from kafka_txn_broker.formats.errors import NONE, NOT_ENOUGH_REPLICAS, error_code
 from kafka_txn_broker.formats.record_batch import BatchHeader, iter_batches
 from kafka_txn_broker.log.unified_log import UnifiedLog
 

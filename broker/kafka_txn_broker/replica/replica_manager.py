@@ -12,9 +12,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafka.errors import KafkaStorageError, NotLeaderForPartitionError
-
 from kafka_txn_broker.configs.config_def import ResourceType
+from kafka_txn_broker.formats.errors import KafkaStorageError, NotLeaderForPartitionError
 from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, TXN_TOPIC
 from kafka_txn_broker.log.cleaner_manager import LogCleanerManager
 from kafka_txn_broker.log.offset_checkpoint import read_checkpoints, write_checkpoints

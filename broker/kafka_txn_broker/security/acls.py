@@ -1,7 +1,7 @@
 """ACL bindings: resource patterns, access control entries, binding filters, and the config text form.
 
-The enums are kafka-python's, whose values are Kafka's wire codes, so CreateAcls / DescribeAcls /
-DeleteAcls carry them unchanged. Matching follows Kafka's ResourcePatternFilter and
+The enums are the wire codec's (formats.messages), whose values are Kafka's wire codes, so CreateAcls /
+DescribeAcls / DeleteAcls carry them unchanged. Matching follows Kafka's ResourcePatternFilter and
 AccessControlEntryFilter: a filter field that is ANY (or None for strings) matches everything, and
 the MATCH pattern type selects every binding that would apply to the named resource.
 
@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from kafka.protocol.admin import ACLOperation as Op
-from kafka.protocol.admin import ACLPermissionType as Permission
-from kafka.protocol.admin import ACLResourcePatternType as PatternType
-from kafka.protocol.admin import ACLResourceType as ResourceType
+from kafka_txn_broker.formats.messages import ACLOperation as Op
+from kafka_txn_broker.formats.messages import ACLPermissionType as Permission
+from kafka_txn_broker.formats.messages import ACLResourcePatternType as PatternType
+from kafka_txn_broker.formats.messages import ACLResourceType as ResourceType
 
 __all__ = ["Op", "Permission", "PatternType", "ResourceType", "AclError", "ResourcePattern",
            "AccessControlEntry", "AclBinding", "AclBindingFilter", "parse_acl", "enum_by_name"]

@@ -19,14 +19,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from kafka.errors import (
+from kafka_txn_broker.configs.config_def import ResourceType
+from kafka_txn_broker.formats.errors import (
     InvalidPartitionsError,
     InvalidReplicationFactorError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
-
-from kafka_txn_broker.configs.config_def import ResourceType
 from kafka_txn_broker.metadata.topics import PartitionState, TopicState, validate_topic_name
 from kafka_txn_broker.server import partition_change
 

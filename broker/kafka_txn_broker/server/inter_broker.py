@@ -28,9 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kafka.errors import BrokerResponseError
-
 from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import BrokerResponseError
 from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, SHARE_STATE_TOPIC, TXN_TOPIC, partition_for
 from kafka_txn_broker.metadata.view import MetadataTopics
 from kafka_txn_broker.server.controller import Controller

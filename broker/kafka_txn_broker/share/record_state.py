@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum, IntEnum
 
-from kafka.errors import InvalidRecordStateError
+from kafka_txn_broker.formats.errors import InvalidRecordStateError
 
 
 class RecordState(IntEnum):

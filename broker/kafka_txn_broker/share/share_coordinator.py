@@ -26,11 +26,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kafka.errors import CoordinatorNotAvailableError, NotCoordinatorError
-
 from kafka_txn_broker.coordinator.loader import DEFAULT_LOAD_BUFFER_BYTES, CoordinatorLoader
 from kafka_txn_broker.coordinator.partition_writer import PartitionWriter
 from kafka_txn_broker.coordinator.runtime import CoordinatorRuntime
+from kafka_txn_broker.formats.errors import CoordinatorNotAvailableError, NotCoordinatorError
 from kafka_txn_broker.formats.partitioning import SHARE_STATE_TOPIC, partition_for
 from kafka_txn_broker.share.share_coordinator_shard import ShareCoordinatorShard
 

@@ -39,8 +39,7 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
-from kafka.errors import FencedLeaderEpochError, FencedStateEpochError, InvalidRequestError
-
+from kafka_txn_broker.formats.errors import FencedLeaderEpochError, FencedStateEpochError, InvalidRequestError
 from kafka_txn_broker.formats.record_batch import (
     BatchHeader,
     build_batch,

@@ -18,9 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kafka.errors import BrokerResponseError, NonEmptyGroupError
-
 from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import BrokerResponseError, NonEmptyGroupError
 from kafka_txn_broker.metadata.topics import TopicMetadata
 from kafka_txn_broker.share.persister import ShareStatePersister
 from kafka_txn_broker.share.share_partition import SharePartitionKey

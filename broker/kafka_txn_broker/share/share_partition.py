@@ -43,13 +43,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from kafka.errors import (
+from kafka_txn_broker.formats.errors import (
     FencedLeaderEpochError,
     FencedStateEpochError,
     InvalidRecordStateError,
     InvalidRequestError,
 )
-
 from kafka_txn_broker.formats.share_coordinator_records import StateBatch, coordinator_key
 from kafka_txn_broker.share.record_state import (
     Event,

@@ -34,7 +34,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kafka.errors import (
+from kafka_txn_broker.configs.group_config import ShareAutoOffsetReset
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import (
     BrokerResponseError,
     CoordinatorLoadInProgressError,
     InvalidRecordStateError,
@@ -44,9 +46,6 @@ from kafka.errors import (
     ShareSessionNotFoundError,
     UnknownTopicIdError,
 )
-
-from kafka_txn_broker.configs.group_config import ShareAutoOffsetReset
-from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.record_batch import BatchHeader, iter_batches
 from kafka_txn_broker.formats.share_coordinator_records import StateBatch
 from kafka_txn_broker.histogram import Histogram

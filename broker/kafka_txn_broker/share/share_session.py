@@ -15,20 +15,16 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from kafka.errors import BrokerResponseError, InvalidShareSessionEpochError, ShareSessionNotFoundError
-
-from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import (
+    InvalidShareSessionEpochError,
+    ShareSessionLimitReachedError,
+    ShareSessionNotFoundError,
+)
 
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 
 TopicIdPartition = tuple[uuid.UUID, int]
-
-
-class ShareSessionLimitReachedError(BrokerResponseError):
-    errno = E.SHARE_SESSION_LIMIT_REACHED
-    message = "SHARE_SESSION_LIMIT_REACHED"
-    description = "The limit of share sessions on this broker has been reached."
 
 
 @dataclass(slots=True)

@@ -33,7 +33,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def kafka_cluster(request: pytest.FixtureRequest,
                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedCluster]:
     """A fresh embedded Kafka cluster for one test, stopped afterwards."""
-    from kafka_txn_broker.formats import kafka_python
+    from kafka_txn_broker.formats.messages import kafka_python
 
     kafka_python.load()  # first, so that the user's test run shows none of kafka-python's schema warnings
     from kafka_txn_broker.embedded import EmbeddedCluster

@@ -2,8 +2,8 @@
 
 The scenarios use it to play clients that misbehave in ways real client libraries refuse to (writing
 to a partition never added to the transaction, replaying a delayed request, ignoring a fencing
-error). Messages are kafka-python's schema classes at fixed, widely supported versions, so the same
-scenario runs against this embedded broker and against Apache Kafka 3.x/4.x.
+error). Messages are the wire codec's classes (formats/messages) at fixed, widely supported versions, so the
+same scenario runs against this embedded broker and against Apache Kafka 3.x/4.x.
 """
 
 from __future__ import annotations
@@ -14,27 +14,30 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kafka.protocol.admin import (
-    CreateTopicsRequest,
-    CreateTopicsResponse,
-    DescribeTransactionsRequest,
-    DescribeTransactionsResponse,
-    IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse,
-)
-from kafka.protocol.admin.transactions import DescribeProducersRequest, DescribeProducersResponse
-from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse, MetadataRequest, MetadataResponse
-from kafka.protocol.producer import (
+from kafka_txn_broker.formats.messages import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
     EndTxnRequest,
     EndTxnResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
     InitProducerIdRequest,
     InitProducerIdResponse,
+    MetadataRequest,
+    MetadataResponse,
     ProduceRequest,
     ProduceResponse,
+    decode_response,
+    encode_request,
 )
-
 from kafka_txn_broker.formats.record_batch import build_batch
 
 # Versions every Kafka since 2.x serves (and 4.x still does); none flexible except where noted.
@@ -151,10 +154,9 @@ class RawKafkaClient:
                                      f"{type(exc).__name__}: {exc}") from None
         conn = self._connection(self.bootstrap if node_id is None else self.brokers[node_id])
         correlation_id = next(self._correlation)
-        request.with_header(correlation_id=correlation_id, client_id=self.client_id)
-        frame = bytes(request.encode(version=version, header=True, framed=True))
+        frame = encode_request(request, version, correlation_id, self.client_id)
         decoder = response_class if response_class is not None else _RESPONSES[request.API_KEY]
-        return decoder.decode(conn.roundtrip(frame), version=version, header=True, framed=True)
+        return decode_response(decoder, conn.roundtrip(frame), version)
 
     # ---- metadata and coordinators ---------------------------------------------------------
     def partition_leaders(self, topic: str) -> dict[int, int]:
@@ -225,12 +227,11 @@ class RawKafkaClient:
         for _ in range(times):
             req = InitProducerIdRequest[V_INIT_PID](
                 transactional_id=transactional_id, transaction_timeout_ms=timeout_ms, producer_id=-1, producer_epoch=-1)
-            req.with_header(correlation_id=next(self._correlation), client_id=self.client_id)
-            frames.append(bytes(req.encode(version=V_INIT_PID, header=True, framed=True)))
+            frames.append(encode_request(req, V_INIT_PID, next(self._correlation), self.client_id))
         conn.sock.sendall(b"".join(frames))
         last = None
         for _ in frames:
-            last = InitProducerIdResponse.decode(conn.read_frame(), version=V_INIT_PID, header=True, framed=True)
+            last = decode_response(InitProducerIdResponse, conn.read_frame(), V_INIT_PID)
             if last.error_code:
                 break
         assert last is not None

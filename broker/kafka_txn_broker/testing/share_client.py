@@ -12,17 +12,16 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafka.protocol.admin import (
+from kafka_txn_broker.formats.messages import (
+    TXN_SHARE_ACKNOWLEDGE_KEY,
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
     ElectLeadersRequest,
     ElectLeadersResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
     IncrementalAlterConfigsRequest,
-)
-from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse, MetadataRequest
-
-from kafka_txn_broker.formats.messages import (
-    TXN_SHARE_ACKNOWLEDGE_KEY,
+    MetadataRequest,
     ShareAcknowledgeRequest,
     ShareAcknowledgeResponse,
     ShareFetchRequest,
@@ -105,7 +104,7 @@ def partition_codes(response: Any) -> list[int]:
 
 def advertises_txn_share_acknowledge(client: RawKafkaClient) -> bool:
     """Whether the broker lists TxnShareAcknowledge in ApiVersions (share.transactional.acknowledgement.enable)."""
-    from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
+    from kafka_txn_broker.formats.messages import ApiVersionsRequest, ApiVersionsResponse
 
     r = client.send(ApiVersionsRequest[3](client_software_name="kafka-txn", client_software_version="1"), 3, None,
                     ApiVersionsResponse)

@@ -31,9 +31,8 @@ import os
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Protocol
 
-from kafka.errors import ProducerFencedError
-
 from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import ProducerFencedError
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC
 from kafka_txn_broker.formats.transactions import (
     MAX_EPOCH,

@@ -11,8 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from kafka.errors import ProducerFencedError
-
+from kafka_txn_broker.formats.errors import ProducerFencedError
 from kafka_txn_broker.formats.transaction_log import TransactionLogValue
 from kafka_txn_broker.formats.transactions import (
     MAX_EPOCH,

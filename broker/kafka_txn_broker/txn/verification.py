@@ -31,15 +31,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kafka.errors import (
+from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import (
     InvalidProducerEpochError,
     InvalidTxnStateError,
     NotEnoughReplicasError,
     TransactionAbortableError,
     for_code,
 )
-
-from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.record_batch import HEADER_SIZE, iter_batches
 
 if TYPE_CHECKING:

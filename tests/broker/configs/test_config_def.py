@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from kafka.errors import InvalidConfigurationError
 
 from kafka_txn_broker.configs.config_def import ConfigType, parse_value, split_list, to_string
+from kafka_txn_broker.formats.errors import InvalidConfigurationError
 
 
 @pytest.mark.parametrize("kind, text, value", [

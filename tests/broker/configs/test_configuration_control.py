@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from kafka.errors import InvalidConfigurationError, InvalidRequestError
 
 from kafka_txn_broker.configs import dynamic_broker_config
 from kafka_txn_broker.configs.config_def import OpType, ResourceType
 from kafka_txn_broker.configs.configuration_control import apply_ops, check_broker_name, check_request_configs
+from kafka_txn_broker.formats.errors import InvalidConfigurationError, InvalidRequestError
 
 TOPIC = ResourceType.TOPIC
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from kafka.errors import InvalidConfigurationError
 
 from kafka_txn_broker.configs import group_config
 from kafka_txn_broker.configs.broker_config import BrokerConfig, ConfigError
 from kafka_txn_broker.configs.group_config import ShareAutoOffsetReset, iso_duration_ms
+from kafka_txn_broker.formats.errors import InvalidConfigurationError
 
 BROKER = BrokerConfig()
 

@@ -4,12 +4,12 @@ Kafka's messages, and which value a topic ends up with."""
 from __future__ import annotations
 
 import pytest
-from kafka.errors import InvalidConfigurationError
 
 from kafka_txn_broker.configs import log_config
 from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.configs.dynamic_broker_config import DynamicBrokerConfig
 from kafka_txn_broker.configs.log_config import LogConfig
+from kafka_txn_broker.formats.errors import InvalidConfigurationError
 from tests.broker.configs.fakes import FakeRepository
 
 BROKER = BrokerConfig()

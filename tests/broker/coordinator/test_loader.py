@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from kafka.errors import NotLeaderForPartitionError
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.coordinator.loader import CoordinatorLoader, LoadSummary, replay_chunk
+from kafka_txn_broker.formats.errors import NotLeaderForPartitionError
 from kafka_txn_broker.formats.record_batch import BatchHeader, build_control_batch
 from tests.broker.coordinator.fakes import FakeCoordinatorLog, Gate, RecordingShard, run, settle
 

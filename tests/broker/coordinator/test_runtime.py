@@ -14,11 +14,11 @@ import asyncio
 from dataclasses import dataclass
 
 import pytest
-from kafka.errors import CoordinatorLoadInProgressError, NotCoordinatorError
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.coordinator.loader import CoordinatorLoader
 from kafka_txn_broker.coordinator.runtime import CoordinatorRuntime, CoordinatorState
+from kafka_txn_broker.formats.errors import CoordinatorLoadInProgressError, NotCoordinatorError
 from tests.broker.coordinator.fakes import FakeCoordinatorLog, Gate, RecordingShard, run, settle
 
 TOPIC = "__coordinator_topic"

@@ -11,7 +11,7 @@ import pytest
 
 EVERY_MODULE = """
 import importlib, pkgutil
-from kafka_txn_broker.formats import kafka_python
+from kafka_txn_broker.formats.messages import kafka_python
 kafka_python.load()
 import kafka_txn_broker, kafka_txn_tools
 for package in (kafka_txn_broker, kafka_txn_tools):

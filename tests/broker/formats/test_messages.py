@@ -1,16 +1,35 @@
-"""The JSON-built message classes, as a process that only sends requests (a client) uses them.
+"""The wire codec's one door (formats/messages): the message classes it gives by name, and the framing of
+requests and responses, checked against kafka-python's own classes and encoder.
 
-kafka-python decodes a response with the class registered under its API key when that class was created, so a
-process that built only the request class could not read the answer: its connection raised inside the parser
-and the request timed out (seen with describe-share-group and the share clients run in their own process; in
-the tests the embedded broker had already built every response class). Checked in a fresh interpreter."""
+The JSON-built message classes, as a process that only sends requests (a client) uses them: kafka-python
+decodes a response with the class registered under its API key when that class was created, so a process
+that built only the request class could not read the answer: its connection raised inside the parser and the
+request timed out (seen with describe-share-group and the share clients run in their own process; in the
+tests the embedded broker had already built every response class). Checked in a fresh interpreter."""
 
 from __future__ import annotations
 
+import importlib
+import struct
 import subprocess
 import sys
+from typing import Any
 
-from kafka_txn_broker.formats.messages import MESSAGES
+import pytest
+from kafka.protocol.consumer import FetchResponse
+from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
+from kafka.protocol.producer import ProduceRequest
+
+from kafka_txn_broker.formats import messages
+from kafka_txn_broker.formats.messages import (
+    KAFKA_PYTHON,
+    MESSAGES,
+    MalformedRequest,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+)
 
 # Each request is looked up before any other message class of its API key exists (one key per API).
 CHECK = """
@@ -29,3 +48,75 @@ def test_building_a_request_class_registers_its_response_class() -> None:
     done = subprocess.run([sys.executable, "-c", CHECK, *requests], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [name[: -len("Request")] + "Response" for name in requests]
+
+
+# ---- the door --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("api", sorted(KAFKA_PYTHON))
+def test_each_api_is_kafka_pythons_own_classes(api: str) -> None:
+    # The same class objects, so the bytes on the wire are kafka-python's.
+    module = importlib.import_module(KAFKA_PYTHON[api])
+    for kind in ("Request", "Response"):
+        ours = getattr(messages, api + kind)
+        assert ours is getattr(module, api + kind)
+        assert ours.API_KEY == getattr(module, api + kind).API_KEY
+
+
+def test_a_name_the_codec_does_not_have_is_an_import_error() -> None:
+    with pytest.raises(AttributeError, match="NoSuchRequest"):
+        messages.NoSuchRequest  # noqa: B018
+    with pytest.raises(ImportError):
+        from kafka_txn_broker.formats.messages import NoSuchRequest  # noqa: F401
+
+
+def _frame(request: Any, version: int, correlation_id: int, client_id: str) -> bytes:
+    # Encoded by kafka-python directly, as any kafka-python client sends it.
+    request.with_header(correlation_id=correlation_id, client_id=client_id)
+    return bytes(request.encode(version=version, header=True, framed=True))
+
+
+def test_decode_request_gives_the_request_and_its_header() -> None:
+    records = b"\x00" * 70
+    P = ProduceRequest[9]
+    sent = P(transactional_id="tx", acks=-1, timeout_ms=30000, topic_data=[P.TopicProduceData(
+        name="t", partition_data=[P.TopicProduceData.PartitionProduceData(index=2, records=records)])])
+    request, correlation_id, client_id = decode_request(ProduceRequest, _frame(sent, 9, 42, "app"), 9)
+    assert (correlation_id, client_id) == (42, "app")
+    assert (request.transactional_id, request.acks, request.timeout_ms) == ("tx", -1, 30000)
+    (topic,) = request.topic_data
+    assert topic.name == "t" and [(p.index, bytes(p.records)) for p in topic.partition_data] == [(2, records)]
+
+
+def test_a_frame_kafkas_reader_refuses_is_malformed() -> None:
+    good = _frame(MetadataRequest[4](topics=None, allow_auto_topic_creation=False), 4, 1, "c")
+    with pytest.raises(MalformedRequest, match="cannot decode API 3 v4"):
+        decode_request(MetadataRequest, good[:-1], 4)
+    # FindCoordinator v0's key is a string that is never null: Kafka's reader refuses a null there (length -1).
+    header = struct.pack(">hhih", 10, 0, 1, 1) + b"c"
+    null_key = header + struct.pack(">h", -1)
+    with pytest.raises(MalformedRequest, match="API 10 v0: non-nullable field key is null"):
+        decode_request(FindCoordinatorRequest, struct.pack(">i", len(null_key)) + null_key, 0)
+    key_g = header + b"\x00\x01g"
+    assert decode_request(FindCoordinatorRequest, struct.pack(">i", len(key_g)) + key_g, 0)[0].key == "g"
+
+
+def test_encode_response_is_kafka_pythons_frame_at_the_asked_version() -> None:
+    R = FetchResponse
+    P = R.FetchableTopicResponse.PartitionData
+
+    def build() -> Any:
+        return R[12](throttle_time_ms=0, error_code=0, session_id=0, responses=[R.FetchableTopicResponse(
+            topic="t", partitions=[P(partition_index=0, error_code=0, high_watermark=5, last_stable_offset=5,
+                                     log_start_offset=0, aborted_transactions=None, records=b"\x01" * 40)])])
+    direct = build()
+    direct.with_header(correlation_id=9)
+    assert encode_response(build(), 12, 9) == bytes(direct.encode(header=True, framed=True))
+    # Built at v12, asked at v11 (a handler builds one object for several versions): encoded at v11.
+    at_11 = encode_response(build(), 11, 9)
+    assert decode_response(R, at_11, 11).responses[0].partitions[0].high_watermark == 5
+    assert at_11 != encode_response(build(), 12, 9)
+
+
+def test_a_client_frame_round_trips() -> None:
+    frame = encode_request(FindCoordinatorRequest[0](key="g"), 0, 7, "c")
+    assert frame == _frame(FindCoordinatorRequest[0](key="g"), 0, 7, "c")
+    assert decode_request(FindCoordinatorRequest, frame, 0)[1:] == (7, "c")

@@ -12,11 +12,11 @@ import uuid
 from dataclasses import dataclass, field
 
 import pytest
-from kafka.errors import GroupIdNotFoundError, NotEnoughReplicasError
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.coordinator.loader import replay_chunk
+from kafka_txn_broker.formats.errors import GroupIdNotFoundError, NotEnoughReplicasError
 from kafka_txn_broker.formats.group_records import OffsetValue
 from kafka_txn_broker.group.consumer_group import MemberState
 from kafka_txn_broker.group.consumer_membership import ConsumerGroupContext, ConsumerHeartbeat

@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from kafka.errors import CoordinatorLoadInProgressError, NotCoordinatorError
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.coordinator.loader import CoordinatorLoader
 from kafka_txn_broker.coordinator.partition_writer import PartitionWriter
+from kafka_txn_broker.formats.errors import CoordinatorLoadInProgressError, NotCoordinatorError
 from kafka_txn_broker.formats.group_records import OffsetValue
 from kafka_txn_broker.formats.partitioning import GROUP_TOPIC
 from kafka_txn_broker.group.coordinator import GroupCoordinator

@@ -5,8 +5,8 @@ GroupMetadataManager words them; and the groups as ListGroups shows them."""
 from __future__ import annotations
 
 import pytest
-from kafka.errors import GroupIdNotFoundError
 
+from kafka_txn_broker.formats.errors import GroupIdNotFoundError
 from kafka_txn_broker.group.consumer_group import ConsumerGroup
 from kafka_txn_broker.group.group_type import ListedGroup
 from kafka_txn_broker.group.shard import GroupShard

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from kafka.errors import NotEnoughReplicasError
-
 from kafka_txn_broker.clock import ManualClock
+from kafka_txn_broker.formats.errors import NotEnoughReplicasError
 from kafka_txn_broker.group.classic_group import GroupState
 from tests.broker.group.fakes import FakeLog, join, join_new_member, join_req, make_shard, sync
 

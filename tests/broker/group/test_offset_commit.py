@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from kafka.errors import NotLeaderForPartitionError, RecordListTooLargeError
-
+from kafka_txn_broker.formats.errors import NotLeaderForPartitionError, RecordListTooLargeError
 from kafka_txn_broker.formats.group_records import OffsetValue
 from kafka_txn_broker.group.classic_group import GroupState
 from kafka_txn_broker.group.offset_commit import CommitRequest, commit, fetch

@@ -8,9 +8,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from kafka.errors import NotEnoughReplicasError
-
 from kafka_txn_broker.clock import ManualClock
+from kafka_txn_broker.formats.errors import NotEnoughReplicasError
 from kafka_txn_broker.group.modern.assignor import TopicMetadata
 from kafka_txn_broker.group.share_group import ShareGroup
 from kafka_txn_broker.group.share_membership import ShareGroupContext, ShareHeartbeat, ShareMembership

@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kafka.errors import OffsetOutOfRangeError
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.configs.broker_config import BrokerConfig
+from kafka_txn_broker.formats.errors import OffsetOutOfRangeError
 from kafka_txn_broker.formats.record_batch import BatchHeader, build_batch, iter_batches
 from kafka_txn_broker.log import file_cache
 from kafka_txn_broker.log.local_log import CLEAN_SHUTDOWN_FILE, LocalLog

@@ -4,15 +4,15 @@ import re
 from pathlib import Path
 
 import pytest
-from kafka.errors import (
+
+from kafka_txn_broker.clock import ManualClock
+from kafka_txn_broker.formats.errors import (
     InvalidProducerEpochError,
     InvalidTxnStateError,
     OutOfOrderSequenceNumberError,
     TransactionCoordinatorFencedError,
     UnknownProducerIdError,
 )
-
-from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.formats.producer_snapshot import SnapshotEntry
 from kafka_txn_broker.formats.record_batch import BatchHeader, build_batch
 from kafka_txn_broker.log.producer_state import (

@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kafka.errors import OffsetOutOfRangeError
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.configs.broker_config import BrokerConfig
+from kafka_txn_broker.formats.errors import OffsetOutOfRangeError
 from kafka_txn_broker.formats.record_batch import build_control_batch
 from kafka_txn_broker.log.transaction_index import AbortedTxn
 from kafka_txn_broker.log.unified_log import UnifiedLog

@@ -6,8 +6,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from kafka.errors import CoordinatorNotAvailableError
-
+from kafka_txn_broker.formats.errors import CoordinatorNotAvailableError
 from kafka_txn_broker.formats.share_coordinator_records import StateBatch
 from kafka_txn_broker.share.share_partition import PersistedState, SharePartitionKey
 

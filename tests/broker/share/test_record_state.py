@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from kafka.errors import InvalidRecordStateError
 
+from kafka_txn_broker.formats.errors import InvalidRecordStateError
 from kafka_txn_broker.share.record_state import AcknowledgeType, Event, RecordState, acknowledge_event, transition
 
 S = RecordState

@@ -4,8 +4,8 @@ do to a record, and what a TX_PENDING record refuses."""
 from __future__ import annotations
 
 import pytest
-from kafka.errors import InvalidRecordStateError
 
+from kafka_txn_broker.formats.errors import InvalidRecordStateError
 from kafka_txn_broker.share.record_state import Event, RecordState, transactional_commit_event, transition
 
 S = RecordState

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from kafka.errors import CoordinatorLoadInProgressError
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.coordinator.loader import CoordinatorLoader
 from kafka_txn_broker.coordinator.partition_writer import PartitionWriter
+from kafka_txn_broker.formats.errors import CoordinatorLoadInProgressError
 from kafka_txn_broker.formats.share_coordinator_records import StateBatch
 from kafka_txn_broker.share.record_state import RecordState
 from kafka_txn_broker.share.share_coordinator import SHARE_STATE_TOPIC, ShareCoordinator

@@ -5,10 +5,10 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from kafka.errors import FencedLeaderEpochError, FencedStateEpochError
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.coordinator.loader import replay_chunk
+from kafka_txn_broker.formats.errors import FencedLeaderEpochError, FencedStateEpochError
 from kafka_txn_broker.formats.record_batch import iter_batches, iter_records
 from kafka_txn_broker.formats.share_coordinator_records import StateBatch, decode_key
 from kafka_txn_broker.share.share_coordinator_shard import ShareCoordinatorShard

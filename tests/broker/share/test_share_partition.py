@@ -7,9 +7,9 @@ moves past completed records only."""
 from __future__ import annotations
 
 import pytest
-from kafka.errors import CoordinatorNotAvailableError, InvalidRecordStateError, InvalidRequestError
 
 from kafka_txn_broker.clock import ManualClock
+from kafka_txn_broker.formats.errors import CoordinatorNotAvailableError, InvalidRecordStateError, InvalidRequestError
 from kafka_txn_broker.formats.share_coordinator_records import StateBatch
 from kafka_txn_broker.share.record_state import AcknowledgeType as A
 from kafka_txn_broker.share.record_state import RecordState as S

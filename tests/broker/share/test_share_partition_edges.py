@@ -13,14 +13,14 @@ from __future__ import annotations
 import base64
 
 import pytest
-from kafka.errors import (
+
+from kafka_txn_broker.clock import ManualClock
+from kafka_txn_broker.formats.errors import (
     CoordinatorNotAvailableError,
     FencedStateEpochError,
     InvalidRecordStateError,
     InvalidRequestError,
 )
-
-from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.formats.share_coordinator_records import StateBatch
 from kafka_txn_broker.share.record_state import AcknowledgeType as A
 from kafka_txn_broker.share.record_state import RecordState as S

@@ -11,9 +11,9 @@ KIP-1289's TX_PENDING records (per-offset ACCEPT / REJECT, one count per record 
 from __future__ import annotations
 
 import pytest
-from kafka.errors import InvalidRecordStateError
 
 from kafka_txn_broker.clock import ManualClock
+from kafka_txn_broker.formats.errors import InvalidRecordStateError
 from kafka_txn_broker.formats.share_coordinator_records import StateBatch
 from kafka_txn_broker.share.record_state import AcknowledgeType as A
 from kafka_txn_broker.share.record_state import Event as E

@@ -5,9 +5,9 @@ like an acknowledgement, ABORT back to the owner under the same lock), anything 
 from __future__ import annotations
 
 import pytest
-from kafka.errors import CoordinatorNotAvailableError, InvalidRecordStateError, InvalidRequestError
 
 from kafka_txn_broker.clock import ManualClock
+from kafka_txn_broker.formats.errors import CoordinatorNotAvailableError, InvalidRecordStateError, InvalidRequestError
 from kafka_txn_broker.formats.share_coordinator_records import StateBatch
 from kafka_txn_broker.share.record_state import AcknowledgeType as A
 from kafka_txn_broker.share.record_state import RecordState as S

@@ -6,9 +6,13 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from kafka.errors import InvalidShareSessionEpochError, ShareSessionNotFoundError
 
-from kafka_txn_broker.share.share_session import ShareSessionCache, ShareSessionLimitReachedError
+from kafka_txn_broker.formats.errors import (
+    InvalidShareSessionEpochError,
+    ShareSessionLimitReachedError,
+    ShareSessionNotFoundError,
+)
+from kafka_txn_broker.share.share_session import ShareSessionCache
 
 T = uuid.UUID(int=1)
 

@@ -16,10 +16,10 @@ import uuid
 from dataclasses import dataclass, field
 
 import pytest
-from kafka.errors import NotLeaderForPartitionError
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.coordinator.loader import replay_chunk
+from kafka_txn_broker.formats.errors import NotLeaderForPartitionError
 from kafka_txn_broker.formats.partitioning import SHARE_STATE_TOPIC
 from kafka_txn_broker.formats.record_batch import iter_batches
 from kafka_txn_broker.formats.share_coordinator_records import StateBatch

@@ -100,7 +100,7 @@ def test_replay_resolves_staged_acknowledgements_by_the_marker_in_the_log(marker
 
 
 def test_staging_on_a_share_partition_without_state_or_from_an_old_leader_is_refused():
-    from kafka.errors import FencedLeaderEpochError, InvalidRequestError
+    from kafka_txn_broker.formats.errors import FencedLeaderEpochError, InvalidRequestError
 
     log = FakeLog()
     s = shard(log)

@@ -16,11 +16,10 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from kafka.errors import NotLeaderForPartitionError
-
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import NotLeaderForPartitionError
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC
 from kafka_txn_broker.formats.record_batch import BatchHeader, iter_batches, iter_records, with_base_offset
 from kafka_txn_broker.formats.transaction_log import TransactionLogValue, decode_key, decode_value

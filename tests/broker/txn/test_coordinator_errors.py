@@ -14,9 +14,9 @@ import os
 import re
 
 import pytest
-from kafka.errors import KafkaStorageError, NotEnoughReplicasError
 
 from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import KafkaStorageError, NotEnoughReplicasError
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC
 from kafka_txn_broker.formats.transactions import MAX_EPOCH, TWO_PC_TIMEOUT_MS, TransactionState
 from kafka_txn_broker.metadata.topics import PartitionState

@@ -11,9 +11,8 @@ fence is dropped so the id is not left blocked (CONCURRENT_TRANSACTIONS forever)
 
 from __future__ import annotations
 
-from kafka.errors import NotEnoughReplicasError
-
 from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import NotEnoughReplicasError
 from kafka_txn_broker.formats.transactions import MAX_EPOCH, NO_PRODUCER_EPOCH, TransactionState
 from tests.broker.txn.fakes import FakeCoordinator
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from kafka.errors import NotEnoughReplicasError
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import NotEnoughReplicasError
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC
 from kafka_txn_broker.formats.transactions import TransactionState
 from kafka_txn_broker.txn.marker_channel import TransactionMarkerChannelManager

@@ -11,19 +11,17 @@ from __future__ import annotations
 import struct
 
 import pytest
-from kafka.errors import (
-    KafkaStorageError,
-    NotEnoughReplicasAfterAppendError,
-    NotEnoughReplicasError,
-    NotLeaderForPartitionError,
-    RequestTimedOutError,
-    UnknownTopicOrPartitionError,
-)
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.coordinator.loader import CoordinatorLoader
 from kafka_txn_broker.formats import errors as E
+from kafka_txn_broker.formats.errors import (
+    KafkaStorageError,
+    NotEnoughReplicasError,
+    NotLeaderForPartitionError,
+    UnknownTopicOrPartitionError,
+)
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC
 from kafka_txn_broker.formats.record_batch import build_batch, iter_records
 from kafka_txn_broker.formats.transaction_log import TransactionLogValue, encode_key, encode_value
@@ -177,8 +175,8 @@ def test_a_transition_is_written_then_applied(level: int, version: int) -> None:
 
 @pytest.mark.parametrize("failure, code", [
     (NotEnoughReplicasError("isr"), E.COORDINATOR_NOT_AVAILABLE),
-    (NotEnoughReplicasAfterAppendError("isr"), E.COORDINATOR_NOT_AVAILABLE),
-    (RequestTimedOutError("slow"), E.COORDINATOR_NOT_AVAILABLE),
+    (E.for_code(E.NOT_ENOUGH_REPLICAS_AFTER_APPEND)("isr"), E.COORDINATOR_NOT_AVAILABLE),
+    (E.for_code(E.REQUEST_TIMED_OUT)("slow"), E.COORDINATOR_NOT_AVAILABLE),
     (UnknownTopicOrPartitionError("gone"), E.COORDINATOR_NOT_AVAILABLE),
     (NotLeaderForPartitionError("moved"), E.NOT_COORDINATOR),
     (KafkaStorageError("disk"), E.NOT_COORDINATOR),

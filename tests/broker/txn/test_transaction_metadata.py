@@ -8,8 +8,8 @@ import itertools
 from typing import Any
 
 import pytest
-from kafka.errors import ProducerFencedError
 
+from kafka_txn_broker.formats.errors import ProducerFencedError
 from kafka_txn_broker.formats.transaction_log import decode_value, encode_value
 from kafka_txn_broker.formats.transactions import MAX_EPOCH, NO_PRODUCER_EPOCH, TransactionState
 from kafka_txn_broker.txn.transaction_metadata import (

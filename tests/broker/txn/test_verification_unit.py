@@ -19,26 +19,28 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kafka.errors import (
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from kafka_txn_broker.configs.broker_config import BrokerConfig
+from kafka_txn_broker.formats.errors import (
     BrokerResponseError,
-    ConcurrentTransactionsError,
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
     InvalidProducerEpochError,
-    InvalidProducerIdMappingError,
     InvalidTxnStateError,
     NotCoordinatorError,
     NotEnoughReplicasError,
     ProducerFencedError,
     TransactionAbortableError,
+    error_code,
+    for_code,
 )
-from kafka.record.default_records import DefaultRecordBatchBuilder
-
-from kafka_txn_broker.configs.broker_config import BrokerConfig
-from kafka_txn_broker.formats.errors import error_code
 from kafka_txn_broker.txn.verification import ProduceVerifier
 from tests.broker.txn.fakes import AskedCoordinator, FakeCoordinator, FakeReplicas
 
+# The exceptions of two codes the verifier passes on without naming them (the class that carries each code).
+ConcurrentTransactionsError = for_code(51)  # CONCURRENT_TRANSACTIONS, org.apache.kafka.common.protocol.Errors
+InvalidProducerIdMappingError = for_code(49)  # INVALID_PRODUCER_ID_MAPPING
 TXN_ID = "tx"
 NETWORK_EXCEPTION = 13  # org.apache.kafka.common.protocol.Errors
 PID, EPOCH = 7, 3

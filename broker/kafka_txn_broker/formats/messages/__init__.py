@@ -1,17 +1,38 @@
-"""Protocol messages kafka-python 3.0.12 has no classes for, built by its class builder from JSON
-definitions in this package (written for kafka-txn-tools from Kafka's published field lists):
+"""The wire codec: every Kafka protocol message the broker reads or writes, and how a framed request or
+response is decoded and encoded. The one door to the library that does it (kafka-python 3.0.12's
+schema-generated classes): no other module of kafka_txn_broker imports kafka-python (a contract in
+pyproject.toml), so an upgrade or another codec changes this package only.
 
-    from kafka_txn_broker.formats.messages import ShareFetchRequest
-    ShareFetchRequest[1](group_id="g", member_id="m", share_session_epoch=0, ...)
+    from kafka_txn_broker.formats.messages import ProduceResponse, ShareFetchRequest
+    ProduceResponse[9](responses=[...])
 
-The classes behave like kafka-python's own (encode/decode, versions, nested struct classes). They are
-built on first use (module __getattr__), and only then is kafka-python imported: the formats package
-stays importable without it, as its other modules are.
+What it gives, by name:
+- the request and response classes of the APIs kafka-python has (`KAFKA_PYTHON`: API -> its module there);
+- the messages it lacks (share groups, KIP-848's consumer-group APIs, KIP-1289's TxnShareAcknowledge), built
+  by its class builder from JSON definitions in this package, written for kafka-txn-tools from Kafka's
+  published field lists (`MESSAGES`);
+- the ACL enums of the ACL APIs, and `BROKER_API_VERSIONS`: the API version ranges of Apache Kafka releases.
+
+Every class offers the same interface, which the handlers use: `API_KEY`, `min_version`/`max_version`,
+`Cls[version]`, construction by field name, the struct classes nested as attributes
+(`ProduceResponse.TopicProduceResponse`), fields as attributes. Framing and the header go through the
+functions below (`decode_request`, `encode_response`, and the client side's `encode_request`,
+`decode_response`), so nothing else names the library's methods. A codec of another shape would be adapted
+to this interface here.
+
+Nothing is imported with this package: a name resolves on first use (module __getattr__), so the formats
+package stays importable without kafka-python. The handlers bind their classes when they are imported, so a
+request pays no lookup. Threading: names are resolved at import time in practice; two threads resolving one
+name at once may build it twice, and both keep the first.
 """
 
 from __future__ import annotations
 
+import importlib
+import types
 from typing import Any
+
+from kafka_txn_broker.formats.messages.validate import null_violation
 
 MESSAGES = frozenset(f"{api}{kind}" for api in (
     "ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge", "DescribeShareGroupOffsets",
@@ -22,24 +43,97 @@ MESSAGES = frozenset(f"{api}{kind}" for api in (
 # (KIP-1331); the draft implementation moved to 94, which this broker uses until a key is final. The JSON
 # definitions carry the same number (a test keeps them equal).
 TXN_SHARE_ACKNOWLEDGE_KEY = 94
-_built: dict[str, Any] = {}
+
+# The APIs whose classes kafka-python has, by the module that defines them there.
+KAFKA_PYTHON: dict[str, str] = {
+    **dict.fromkeys(("Produce", "InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn",
+                     "TxnOffsetCommit", "WriteTxnMarkers"), "kafka.protocol.producer"),
+    **dict.fromkeys(("Fetch", "ListOffsets", "OffsetCommit", "OffsetFetch", "OffsetDelete", "OffsetForLeaderEpoch",
+                     "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup"), "kafka.protocol.consumer"),
+    **dict.fromkeys(("ApiVersions", "Metadata", "FindCoordinator"), "kafka.protocol.metadata"),
+    **dict.fromkeys(("AlterConfigs", "AlterPartitionReassignments", "CreateAcls", "CreatePartitions",
+                     "CreateTopics", "DeleteAcls", "DeleteGroups", "DeleteRecords", "DeleteTopics", "DescribeAcls",
+                     "DescribeCluster", "DescribeConfigs", "DescribeGroups", "DescribeLogDirs", "DescribeProducers",
+                     "DescribeTransactions", "ElectLeaders", "IncrementalAlterConfigs", "ListGroups",
+                     "ListPartitionReassignments", "ListTransactions"), "kafka.protocol.admin"),
+    **dict.fromkeys(("SaslHandshake", "SaslAuthenticate"), "kafka.protocol.sasl"),
+}
+_OTHER_NAMES = {
+    **dict.fromkeys(("ACLOperation", "ACLPermissionType", "ACLResourcePatternType", "ACLResourceType"),
+                    "kafka.protocol.admin"),
+    "BROKER_API_VERSIONS": "kafka.protocol.broker_version_data",
+}
+_MODULE_OF = {**{f"{api}{kind}": module for api, module in KAFKA_PYTHON.items() for kind in ("Request", "Response")},
+              **_OTHER_NAMES}
+_resolved: dict[str, Any] = {}
+
+
+class MalformedRequest(ValueError):
+    """A frame Kafka's request reader would refuse (the broker closes the connection, as Kafka does)."""
+
+
+def decode_request(request_class: Any, frame: bytes, version: int) -> tuple[Any, int, str | None]:
+    """(request, correlation id, client id) of a framed request (size, header, body) at `version`.
+
+    MalformedRequest for bytes that do not decode, and for a null in a field that is not nullable in this
+    version, which Kafka's reader refuses too ("non-nullable field X was serialized as null")."""
+    try:
+        request = request_class.decode(frame, version=version, header=True, framed=True)
+    except Exception as exc:  # the generated decoder raises many types on garbage
+        raise MalformedRequest(f"cannot decode API {request_class.API_KEY} v{version}: {exc!r}") from None
+    bad_null = null_violation(request, version)
+    if bad_null is not None:
+        raise MalformedRequest(f"API {request_class.API_KEY} v{version}: non-nullable field {bad_null} is null")
+    header = request.header
+    return request, header.correlation_id, getattr(header, "client_id", None)
+
+
+def encode_response(response: Any, version: int, correlation_id: int) -> bytes:
+    """The framed response (size, header, body) at `version`, whatever version the object was built at."""
+    if version != response.API_VERSION:
+        response.API_VERSION = version
+    response.with_header(correlation_id=correlation_id)
+    return bytes(response.encode(header=True, framed=True))
+
+
+def encode_request(request: Any, version: int, correlation_id: int, client_id: str | None) -> bytes:
+    """The framed request (size, header, body) at `version`: a client's side."""
+    request.with_header(correlation_id=correlation_id, client_id=client_id)
+    return bytes(request.encode(version=version, header=True, framed=True))
+
+
+def decode_response(response_class: Any, frame: bytes, version: int) -> Any:
+    """A framed response (size, header, body) at `version`: a client's side."""
+    return response_class.decode(frame, version=version, header=True, framed=True)
 
 
 def __getattr__(name: str) -> Any:
-    """The message class `name`, made by kafka-python's class builder from `<name>.json` here."""
-    if name not in MESSAGES:
+    """The message class (or enum, or table) `name`, resolved on first use."""
+    found = _resolved.get(name)
+    if found is not None:
+        return found
+    if name in MESSAGES:
+        found = _build(name)
+    elif name in _MODULE_OF:
+        from kafka_txn_broker.formats.messages.kafka_python import schema_loading
+
+        with schema_loading():  # the first import of kafka-python builds its classes (quietly)
+            found = getattr(importlib.import_module(_MODULE_OF[name]), name)
+    else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    if name not in _built:
-        import types
+    return _resolved.setdefault(name, found)
 
-        from kafka_txn_broker.formats.kafka_python import schema_loading
 
-        with schema_loading():  # kafka-python reads the JSON with an API Python 3.11/3.12 flag as deprecated
-            from kafka.protocol.api_message import ApiMessage
+def _build(name: str) -> Any:
+    """One of our messages, made by kafka-python's class builder from `<name>.json` here."""
+    from kafka_txn_broker.formats.messages.kafka_python import schema_loading
 
-            _built[name] = types.new_class(name, (ApiMessage,), {"load_json": __name__})
-        if name.endswith("Request"):
-            # kafka-python decodes a response with the class registered for its API key when that class was
-            # created: a process that only sends (a client) must build the response class too.
-            __getattr__(name[: -len("Request")] + "Response")
-    return _built[name]
+    with schema_loading():  # kafka-python reads the JSON with an API Python 3.11/3.12 flag as deprecated
+        from kafka.protocol.api_message import ApiMessage
+
+        built = types.new_class(name, (ApiMessage,), {"load_json": __name__})
+    if name.endswith("Request"):
+        # kafka-python decodes a response with the class registered for its API key when that class was
+        # created: a process that only sends (a client) must build the response class too.
+        __getattr__(name[: -len("Request")] + "Response")
+    return built

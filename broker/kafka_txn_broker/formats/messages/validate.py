@@ -4,7 +4,7 @@ Kafka's generated readers reject a null string, bytes, array or array element in
 nullable in that version ("non-nullable field X was serialized as null"): the request cannot be
 parsed and the broker closes the connection. kafka-python decodes such a null as None, so without
 this check a single flipped length byte would reach every handler as a None it never expects
-(found by tests/broker/apis/test_fuzz_wire.py). server/socket_server.py runs it right after decoding.
+(found by tests/broker/apis/test_fuzz_wire.py). `decode_request` runs it right after decoding.
 """
 
 from __future__ import annotations
