@@ -150,3 +150,25 @@ def every_command(bs: str, config: Path, hangs: list[HangingTransaction], audit:
     records = [(r["command"], r["result"], r["user"], r["principal"]) for r in audit_lines(audit)]
     assert records[-2:] == [("kafka-transactions abort", "aborted", os_user(), principal),
                             ("kafka-txn abort", "aborted", os_user(), principal)]
+
+
+def rehearse(bs: str, config: Path) -> None:
+    """A rehearsal on the authenticated cluster itself: `broker scenario` makes a hanging transaction through
+    the same --command-config every command takes, find-hanging (as that principal) finds it, and its printed
+    command, run exactly as printed plus --yes in a process of its own, frees the partition's LSO."""
+    from kafka_txn_tools.cli.app import app
+    from tests.e2e.cli_support import run_printed
+
+    made = CliRunner().invoke(app, ["broker", "scenario", "unregistered-partition-commit", "-b", bs,
+                                    "--command-config", str(config), "--no-healthy", "--topic-prefix", "rehearsal",
+                                    "--backdate-minutes", str(BACKDATE_MS / 60_000)])
+    assert made.exit_code == 0, made.stderr
+    [hang] = [HangingTransaction(**h) for h in json.loads(made.stdout)["scenarios"][0]["hanging"]]
+    found = cli("kafka-txn", bs, "find-hanging", "--topic", hang.topic, "-o", "json", config=config)
+    assert found.code == 0, found.err
+    [row] = [r for r in json.loads(found.out)["hanging"] if r["start_offset"] == hang.start_offset]
+    assert offsets(bs, hang)[1] == hang.start_offset  # held
+    for command in row["commands"]:
+        run_printed(command)
+    end, stable = offsets(bs, hang)
+    assert stable == end  # the LSO moved past the hang

@@ -30,6 +30,7 @@ from tests.e2e.auth_support import (
     every_command,
     incident_on_disk,
     offsets,
+    rehearse,
     secure_config,
 )
 
@@ -80,6 +81,12 @@ def test_every_command_of_both_front_ends_with_a_keytab(incident: tuple[Embedded
     cluster, hangs = incident
     config = keytab_properties(tmp_path, keytabs["alice"], f"alice@{REALM}")
     every_command(cluster.bootstrap_servers, config, hangs, _private_audit_log, f"alice@{REALM}")
+
+
+def test_a_rehearsal_runs_on_the_kerberos_cluster(incident: tuple[EmbeddedCluster, list[HangingTransaction]],
+                                                  keytabs: dict[str, Path], tmp_path: Path) -> None:
+    cluster, _ = incident
+    rehearse(cluster.bootstrap_servers, keytab_properties(tmp_path, keytabs["alice"], f"alice@{REALM}"))
 
 
 def test_acls_apply_to_the_kerberos_principal(incident: tuple[EmbeddedCluster, list[HangingTransaction]],

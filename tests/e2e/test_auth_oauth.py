@@ -33,6 +33,7 @@ from tests.e2e.auth_support import (
     every_command,
     incident_on_disk,
     offsets,
+    rehearse,
     secure_config,
 )
 from tests.e2e.test_cli_connecting import closed_port
@@ -76,6 +77,12 @@ def test_every_command_of_both_front_ends(incident: tuple[EmbeddedCluster, list[
     cluster, hangs = incident
     config = client_properties(tmp_path, oidc, "kafka-admin")
     every_command(cluster.bootstrap_servers, config, hangs, _private_audit_log, "kafka-admin")
+
+
+def test_a_rehearsal_runs_on_the_oauth_cluster(incident: tuple[EmbeddedCluster, list[HangingTransaction]],
+                                               oidc: Provider, tmp_path: Path) -> None:
+    cluster, _ = incident
+    rehearse(cluster.bootstrap_servers, client_properties(tmp_path, oidc, "kafka-admin"))
 
 
 def test_acls_apply_to_the_tokens_subject(incident: tuple[EmbeddedCluster, list[HangingTransaction]],
