@@ -219,7 +219,15 @@ def _check_uncompressed_records(buf: Buffer, pos: int, header: BatchHeader) -> N
     for expected_delta in range(header.record_count):
         if p >= end:
             raise CorruptRecordError(f"record batch holds fewer than its {header.record_count} records")
-        z, body = decode_uvarint(buf, p)  # zigzag by hand below: one call per varint on this hot path
+        # Lengths of one or two varint bytes (records up to 8 KiB) are decoded inline, the rest by the
+        # general decoder; zigzag by hand below: this loop runs for every record produced.
+        z = buf[p]
+        if z < 0x80:
+            body = p + 1
+        elif p + 1 < end and buf[p + 1] < 0x80:
+            z, body = (z & 0x7F) | (buf[p + 1] << 7), p + 2
+        else:
+            z, body = decode_uvarint(buf, p)
         length = (z >> 1) ^ -(z & 1)
         p_end = body + length
         if length < _MIN_RECORD_BODY or p_end > end:
