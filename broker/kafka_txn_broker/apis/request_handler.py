@@ -57,21 +57,19 @@ class KafkaApis:
                 return self._unsupported_api_versions(frame)
             raise ProtocolViolation(f"unsupported version {api_version} of API {api_key}")
         try:
-            request = spec.request.decode(frame, version=api_version, header=True, framed=True)
+            request, correlation_id, client_id = _decode(spec.request, frame, api_version)
         except Exception as exc:  # the generated decoder raises many types on garbage
             raise ProtocolViolation(f"cannot decode API {api_key} v{api_version}: {exc!r}") from None
         bad_null = null_violation(request, api_version)
         if bad_null is not None:
             # Kafka's reader fails on this too ("non-nullable field was serialized as null").
             raise ProtocolViolation(f"API {api_key} v{api_version}: non-nullable field {bad_null} is null")
-        header = request.header
-        ctx = RequestContext(self.broker, api_key, api_version, header.correlation_id,
-                             getattr(header, "client_id", None), peer, session.principal,
+        ctx = RequestContext(self.broker, api_key, api_version, correlation_id, client_id, peer, session.principal,
                              session.security.authorizer, session)
         response = await self._dispatch(spec, ctx, request)
         if response is None:
             return None
-        return _encode(response, api_version, header.correlation_id)
+        return _encode(response, api_version, correlation_id)
 
     @staticmethod
     async def _dispatch(spec: ApiSpec, ctx: RequestContext, request: Any) -> Any:
@@ -95,8 +93,35 @@ class KafkaApis:
                                       config=config), 0, correlation_id)
 
 
+# The request header (v1, and v2 for flexible versions: KIP-482) up to its client id: frame size, API key,
+# API version, correlation id, client id length (a nullable string, never compact).
+_REQUEST_HEAD = struct.Struct(">ihhih")
+_RESPONSE_HEAD = struct.Struct(">ii")  # frame size, correlation id
+NO_TAGGED_FIELDS = b"\x00"
+
+
+def _decode(request_class: Any, frame: bytes, version: int) -> tuple[Any, int, str | None]:
+    """(request body, correlation id, client id) of a framed request. The header is read here and the
+    body handed to the generated decoder, which would copy the whole frame to read the header. A header
+    it would read differently (tagged fields, a client id past the frame's end) goes to it whole."""
+    if len(frame) >= _REQUEST_HEAD.size:
+        _size, _key, _version, correlation_id, length = _REQUEST_HEAD.unpack_from(frame)
+        pos = _REQUEST_HEAD.size + max(length, 0)
+        flexible = request_class.flexible_version_q(version)
+        if pos + flexible <= len(frame) and (not flexible or frame[pos] == 0):
+            client_id = None if length < 0 else str(frame[_REQUEST_HEAD.size:pos], "utf-8")
+            body = request_class.decode(memoryview(frame)[pos + flexible:], version=version)
+            return body, correlation_id, client_id
+    request = request_class.decode(frame, version=version, header=True, framed=True)
+    return request, request.header.correlation_id, getattr(request.header, "client_id", None)
+
+
 def _encode(response: Any, version: int, correlation_id: int) -> bytes:
+    """The framed response: its header (v0; v1 with no tagged fields for flexible versions, except
+    ApiVersions, whose header stays v0 so that any client can read it, KIP-511), then the body."""
     if version != response.API_VERSION:
         response.API_VERSION = version
-    response.with_header(correlation_id=correlation_id)
-    return bytes(response.encode(header=True, framed=True))
+    body = response.encode()
+    tagged = response.API_KEY != API_VERSIONS_KEY and response.flexible_version_q(version)
+    head = _RESPONSE_HEAD.pack(len(body) + 4 + tagged, correlation_id)
+    return b"".join((head, NO_TAGGED_FIELDS, body) if tagged else (head, body))
