@@ -101,6 +101,13 @@ def advertised_by(config: Any) -> dict[int, tuple[int, int]]:
     return {key: r for key, r in ranges.items() if _enabled(APIS[key], config)}
 
 
+def advertised_range(config: Any, key: int) -> tuple[int, int] | None:
+    """advertised_by(config)[key] without building the whole map: every request is checked against it."""
+    spec = APIS.get(key)
+    found = advertised(config["kafka.version.emulate"]).get(key)
+    return found if found is not None and spec is not None and _enabled(spec, config) else None
+
+
 def _enabled(spec: ApiSpec, config: Any) -> bool:
     return spec.enabled_by is None or spec.enabled_by(config)
 

@@ -17,7 +17,7 @@ import struct
 from typing import TYPE_CHECKING, Any
 
 from kafka_txn_broker.apis.context import RequestContext
-from kafka_txn_broker.apis.registry import APIS, ApiSpec, advertised_by, load_all
+from kafka_txn_broker.apis.registry import APIS, ApiSpec, advertised_range, load_all
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.messages import MalformedRequest, decode_request, encode_response
 from kafka_txn_broker.server.socket_server import ProtocolViolation
@@ -51,7 +51,7 @@ class KafkaApis:
             raise ProtocolViolation(f"API {api_key} sent before SASL authentication completed")
         # Kafka closes the connection on a request outside the advertised ranges (SocketServer's
         # parseRequestHeader); only ApiVersions is answered, with UNSUPPORTED_VERSION (KIP-511).
-        low, high = advertised_by(self.broker.config).get(api_key, (0, -1))
+        low, high = advertised_range(self.broker.config, api_key) or (0, -1)
         if not low <= api_version <= high:
             if api_key == API_VERSIONS_KEY:
                 return self._unsupported_api_versions(frame)

@@ -219,7 +219,15 @@ def _check_uncompressed_records(buf: Buffer, pos: int, header: BatchHeader) -> N
     for expected_delta in range(header.record_count):
         if p >= end:
             raise CorruptRecordError(f"record batch holds fewer than its {header.record_count} records")
-        z, body = decode_uvarint(buf, p)  # zigzag by hand below: one call per varint on this hot path
+        # Lengths of one or two varint bytes (records up to 8 KiB) are decoded inline, the rest by the
+        # general decoder; zigzag by hand below: this loop runs for every record produced.
+        z = buf[p]
+        if z < 0x80:
+            body = p + 1
+        elif p + 1 < end and buf[p + 1] < 0x80:
+            z, body = (z & 0x7F) | (buf[p + 1] << 7), p + 2
+        else:
+            z, body = decode_uvarint(buf, p)
         length = (z >> 1) ^ -(z & 1)
         p_end = body + length
         if length < _MIN_RECORD_BODY or p_end > end:
@@ -382,11 +390,30 @@ def iter_records(batch: Buffer) -> Iterator[Record]:
         yield Record(header.base_offset + offset_delta, header.base_timestamp + ts_delta, key, value, headers)
 
 
+# A marker as every producer of markers writes it (build_control_batch, Kafka's): one record of 16 bytes,
+# every varint one byte long: length 16, attributes, timestamp delta, offset delta 0, a 4-byte key, a 6-byte
+# value, no headers. Byte positions within the batch of that layout's fixed parts.
+_MARKER_BATCH_SIZE = HEADER_SIZE + 17
+_MARKER_KEY_AT, _MARKER_VALUE_AT = HEADER_SIZE + 5, HEADER_SIZE + 10
+
+
+def _canonical_marker(batch: Buffer) -> tuple[int, int] | None:
+    """(control type, coordinator epoch) when `batch` has the canonical marker layout, else None."""
+    if len(batch) < _MARKER_BATCH_SIZE or batch[HEADER_SIZE] != 0x20 or batch[HEADER_SIZE + 3] != 0 \
+            or batch[HEADER_SIZE + 4] != 0x08 or batch[HEADER_SIZE + 9] != 0x0C \
+            or batch[_MARKER_BATCH_SIZE - 1] != 0 or _INT32.unpack_from(batch, 8)[0] != _MARKER_BATCH_SIZE - 12:
+        return None
+    return _CONTROL_KEY.unpack_from(batch, _MARKER_KEY_AT)[1], _CONTROL_VALUE.unpack_from(batch, _MARKER_VALUE_AT)[1]
+
+
 def parse_control_record(batch: Buffer) -> tuple[bool, int]:
     """(commit, coordinator_epoch) of a transaction marker batch."""
     header = BatchHeader.parse(batch)
     if not header.is_control:
         raise InvalidRecordError("not a control batch")
+    fast = _canonical_marker(batch) if header.record_count == 1 and not header.compression else None
+    if fast is not None and fast[0] in (0, 1):  # followers parse every marker they copy: skip the decoder
+        return fast[0] == 1, fast[1]
     record = next(iter_records(batch), None)
     if record is None or record.key is None or len(record.key) < 4:
         raise CorruptRecordError("control batch without a valid control record key")

@@ -62,6 +62,17 @@ class FileCache:
                 os.close(fd)
             self._evict_locked()
 
+    def write_open(self, path: str, data: bytes | bytearray | memoryview, position: int) -> int:
+        """pwrite to `path` if its descriptor is open already, under the lock (so no eviction can close it
+        meanwhile, without pinning it): the bytes written, or -1 when it is not open. Every log append
+        passes here; one lock round instead of borrow's and give_back's."""
+        with self._lock:
+            fd = self._fds.get(path)
+            if fd is None:
+                return -1
+            self._fds.move_to_end(path)
+            return os.pwrite(fd, data, position)
+
     def _evict_locked(self) -> None:
         if len(self._fds) <= self.capacity:
             return
@@ -110,6 +121,11 @@ def read_all(path: str) -> bytes:
 
 
 def write_at(path: str, data: bytes | bytearray | memoryview, position: int) -> None:
+    written = FILE_CACHE.write_open(path, data, position)
+    if written == len(data):
+        return
+    if written > 0:
+        data, position = memoryview(data)[written:], position + written
     fd = FILE_CACHE.borrow(path, create=True)
     try:
         view = memoryview(data)

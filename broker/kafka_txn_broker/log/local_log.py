@@ -144,16 +144,15 @@ class LocalLog:
     # -- writing ---------------------------------------------------------------------------
     def maybe_roll(self, size: int, last_offset: int) -> LogSegment | None:
         """Start a new segment if this append would not fit the active one. Returns the new segment."""
-        active = self.active
+        active = self.segments[-1]
         if active.size == 0:
             return None
-        now = self.clock.millis()
         too_big = active.size + size > self.segment_bytes
-        started = active.first_append_ms
-        too_old = started is not None and now - started >= self.config["log.roll.ms"]
         overflow = last_offset - active.base_offset > INT32_MAX  # relative index offsets are int32
-        if not (too_big or too_old or overflow):
-            return None
+        if not (too_big or overflow):  # then only its age can roll it: the clock is read only here
+            started = active.first_append_ms
+            if started is None or self.clock.millis() - started < self.config["log.roll.ms"]:
+                return None
         return self.roll()
 
     def roll(self) -> LogSegment:
@@ -181,8 +180,9 @@ class LocalLog:
     def append(self, data: bytes | bytearray | memoryview, batches: list[tuple[int, BatchHeader]],
                record_count: int) -> None:
         """Append batches that already carry their offsets (the first must be the log end offset)."""
-        self.check_online()
-        active = self.active
+        if self.offline is not None:
+            self.check_online()
+        active = self.segments[-1]
         position, first_offset = active.size, batches[0][1].base_offset
         try:
             active.append(data, batches, self.clock)

@@ -165,11 +165,16 @@ class ProducerAppendInfo:
     __slots__ = ("producer_id", "origin", "is_new", "entry", "started_txns", "strict_unknown")
 
     def __init__(self, producer_id: int, current: ProducerStateEntry | None, origin: AppendOrigin,
-                 strict_unknown: bool) -> None:
+                 strict_unknown: bool, *, in_place: bool = False) -> None:
+        """`in_place`: change `current` itself rather than a copy (replication, where nothing can refuse
+        the batch, so there is nothing to roll back)."""
         self.producer_id = producer_id
         self.origin = origin
         self.is_new = current is None
-        self.entry = current.copy() if current is not None else ProducerStateEntry(producer_id)
+        if current is None:
+            self.entry = ProducerStateEntry(producer_id)
+        else:
+            self.entry = current if in_place else current.copy()
         self.started_txns: list[TxnMetadata] = []
         self.strict_unknown = strict_unknown
 
@@ -376,14 +381,18 @@ class ProducerStateManager:
         self.unreplicated_txns[completed.first_offset] = txn
 
     def on_high_watermark_updated(self, high_watermark: int) -> None:
+        if not self.unreplicated_txns:  # every replica's high watermark moves on every append
+            return
         done = [first for first, txn in self.unreplicated_txns.items()
                 if txn.last_offset is not None and txn.last_offset < high_watermark]
         for first in done:
             del self.unreplicated_txns[first]
 
     def apply_replicated(self, header: BatchHeader, marker: tuple[bool, int] | None) -> CompletedTxn | None:
-        """Follower / replay path for one stored batch: update without validation."""
-        info = self.prepare_update(header.producer_id, AppendOrigin.REPLICATION)
+        """Follower / replay path for one stored batch: update without validation. The checks only log
+        on this path, never refuse, so the entry is updated in place (no copy to validate against)."""
+        info = ProducerAppendInfo(header.producer_id, self.producers.get(header.producer_id),
+                                  AppendOrigin.REPLICATION, self.strict_unknown_producer, in_place=True)
         completed = None
         if marker is None:
             info.append_batch(header)

@@ -31,6 +31,7 @@ from kafka_txn_broker.formats.errors import (
     UnknownError,
 )
 from kafka_txn_broker.formats.record_batch import (
+    CONTROL_FLAG,
     MIN_BATCH_LENGTH,
     BatchHeader,
     batch_crc_ok,
@@ -55,6 +56,9 @@ from kafka_txn_broker.log.transaction_index import AbortedTxn
 log = logging.getLogger(__name__)
 
 Records = bytes | bytearray | memoryview
+
+
+_ORIGINS = {origin.value: origin for origin in AppendOrigin}
 
 
 class UnexpectedAppendOffsetError(UnknownError):
@@ -241,7 +245,7 @@ class UnifiedLog:
     def append_as_leader(self, records: Records, leader_epoch: int, *, origin: str = "client") -> AppendInfo:
         """Validate, assign offsets from the log end, append. A retried batch (same producer, epoch and
         sequence range as one of its last 5) is not written: the original offsets come back."""
-        src = AppendOrigin(origin)
+        src = _ORIGINS.get(origin) or AppendOrigin(origin)  # the enum's own lookup costs a microsecond
         self._ensure_loaded()
         limit = self.log.max_message_bytes
         batches = validate_batches(records, self.config["message.max.bytes"] if limit is None else limit,
@@ -278,7 +282,9 @@ class UnifiedLog:
         assigned = []
         for pos, header in batches:
             with_base_offset(buf, offset, leader_epoch, pos)
-            assigned.append((pos, header._replace(base_offset=offset, partition_leader_epoch=leader_epoch)))
+            # header._replace(base_offset=offset, partition_leader_epoch=leader_epoch), without its keyword
+            # machinery: the two fields are the first and the third.
+            assigned.append((pos, BatchHeader._make((offset, header[1], leader_epoch, *header[3:]))))
             offset += header.last_offset_delta + 1
         return assigned
 
@@ -305,7 +311,7 @@ class UnifiedLog:
     def _write(self, buf: Records, batches: list[tuple[int, BatchHeader]],
                infos: dict[int, ProducerAppendInfo], completed: list[CompletedTxn]) -> AppendInfo:
         first, last = batches[0][1].base_offset, batches[-1][1].last_offset
-        count = sum(h.record_count for _, h in batches)
+        count = batches[0][1].record_count if len(batches) == 1 else sum(h.record_count for _, h in batches)
         try:
             self._maybe_roll(len(buf), last)
             self.log.append(buf, batches, count)
@@ -317,7 +323,7 @@ class UnifiedLog:
         except OSError as exc:
             raise self._offline(exc) from exc
         self._psm.update_map_end_offset(self.log.log_end_offset)
-        max_ts = max(h.max_timestamp for _, h in batches)
+        max_ts = batches[0][1].max_timestamp if len(batches) == 1 else max(h.max_timestamp for _, h in batches)
         return AppendInfo(first, last, -1, self.log_start_offset, False, count, max_ts, buf, batches)
 
     def _offline(self, exc: OSError) -> KafkaStorageError:
@@ -381,15 +387,15 @@ class UnifiedLog:
             batches = _check_replicated(records)
         elif batches is None:
             batches = list(iter_batches(records))
-        first = batches[0][1].base_offset
-        if first < self.log.log_end_offset or (first > self.log.log_end_offset and not allow_gap):
+        first, end = batches[0][1].base_offset, self.log.log_end_offset
+        if first < end or (first > end and not allow_gap):
             raise UnexpectedAppendOffsetError(
-                f"follower append at offset {first} but the log end offset of {self.dir} is "
-                f"{self.log.log_end_offset}")
+                f"follower append at offset {first} but the log end offset of {self.dir} is {end}")
         self._check_set_size(len(records))
         try:
             self._maybe_roll(len(records), batches[-1][1].last_offset)
-            self.log.append(records, batches, sum(h.record_count for _, h in batches))
+            count = batches[0][1].record_count if len(batches) == 1 else sum(h.record_count for _, h in batches)
+            self.log.append(records, batches, count)
             self._note_epochs(batches)
             self._replay_producers(records, batches, psm)
         except OSError as exc:
@@ -401,7 +407,8 @@ class UnifiedLog:
         view = memoryview(records)
         for pos, header in batches:
             if header.producer_id >= 0:
-                done = psm.apply_replicated(header, _marker_of(header, view[pos:pos + header.size]))
+                marker = _marker_of(header, view[pos:pos + header.size]) if header.attributes & CONTROL_FLAG else None
+                done = psm.apply_replicated(header, marker)
                 if done is not None:
                     self._complete_txn(done, self.log.active)
 

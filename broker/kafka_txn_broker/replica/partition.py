@@ -141,17 +141,19 @@ class Partition:
         from the leader's segment files and a second parse of the headers."""
         followers = self._live_followers()
         leader_end = self.log.log_end_offset
+        leader_epoch = self.state.leader_epoch
         for replica, follower in followers:
-            if follower.log.offline:  # its log waits for a node restart: it must not count as in sync
+            flog = follower.log
+            if flog.offline:  # its log waits for a node restart: it must not count as in sync
                 self._leave_isr(replica, "its log is offline")
                 continue
             try:
-                if follower.follows_epoch != self.state.leader_epoch:
+                if follower.follows_epoch != leader_epoch:
                     follower.truncate_divergence(self.log)
-                    follower.follows_epoch = self.state.leader_epoch
-                if appended and follower.log.log_end_offset == appended_at:
-                    follower.log.append_as_follower(appended, verified=True, batches=batches)
-                if follower.log.log_end_offset != leader_end:
+                    follower.follows_epoch = leader_epoch
+                if appended and flog.log_end_offset == appended_at:
+                    flog.append_as_follower(appended, verified=True, batches=batches)
+                if flog.log_end_offset != leader_end:
                     follower.catch_up_from(self.log)
             except KafkaStorageError as exc:
                 # A follower's disk failed: it leaves the ISR and the partition carries on with the
@@ -175,20 +177,26 @@ class Partition:
         if followers is None:
             followers = self._live_followers()
         isr = self.state.isr
-        hw = self.log.log_end_offset
+        log = self.log
+        hw = log.log_end_offset
         for replica, follower in followers:
             if replica in isr:
-                hw = min(hw, follower.log.log_end_offset)
-        hw = max(hw, self.log.log_start_offset)
-        changed = hw != self.log.high_watermark
-        self.log.high_watermark = hw
-        start = self.log.log_start_offset
+                end = follower.log.log_end_offset
+                if end < hw:
+                    hw = end
+        start = log.log_start_offset
+        if hw < start:
+            hw = start
+        changed = hw != log.high_watermark
+        log.high_watermark = hw
         for _replica, follower in followers:
             # Followers learn the high watermark and the log start offset from fetch responses in Kafka;
             # same effect. A follower that becomes leader then starts from the right offsets.
-            follower.log.high_watermark = min(hw, follower.log.log_end_offset)
-            if follower.log.log_start_offset < start and not follower.log.offline:
-                follower.log.maybe_increment_log_start_offset(min(start, follower.log.high_watermark))
+            flog = follower.log
+            end = flog.log_end_offset
+            flog.high_watermark = hw if hw < end else end
+            if flog.log_start_offset < start and not flog.offline:
+                flog.maybe_increment_log_start_offset(min(start, flog.high_watermark))
         if changed:
             self.manager.notify_data()
 

@@ -39,7 +39,7 @@ from kafka_txn_broker.formats.errors import (
     TransactionAbortableError,
     for_code,
 )
-from kafka_txn_broker.formats.record_batch import HEADER_SIZE, iter_batches
+from kafka_txn_broker.formats.record_batch import HEADER_SIZE, BatchHeader, iter_batches
 
 if TYPE_CHECKING:
     from kafka_txn_broker.configs.broker_config import BrokerConfig
@@ -148,9 +148,19 @@ def _transactional_producer(records: Any) -> tuple[int, int, int] | None:
     """(producer id, epoch, base sequence) of the transactional batches, None if not transactional."""
     if not isinstance(records, bytes | bytearray | memoryview) or len(records) < HEADER_SIZE:
         return None
+    first = BatchHeader.parse(records)
+    if first.size == len(records):  # one batch, as every client sends: no scan
+        return _producer_of(first)
     for _pos, header in iter_batches(records):
-        if header.is_transactional and header.has_producer_id:
-            return header.producer_id, header.producer_epoch, header.base_sequence
+        found = _producer_of(header)
+        if found is not None:
+            return found
+    return None
+
+
+def _producer_of(header: BatchHeader) -> tuple[int, int, int] | None:
+    if header.is_transactional and header.has_producer_id:
+        return header.producer_id, header.producer_epoch, header.base_sequence
     return None
 
 

@@ -175,6 +175,8 @@ def _simple_value(f: Any, version: int, rng: random.Random, name: str) -> Any:
         return _records(rng)
     if t == "bytes":
         return bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 16)))
+    if t == "bitfield":  # responses only (authorized operations): a set of bit numbers of an int32
+        return set(rng.sample(range(32), rng.randint(0, 4)))
     raise AssertionError(f"unhandled schema type {t}")
 
 

@@ -66,6 +66,51 @@ def test_control_batch_layout() -> None:
     assert record.key == struct.pack(">hh", 0, 1) and record.value == struct.pack(">hi", 0, 17)
 
 
+def _marker_with(key: bytes, value: bytes, *, ts_delta: int = 0, headers: list[tuple[str, bytes]] | None = None
+                 ) -> bytes:
+    """A control batch of one record as any writer may lay it out (kafka-python's builder: an independent
+    writer), not necessarily in the 78-byte layout the broker writes."""
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=True, producer_id=11,
+                                        producer_epoch=4, base_sequence=-1, batch_size=1 << 20)
+    builder.append(0, timestamp=TS + ts_delta, key=key, value=value, headers=headers or [])
+    raw = bytearray(builder.build())
+    struct.pack_into(">q", raw, 27, TS)  # base timestamp TS: the record's delta stays as given
+    struct.pack_into(">h", raw, 21, struct.unpack_from(">h", raw, 21)[0] | 0x20)  # the control bit
+    return bytes(_recrc(raw))
+
+
+@pytest.mark.parametrize("layout", [
+    {"ts_delta": 300},  # a two-byte timestamp delta moves every field after it
+    {"headers": [("h", b"x")]},
+    {"value_tail": b"\x00\x07"},  # a longer value (a newer marker version): the epoch is still its start
+])
+def test_markers_in_other_layouts_parse_as_the_record_says(layout: dict) -> None:
+    value = struct.pack(">hi", 0, 23) + layout.pop("value_tail", b"")
+    raw = _marker_with(struct.pack(">hh", 0, 1), value, **layout)
+    assert rb.BatchHeader.parse(raw).is_control
+    assert rb.parse_control_record(raw) == (True, 23)
+
+
+def test_a_control_record_that_is_not_a_marker_is_refused_in_the_canonical_layout_too() -> None:
+    raw = bytearray(rb.build_control_batch(11, 4, True, 17, TS))
+    struct.pack_into(">h", raw, rb.HEADER_SIZE + 7, 5)  # control type 5 in the key, same layout
+    with pytest.raises(CorruptRecordError):
+        rb.parse_control_record(bytes(raw))
+    abort = _marker_with(struct.pack(">hh", 0, 0), struct.pack(">hi", 0, 9), ts_delta=200)
+    assert rb.parse_control_record(abort) == (False, 9)
+
+
+@pytest.mark.parametrize("value_size", [1, 60, 62, 8000, 8200, 70_000])
+def test_record_lengths_of_every_varint_width_validate(value_size: int) -> None:
+    """One-, two- and three-byte record lengths (the walk decodes the first two inline)."""
+    raw = kafka_python_batch(3, value_size=value_size)
+    assert rb.validate_client_batch(raw, 1 << 20).record_count == 3
+    buf = bytearray(raw)
+    buf[rb.HEADER_SIZE] ^= 0x02  # the first record's length, off by one: the walk must notice
+    with pytest.raises((CorruptRecordError, InvalidRecordError)):
+        rb.validate_client_batch(_recrc(buf), 1 << 20)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.one_of(st.none(), st.binary(max_size=40)), st.one_of(st.none(), st.binary(max_size=200)),
                           st.lists(st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=8))),

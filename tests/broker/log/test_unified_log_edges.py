@@ -11,7 +11,7 @@ import pytest
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.configs.broker_config import BrokerConfig
 from kafka_txn_broker.formats.errors import OffsetOutOfRangeError
-from kafka_txn_broker.formats.record_batch import build_control_batch
+from kafka_txn_broker.formats.record_batch import build_batch, build_control_batch
 from kafka_txn_broker.log.transaction_index import AbortedTxn
 from kafka_txn_broker.log.unified_log import UnifiedLog
 from tests.broker.log.test_unified_log import TS, Producer, plain
@@ -121,3 +121,37 @@ def test_recovery_rebuilds_the_abort_of_a_marker_at_the_segments_base_offset(par
     assert reopened.log.active.txn_index.entries() == expected
     reopened.high_watermark = reopened.log_end_offset
     assert reopened.read(0, 10**6, True).aborted_transactions == expected
+
+
+def _state(log: UnifiedLog) -> dict[int, tuple[object, ...]]:
+    return {pid: (e.producer_epoch, e.coordinator_epoch, e.last_timestamp, e.current_txn_first_offset,
+                  list(e.batches)) for pid, e in log.producer_state.producers.items()}
+
+
+def test_a_follower_fed_every_append_result_holds_the_leaders_producer_state(
+        ulog: UnifiedLog, part_dir: Path, config: BrokerConfig, clock: ManualClock) -> None:
+    # Followers update their producer entries in place (nothing on the replication path can refuse a batch):
+    # after commits, an abort, a new epoch and more than five batches of one producer, every entry matches
+    # the leader's, and neither log holds the other's entry objects.
+    follower = UnifiedLog.open(part_dir.parent / "follower-0", config, clock)
+    t1, t2, idem = Producer(1, txn=True), Producer(2, txn=True), Producer(3)
+    infos = [ulog.append_as_leader(t1.batch(2), 0), ulog.append_as_leader(t2.batch(), 0)]
+    for _ in range(6):
+        infos.append(ulog.append_as_leader(idem.batch(), 0))
+    infos += [ulog.append_marker_info(1, 0, True, 3, 0, transaction_version=1),
+              ulog.append_marker_info(2, 0, False, 3, 0, transaction_version=1),
+              ulog.append_as_leader(t1.batch(), 0)]
+    t1.epoch, t1.seq = 1, 0  # the coordinator fenced epoch 0: the abort marker carries epoch 1
+    infos += [ulog.append_marker_info(1, 1, False, 4, 0, transaction_version=1), ulog.append_as_leader(t1.batch(3), 0)]
+    for info in infos:
+        follower.append_as_follower(info.records, verified=True, batches=info.batches)
+    assert _state(follower) == _state(ulog)
+    assert len(ulog.producer_state.producers[3].batches) == 5  # the last five batches only, on both
+    leader_entries = {id(e) for e in ulog.producer_state.producers.values()}
+    assert not leader_entries & {id(e) for e in follower.producer_state.producers.values()}
+    assert follower.log.active.txn_index.entries() == ulog.log.active.txn_index.entries() != []
+    assert follower.producer_state.first_unstable_offset() == ulog.producer_state.first_unstable_offset()
+    # As a new leader, the follower recognises the last batch's retry by the sequence numbers it replayed.
+    retry = build_batch([(b"k", b"v")] * 3, timestamp_ms=TS, producer_id=1, producer_epoch=1, base_sequence=0,
+                        transactional=True)
+    assert follower.append_as_leader(retry, 1).duplicate

@@ -29,6 +29,7 @@ name at once may build it twice, and both keep the first.
 from __future__ import annotations
 
 import importlib
+import struct
 import types
 from typing import Any
 
@@ -72,28 +73,55 @@ class MalformedRequest(ValueError):
     """A frame Kafka's request reader would refuse (the broker closes the connection, as Kafka does)."""
 
 
+# The request header (v1, and v2 for flexible versions: KIP-482) up to its client id: frame size, API key,
+# API version, correlation id, client id length (a nullable string, never compact).
+_REQUEST_HEAD = struct.Struct(">ihhih")
+_RESPONSE_HEAD = struct.Struct(">ii")  # frame size, correlation id
+_NO_TAGGED_FIELDS = b"\x00"
+_API_VERSIONS_KEY = 18
+
+
 def decode_request(request_class: Any, frame: bytes, version: int) -> tuple[Any, int, str | None]:
     """(request, correlation id, client id) of a framed request (size, header, body) at `version`.
 
-    MalformedRequest for bytes that do not decode, and for a null in a field that is not nullable in this
-    version, which Kafka's reader refuses too ("non-nullable field X was serialized as null")."""
+    The header is read here and only the body handed to the generated decoder, which would copy the whole
+    frame to read the header (a hot path: every request); a header it would read differently (tagged fields,
+    a client id past the frame's end) goes to it whole. MalformedRequest for bytes that do not decode, and for
+    a null in a field that is not nullable in this version, which Kafka's reader refuses too ("non-nullable
+    field X was serialized as null")."""
     try:
-        request = request_class.decode(frame, version=version, header=True, framed=True)
+        request, correlation_id, client_id = _decode(request_class, frame, version)
     except Exception as exc:  # the generated decoder raises many types on garbage
         raise MalformedRequest(f"cannot decode API {request_class.API_KEY} v{version}: {exc!r}") from None
     bad_null = null_violation(request, version)
     if bad_null is not None:
         raise MalformedRequest(f"API {request_class.API_KEY} v{version}: non-nullable field {bad_null} is null")
-    header = request.header
-    return request, header.correlation_id, getattr(header, "client_id", None)
+    return request, correlation_id, client_id
+
+
+def _decode(request_class: Any, frame: bytes, version: int) -> tuple[Any, int, str | None]:
+    if len(frame) >= _REQUEST_HEAD.size:
+        _size, _key, _version, correlation_id, length = _REQUEST_HEAD.unpack_from(frame)
+        pos = _REQUEST_HEAD.size + max(length, 0)
+        flexible = request_class.flexible_version_q(version)
+        if pos + flexible <= len(frame) and (not flexible or frame[pos] == 0):
+            client_id = None if length < 0 else str(frame[_REQUEST_HEAD.size:pos], "utf-8")
+            body = request_class.decode(memoryview(frame)[pos + flexible:], version=version)
+            return body, correlation_id, client_id
+    request = request_class.decode(frame, version=version, header=True, framed=True)
+    return request, request.header.correlation_id, getattr(request.header, "client_id", None)
 
 
 def encode_response(response: Any, version: int, correlation_id: int) -> bytes:
-    """The framed response (size, header, body) at `version`, whatever version the object was built at."""
+    """The framed response (size, header, body) at `version`, whatever version the object was built at: its
+    header is v0, or v1 with no tagged fields for flexible versions, except ApiVersions, whose header stays
+    v0 so that any client can read it (KIP-511); written here, the body by the generated encoder."""
     if version != response.API_VERSION:
         response.API_VERSION = version
-    response.with_header(correlation_id=correlation_id)
-    return bytes(response.encode(header=True, framed=True))
+    body = response.encode()
+    tagged = response.API_KEY != _API_VERSIONS_KEY and response.flexible_version_q(version)
+    head = _RESPONSE_HEAD.pack(len(body) + 4 + tagged, correlation_id)
+    return b"".join((head, _NO_TAGGED_FIELDS, body) if tagged else (head, body))
 
 
 def encode_request(request: Any, version: int, correlation_id: int, client_id: str | None) -> bytes:
