@@ -159,9 +159,14 @@ def rehearse(bs: str, config: Path) -> None:
     from kafka_txn_tools.cli.app import app
     from tests.e2e.cli_support import run_printed
 
-    made = CliRunner().invoke(app, ["broker", "scenario", "unregistered-partition-commit", "-b", bs,
-                                    "--command-config", str(config), "--no-healthy", "--topic-prefix", "rehearsal",
-                                    "--backdate-minutes", str(BACKDATE_MS / 60_000)])
+    saved = dict(os.environ)  # reading the properties points this process's Kerberos library at their keytab
+    try:
+        made = CliRunner().invoke(app, ["broker", "scenario", "unregistered-partition-commit", "-b", bs,
+                                        "--command-config", str(config), "--no-healthy", "--topic-prefix",
+                                        "rehearsal", "--backdate-minutes", str(BACKDATE_MS / 60_000)])
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
     assert made.exit_code == 0, made.stderr
     [hang] = [HangingTransaction(**h) for h in json.loads(made.stdout)["scenarios"][0]["hanging"]]
     found = cli("kafka-txn", bs, "find-hanging", "--topic", hang.topic, "-o", "json", config=config)

@@ -248,10 +248,20 @@ def share_rows(cluster: EmbeddedCluster, url: str, t: ShareTransaction) -> list[
 
 
 def state_partition_clear(cluster: EmbeddedCluster, t: ShareTransaction) -> None:
+    """Each `__share_group_state` partition of the transaction gets its marker: its LSO reaches its log end.
+    The marker is written after the share-partitions saw the abort (the coordinator sends each partition's
+    marker on its own), so it is waited for, within a bound."""
+    import time
+
     from tests.e2e.cli_support import log_offsets
 
     for name in t.share_state_partitions:
-        end, lso = log_offsets(cluster.bootstrap_servers, SHARE_STATE_TOPIC, int(name.rsplit("-", 1)[1]))
+        deadline = time.monotonic() + 10
+        while True:
+            end, lso = log_offsets(cluster.bootstrap_servers, SHARE_STATE_TOPIC, int(name.rsplit("-", 1)[1]))
+            if lso == end or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         assert lso == end, name
 
 
