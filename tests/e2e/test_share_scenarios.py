@@ -12,7 +12,7 @@ import pytest
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.formats.partitioning import SHARE_STATE_TOPIC
-from kafka_txn_broker.testing.raw_client import RawKafkaClient
+from kafka_txn_broker.testing.raw_client import ProducerIdAndEpoch, RawKafkaClient
 from kafka_txn_broker.testing.scenarios import (
     SHARE_PARTITION,
     ScenarioOptions,
@@ -247,22 +247,34 @@ def share_rows(cluster: EmbeddedCluster, url: str, t: ShareTransaction) -> list[
             and row["transactional_id"] == t.transactional_id]
 
 
-def state_partition_clear(cluster: EmbeddedCluster, t: ShareTransaction) -> None:
-    """Each `__share_group_state` partition of the transaction gets its marker: its LSO reaches its log end.
-    The marker is written after the share-partitions saw the abort (the coordinator sends each partition's
-    marker on its own), so it is waited for, within a bound."""
-    import time
+def open_on_state_partition(cluster: EmbeddedCluster, partition: int) -> dict[int, int]:
+    """{producer id: first offset} of the transactions open on a `__share_group_state` partition, as its leader's
+    DescribeProducers shows them (none before the topic exists)."""
+    assert cluster.cluster is not None
+    metadata = cluster.cluster.metadata
+    if cluster.call_soon(lambda: metadata.partition_count(SHARE_STATE_TOPIC)) is None:
+        return {}
+    with RawKafkaClient(cluster.bootstrap_servers) as client:
+        producers = client.describe_producers(SHARE_STATE_TOPIC, partition)
+    return {p.producer_id: p.current_txn_start_offset for p in producers if p.current_txn_start_offset >= 0}
 
+
+def ended_on_state_partitions(cluster: EmbeddedCluster, t: ShareTransaction) -> None:
+    """The transaction's marker landed on each of its `__share_group_state` partitions: its producer has no
+    transaction open there, and only transactions still open there hold the partition's LSO back.
+
+    Called once its share-partitions saw the marker, which is when it is already in the log: they hear of it from
+    the state partition's leader after it appended it. The LSO need not reach the log end: the partition keeps
+    the state of every share-partition hashed to it (partitionFor of "group:topicId:partition", 50 partitions),
+    and another group's transaction (this module's stalled ones run for 10 minutes) may be open there."""
     from tests.e2e.cli_support import log_offsets
 
     for name in t.share_state_partitions:
-        deadline = time.monotonic() + 10
-        while True:
-            end, lso = log_offsets(cluster.bootstrap_servers, SHARE_STATE_TOPIC, int(name.rsplit("-", 1)[1]))
-            if lso == end or time.monotonic() > deadline:
-                break
-            time.sleep(0.05)
-        assert lso == end, name
+        partition = int(name.rsplit("-", 1)[1])
+        still_open = open_on_state_partition(cluster, partition)
+        assert t.producer_id not in still_open, (name, still_open)
+        end, lso = log_offsets(cluster.bootstrap_servers, SHARE_STATE_TOPIC, partition)
+        assert lso == min(still_open.values(), default=end), (name, still_open, end, lso)
 
 
 @pytest.mark.parametrize("name", ["share-ack-stalled", "share-ack-leadership-move"])
@@ -289,7 +301,7 @@ def test_a_transaction_holding_a_share_group_is_ended_by_its_printed_command(clu
     run_printed(command)
     cluster.tick()
     assert wait_states(cluster, holder, t, lambda s: s.get("TX_PENDING", 0) == 0).get("TX_PENDING", 0) == 0
-    state_partition_clear(cluster, t)
+    ended_on_state_partitions(cluster, t)
     clock.advance(LOCK_MS + 1)  # the member's lock runs out: the group moves on, the records delivered again
     cluster.tick()
     wait_states(cluster, holder, t, lambda s: s.get("AVAILABLE") == 10)
@@ -302,6 +314,92 @@ def test_a_producer_that_dies_holding_a_share_group_needs_no_command(cluster, cl
     t = scenario(cluster, "share-ack-producer-dies", zombie_timeout_ms=5000)
     clock.advance(PAST_THE_MAX_TIMEOUT_MS)
     cluster.tick()
-    wait_states(cluster, t.leader, t, lambda s: s.get("TX_PENDING", 0) == 0)
+    assert wait_states(cluster, t.leader, t, lambda s: s.get("TX_PENDING", 0) == 0).get("TX_PENDING", 0) == 0
     assert share_rows(cluster, metrics_url, t) == []
-    state_partition_clear(cluster, t)
+    ended_on_state_partitions(cluster, t)
+
+
+# ---- a `__share_group_state` partition is shared: each transaction's marker releases its own staging only ----------
+def groups_on_one_free_state_partition(cluster: EmbeddedCluster, topic_id: Any, prefix: str) -> tuple[int, list[str]]:
+    """Two share groups whose state for partition 0 of the topic lives in the same `__share_group_state`
+    partition (Kafka's partitionFor of "group:topicId:partition"), one no open transaction holds yet."""
+    from itertools import count
+
+    from kafka_txn_broker.formats.partitioning import partition_for
+    from kafka_txn_broker.formats.share_coordinator_records import coordinator_key
+
+    assert cluster.cluster is not None
+    partitions = int(cluster.cluster.config["share.coordinator.state.topic.num.partitions"])
+    by_partition: dict[int, list[str]] = {}
+    for i in count():
+        group = f"{prefix}-{i}"
+        partition = partition_for(coordinator_key(group, topic_id, 0), partitions)
+        names = by_partition.setdefault(partition, [])
+        names.append(group)
+        if len(names) == 2 and not open_on_state_partition(cluster, partition):
+            return partition, names
+    raise AssertionError("unreachable")
+
+
+def stage_all_inputs(client: RawKafkaClient, topic: str, topic_id: Any, leader: int, group: str) -> ShareTransaction:
+    """What share-ack-stalled does, for a chosen group: a member acquires the topic's inputs (partition 0) and a
+    transaction (10 minutes' timeout) stages their ACCEPT with TxnShareAcknowledge."""
+    import time
+
+    from kafka_txn_broker.testing import share_client as sc
+
+    assert sc.set_group_configs(client, group, {"share.auto.offset.reset": "earliest"}) == 0
+    member = ShareMember(client, group, group + "-member", topic, topic_id, 0, leader)
+    deadline = time.monotonic() + 20
+    while (0, 9) not in member.fetch():
+        assert time.monotonic() < deadline, f"{group} never acquired the inputs"
+    txn_id = group + "-txn"
+    code, pe = client.init_producer_id(txn_id, 600_000)
+    assert code == 0, code
+    r = sc.txn_share_acknowledge(client, leader, txn_id, pe, group, member.member_id, member.epoch,
+                                 [(topic_id, 0, [(0, 9, [sc.ACCEPT])])])
+    assert (r.error_code, sc.partition_codes(r)) == (0, [0])
+    d = client.describe_transaction(txn_id)
+    state_parts = [f"{t.topic}-{p}" for t in d.topics for p in t.partitions if t.topic == SHARE_STATE_TOPIC]
+    return ShareTransaction(txn_id, pe.producer_id, pe.epoch, 600_000, group, topic, 0, 0, 9, state_parts, leader,
+                            leader, "held TX_PENDING", "its abort")
+
+
+def test_transactions_staged_on_one_state_partition_each_release_their_own(cluster, clock):
+    # Two groups' transactions stage on the same `__share_group_state` partition: each holds its LSO until its
+    # own ABORT marker. The first one's marker gives back its group's records only, and the partition's LSO then
+    # waits for the second: below the log end although the first transaction's marker landed.
+    import uuid
+
+    from tests.e2e.cli_support import log_offsets
+
+    topic = f"shared-state-{uuid.uuid4().hex[:8]}"
+    with RawKafkaClient(cluster.bootstrap_servers) as client:
+        client.create_topic(topic, 1, 3)
+        leader = client.partition_leaders(topic)[0]
+        topic_id, _ = topic_layout(client, topic)
+        assert client.produce(topic, 0, [f"in-{i}".encode() for i in range(10)], clock.millis())[0] == 0
+        partition, groups = groups_on_one_free_state_partition(cluster, topic_id, topic)
+        first, second = (stage_all_inputs(client, topic, topic_id, leader, g) for g in groups)
+        assert first.share_state_partitions == second.share_state_partitions == [f"{SHARE_STATE_TOPIC}-{partition}"]
+        opened = open_on_state_partition(cluster, partition)
+        assert opened.keys() == {first.producer_id, second.producer_id} and opened[first.producer_id] < \
+            opened[second.producer_id]
+        end, lso = log_offsets(cluster.bootstrap_servers, SHARE_STATE_TOPIC, partition)
+        assert lso == opened[first.producer_id] < end
+
+        assert client.end_txn_tv2(first.transactional_id, ProducerIdAndEpoch(first.producer_id,
+                                                                              first.producer_epoch), False)[0] == 0
+        back = wait_states(cluster, first.leader, first, lambda s: s.get("TX_PENDING", 0) == 0)
+        assert back.get("ACQUIRED") == 10  # to their member, under the same lock
+        assert states_at(cluster, second.leader, second).get("TX_PENDING") == 10  # not the other producer's
+        ended_on_state_partitions(cluster, first)
+        end, lso = log_offsets(cluster.bootstrap_servers, SHARE_STATE_TOPIC, partition)
+        assert lso == opened[second.producer_id] < end  # held by the transaction still open there, not by the first
+
+        assert client.end_txn_tv2(second.transactional_id, ProducerIdAndEpoch(second.producer_id,
+                                                                               second.producer_epoch), False)[0] == 0
+        wait_states(cluster, second.leader, second, lambda s: s.get("TX_PENDING", 0) == 0)
+        ended_on_state_partitions(cluster, second)
+        end, lso = log_offsets(cluster.bootstrap_servers, SHARE_STATE_TOPIC, partition)
+        assert lso == end

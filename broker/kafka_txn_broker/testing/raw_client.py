@@ -292,11 +292,21 @@ class RawKafkaClient:
 
     def describe_producer(self, topic: str, partition: int, producer_id: int) -> Any:
         """The leader's DescribeProducers entry for one producer (None: it has none)."""
+        p = self._describe_producers(topic, partition)
+        return next((a for a in p.active_producers if a.producer_id == producer_id), None)
+
+    def describe_producers(self, topic: str, partition: int) -> list[Any]:
+        """The leader's DescribeProducers entries of a partition (producer_id, current_txn_start_offset...)."""
+        p = self._describe_producers(topic, partition)
+        if p.error_code:
+            raise RawClientError(f"DescribeProducers of {topic}-{partition} failed with error {p.error_code}")
+        return list(p.active_producers)
+
+    def _describe_producers(self, topic: str, partition: int) -> Any:
         leader = self.partition_leaders(topic)[partition]
         T = DescribeProducersRequest.TopicRequest
         resp = self.send(DescribeProducersRequest[0](topics=[T(name=topic, partition_indexes=[partition])]), 0, leader)
-        p = resp.topics[0].partitions[0]
-        return next((a for a in p.active_producers if a.producer_id == producer_id), None)
+        return resp.topics[0].partitions[0]
 
     def produce_transactional(self, transactional_id: str, pe: ProducerIdAndEpoch, topic: str, partition: int,
                               base_sequence: int, values: list[bytes], timestamp_ms: int) -> tuple[int, int]:
