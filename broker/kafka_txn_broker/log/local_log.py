@@ -30,6 +30,7 @@ from kafka_txn_broker.log import cleaner, file_cache
 from kafka_txn_broker.log.segment import LogSegment, SegmentStateUnknown
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+_NEVER = 2**62  # log.flush.interval.ms at or above this (Kafka's default, Long.MAX_VALUE): no timed flush
 
 
 @dataclass
@@ -206,8 +207,13 @@ class LocalLog:
             raise KafkaStorageError(f"cannot append to {active.log_path}: {exc}") from exc
         except OSError as exc:  # rolled back by the segment: nothing was appended
             raise KafkaStorageError(f"cannot append to {active.log_path}: {exc}") from exc
-        self._next_offset = batches[-1][1].next_offset
+        last = batches[-1][1]
+        self._next_offset = last.base_offset + last.last_offset_delta + 1
         self._unflushed_messages += record_count
+        if self._policy_at != BrokerConfig.changes:
+            self._read_policy()
+        if self._unflushed_messages < self._flush_messages and self._flush_ms >= _NEVER:
+            return  # the default policy (the OS flushes): nothing to decide
         try:
             self._maybe_flush()
         except KafkaStorageError:
@@ -226,7 +232,7 @@ class LocalLog:
             self._read_policy()
         if self._unflushed_messages >= self._flush_messages:
             self.flush()
-        elif self._flush_ms < 2**62:  # the default (never) needs no clock read
+        elif self._flush_ms < _NEVER:  # the default (never) needs no clock read
             self.flush_if_due()
 
     def flush_if_due(self) -> bool:
