@@ -135,6 +135,58 @@ def decode_response(response_class: Any, frame: bytes, version: int) -> Any:
     return response_class.decode(frame, version=version, header=True, framed=True)
 
 
+def new_message(cls: Any, version: int, /, **fields: Any) -> Any:
+    """`cls[version](**fields)`, the same object built without kafka-python's constructor, which walks every
+    field of the schema in Python: the handlers of the requests every transaction sends (Produce,
+    AddPartitionsToTxn, EndTxn) build their responses here. As that constructor does: the fields of that
+    version that are not given hold their schema defaults, a given tagged field is listed in `tags`."""
+    plan = _MESSAGE_PLANS.get((cls, version))
+    if plan is None:
+        plan = _message_plan(cls, version)
+    primary, defaults, tagged = plan
+    obj = _new_object(primary)
+    obj._header = obj._min_version = obj._max_version = obj.unknown_tags = obj.tags = None
+    obj._version = version
+    for name, default in defaults:
+        setattr(obj, name, default)
+    for name, value in fields.items():
+        setattr(obj, name, value)
+    if tagged and not tagged.isdisjoint(fields):
+        obj.tags = {name for name in fields if name in tagged}
+    return obj
+
+
+def new_struct(cls: Any, /, **fields: Any) -> Any:
+    """`cls(**fields)` for a struct nested in a message (`ProduceResponse.TopicProduceResponse`), built as
+    new_message builds a message: the same object as kafka-python's constructor makes (the fields not given
+    are not set; they read as their schema defaults)."""
+    tagged = _STRUCT_TAGS.get(cls)
+    if tagged is None:
+        tagged = _STRUCT_TAGS.setdefault(cls, frozenset(f.name for f in cls._struct._fields if f._tag is not None))
+    obj = _new_object(cls)
+    obj._version = obj.unknown_tags = obj.tags = None
+    for name, value in fields.items():
+        setattr(obj, name, value)
+    if tagged and not tagged.isdisjoint(fields):
+        obj.tags = {name for name in fields if name in tagged}
+    return obj
+
+
+_new_object = object.__new__
+# (message class, version) -> (its primary class, (field, default) of that version's fields, tagged fields)
+_MESSAGE_PLANS: dict[tuple[Any, int], tuple[Any, tuple[tuple[str, Any], ...], frozenset[str]]] = {}
+_STRUCT_TAGS: dict[Any, frozenset[str]] = {}
+
+
+def _message_plan(cls: Any, version: int) -> tuple[Any, tuple[tuple[str, Any], ...], frozenset[str]]:
+    cls[version]  # noqa: B018  (kafka-python's check of the version: ValueError outside the message's range)
+    primary = cls[None]
+    fields = primary._struct._fields
+    plan = (primary, tuple((f.name, f.default) for f in fields if f.for_version_q(version)),
+            frozenset(f.name for f in fields if f._tag is not None))
+    return _MESSAGE_PLANS.setdefault((cls, version), plan)
+
+
 def __getattr__(name: str) -> Any:
     """The message class (or enum, or table) `name`, resolved on first use."""
     found = _resolved.get(name)
