@@ -100,16 +100,34 @@ def decode_request(request_class: Any, frame: bytes, version: int) -> tuple[Any,
 
 
 def _decode(request_class: Any, frame: bytes, version: int) -> tuple[Any, int, str | None]:
-    if len(frame) >= _REQUEST_HEAD.size:
+    plan = _REQUEST_PLANS.get((request_class, version))
+    if plan is None:
+        plan = _request_plan(request_class, version)
+    if plan is not None and len(frame) >= _REQUEST_HEAD.size:
+        flexible, decode_body = plan
         _size, _key, _version, correlation_id, length = _REQUEST_HEAD.unpack_from(frame)
         pos = _REQUEST_HEAD.size + max(length, 0)
-        flexible = request_class.flexible_version_q(version)
         if pos + flexible <= len(frame) and (not flexible or frame[pos] == 0):
             client_id = None if length < 0 else str(frame[_REQUEST_HEAD.size:pos], "utf-8")
-            body = request_class.decode(memoryview(frame)[pos + flexible:], version=version)
-            return body, correlation_id, client_id
+            return decode_body(memoryview(frame), pos + flexible)[0], correlation_id, client_id
     request = request_class.decode(frame, version=version, header=True, framed=True)
     return request, request.header.correlation_id, getattr(request.header, "client_id", None)
+
+
+# (request class, version) -> (flexible: the header ends with tagged fields, the body decoder kafka-python
+# generates for that version: what the class's decode() calls after its checks)
+_REQUEST_PLANS: dict[tuple[Any, int], tuple[int, Any]] = {}
+
+
+def _request_plan(request_class: Any, version: int) -> tuple[int, Any] | None:
+    """None for a version the message does not have (its decode() says so)."""
+    if not 0 <= version <= request_class.max_version:
+        return None
+    flexible = 1 if request_class.flexible_version_q(version) else 0
+    primary = request_class[None]
+    decode_body = primary._struct.compiled_decode_from(version, compact=bool(flexible), tagged=bool(flexible),
+                                                       data_class=primary)
+    return _REQUEST_PLANS.setdefault((request_class, version), (flexible, decode_body))
 
 
 def encode_response(response: Any, version: int, correlation_id: int) -> bytes:
