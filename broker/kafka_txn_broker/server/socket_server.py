@@ -117,14 +117,13 @@ class Connection(asyncio.Protocol):
 
     # ---- asyncio.Protocol ----------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # any loop's stream transport (not always a subclass)
         self._done = asyncio.get_running_loop().create_future()
         self._registry.add(self)
-        peer = transport.get_extra_info("peername")
+        peer = self.transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
-        self._over_ssl = transport.get_extra_info("sslcontext") is not None
-        self.session = self.security.new_session(peer[0] if peer else "?", transport.get_extra_info("peercert"))
+        self._over_ssl = self.transport.get_extra_info("sslcontext") is not None
+        self.session = self.security.new_session(peer[0] if peer else "?", self.transport.get_extra_info("peercert"))
 
     def data_received(self, data: bytes) -> None:
         if self._closing:
