@@ -21,7 +21,7 @@ from kafka_txn_broker.formats.errors import (
     error_code,
     error_message,
 )
-from kafka_txn_broker.formats.messages import ProduceRequest, ProduceResponse
+from kafka_txn_broker.formats.messages import ProduceRequest, ProduceResponse, new_message, new_struct
 from kafka_txn_broker.formats.record_batch import HEADER_SIZE, UnsupportedCompressionError, iter_batches, iter_records
 
 R = ProduceResponse
@@ -43,9 +43,9 @@ def _append_one(ctx: RequestContext, req: Any, topic_data: Any, pdata: Any) -> A
         if before is not None:
             raise before
         info = part.append_as_leader(pdata.records, req.acks)
-        return PR(index=pdata.index, error_code=0, base_offset=info.first_offset,
-                  log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset,
-                  record_errors=[], error_message=None)
+        return new_struct(PR, index=pdata.index, error_code=0, base_offset=info.first_offset,
+                          log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset,
+                          record_errors=[], error_message=None)
     except Exception as exc:  # every per-partition failure becomes that partition's error code
         code = error_code(exc)
         hint = None
@@ -109,9 +109,9 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     responses = []
     for t in req.topic_data:
         parts = [_append_one(ctx, req, t, p) for p in t.partition_data]
-        responses.append(TR(name=getattr(t, "name", None), topic_id=getattr(t, "topic_id", None),
-                            partition_responses=parts))
+        responses.append(new_struct(TR, name=getattr(t, "name", None), topic_id=getattr(t, "topic_id", None),
+                                    partition_responses=parts))
     if req.acks == 0:
         return None  # acks=0: the client expects no response at all
     endpoints = _leader_endpoints(ctx, responses) if ctx.api_version >= 10 else []
-    return R[ctx.api_version](responses=responses, throttle_time_ms=0, node_endpoints=endpoints)
+    return new_message(R, ctx.api_version, responses=responses, throttle_time_ms=0, node_endpoints=endpoints)

@@ -22,6 +22,8 @@ from kafka_txn_broker.formats.messages import (
     AddPartitionsToTxnResponse,
     EndTxnRequest,
     EndTxnResponse,
+    new_message,
+    new_struct,
 )
 from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, partition_for
 from kafka_txn_broker.txn.transaction_metadata import TopicPartition
@@ -44,8 +46,8 @@ def _old_fenced(code: int, version: int) -> int:
 def _topic_results(errors: dict[TopicPartition, int]) -> list[Any]:
     by_topic: dict[str, list[Any]] = defaultdict(list)
     for (topic, partition), code in errors.items():
-        by_topic[topic].append(PartitionResult(partition_index=partition, partition_error_code=code))
-    return [TopicResult(name=t, results_by_partition=ps) for t, ps in by_topic.items()]
+        by_topic[topic].append(new_struct(PartitionResult, partition_index=partition, partition_error_code=code))
+    return [new_struct(TopicResult, name=t, results_by_partition=ps) for t, ps in by_topic.items()]
 
 
 def _check_partitions(ctx: RequestContext, partitions: list[TopicPartition], from_client: bool
@@ -104,7 +106,8 @@ async def handle_add_partitions(ctx: RequestContext, req: Any) -> Any:
     if ctx.api_version < 4:
         errors = _one_transaction(ctx, req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
                                   req.v3_and_below_producer_epoch, False, req.v3_and_below_topics)
-        return APR[ctx.api_version](throttle_time_ms=0, results_by_topic_v3_and_below=_topic_results(errors))
+        return new_message(APR, ctx.api_version, throttle_time_ms=0,
+                           results_by_topic_v3_and_below=_topic_results(errors))
     if not ctx.authorize("CLUSTER_ACTION", "CLUSTER"):  # v4+ is the brokers' batched form
         return APR[ctx.api_version](throttle_time_ms=0, error_code=E.CLUSTER_AUTHORIZATION_FAILED,
                                     results_by_transaction=[])
@@ -144,4 +147,4 @@ async def handle_end_txn(ctx: RequestContext, req: Any) -> Any:
     kwargs: dict[str, Any] = {"throttle_time_ms": 0, "error_code": _old_fenced(code, ctx.api_version)}
     if ctx.api_version >= 5:
         kwargs.update(producer_id=pid, producer_epoch=epoch)
-    return EndTxnResponse[ctx.api_version](**kwargs)
+    return new_message(EndTxnResponse, ctx.api_version, **kwargs)

@@ -298,6 +298,10 @@ class BrokerConfig:
     """Typed, validated broker properties. `cfg["log.segment.bytes"]` reads a value. Not thread-safe: built
     before the cluster starts, then read (and, in tests, set) on the cluster's event loop."""
 
+    # Moves with every change of any broker config (set(), a reload of the dynamic configs): a hot path may
+    # keep values it read until it moves (each log keeps its flush and roll policy, read on every append).
+    changes = 0
+
     def __init__(self, overrides: Mapping[str, Any] | None = None) -> None:
         self._values: dict[str, Any] = {d.name: d.default for d in _DEFINITIONS}
         self._explicit: set[str] = set()  # set by the config file, --set or set(): STATIC_BROKER_CONFIG
@@ -312,6 +316,7 @@ class BrokerConfig:
             raise ConfigError(f"unknown broker property {name!r}{hint}; see `kafka-txn broker config`")
         self._values[name] = _parse(definition, value)
         self._explicit.add(name)
+        BrokerConfig.changes += 1
 
     def is_set(self, name: str) -> bool:
         """Given explicitly (rather than Kafka's default)."""

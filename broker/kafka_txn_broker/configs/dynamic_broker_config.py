@@ -73,6 +73,7 @@ class DynamicBrokerConfig(BrokerConfig):
         self._cluster_default = self._parsed(self._repository.resource_configs(ResourceType.BROKER, ""))
         self._per_broker = self._parsed(self._repository.resource_configs(ResourceType.BROKER, str(self.node_id)))
         self._dynamic = {**self._cluster_default, **self._per_broker}
+        BrokerConfig.changes += 1
 
     @staticmethod
     def _parsed(stored: Mapping[str, str]) -> dict[str, Any]:

@@ -18,9 +18,15 @@ Buffer = bytes | bytearray | memoryview
 _MASK64 = 0xFFFFFFFFFFFFFFFF
 
 
+# The one-byte varints (0-127): most of a record's varints, built once. A record built by the broker (a
+# marker, a coordinator's record) encodes five to ten of them.
+_ONE_BYTE = tuple(bytes((z,)) for z in range(0x80))
+
+
 def encode_varint(value: int) -> bytes:
     """Zigzag + LEB128 (a record's lengths, deltas and header count)."""
-    return encode_uvarint(((value << 1) ^ (value >> 63)) & _MASK64)
+    z = ((value << 1) ^ (value >> 63)) & _MASK64
+    return _ONE_BYTE[z] if z < 0x80 else encode_uvarint(z)
 
 
 def decode_varint(buf: Buffer, pos: int) -> tuple[int, int]:
@@ -33,6 +39,8 @@ def decode_varint(buf: Buffer, pos: int) -> tuple[int, int]:
 
 
 def encode_uvarint(value: int) -> bytes:
+    if 0 <= value < 0x80:
+        return _ONE_BYTE[value]
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)

@@ -311,16 +311,22 @@ def build_batch(records: Iterable[Sequence[Any]], *, timestamp_ms: int, base_off
                      partition_leader_epoch=partition_leader_epoch)
 
 
+# A marker batch from its attributes on (what its CRC covers): the header's fields, then its one record:
+# length 16, attributes 0, timestamp and offset deltas 0, a 4-byte key (version 0, control type), a 6-byte
+# value (version 0, coordinator epoch), no headers. Every field but the key's and value's is a fixed byte.
+_MARKER_AFTER_CRC = struct.Struct(">hiqqqhii" + "BBBBB" + "hh" + "B" + "hi" + "B")
+_MARKER_HEAD = struct.Struct(">qiibI")
+
+
 def build_control_batch(producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
                         timestamp_ms: int, base_offset: int = 0, partition_leader_epoch: int = 0) -> bytes:
-    """A transaction marker: one control record (78 bytes in all)."""
-    key = _CONTROL_KEY.pack(0, 1 if commit else 0)
-    value = _CONTROL_VALUE.pack(0, coordinator_epoch)
-    body = _encode_record(0, 0, key, value, ())
-    return _assemble(body, attributes=TRANSACTIONAL_FLAG | CONTROL_FLAG, last_offset_delta=0,
-                     base_timestamp=timestamp_ms, max_timestamp=timestamp_ms, producer_id=producer_id,
-                     producer_epoch=producer_epoch, base_sequence=NO_SEQUENCE, record_count=1,
-                     base_offset=base_offset, partition_leader_epoch=partition_leader_epoch)
+    """A transaction marker: one control record (78 bytes in all), packed at once (a leader writes one per
+    partition of every transaction)."""
+    after_crc = _MARKER_AFTER_CRC.pack(TRANSACTIONAL_FLAG | CONTROL_FLAG, 0, timestamp_ms, timestamp_ms,
+                                       producer_id, producer_epoch, NO_SEQUENCE, 1,
+                                       0x20, 0, 0, 0, 0x08, 0, 1 if commit else 0, 0x0C, 0, coordinator_epoch, 0)
+    return _MARKER_HEAD.pack(base_offset, CONTROL_BATCH_SIZE - LOG_OVERHEAD, partition_leader_epoch, 2,
+                             crc32c(after_crc)) + after_crc
 
 
 # ---------------------------------------------------------------------------------------------

@@ -129,11 +129,17 @@ class EntryFile(Generic[T]):
 
     # -- mutation --------------------------------------------------------------------------
     def _append(self, entry: T) -> None:
-        row = self._encode(entry)
-        n = len(self)
-        file_cache.write_at(self.path, self.ENTRY.pack(*row), n * self.ENTRY.size)
-        if self._cols is not None:
-            for col, value in zip(self._cols, row, strict=True):
+        self._append_row(self._encode(entry))
+
+    def _append_row(self, row: Row) -> None:
+        """Append one entry as stored (the offset and time indexes call this directly: the segment being
+        appended to adds an entry every log.index.interval.bytes, on every replica)."""
+        cols = self._cols
+        n = len(cols[0]) if cols is not None else len(self)
+        entry = self.ENTRY
+        file_cache.write_at(self.path, entry.pack(*row), n * entry.size)
+        if cols is not None:
+            for col, value in zip(cols, row, strict=True):
                 col.append(value)
         else:
             self._count = n + 1

@@ -30,6 +30,7 @@ from kafka_txn_broker.log import cleaner, file_cache
 from kafka_txn_broker.log.segment import LogSegment, SegmentStateUnknown
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+_NEVER = 2**62  # log.flush.interval.ms at or above this (Kafka's default, Long.MAX_VALUE): no timed flush
 
 
 @dataclass
@@ -63,7 +64,7 @@ def scan_dir(directory: str) -> DirListing:
 class LocalLog:
     __slots__ = ("dir", "config", "clock", "segments", "_next_offset", "_unflushed_messages",
                  "_last_flush_ms", "recovered_bytes", "was_clean", "offline", "segment_bytes",
-                 "max_message_bytes")
+                 "max_message_bytes", "_policy_at", "_flush_messages", "_flush_ms", "_roll_ms")
 
     def __init__(self, directory: str, config: BrokerConfig, clock: Clock, segments: list[LogSegment],
                  next_offset: int | None, was_clean: bool, segment_bytes: int | None = None) -> None:
@@ -82,6 +83,10 @@ class LocalLog:
         self.recovered_bytes = 0
         self.was_clean = was_clean
         self.offline: str | None = None  # why the log stopped serving (see the module docstring)
+        # log.flush.interval.messages, log.flush.interval.ms and log.roll.ms as last read: every append
+        # consults them, and they are read again once any broker config changed (BrokerConfig.changes).
+        self._policy_at = -1
+        self._flush_messages = self._flush_ms = self._roll_ms = 0
 
     # -- opening ---------------------------------------------------------------------------
     @classmethod
@@ -151,9 +156,20 @@ class LocalLog:
         overflow = last_offset - active.base_offset > INT32_MAX  # relative index offsets are int32
         if not (too_big or overflow):  # then only its age can roll it: the clock is read only here
             started = active.first_append_ms
-            if started is None or self.clock.millis() - started < self.config["log.roll.ms"]:
+            if started is None:
+                return None
+            if self._policy_at != BrokerConfig.changes:
+                self._read_policy()
+            if self.clock.millis() - started < self._roll_ms:
                 return None
         return self.roll()
+
+    def _read_policy(self) -> None:
+        config = self.config
+        self._flush_messages = config["log.flush.interval.messages"]
+        self._flush_ms = config["log.flush.interval.ms"]
+        self._roll_ms = config["log.roll.ms"]
+        self._policy_at = BrokerConfig.changes
 
     def roll(self) -> LogSegment:
         self.check_online()
@@ -191,8 +207,13 @@ class LocalLog:
             raise KafkaStorageError(f"cannot append to {active.log_path}: {exc}") from exc
         except OSError as exc:  # rolled back by the segment: nothing was appended
             raise KafkaStorageError(f"cannot append to {active.log_path}: {exc}") from exc
-        self._next_offset = batches[-1][1].next_offset
+        last = batches[-1][1]
+        self._next_offset = last.base_offset + last.last_offset_delta + 1
         self._unflushed_messages += record_count
+        if self._policy_at != BrokerConfig.changes:
+            self._read_policy()
+        if self._unflushed_messages < self._flush_messages and self._flush_ms >= _NEVER:
+            return  # the default policy (the OS flushes): nothing to decide
         try:
             self._maybe_flush()
         except KafkaStorageError:
@@ -207,9 +228,11 @@ class LocalLog:
             raise
 
     def _maybe_flush(self) -> None:
-        if self._unflushed_messages >= self.config["log.flush.interval.messages"]:
+        if self._policy_at != BrokerConfig.changes:
+            self._read_policy()
+        if self._unflushed_messages >= self._flush_messages:
             self.flush()
-        elif self.config["log.flush.interval.ms"] < 2**62:  # the default (never) needs no clock read
+        elif self._flush_ms < _NEVER:  # the default (never) needs no clock read
             self.flush_if_due()
 
     def flush_if_due(self) -> bool:

@@ -30,10 +30,17 @@ class OffsetIndex(EntryFile[tuple[int, int]]):
         return entry[0] - self.base_offset, entry[1]
 
     def append(self, offset: int, position: int) -> None:
-        last = self.last_entry()
-        if last is not None and (offset <= last[0] or position <= last[1]):
-            raise ValueError(f"index entry ({offset}, {position}) does not follow {last} in {self.path}")
-        self._append((offset, position))
+        relative = offset - self.base_offset
+        cols = self._cols
+        if cols is not None:  # mirrored (the active segment): compare with the last entry in place
+            offsets, positions = cols
+            bad = len(offsets) > 0 and (relative <= offsets[-1] or position <= positions[-1])
+        else:
+            last = self.last_row()
+            bad = last is not None and (relative <= last[0] or position <= last[1])
+        if bad:
+            raise ValueError(f"index entry ({offset}, {position}) does not follow {self.last_entry()} in {self.path}")
+        self._append_row((relative, position))
 
     def lookup(self, offset: int) -> int:
         """Byte position from which a forward scan finds `offset` (0 when no entry is at or below it)."""

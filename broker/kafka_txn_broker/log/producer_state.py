@@ -24,7 +24,13 @@ from kafka_txn_broker.formats.errors import (
     TransactionCoordinatorFencedError,
     UnknownProducerIdError,
 )
-from kafka_txn_broker.formats.record_batch import INT32_MAX, NO_SEQUENCE, BatchHeader, decrement_sequence
+from kafka_txn_broker.formats.record_batch import (
+    INT32_MAX,
+    NO_SEQUENCE,
+    TRANSACTIONAL_FLAG,
+    BatchHeader,
+    decrement_sequence,
+)
 from kafka_txn_broker.formats.transactions import LATE_TRANSACTION_BUFFER_MS, NO_PRODUCER_EPOCH
 
 log = logging.getLogger(__name__)
@@ -391,16 +397,33 @@ class ProducerStateManager:
     def apply_replicated(self, header: BatchHeader, marker: tuple[bool, int] | None) -> CompletedTxn | None:
         """Follower / replay path for one stored batch: update without validation. The checks only log
         on this path, never refuse, so the entry is updated in place (no copy to validate against)."""
+        if marker is None:
+            self._apply_replicated_data(header)
+            return None
         info = ProducerAppendInfo(header.producer_id, self.producers.get(header.producer_id),
                                   AppendOrigin.REPLICATION, self.strict_unknown_producer, in_place=True)
-        completed = None
-        if marker is None:
-            info.append_batch(header)
-        else:
-            completed = info.append_end_txn_marker(marker[0], marker[1], header.producer_epoch,
-                                                   header.base_offset, header.max_timestamp)
+        completed = info.append_end_txn_marker(marker[0], marker[1], header.producer_epoch,
+                                               header.base_offset, header.max_timestamp)
         self.update(info)
         return completed
+
+    def _apply_replicated_data(self, header: BatchHeader) -> None:
+        """ProducerAppendInfo.append_batch with the REPLICATION origin, then update(), written out: every
+        data batch of every follower passes here, and on this path the append info only ever warns."""
+        producer_id = header.producer_id
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            entry = self.producers[producer_id] = ProducerStateEntry(producer_id)
+        epoch, first_offset, delta = header.producer_epoch, header.base_offset, header.last_offset_delta
+        if epoch < entry.producer_epoch:
+            log.warning("epoch %s of producer %s at offset %s is older than the last seen epoch %s", epoch,
+                        producer_id, first_offset, entry.producer_epoch)
+        entry.add_batch(epoch, header.last_sequence, first_offset + delta, delta, header.max_timestamp)
+        if entry.current_txn_first_offset is None and header.attributes & TRANSACTIONAL_FLAG:
+            entry.current_txn_first_offset = first_offset
+            self.ongoing_txns[first_offset] = TxnMetadata(producer_id, first_offset)
+        if self.clock is not None:
+            self._active_at[producer_id] = self.clock.monotonic()
 
     def _is_expired(self, entry: ProducerStateEntry, now_ms: int) -> bool:
         return entry.current_txn_first_offset is None and \

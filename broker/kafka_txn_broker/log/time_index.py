@@ -39,10 +39,17 @@ class TimeIndex(EntryFile[tuple[int, int]]):
 
     def maybe_append(self, timestamp: int, offset: int) -> bool:
         """Append only when the timestamp grows (the index stays monotonic)."""
-        last = self.last_entry()
-        if last is not None and (timestamp <= last[0] or offset <= last[1]):
-            return False
-        self._append((timestamp, offset))
+        relative = offset - self.base_offset
+        cols = self._cols
+        if cols is not None:  # mirrored (the active segment): compare with the last entry in place
+            timestamps, offsets = cols
+            if len(timestamps) > 0 and (timestamp <= timestamps[-1] or relative <= offsets[-1]):
+                return False
+        else:
+            last = self.last_row()
+            if last is not None and (timestamp <= last[0] or relative <= last[1]):
+                return False
+        self._append_row((timestamp, relative))
         return True
 
     def offset_before(self, timestamp: int) -> int | None:

@@ -32,6 +32,7 @@ from kafka_txn_broker.formats.errors import (
 )
 from kafka_txn_broker.formats.record_batch import (
     CONTROL_FLAG,
+    LOG_OVERHEAD,
     MIN_BATCH_LENGTH,
     BatchHeader,
     batch_crc_ok,
@@ -380,37 +381,46 @@ class UnifiedLog:
         that append's parsed headers, when the caller has them. `allow_gap`: the records were read
         from the leader's log at this log's end, where compaction may have removed batches, so they may
         start past it (a Kafka follower accepts that too); they must never start before it."""
-        if len(records) == 0:
+        size = len(records)
+        if size == 0:
             return
-        psm = self._ensure_loaded()
+        psm = self._psm if self._psm_loaded else self._ensure_loaded()
         if not verified:
             batches = _check_replicated(records)
         elif batches is None:
             batches = list(iter_batches(records))
-        first, end = batches[0][1].base_offset, self.log.log_end_offset
+        local = self.log
+        first, end = batches[0][1].base_offset, local.log_end_offset
         if first < end or (first > end and not allow_gap):
             raise UnexpectedAppendOffsetError(
                 f"follower append at offset {first} but the log end offset of {self.dir} is {end}")
-        self._check_set_size(len(records))
+        if size > local.segment_bytes:
+            self._check_set_size(size)
+        # Every follower of every append passes here: the steps are spelled out rather than called.
         try:
-            self._maybe_roll(len(records), batches[-1][1].last_offset)
+            last = batches[-1][1]
+            self._maybe_roll(size, last.base_offset + last.last_offset_delta)
             count = batches[0][1].record_count if len(batches) == 1 else sum(h.record_count for _, h in batches)
-            self.log.append(records, batches, count)
-            self._note_epochs(batches)
+            local.append(records, batches, count)
+            if self._epochs is not None:
+                self._note_epochs(batches)
             self._replay_producers(records, batches, psm)
         except OSError as exc:
             raise self._offline(exc) from exc
-        psm.update_map_end_offset(self.log.log_end_offset)
+        psm.last_map_offset = local.log_end_offset
 
     def _replay_producers(self, records: Records, batches: list[tuple[int, BatchHeader]],
                           psm: ProducerStateManager) -> None:
-        view = memoryview(records)
         for pos, header in batches:
-            if header.producer_id >= 0:
-                marker = _marker_of(header, view[pos:pos + header.size]) if header.attributes & CONTROL_FLAG else None
+            if header.producer_id < 0:
+                continue
+            if header.attributes & CONTROL_FLAG:
+                marker = _marker_of(header, memoryview(records)[pos:pos + header.batch_length + LOG_OVERHEAD])
                 done = psm.apply_replicated(header, marker)
                 if done is not None:
                     self._complete_txn(done, self.log.active)
+            else:
+                psm.apply_replicated(header, None)
 
     # -- leader epochs ---------------------------------------------------------------------
     def _note_epochs(self, batches: list[tuple[int, BatchHeader]]) -> None:

@@ -140,7 +140,8 @@ class Partition:
         `batches`) is handed to followers that were in sync before the append, sparing a read back
         from the leader's segment files and a second parse of the headers."""
         followers = self._live_followers()
-        leader_end = self.log.log_end_offset
+        log = self.log
+        leader_end = log.log_end_offset
         leader_epoch = self.state.leader_epoch
         for replica, follower in followers:
             flog = follower.log
@@ -149,19 +150,22 @@ class Partition:
                 continue
             try:
                 if follower.follows_epoch != leader_epoch:
-                    follower.truncate_divergence(self.log)
+                    follower.truncate_divergence(log)
                     follower.follows_epoch = leader_epoch
-                if appended and flog.log_end_offset == appended_at:
+                end = flog.log_end_offset
+                if appended and end == appended_at:
                     flog.append_as_follower(appended, verified=True, batches=batches)
-                if flog.log_end_offset != leader_end:
-                    follower.catch_up_from(self.log)
+                    end = flog.log_end_offset
+                if end != leader_end:
+                    follower.catch_up_from(log)
+                    end = flog.log_end_offset
             except KafkaStorageError as exc:
                 # A follower's disk failed: it leaves the ISR and the partition carries on with the
                 # others (Kafka's follower takes its log dir offline the same way); it rejoins below
                 # once a later pass catches it up, or after its node restarts if its log went offline.
                 self._leave_isr(replica, str(exc))
                 continue
-            if replica not in self.state.isr and follower.log.log_end_offset >= leader_end:
+            if end >= leader_end and replica not in self.state.isr:
                 self.manager.controller.join_isr(self.state, replica)
         self.update_high_watermark(followers)
         if self.state.reassigning:

@@ -66,6 +66,24 @@ def test_control_batch_layout() -> None:
     assert record.key == struct.pack(">hh", 0, 1) and record.value == struct.pack(">hi", 0, 17)
 
 
+@given(st.booleans(), st.integers(-(2**31), 2**31 - 1), st.integers(0, 2**63 - 1), st.integers(0, 2**15 - 1),
+       st.integers(0, 2**62))
+def test_a_marker_is_the_record_kafka_pythons_builder_writes(commit: bool, coordinator_epoch: int, pid: int,
+                                                             epoch: int, ts: int) -> None:
+    # Packed in one piece by the broker; byte for byte what an independent writer of the format lays out.
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=True, producer_id=pid,
+                                        producer_epoch=epoch, base_sequence=-1, batch_size=1 << 20)
+    builder.append(0, timestamp=ts, key=struct.pack(">hh", 0, int(commit)),
+                   value=struct.pack(">hi", 0, coordinator_epoch), headers=[])
+    expected = bytearray(builder.build())
+    struct.pack_into(">q", expected, 0, 77)  # base offset
+    struct.pack_into(">i", expected, 12, 3)  # partition leader epoch (both outside the CRC)
+    struct.pack_into(">h", expected, 21, struct.unpack_from(">h", expected, 21)[0] | 0x20)  # the control bit
+    built = rb.build_control_batch(pid, epoch, commit, coordinator_epoch, ts, base_offset=77, partition_leader_epoch=3)
+    assert built == bytes(_recrc(expected))
+    assert rb.parse_control_record(built) == (commit, coordinator_epoch)
+
+
 def _marker_with(key: bytes, value: bytes, *, ts_delta: int = 0, headers: list[tuple[str, bytes]] | None = None
                  ) -> bytes:
     """A control batch of one record as any writer may lay it out (kafka-python's builder: an independent

@@ -9,10 +9,12 @@ from hypothesis import strategies as st
 
 from kafka_txn_broker.clock import ManualClock
 from kafka_txn_broker.configs.broker_config import BrokerConfig
+from kafka_txn_broker.configs.dynamic_broker_config import DynamicBrokerConfig
 from kafka_txn_broker.formats.errors import OffsetOutOfRangeError
 from kafka_txn_broker.formats.record_batch import BatchHeader, build_batch, iter_batches
 from kafka_txn_broker.log import file_cache
 from kafka_txn_broker.log.local_log import CLEAN_SHUTDOWN_FILE, LocalLog
+from tests.broker.configs.fakes import FakeRepository
 
 TS = 1_700_000_000_000
 
@@ -241,6 +243,35 @@ def test_flush_policy_by_messages_and_time(part_dir: Path, clock: ManualClock) -
     clock.advance(1000)
     append(other)
     assert other.unflushed_messages == 0
+
+
+def test_a_live_log_follows_changes_of_its_flush_and_roll_policy(part_dir: Path, clock: ManualClock) -> None:
+    # The policy is read once and kept until a broker config changes: a value set on the static config, and
+    # a dynamic value (AlterConfigs reloads the node's view), apply from the next append on.
+    static = BrokerConfig({"log.flush.interval.messages": 100})
+    repo = FakeRepository()
+    node = DynamicBrokerConfig(static, 1, repo)
+    log = LocalLog.open(part_dir, node, clock)
+    append(log, 3)
+    assert log.unflushed_messages == 3
+    static.set("log.flush.interval.messages", 4)
+    append(log)
+    assert log.unflushed_messages == 0
+    repo.set_broker("1", log_flush_interval_messages="2", log_roll_ms="1000")
+    node.reload()
+    append(log)
+    assert log.unflushed_messages == 1
+    clock.advance(1000)
+    append(log)
+    assert [s.base_offset for s in log.segments] == [0, 5] and log.unflushed_messages == 1  # a roll flushes
+    append(log)
+    assert log.unflushed_messages == 0
+    repo.set_broker("1", log_flush_interval_ms="500")
+    node.reload()
+    append(log)
+    clock.advance(500)
+    append(log)
+    assert log.unflushed_messages == 0 and len(log.segments) == 2  # log.roll.ms back to Kafka's 7 days
 
 
 def test_offset_for_timestamp(part_dir: Path, config: BrokerConfig, clock: ManualClock) -> None:

@@ -445,3 +445,36 @@ def test_replicated_batches_are_applied_without_checks(h: Harness) -> None:
     assert h.psm.apply_replicated(stale, None) is None  # an older epoch, a gap: a follower takes it as written
     entry = h.psm.last_entry(1)
     assert entry is not None and entry.last_seq == 9
+
+
+def _state(psm: ProducerStateManager) -> tuple[object, ...]:
+    entries = {pid: (e.producer_epoch, e.coordinator_epoch, e.last_timestamp, e.current_txn_first_offset,
+                     list(e.batches)) for pid, e in psm.producers.items()}
+    return entries, {k: (t.producer_id, t.last_offset) for k, t in psm.ongoing_txns.items()}
+
+
+def test_a_follower_applying_the_leaders_batches_holds_the_leaders_state(tmp_path: Path,
+                                                                         caplog: pytest.LogCaptureFixture) -> None:
+    # The leader validates (CLIENT); a follower applies the same stored batches with apply_replicated. A new
+    # producer, a transaction started by its first batch and continued, more batches than the dedup window
+    # keeps, a new epoch, a second producer: the follower ends with the same table and open transactions.
+    clock = ManualClock(TS)
+    leader = Harness(tmp_path / "leader")
+    follower = ProducerStateManager(tmp_path / "follower", 60_000, clock=clock)
+    steps = [(1, 0, 0, 2, True), (1, 0, 2, 1, True), (2, 3, 0, 4, False), *((2, 3, 4 + i, 1, False) for i in range(6)),
+             (1, 0, 3, 3, True), (2, 4, 0, 1, False)]
+    windows = []
+    for pid, epoch, seq, count, txn in steps:
+        header = leader.data(pid, epoch, seq, count, txn=txn, ts=TS + seq)
+        assert follower.apply_replicated(header, None) is None
+        assert _state(follower) == _state(leader.psm)
+        windows.append(len(follower.producers[2].batches) if 2 in follower.producers else 0)
+    assert list(follower.ongoing_txns) == [0] and max(windows) == 5 and windows[-1] == 1  # the new epoch: 1
+    assert follower._active_at == {1: clock.monotonic(), 2: clock.monotonic()}  # idle from the append on
+    # A batch of an older epoch (a leader that took it before the epoch moved on) is applied, with a warning.
+    stale = BatchHeader.parse(build_batch([(None, b"v")], timestamp_ms=TS, base_offset=40, producer_id=2,
+                                          producer_epoch=3, base_sequence=7))
+    with caplog.at_level("WARNING", logger="kafka_txn_broker.log.producer_state"):
+        follower.apply_replicated(stale, None)
+    assert "epoch 3 of producer 2 at offset 40 is older than the last seen epoch 4" in caplog.text
+    assert follower.producers[2].producer_epoch == 3 and follower.producers[2].batches[-1].last_offset == 40

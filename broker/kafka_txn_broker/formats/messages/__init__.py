@@ -100,16 +100,34 @@ def decode_request(request_class: Any, frame: bytes, version: int) -> tuple[Any,
 
 
 def _decode(request_class: Any, frame: bytes, version: int) -> tuple[Any, int, str | None]:
-    if len(frame) >= _REQUEST_HEAD.size:
+    plan = _REQUEST_PLANS.get((request_class, version))
+    if plan is None:
+        plan = _request_plan(request_class, version)
+    if plan is not None and len(frame) >= _REQUEST_HEAD.size:
+        flexible, decode_body = plan
         _size, _key, _version, correlation_id, length = _REQUEST_HEAD.unpack_from(frame)
         pos = _REQUEST_HEAD.size + max(length, 0)
-        flexible = request_class.flexible_version_q(version)
         if pos + flexible <= len(frame) and (not flexible or frame[pos] == 0):
             client_id = None if length < 0 else str(frame[_REQUEST_HEAD.size:pos], "utf-8")
-            body = request_class.decode(memoryview(frame)[pos + flexible:], version=version)
-            return body, correlation_id, client_id
+            return decode_body(memoryview(frame), pos + flexible)[0], correlation_id, client_id
     request = request_class.decode(frame, version=version, header=True, framed=True)
     return request, request.header.correlation_id, getattr(request.header, "client_id", None)
+
+
+# (request class, version) -> (flexible: the header ends with tagged fields, the body decoder kafka-python
+# generates for that version: what the class's decode() calls after its checks)
+_REQUEST_PLANS: dict[tuple[Any, int], tuple[int, Any]] = {}
+
+
+def _request_plan(request_class: Any, version: int) -> tuple[int, Any] | None:
+    """None for a version the message does not have (its decode() says so)."""
+    if not 0 <= version <= request_class.max_version:
+        return None
+    flexible = 1 if request_class.flexible_version_q(version) else 0
+    primary = request_class[None]
+    decode_body = primary._struct.compiled_decode_from(version, compact=bool(flexible), tagged=bool(flexible),
+                                                       data_class=primary)
+    return _REQUEST_PLANS.setdefault((request_class, version), (flexible, decode_body))
 
 
 def encode_response(response: Any, version: int, correlation_id: int) -> bytes:
@@ -133,6 +151,58 @@ def encode_request(request: Any, version: int, correlation_id: int, client_id: s
 def decode_response(response_class: Any, frame: bytes, version: int) -> Any:
     """A framed response (size, header, body) at `version`: a client's side."""
     return response_class.decode(frame, version=version, header=True, framed=True)
+
+
+def new_message(cls: Any, version: int, /, **fields: Any) -> Any:
+    """`cls[version](**fields)`, the same object built without kafka-python's constructor, which walks every
+    field of the schema in Python: the handlers of the requests every transaction sends (Produce,
+    AddPartitionsToTxn, EndTxn) build their responses here. As that constructor does: the fields of that
+    version that are not given hold their schema defaults, a given tagged field is listed in `tags`."""
+    plan = _MESSAGE_PLANS.get((cls, version))
+    if plan is None:
+        plan = _message_plan(cls, version)
+    primary, defaults, tagged = plan
+    obj = _new_object(primary)
+    obj._header = obj._min_version = obj._max_version = obj.unknown_tags = obj.tags = None
+    obj._version = version
+    for name, default in defaults:
+        setattr(obj, name, default)
+    for name, value in fields.items():
+        setattr(obj, name, value)
+    if tagged and not tagged.isdisjoint(fields):
+        obj.tags = {name for name in fields if name in tagged}
+    return obj
+
+
+def new_struct(cls: Any, /, **fields: Any) -> Any:
+    """`cls(**fields)` for a struct nested in a message (`ProduceResponse.TopicProduceResponse`), built as
+    new_message builds a message: the same object as kafka-python's constructor makes (the fields not given
+    are not set; they read as their schema defaults)."""
+    tagged = _STRUCT_TAGS.get(cls)
+    if tagged is None:
+        tagged = _STRUCT_TAGS.setdefault(cls, frozenset(f.name for f in cls._struct._fields if f._tag is not None))
+    obj = _new_object(cls)
+    obj._version = obj.unknown_tags = obj.tags = None
+    for name, value in fields.items():
+        setattr(obj, name, value)
+    if tagged and not tagged.isdisjoint(fields):
+        obj.tags = {name for name in fields if name in tagged}
+    return obj
+
+
+_new_object = object.__new__
+# (message class, version) -> (its primary class, (field, default) of that version's fields, tagged fields)
+_MESSAGE_PLANS: dict[tuple[Any, int], tuple[Any, tuple[tuple[str, Any], ...], frozenset[str]]] = {}
+_STRUCT_TAGS: dict[Any, frozenset[str]] = {}
+
+
+def _message_plan(cls: Any, version: int) -> tuple[Any, tuple[tuple[str, Any], ...], frozenset[str]]:
+    cls[version]  # noqa: B018  (kafka-python's check of the version: ValueError outside the message's range)
+    primary = cls[None]
+    fields = primary._struct._fields
+    plan = (primary, tuple((f.name, f.default) for f in fields if f.for_version_q(version)),
+            frozenset(f.name for f in fields if f._tag is not None))
+    return _MESSAGE_PLANS.setdefault((cls, version), plan)
 
 
 def __getattr__(name: str) -> Any:
