@@ -233,6 +233,22 @@ class PartitionOffsets:
 
 
 @dataclass(frozen=True, slots=True)
+class LeaderOffsets:
+    """What one partition's leader answered find-hanging's first pass (admin/lso_prefilter.py): its LSO
+    (ListOffsets latest, read_committed, read first) and its high watermark (read_uncommitted, read second),
+    each with the leader epoch it was read at (-1: not said, ListOffsets before v4), or the error of a read
+    that failed (Kafka's error name, or ours when no answer came: BROKER_UNREACHABLE, UNSUPPORTED_VERSION...)."""
+
+    partition: TopicPartition
+    leader: int
+    last_stable_offset: int | None = None
+    high_watermark: int | None = None
+    lso_epoch: int = -1
+    hw_epoch: int = -1
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class StalledGroup:
     """A group held back on one partition: its committed offset is at or beyond the partition's LSO, so a
     read_committed member cannot get further until the transaction ends. `lag`: records up to the high

@@ -12,6 +12,7 @@ from typing import Protocol
 
 from kafka_txn_tools.models import (
     ClusterInfo,
+    LeaderOffsets,
     PartitionOffsets,
     PartitionProducers,
     ScanError,
@@ -58,6 +59,8 @@ class ClusterApi(Protocol):
     def describe_transactions(self, transactional_ids: Iterable[str]) -> DescribeResult: ...
 
     def partition_offsets(self, leaders: dict[TopicPartition, int]) -> dict[TopicPartition, PartitionOffsets]: ...
+
+    def leader_offsets(self, leaders: dict[TopicPartition, tuple[int, int]]) -> dict[TopicPartition, LeaderOffsets]: ...
 
     def write_abort_marker(
         self, leader: int, partition: TopicPartition, producer_id: int, producer_epoch: int,

@@ -27,6 +27,7 @@ from kafka_txn_tools.admin.errors import BrokerError, ConnectionFailed, MissingA
 from kafka_txn_tools.admin.redact import protect
 from kafka_txn_tools.models import (
     ClusterInfo,
+    LeaderOffsets,
     PartitionOffsets,
     PartitionProducers,
     ScanError,
@@ -447,6 +448,42 @@ class AdminClient:
         offsets, _failed = wire.parse_list_offsets(response)
         return level, offsets
 
+    def leader_offsets(self, leaders: dict[TopicPartition, tuple[int, int]]) -> dict[TopicPartition, LeaderOffsets]:
+        """find-hanging's first pass (admin/lso_prefilter.py): each partition's LSO and high watermark from its
+        leader. `leaders`: {tp: (leader, its leader epoch from Metadata, or -1)}.
+
+        Per leader, two requests: read_committed (the LSO), then read_uncommitted (the high watermark), sent
+        together on the one connection, where a broker answers requests in the order they came. Both name
+        the leader epoch (CurrentLeaderEpoch, v4+): a broker leading at another epoch answers an error for
+        that partition. A read without an answer is the partition's error (UNSUPPORTED_VERSION for a broker
+        without ListOffsets v2, the first with an isolation level)."""
+        by_leader: dict[int, dict[TopicPartition, int]] = defaultdict(dict)
+        for tp, (leader, epoch) in leaders.items():
+            by_leader[leader][tp] = epoch
+
+        async def on(leader: int, epochs: dict[TopicPartition, int]) -> list[dict[TopicPartition, Any] | str]:
+            futures = [self._start(wire.list_offsets_request(epochs, level, leader_epochs=epochs), leader)
+                       for level in (wire.READ_COMMITTED, wire.READ_UNCOMMITTED)]
+            answers: list[dict[TopicPartition, Any] | str] = []
+            for future in futures:
+                try:
+                    answers.append(wire.parse_leader_offsets(await future))
+                except kerrors.KafkaError as exc:
+                    answers.append(_transport_error(exc, leader, "ListOffsets").error)
+            return answers
+
+        async def go() -> list[Any]:
+            return await self._gather([(on, (leader, epochs)) for leader, epochs in by_leader.items()])
+
+        out: dict[TopicPartition, LeaderOffsets] = {}
+        for (leader, epochs), outcome in zip(by_leader.items(), self._run(go), strict=True):
+            if isinstance(outcome, BaseException):
+                raise outcome
+            lso, hw = outcome
+            for tp in epochs:
+                out[tp] = _leader_offsets(tp, leader, lso, hw)
+        return out
+
 
     def offsets_for_time(self, leaders: dict[TopicPartition, int], timestamp_ms: int) -> dict[TopicPartition, int]:
         """Per partition, the first offset whose record timestamp is at least `timestamp_ms` (ListOffsets by
@@ -616,6 +653,15 @@ class AdminClient:
 
         outcomes = await self._gather([(on, (node, groups)) for node, groups in by_node.items()])
         return _merge_group_outcomes(outcomes, errors, "DescribeShareGroupOffsets", "DescribeShareGroupOffsets for")
+
+
+def _leader_offsets(tp: TopicPartition, leader: int, lso: dict[TopicPartition, Any] | str,
+                    hw: dict[TopicPartition, Any] | str) -> LeaderOffsets:
+    """One partition's two reads (each a parsed answer, or the error of a request that got none) as one value."""
+    missing = (None, -1, "UNKNOWN_TOPIC_OR_PARTITION")  # a broker that left the partition out of its answer
+    reads = [(None, -1, answer) if isinstance(answer, str) else answer.get(tp, missing) for answer in (lso, hw)]
+    (lso_offset, lso_epoch, lso_error), (hw_offset, hw_epoch, hw_error) = reads
+    return LeaderOffsets(tp, leader, lso_offset, hw_offset, lso_epoch, hw_epoch, lso_error or hw_error)
 
 
 def _merge_group_outcomes(outcomes: Sequence[Any], errors: list[ScanError], api: str, what: str

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import struct
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kafka.protocol.admin import ListGroupsRequest
@@ -353,12 +353,18 @@ EARLIEST = -2  # the log start offset
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 
 
-def list_offsets_request(partitions: Iterable[TopicPartition], isolation_level: int, timestamp: int = LATEST) -> Any:
+def list_offsets_request(partitions: Iterable[TopicPartition], isolation_level: int, timestamp: int = LATEST,
+                         leader_epochs: Mapping[TopicPartition, int] | None = None) -> Any:
     """Latest offset per partition: the high watermark (READ_UNCOMMITTED) or the LSO (READ_COMMITTED); with
-    a `timestamp` (ms), the first offset whose record is at least that recent (-1: none)."""
+    a `timestamp` (ms), the first offset whose record is at least that recent (-1: none). `leader_epochs`:
+    the CurrentLeaderEpoch to name per partition (v4+; -1 or absent: none), so a leader at another epoch
+    answers FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH instead of its offsets."""
     Topic = ListOffsetsRequest.ListOffsetsTopic
     Partition = Topic.ListOffsetsPartition
-    topics = [Topic(name=t, partitions=[Partition(partition_index=p, timestamp=timestamp) for p in ps])
+    epochs = leader_epochs or {}
+    topics = [Topic(name=t, partitions=[Partition(partition_index=p, timestamp=timestamp,
+                                                  current_leader_epoch=epochs.get(TopicPartition(t, p), -1))
+                                        for p in ps])
               for t, ps in _by_topic(partitions).items()]
     # v2 is the first version with an isolation level.
     return ListOffsetsRequest(replica_id=-1, isolation_level=isolation_level, topics=topics, min_version=2)
@@ -375,6 +381,20 @@ def parse_list_offsets(response: Any) -> tuple[dict[TopicPartition, int], dict[T
             else:
                 offsets[tp] = p.offset
     return offsets, failed
+
+
+def parse_leader_offsets(response: Any) -> dict[TopicPartition, tuple[int | None, int, str | None]]:
+    """Per partition: (offset or None, the leader epoch it was read at or -1, error name or None)."""
+    out: dict[TopicPartition, tuple[int | None, int, str | None]] = {}
+    for topic in response.topics:
+        for p in topic.partitions:
+            epoch = getattr(p, "leader_epoch", None)  # v4+
+            epoch = -1 if epoch is None else int(epoch)
+            if p.error_code:
+                out[TopicPartition(topic.name, p.partition_index)] = (None, epoch, error_name(p.error_code))
+            else:
+                out[TopicPartition(topic.name, p.partition_index)] = (p.offset, epoch, None)
+    return out
 
 
 # --- Fetch (reading __transaction_state) ---------------------------------------------------------

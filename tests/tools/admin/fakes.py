@@ -16,6 +16,7 @@ from kafka_txn_tools.dumps.transaction_log import TxnLogRecord
 from kafka_txn_tools.models import (
     BrokerInfo,
     ClusterInfo,
+    LeaderOffsets,
     PartitionInfo,
     PartitionOffsets,
     PartitionProducers,
@@ -54,6 +55,7 @@ class FakeCluster:
     # Called before each describe_producers with the call number (1, 2, ...): lets a test change state.
     before_describe: Callable[[int], None] | None = None
     describe_calls: int = 0
+    leader_offset_calls: int = 0
     markers: list[tuple[int, TopicPartition, int, int, int, int | None]] = field(default_factory=list)
     marker_error: str | None = None
     unsupported: set[str] = field(default_factory=set)  # admin APIs the "brokers" do not offer
@@ -207,6 +209,29 @@ class FakeCluster:
 
     def partition_offsets(self, leaders: dict[TopicPartition, int]) -> dict[TopicPartition, PartitionOffsets]:
         return {tp: PartitionOffsets(tp, *self.offsets.get(tp, (None, None))) for tp in leaders}
+
+    def leader_offsets(self, leaders: dict[TopicPartition, tuple[int, int]]) -> dict[TopicPartition, LeaderOffsets]:
+        """As a leader answers ListOffsets: `offsets` where a test set them, else from producer state as Kafka
+        derives it (the HW past every replica's open transaction: all replicated; the LSO at the leader's
+        oldest one, else the HW). A down leader, or a DescribeProducers error set for the leader, fails the read."""
+        self.leader_offset_calls += 1
+        out = {}
+        for tp, (leader, _epoch) in leaders.items():
+            error = "BROKER_UNREACHABLE" if leader in self.down else self.partition_errors.get((leader, tp))
+            if error is not None:
+                out[tp] = LeaderOffsets(tp, leader, error=error)
+                continue
+            if tp in self.offsets:
+                lso, hw = self.offsets[tp]
+            else:
+                starts = [s.current_txn_start_offset for (b, p), states in self.producers.items() if p == tp
+                          for s in states if s.has_open_transaction]
+                hw = max(starts) + 1 if starts else 0
+                mine = [s.current_txn_start_offset for s in self.producers.get((leader, tp), [])
+                        if s.has_open_transaction]
+                lso = min([*mine, hw])
+            out[tp] = LeaderOffsets(tp, leader, lso, hw, 0, 0)
+        return out
 
     def offsets_for_time(self, leaders: dict[TopicPartition, int], timestamp_ms: int) -> dict[TopicPartition, int]:
         out = {}

@@ -1,0 +1,221 @@
+"""find-hanging's first pass: read every partition's LSO and high watermark from its leader, and ask for producer
+state (DescribeProducers) only where a transaction can hang. Pure: the decisions; admin/scan.py does the I/O.
+
+## Why the offsets tell
+
+A partition's last stable offset (LSO) is the first offset of its oldest transaction still undecided - or
+decided with its marker not yet below the high watermark (HW) - capped at the HW:
+LSO = min(first unstable offset, HW). A leader holding an open transaction whose first batch is below its
+HW therefore answers LSO < HW: ListOffsets latest under read_committed gives the LSO, under
+read_uncommitted the HW. One request per leader and isolation level covers all its partitions, where the
+full scan asks every replica of every partition for its producers.
+
+## The condition under which the pass misses nothing
+
+The pass finds every open transaction the full scan (DescribeProducers on every replica) finds, provided:
+
+- **C1, first batch replicated.** Every open transaction old enough to be a candidate (its last write older
+  than the max transaction timeout) starts below its partition's HW. Its first batch came before its last
+  write, so more than the max timeout (15 minutes by default) ago by its producer's clock; an in-sync
+  follower fetches it within replica.lag.time.max.ms (30 s) or its leader drops it from the ISR, and the HW
+  passes it either way. C1 fails only for a HW that has not moved for the max timeout (an in-sync replica
+  that stopped fetching and that its leader could not remove from the ISR) or a producer clock that far
+  behind.
+- **C2, in-sync followers agree with their leader.** A follower in the ISR holds no open transaction its
+  leader does not show below its HW. Followers rebuild producer state from the log they copy, so they agree
+  unless one lags (then it leaves the ISR, and out-of-sync replicas are always asked) or its producer state
+  diverged from its log (a broker bug, a lost snapshot).
+- **C3, nothing below the log start alone.** No open transaction lies wholly below its partition's log start
+  offset on a partition where nothing was appended since (DeleteRecords or retention removed its records;
+  then LSO = HW = log start offset). It holds nothing back until the next record, and the pass flags the
+  partition with that record (the LSO stays at the log start while the HW moves on).
+
+What C1-C3 exclude - a stuck HW, a diverged follower, an open transaction on an emptied partition - is
+found by a full pass: every `full_scan_every`-th pass of a scan loop (the monitor, `find-hanging --watch`)
+is one, and `find-hanging --full-scan` always is. Once found, such a replica is asked again in every pass
+until it shows no open transaction (`seen_open`), so a finding does not come and go between passes.
+
+## Each edge, and what the pass does
+
+- LSO below HW: every replica of the partition is asked (every replica the scope names).
+- A replica out of the ISR (lagging, or its broker down): that replica is asked. It can lag behind its
+  leader's markers; a down broker's replicas are reported unread, as by the full scan.
+- No leader: every replica is asked.
+- A read failed - an error code (NOT_LEADER_OR_FOLLOWER, OFFSET_NOT_AVAILABLE while a new leader's HW
+  catches up, an authorization error...) or no answer (a broker down; UNSUPPORTED_VERSION from a broker
+  without ListOffsets v2, the first with an isolation level): every replica is asked.
+- The leader changed between the two reads: both reads name the leader epoch Metadata gave
+  (CurrentLeaderEpoch, v4+), so a broker leading at another epoch answers an error; and the epochs of the
+  two answers must agree. Else every replica is asked. (ListOffsets before v4 says no epoch: a move to
+  another broker still shows, as NOT_LEADER_OR_FOLLOWER.)
+- LSO above HW (impossible from one leader at one epoch): every replica is asked.
+- A replica the previous pass saw an open transaction on: asked again.
+- A cluster whose bootstrap broker lacks ListOffsets v2: a full scan.
+
+Not made cheaper here (admin/scan.py): the coordinator side (ListTransactions by state and age on every
+broker, DescribeTransactions of what it lists) costs a few requests per broker whatever the partition
+count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from kafka_txn_tools.models import LeaderOffsets, PartitionInfo, PartitionProducers, ScanError, TopicPartition
+
+Replica = tuple[TopicPartition, int]  # (partition, broker id)
+
+# find-hanging --full-scan-every's default: in a scan loop, one pass in this many is a full scan.
+DEFAULT_FULL_SCAN_EVERY = 20
+
+
+class Why(StrEnum):
+    """Why the pass asks a replica for its producer state (the first that applies)."""
+
+    FULL = "full-scan"
+    LSO_BELOW_HW = "lso-below-high-watermark"
+    NO_LEADER = "no-leader"
+    UNREAD = "offsets-unread"
+    LEADER_CHANGED = "leader-changed"
+    INCONSISTENT = "lso-above-high-watermark"
+    OUT_OF_SYNC = "out-of-sync-replica"
+    SEEN_OPEN = "open-in-last-pass"
+
+
+def partition_reason(info: PartitionInfo, read: LeaderOffsets | None) -> Why | None:
+    """Why every replica of a partition must be asked; None when its leader's offsets show nothing open that
+    can hang (LSO = HW, both read from the leader Metadata names at one leader epoch)."""
+    if info.leader < 0:
+        return Why.NO_LEADER
+    if read is None or read.error is not None or read.last_stable_offset is None or read.high_watermark is None \
+            or read.leader != info.leader:
+        return Why.UNREAD
+    if read.lso_epoch != read.hw_epoch or (
+            info.leader_epoch >= 0 and read.hw_epoch >= 0 and read.hw_epoch != info.leader_epoch):
+        return Why.LEADER_CHANGED
+    if read.last_stable_offset < read.high_watermark:
+        return Why.LSO_BELOW_HW
+    if read.last_stable_offset > read.high_watermark:
+        return Why.INCONSISTENT
+    return None
+
+
+@dataclass(frozen=True)
+class PassSummary:
+    """What a scan's first pass did, for its report: a full scan or not, the partitions in scope, how many of
+    them the leaders' offsets showed clear, and the replicas asked by reason."""
+
+    full: bool
+    partitions: int
+    clear: int
+    why: dict[Why, int]
+
+    def to_row(self) -> dict[str, object]:
+        return {"full_scan": self.full, "partitions": self.partitions, "clear_by_lso": self.clear,
+                "replicas_asked": {str(k): v for k, v in sorted(self.why.items())}}
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The replicas a pass asks (broker -> partitions, a subset of the full scan's, in its order) and why."""
+
+    by_broker: dict[int, list[TopicPartition]]
+    why: dict[Why, int]  # replicas asked, by reason
+    partitions: int  # partitions in scope
+    clear: int  # of them, partitions whose leader's offsets showed nothing open (LSO = HW)
+    full: bool = False
+
+    @property
+    def replicas(self) -> int:
+        return sum(map(len, self.by_broker.values()))
+
+    def summary(self) -> PassSummary:
+        return PassSummary(self.full, self.partitions, self.clear, dict(self.why))
+
+
+def full_selection(planned: Mapping[int, Sequence[TopicPartition]]) -> Selection:
+    """A full pass: every replica the full scan asks."""
+    by_broker = {b: list(tps) for b, tps in planned.items()}
+    partitions = len({tp for tps in planned.values() for tp in tps})
+    return Selection(by_broker, {Why.FULL: sum(map(len, by_broker.values()))}, partitions, 0, full=True)
+
+
+def leaders_to_read(planned: Mapping[int, Sequence[TopicPartition]], infos: Mapping[TopicPartition, PartitionInfo]
+                    ) -> dict[TopicPartition, tuple[int, int]]:
+    """The first pass's reads: each planned partition that has a leader -> (leader, leader epoch)."""
+    out: dict[TopicPartition, tuple[int, int]] = {}
+    for tps in planned.values():
+        for tp in tps:
+            info = infos.get(tp)
+            if info is not None and info.leader >= 0:
+                out[tp] = (info.leader, info.leader_epoch)
+    return out
+
+
+def select(planned: Mapping[int, Sequence[TopicPartition]], infos: Mapping[TopicPartition, PartitionInfo],
+           reads: Mapping[TopicPartition, LeaderOffsets], seen_open: Collection[Replica] = ()) -> Selection:
+    """Of the replicas the full scan would ask (`planned`: broker -> partitions), the ones this pass asks:
+    every planned replica of a partition with a reason (`partition_reason`), replicas out of the ISR, and
+    replicas the previous pass saw an open transaction on."""
+    reasons: dict[TopicPartition, Why | None] = {}
+    for tps in planned.values():
+        for tp in tps:
+            if tp not in reasons:
+                info = infos.get(tp)
+                reasons[tp] = Why.UNREAD if info is None else partition_reason(info, reads.get(tp))
+    by_broker: dict[int, list[TopicPartition]] = {}
+    why: dict[Why, int] = {}
+    seen = set(seen_open)
+    for broker, tps in planned.items():
+        asked = []
+        for tp in tps:
+            reason = reasons[tp]
+            if reason is None:
+                info = infos[tp]
+                if broker not in info.isr:
+                    reason = Why.OUT_OF_SYNC
+                elif (tp, broker) in seen:
+                    reason = Why.SEEN_OPEN
+            if reason is not None:
+                asked.append(tp)
+                why[reason] = why.get(reason, 0) + 1
+        if asked:
+            by_broker[broker] = asked
+    clear = sum(1 for r in reasons.values() if r is None)
+    return Selection(by_broker, why, len(reasons), clear)
+
+
+def seen_open_after(asked: Mapping[int, Sequence[TopicPartition]], answers: Iterable[PartitionProducers],
+                    errors: Iterable[ScanError], before: Collection[Replica]) -> frozenset[Replica]:
+    """The replicas to ask again next pass: those whose answer showed an open transaction, and those seen
+    open before that were asked again but did not answer (still not known to be clear). One no longer asked
+    (its topic deleted, its replica moved away) is forgotten."""
+    found = {(a.partition, a.broker_id) for a in answers if any(p.has_open_transaction for p in a.producers)}
+    unread_brokers = {e.broker_id for e in errors if e.partition is None and e.broker_id is not None}
+    unread = {(e.partition, e.broker_id) for e in errors if e.partition is not None and e.broker_id is not None}
+    asked_set = {(tp, b) for b, tps in asked.items() for tp in tps}
+    kept = {r for r in before if r in asked_set and (r in unread or r[1] in unread_brokers)}
+    return frozenset(found | kept)
+
+
+@dataclass
+class LsoPrefilter:
+    """The first pass's setting and what it remembers from one pass to the next. Give a scan loop (the
+    monitor's, `find-hanging --watch`) one for its life: the memory lives here. Not thread-safe: one scan at a
+    time uses it (the loop's)."""
+
+    # One pass in this many is a full scan (the `full_scan_every`-th, the 2 x `full_scan_every`-th...; the
+    # first pass never is); 0: never.
+    full_scan_every: int = DEFAULT_FULL_SCAN_EVERY
+    passes: int = 0
+    seen_open: frozenset[Replica] = field(default_factory=frozenset)
+
+    def next_is_full(self) -> bool:
+        return self.full_scan_every > 0 and (self.passes + 1) % self.full_scan_every == 0
+
+    def after_pass(self, asked: Mapping[int, Sequence[TopicPartition]], answers: Iterable[PartitionProducers],
+                   errors: Iterable[ScanError]) -> None:
+        self.passes += 1
+        self.seen_open = seen_open_after(asked, answers, errors, self.seen_open)
