@@ -56,6 +56,10 @@ class FakeCluster:
     before_describe: Callable[[int], None] | None = None
     describe_calls: int = 0
     leader_offset_calls: int = 0
+    # A leader's ListOffsets answers where a test sets them whole (epochs, errors); else see `leader_offsets`.
+    leader_reads: dict[TopicPartition, LeaderOffsets] = field(default_factory=dict)
+    # Replicas asked for their producer state, (broker, partition), per call.
+    described: list[list[tuple[int, TopicPartition]]] = field(default_factory=list)
     markers: list[tuple[int, TopicPartition, int, int, int, int | None]] = field(default_factory=list)
     marker_error: str | None = None
     unsupported: set[str] = field(default_factory=set)  # admin APIs the "brokers" do not offer
@@ -143,6 +147,7 @@ class FakeCluster:
             self.before_describe(self.describe_calls)
         out: list[PartitionProducers] = []
         errors: list[ScanError] = []
+        self.described.append([(broker, tp) for broker, tps in by_broker.items() for tp in tps])
         for broker, tps in by_broker.items():
             if broker in self.down:
                 errors.append(ScanError("BROKER_UNREACHABLE", f"broker {broker} is unreachable", broker_id=broker,
@@ -208,7 +213,14 @@ class FakeCluster:
         return result
 
     def partition_offsets(self, leaders: dict[TopicPartition, int]) -> dict[TopicPartition, PartitionOffsets]:
-        return {tp: PartitionOffsets(tp, *self.offsets.get(tp, (None, None))) for tp in leaders}
+        out = {}
+        for tp in leaders:
+            set_whole = self.leader_reads.get(tp)
+            if tp not in self.offsets and set_whole is not None and set_whole.error is None:
+                out[tp] = PartitionOffsets(tp, set_whole.last_stable_offset, set_whole.high_watermark)
+            else:
+                out[tp] = PartitionOffsets(tp, *self.offsets.get(tp, (None, None)))
+        return out
 
     def leader_offsets(self, leaders: dict[TopicPartition, tuple[int, int]]) -> dict[TopicPartition, LeaderOffsets]:
         """As a leader answers ListOffsets: `offsets` where a test set them, else from producer state as Kafka
@@ -217,6 +229,9 @@ class FakeCluster:
         self.leader_offset_calls += 1
         out = {}
         for tp, (leader, _epoch) in leaders.items():
+            if tp in self.leader_reads:
+                out[tp] = self.leader_reads[tp]
+                continue
             error = "BROKER_UNREACHABLE" if leader in self.down else self.partition_errors.get((leader, tp))
             if error is not None:
                 out[tp] = LeaderOffsets(tp, leader, error=error)
