@@ -457,14 +457,13 @@ class AdminClient:
         the leader epoch (CurrentLeaderEpoch, v4+): a broker leading at another epoch answers an error for
         that partition. A read without an answer is the partition's error (UNSUPPORTED_VERSION for a broker
         without ListOffsets v2, the first with an isolation level)."""
-        by_leader: dict[int, dict[TopicPartition, int]] = defaultdict(dict)
+        by_leader: dict[int, dict[str, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
         for tp, (leader, epoch) in leaders.items():
-            by_leader[leader][tp] = epoch
+            by_leader[leader][tp.topic].append((tp.partition, epoch))
 
-        async def on(leader: int, epochs: dict[TopicPartition, int]) -> list[dict[TopicPartition, Any] | str]:
-            futures = [self._start(wire.list_offsets_request(epochs, level, leader_epochs=epochs), leader)
-                       for level in (wire.READ_COMMITTED, wire.READ_UNCOMMITTED)]
-            answers: list[dict[TopicPartition, Any] | str] = []
+        async def on(leader: int, epochs: dict[str, list[tuple[int, int]]]) -> list[dict[Any, Any] | str]:
+            futures = [self._start(request, leader) for request in wire.leader_offsets_requests(epochs)]
+            answers: list[dict[Any, Any] | str] = []
             for future in futures:
                 try:
                     answers.append(wire.parse_leader_offsets(await future))
@@ -479,11 +478,8 @@ class AdminClient:
         for (leader, epochs), outcome in zip(by_leader.items(), self._run(go), strict=True):
             if isinstance(outcome, BaseException):
                 raise outcome
-            lso, hw = outcome
-            for tp in epochs:
-                out[tp] = _leader_offsets(tp, leader, lso, hw)
+            _merge_leader_offsets(out, leader, epochs, *outcome)
         return out
-
 
     def offsets_for_time(self, leaders: dict[TopicPartition, int], timestamp_ms: int) -> dict[TopicPartition, int]:
         """Per partition, the first offset whose record timestamp is at least `timestamp_ms` (ListOffsets by
@@ -655,13 +651,17 @@ class AdminClient:
         return _merge_group_outcomes(outcomes, errors, "DescribeShareGroupOffsets", "DescribeShareGroupOffsets for")
 
 
-def _leader_offsets(tp: TopicPartition, leader: int, lso: dict[TopicPartition, Any] | str,
-                    hw: dict[TopicPartition, Any] | str) -> LeaderOffsets:
-    """One partition's two reads (each a parsed answer, or the error of a request that got none) as one value."""
+def _merge_leader_offsets(out: dict[TopicPartition, LeaderOffsets], leader: int,
+                          epochs: dict[str, list[tuple[int, int]]], lso: dict[Any, Any] | str,
+                          hw: dict[Any, Any] | str) -> None:
+    """One leader's two reads (each a parsed answer, or the error of a request that got none) per partition."""
     missing = (None, -1, "UNKNOWN_TOPIC_OR_PARTITION")  # a broker that left the partition out of its answer
-    reads = [(None, -1, answer) if isinstance(answer, str) else answer.get(tp, missing) for answer in (lso, hw)]
-    (lso_offset, lso_epoch, lso_error), (hw_offset, hw_epoch, hw_error) = reads
-    return LeaderOffsets(tp, leader, lso_offset, hw_offset, lso_epoch, hw_epoch, lso_error or hw_error)
+    for topic, partitions in epochs.items():
+        for p, _epoch in partitions:
+            lso_offset, lso_epoch, lso_error = (None, -1, lso) if isinstance(lso, str) else lso.get((topic, p), missing)
+            hw_offset, hw_epoch, hw_error = (None, -1, hw) if isinstance(hw, str) else hw.get((topic, p), missing)
+            tp = TopicPartition(topic, p)
+            out[tp] = LeaderOffsets(tp, leader, lso_offset, hw_offset, lso_epoch, hw_epoch, lso_error or hw_error)
 
 
 def _merge_group_outcomes(outcomes: Sequence[Any], errors: list[ScanError], api: str, what: str

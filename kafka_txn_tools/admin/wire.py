@@ -353,18 +353,12 @@ EARLIEST = -2  # the log start offset
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 
 
-def list_offsets_request(partitions: Iterable[TopicPartition], isolation_level: int, timestamp: int = LATEST,
-                         leader_epochs: Mapping[TopicPartition, int] | None = None) -> Any:
+def list_offsets_request(partitions: Iterable[TopicPartition], isolation_level: int, timestamp: int = LATEST) -> Any:
     """Latest offset per partition: the high watermark (READ_UNCOMMITTED) or the LSO (READ_COMMITTED); with
-    a `timestamp` (ms), the first offset whose record is at least that recent (-1: none). `leader_epochs`:
-    the CurrentLeaderEpoch to name per partition (v4+; -1 or absent: none), so a leader at another epoch
-    answers FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH instead of its offsets."""
+    a `timestamp` (ms), the first offset whose record is at least that recent (-1: none)."""
     Topic = ListOffsetsRequest.ListOffsetsTopic
     Partition = Topic.ListOffsetsPartition
-    epochs = leader_epochs or {}
-    topics = [Topic(name=t, partitions=[Partition(partition_index=p, timestamp=timestamp,
-                                                  current_leader_epoch=epochs.get(TopicPartition(t, p), -1))
-                                        for p in ps])
+    topics = [Topic(name=t, partitions=[Partition(partition_index=p, timestamp=timestamp) for p in ps])
               for t, ps in _by_topic(partitions).items()]
     # v2 is the first version with an isolation level.
     return ListOffsetsRequest(replica_id=-1, isolation_level=isolation_level, topics=topics, min_version=2)
@@ -383,17 +377,31 @@ def parse_list_offsets(response: Any) -> tuple[dict[TopicPartition, int], dict[T
     return offsets, failed
 
 
-def parse_leader_offsets(response: Any) -> dict[TopicPartition, tuple[int | None, int, str | None]]:
-    """Per partition: (offset or None, the leader epoch it was read at or -1, error name or None)."""
-    out: dict[TopicPartition, tuple[int | None, int, str | None]] = {}
+def leader_offsets_requests(epochs: Mapping[str, Sequence[tuple[int, int]]]) -> tuple[Any, Any]:
+    """find-hanging's first pass on one leader: ListOffsets latest under read_committed (the LSO), then under
+    read_uncommitted (the high watermark), of the same partitions. `epochs`: topic -> [(partition, its leader
+    epoch, or -1)], named as CurrentLeaderEpoch (v4+): a leader at another epoch answers FENCED_LEADER_EPOCH or
+    UNKNOWN_LEADER_EPOCH instead of its offsets. Both requests share one list of topics, built once."""
+    Topic = ListOffsetsRequest.ListOffsetsTopic
+    Partition = Topic.ListOffsetsPartition
+    topics = [Topic(name=t, partitions=[Partition(partition_index=p, timestamp=LATEST, current_leader_epoch=e)
+                                        for p, e in ps])
+              for t, ps in epochs.items()]
+    lso, hw = (ListOffsetsRequest(replica_id=-1, isolation_level=level, topics=topics, min_version=2)
+               for level in (READ_COMMITTED, READ_UNCOMMITTED))
+    return lso, hw
+
+
+def parse_leader_offsets(response: Any) -> dict[tuple[str, int], tuple[int | None, int, str | None]]:
+    """Per (topic, partition): (offset or None, the leader epoch it was read at or -1, error name or None)."""
+    out: dict[tuple[str, int], tuple[int | None, int, str | None]] = {}
     for topic in response.topics:
+        name = topic.name
         for p in topic.partitions:
             epoch = getattr(p, "leader_epoch", None)  # v4+
-            epoch = -1 if epoch is None else int(epoch)
-            if p.error_code:
-                out[TopicPartition(topic.name, p.partition_index)] = (None, epoch, error_name(p.error_code))
-            else:
-                out[TopicPartition(topic.name, p.partition_index)] = (p.offset, epoch, None)
+            epoch = -1 if epoch is None else epoch
+            code = p.error_code
+            out[name, p.partition_index] = (None, epoch, error_name(code)) if code else (p.offset, epoch, None)
     return out
 
 
