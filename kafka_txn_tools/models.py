@@ -232,12 +232,21 @@ class PartitionOffsets:
         return self.high_watermark - self.last_stable_offset
 
 
-@dataclass(frozen=True, slots=True)
-class LeaderOffsets:
-    """What one partition's leader answered find-hanging's first pass (admin/lso_prefilter.py): its LSO
-    (ListOffsets latest, read_committed, read first) and its high watermark (read_uncommitted, read second),
-    each with the leader epoch it was read at (-1: not said, ListOffsets before v4), or the error of a read
-    that failed (Kafka's error name, or ours when no answer came: BROKER_UNREACHABLE, UNSUPPORTED_VERSION...)."""
+class OffsetRead(NamedTuple):
+    """One partition's answer to ListOffsets latest: the offset (None when the read failed), the leader epoch
+    it was read at (-1: not said, ListOffsets before v4), and the error (Kafka's error name, or ours when no
+    answer came: BROKER_UNREACHABLE, UNSUPPORTED_VERSION...)."""
+
+    offset: int | None
+    leader_epoch: int = -1
+    error: str | None = None
+
+
+class LeaderOffsets(NamedTuple):
+    """What one partition's leader answered find-hanging's first pass (admin/lso_prefilter.py): its high
+    watermark (ListOffsets latest, read_uncommitted, read first) and its LSO (read_committed, read after it,
+    or known without a read: see lso_prefilter), each with the leader epoch it was read at (-1: not said), or
+    the error of a read that failed."""
 
     partition: TopicPartition
     leader: int

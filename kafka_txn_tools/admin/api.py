@@ -12,7 +12,7 @@ from typing import Protocol
 
 from kafka_txn_tools.models import (
     ClusterInfo,
-    LeaderOffsets,
+    OffsetRead,
     PartitionOffsets,
     PartitionProducers,
     ScanError,
@@ -60,7 +60,8 @@ class ClusterApi(Protocol):
 
     def partition_offsets(self, leaders: dict[TopicPartition, int]) -> dict[TopicPartition, PartitionOffsets]: ...
 
-    def leader_offsets(self, leaders: dict[TopicPartition, tuple[int, int]]) -> dict[TopicPartition, LeaderOffsets]: ...
+    def latest_offsets(self, leaders: dict[TopicPartition, tuple[int, int]], read_committed: bool
+                       ) -> dict[TopicPartition, OffsetRead]: ...
 
     def write_abort_marker(
         self, leader: int, partition: TopicPartition, producer_id: int, producer_epoch: int,

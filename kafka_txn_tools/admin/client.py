@@ -27,7 +27,7 @@ from kafka_txn_tools.admin.errors import BrokerError, ConnectionFailed, MissingA
 from kafka_txn_tools.admin.redact import protect
 from kafka_txn_tools.models import (
     ClusterInfo,
-    LeaderOffsets,
+    OffsetRead,
     PartitionOffsets,
     PartitionProducers,
     ScanError,
@@ -448,37 +448,37 @@ class AdminClient:
         offsets, _failed = wire.parse_list_offsets(response)
         return level, offsets
 
-    def leader_offsets(self, leaders: dict[TopicPartition, tuple[int, int]]) -> dict[TopicPartition, LeaderOffsets]:
-        """find-hanging's first pass (admin/lso_prefilter.py): each partition's LSO and high watermark from its
-        leader. `leaders`: {tp: (leader, its leader epoch from Metadata, or -1)}.
-
-        Per leader, two requests: read_committed (the LSO), then read_uncommitted (the high watermark), sent
-        together on the one connection, where a broker answers requests in the order they came. Both name
-        the leader epoch (CurrentLeaderEpoch, v4+): a broker leading at another epoch answers an error for
-        that partition. A read without an answer is the partition's error (UNSUPPORTED_VERSION for a broker
-        without ListOffsets v2, the first with an isolation level)."""
+    def latest_offsets(self, leaders: dict[TopicPartition, tuple[int, int]], read_committed: bool
+                       ) -> dict[TopicPartition, OffsetRead]:
+        """find-hanging's first pass (admin/lso_prefilter.py): each partition's high watermark, or with
+        `read_committed` its LSO, from its leader, one ListOffsets request per leader. `leaders`: {tp: (leader,
+        its leader epoch from Metadata, or -1)}; the epoch is named (CurrentLeaderEpoch, v4+), so a broker
+        leading at another epoch answers an error for that partition. A request without an answer is each of
+        its partitions' error (UNSUPPORTED_VERSION for a broker without ListOffsets v2, the first with an
+        isolation level)."""
         by_leader: dict[int, dict[str, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
         for tp, (leader, epoch) in leaders.items():
             by_leader[leader][tp.topic].append((tp.partition, epoch))
+        level = wire.READ_COMMITTED if read_committed else wire.READ_UNCOMMITTED
 
-        async def on(leader: int, epochs: dict[str, list[tuple[int, int]]]) -> list[dict[Any, Any] | str]:
-            futures = [self._start(request, leader) for request in wire.leader_offsets_requests(epochs)]
-            answers: list[dict[Any, Any] | str] = []
-            for future in futures:
-                try:
-                    answers.append(wire.parse_leader_offsets(await future))
-                except kerrors.KafkaError as exc:
-                    answers.append(_transport_error(exc, leader, "ListOffsets").error)
-            return answers
+        async def on(leader: int, epochs: dict[str, list[tuple[int, int]]]) -> dict[TopicPartition, OffsetRead] | str:
+            try:
+                return wire.parse_latest_offsets(await self._send(wire.latest_offsets_request(epochs, level), leader))
+            except kerrors.KafkaError as exc:
+                return _transport_error(exc, leader, "ListOffsets").error
 
         async def go() -> list[Any]:
             return await self._gather([(on, (leader, epochs)) for leader, epochs in by_leader.items()])
 
-        out: dict[TopicPartition, LeaderOffsets] = {}
-        for (leader, epochs), outcome in zip(by_leader.items(), self._run(go), strict=True):
+        out: dict[TopicPartition, OffsetRead] = {}
+        for epochs, outcome in zip(by_leader.values(), self._run(go), strict=True):
             if isinstance(outcome, BaseException):
                 raise outcome
-            _merge_leader_offsets(out, leader, epochs, *outcome)
+            if isinstance(outcome, str):
+                failed = OffsetRead(None, -1, outcome)
+                out.update((TopicPartition(t, p), failed) for t, parts in epochs.items() for p, _epoch in parts)
+            else:
+                out.update(outcome)  # a partition the broker left out is missing: lso_prefilter says so
         return out
 
     def offsets_for_time(self, leaders: dict[TopicPartition, int], timestamp_ms: int) -> dict[TopicPartition, int]:
@@ -649,19 +649,6 @@ class AdminClient:
 
         outcomes = await self._gather([(on, (node, groups)) for node, groups in by_node.items()])
         return _merge_group_outcomes(outcomes, errors, "DescribeShareGroupOffsets", "DescribeShareGroupOffsets for")
-
-
-def _merge_leader_offsets(out: dict[TopicPartition, LeaderOffsets], leader: int,
-                          epochs: dict[str, list[tuple[int, int]]], lso: dict[Any, Any] | str,
-                          hw: dict[Any, Any] | str) -> None:
-    """One leader's two reads (each a parsed answer, or the error of a request that got none) per partition."""
-    missing = (None, -1, "UNKNOWN_TOPIC_OR_PARTITION")  # a broker that left the partition out of its answer
-    for topic, partitions in epochs.items():
-        for p, _epoch in partitions:
-            lso_offset, lso_epoch, lso_error = (None, -1, lso) if isinstance(lso, str) else lso.get((topic, p), missing)
-            hw_offset, hw_epoch, hw_error = (None, -1, hw) if isinstance(hw, str) else hw.get((topic, p), missing)
-            tp = TopicPartition(topic, p)
-            out[tp] = LeaderOffsets(tp, leader, lso_offset, hw_offset, lso_epoch, hw_epoch, lso_error or hw_error)
 
 
 def _merge_group_outcomes(outcomes: Sequence[Any], errors: list[ScanError], api: str, what: str

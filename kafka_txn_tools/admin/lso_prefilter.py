@@ -1,4 +1,4 @@
-"""find-hanging's first pass: read every partition's LSO and high watermark from its leader, and ask for producer
+"""find-hanging's first pass: read every partition's high watermark and LSO from its leader, and ask for producer
 state (DescribeProducers) only where a transaction can hang. Pure: the decisions; admin/scan.py does the I/O.
 
 ## Why the offsets tell
@@ -6,9 +6,16 @@ state (DescribeProducers) only where a transaction can hang. Pure: the decisions
 A partition's last stable offset (LSO) is the first offset of its oldest transaction still undecided - or
 decided with its marker not yet below the high watermark (HW) - capped at the HW:
 LSO = min(first unstable offset, HW). A leader holding an open transaction whose first batch is below its
-HW therefore answers LSO < HW: ListOffsets latest under read_committed gives the LSO, under
-read_uncommitted the HW. One request per leader and isolation level covers all its partitions, where the
+HW therefore answers LSO < HW: ListOffsets latest under read_uncommitted gives the HW, under
+read_committed the LSO. One request per leader and isolation level covers all its partitions, where the
 full scan asks every replica of every partition for its producers.
+
+The HW is read first, then the LSO (`lso_to_read`) - except where it is known without a read: LSO <= HW
+always, so a partition whose HW is 0 (nothing written) has LSO = HW; and a partition the previous pass found
+clear (LSO = HW) whose HW and leader epoch have not changed since has no new record below its HW, so no
+transaction opened below it since: it is still clear. A partition whose LSO read then is below the HW read
+before had a transaction open at the second read that started below the HW at the first: it is flagged; one
+whose LSO reached the HW read before was clear when that was read.
 
 ## The condition under which the pass misses nothing
 
@@ -63,7 +70,14 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from kafka_txn_tools.models import LeaderOffsets, PartitionInfo, PartitionProducers, ScanError, TopicPartition
+from kafka_txn_tools.models import (
+    LeaderOffsets,
+    OffsetRead,
+    PartitionInfo,
+    PartitionProducers,
+    ScanError,
+    TopicPartition,
+)
 
 Replica = tuple[TopicPartition, int]  # (partition, broker id)
 
@@ -126,6 +140,8 @@ class Selection:
     partitions: int  # partitions in scope
     clear: int  # of them, partitions whose leader's offsets showed nothing open (LSO = HW)
     full: bool = False
+    # The clear ones whose epoch was said: {tp: (HW, leader epoch)}, for the next pass (`lso_to_read`).
+    clear_reads: dict[TopicPartition, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def replicas(self) -> int:
@@ -154,6 +170,39 @@ def leaders_to_read(planned: Mapping[int, Sequence[TopicPartition]], infos: Mapp
     return out
 
 
+def lso_to_read(leaders: Mapping[TopicPartition, tuple[int, int]], hw: Mapping[TopicPartition, OffsetRead],
+                clear_before: Mapping[TopicPartition, tuple[int, int]]) -> dict[TopicPartition, tuple[int, int]]:
+    """After the HW read (`hw`) of `leaders` ({tp: (leader, leader epoch)}): those whose LSO must be read. Not:
+    a partition whose HW read failed (it is asked in full anyway); one with HW 0 (nothing written: LSO = HW);
+    one the previous pass found clear at the same HW and leader epoch (`clear_before`: {tp: (HW, epoch)}; an
+    epoch not said (-1) is never the same)."""
+    out = {}
+    for tp, target in leaders.items():
+        read = hw.get(tp)
+        if read is None or read.error is not None or read.offset is None or read.offset == 0:
+            continue
+        if read.leader_epoch >= 0 and clear_before.get(tp) == (read.offset, read.leader_epoch):
+            continue
+        out[tp] = target
+    return out
+
+
+_LEFT_OUT = OffsetRead(None, -1, "UNKNOWN_TOPIC_OR_PARTITION")  # a leader that left a partition out of its answer
+
+
+def combine(leaders: Mapping[TopicPartition, tuple[int, int]], hw: Mapping[TopicPartition, OffsetRead],
+            lso: Mapping[TopicPartition, OffsetRead]) -> dict[TopicPartition, LeaderOffsets]:
+    """Each leader's two answers as one; a partition whose LSO was not read (`lso_to_read`) has LSO = HW, as
+    read at the HW's epoch."""
+    out = {}
+    for tp, (leader, _epoch) in leaders.items():
+        high = hw.get(tp, _LEFT_OUT)
+        stable = lso.get(tp, high)
+        out[tp] = LeaderOffsets(tp, leader, stable.offset, high.offset, stable.leader_epoch, high.leader_epoch,
+                                high.error or stable.error)
+    return out
+
+
 def select(planned: Mapping[int, Sequence[TopicPartition]], infos: Mapping[TopicPartition, PartitionInfo],
            reads: Mapping[TopicPartition, LeaderOffsets], seen_open: Collection[Replica] = ()) -> Selection:
     """Of the replicas the full scan would ask (`planned`: broker -> partitions), the ones this pass asks:
@@ -173,18 +222,23 @@ def select(planned: Mapping[int, Sequence[TopicPartition]], infos: Mapping[Topic
         for tp in tps:
             reason = reasons[tp]
             if reason is None:
-                info = infos[tp]
-                if broker not in info.isr:
+                if broker not in infos[tp].isr:
                     reason = Why.OUT_OF_SYNC
-                elif (tp, broker) in seen:
+                elif seen and (tp, broker) in seen:
                     reason = Why.SEEN_OPEN
-            if reason is not None:
-                asked.append(tp)
-                why[reason] = why.get(reason, 0) + 1
+                else:
+                    continue
+            asked.append(tp)
+            why[reason] = why.get(reason, 0) + 1
         if asked:
             by_broker[broker] = asked
-    clear = sum(1 for r in reasons.values() if r is None)
-    return Selection(by_broker, why, len(reasons), clear)
+    clear = {tp for tp, r in reasons.items() if r is None}
+    clear_reads = {}
+    for tp in clear:
+        read = reads[tp]
+        if read.high_watermark is not None and read.hw_epoch >= 0:
+            clear_reads[tp] = (read.high_watermark, read.hw_epoch)
+    return Selection(by_broker, why, len(reasons), len(clear), clear_reads=clear_reads)
 
 
 def seen_open_after(asked: Mapping[int, Sequence[TopicPartition]], answers: Iterable[PartitionProducers],
@@ -211,11 +265,14 @@ class LsoPrefilter:
     full_scan_every: int = DEFAULT_FULL_SCAN_EVERY
     passes: int = 0
     seen_open: frozenset[Replica] = field(default_factory=frozenset)
+    # The partitions the last pass found clear: {tp: (HW, leader epoch)} (`lso_to_read`).
+    clear: dict[TopicPartition, tuple[int, int]] = field(default_factory=dict)
 
     def next_is_full(self) -> bool:
         return self.full_scan_every > 0 and (self.passes + 1) % self.full_scan_every == 0
 
-    def after_pass(self, asked: Mapping[int, Sequence[TopicPartition]], answers: Iterable[PartitionProducers],
+    def after_pass(self, selection: Selection, answers: Iterable[PartitionProducers],
                    errors: Iterable[ScanError]) -> None:
         self.passes += 1
-        self.seen_open = seen_open_after(asked, answers, errors, self.seen_open)
+        self.seen_open = seen_open_after(selection.by_broker, answers, errors, self.seen_open)
+        self.clear = selection.clear_reads

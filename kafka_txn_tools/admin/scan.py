@@ -192,15 +192,17 @@ def find_hanging(
     planned, errors = plan_requests(cluster, scope)
     report = ScanReport(errors=errors)
     first_reads: dict[TopicPartition, LeaderOffsets] = {}
-    by_broker = _first_pass(client, cluster, planned, options.lso_prefilter, report, first_reads)
+    selection = _first_pass(client, cluster, planned, options.lso_prefilter, first_reads)
+    by_broker = planned if selection is None else selection.by_broker
+    report.first_pass = None if selection is None else selection.summary()
     report.scanned_replicas = sum(map(len, by_broker.values()))
     if on_total is not None:
         on_total(report.scanned_replicas)
     describe_errors: list[ScanError] = []
     replicas = _describe(client, by_broker, options, progress, describe_errors)
     report.errors += describe_errors
-    if options.lso_prefilter is not None:
-        options.lso_prefilter.after_pass(by_broker, replicas, describe_errors)
+    if options.lso_prefilter is not None and selection is not None:
+        options.lso_prefilter.after_pass(selection, replicas, describe_errors)
     report.now_ms = now_ms()  # after the read, as upstream: the producers' age at the time we saw them
     candidates = hanging.select_candidates(replicas, report.now_ms, options.max_timeout_ms)
     report.candidates = len(candidates)
@@ -220,22 +222,22 @@ def find_hanging(
 
 
 def _first_pass(client: ScanClient, cluster: ClusterInfo, planned: dict[int, list[TopicPartition]],
-                prefilter: LsoPrefilter | None, report: ScanReport,
-                reads_out: dict[TopicPartition, LeaderOffsets]) -> dict[int, list[TopicPartition]]:
+                prefilter: LsoPrefilter | None, reads_out: dict[TopicPartition, LeaderOffsets]
+                ) -> lso_prefilter.Selection | None:
     """The replicas to ask for their producer state: of the `planned` ones (the full scan's), those the first
     pass selects (admin/lso_prefilter.py); all of them on a full pass, or when the cluster cannot say its LSOs
-    (ListOffsets before v2). The leaders' answers go to `reads_out`."""
+    (ListOffsets before v2). None: no first pass (the full scan). The leaders' answers go to `reads_out`."""
     if prefilter is None:
-        return planned
+        return None
     if prefilter.next_is_full() or not client.supports("ListOffsets"):
-        selection = lso_prefilter.full_selection(planned)
-    else:
-        infos = {info.partition: info for info in cluster.partitions}
-        reads = client.leader_offsets(lso_prefilter.leaders_to_read(planned, infos))
-        reads_out.update(reads)
-        selection = lso_prefilter.select(planned, infos, reads, prefilter.seen_open)
-    report.first_pass = selection.summary()
-    return selection.by_broker
+        return lso_prefilter.full_selection(planned)
+    infos = {info.partition: info for info in cluster.partitions}
+    leaders = lso_prefilter.leaders_to_read(planned, infos)
+    hw = client.latest_offsets(leaders, read_committed=False)
+    need = lso_prefilter.lso_to_read(leaders, hw, prefilter.clear)
+    lso = client.latest_offsets(need, read_committed=True) if need else {}
+    reads_out.update(lso_prefilter.combine(leaders, hw, lso))
+    return lso_prefilter.select(planned, infos, reads_out, prefilter.seen_open)
 
 
 def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options: ScanOptions,

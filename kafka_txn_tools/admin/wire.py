@@ -61,6 +61,7 @@ from kafka_txn_tools.admin.errors import error_name
 from kafka_txn_tools.models import (
     BrokerInfo,
     ClusterInfo,
+    OffsetRead,
     PartitionInfo,
     PartitionProducers,
     ProducerState,
@@ -377,31 +378,30 @@ def parse_list_offsets(response: Any) -> tuple[dict[TopicPartition, int], dict[T
     return offsets, failed
 
 
-def leader_offsets_requests(epochs: Mapping[str, Sequence[tuple[int, int]]]) -> tuple[Any, Any]:
-    """find-hanging's first pass on one leader: ListOffsets latest under read_committed (the LSO), then under
-    read_uncommitted (the high watermark), of the same partitions. `epochs`: topic -> [(partition, its leader
-    epoch, or -1)], named as CurrentLeaderEpoch (v4+): a leader at another epoch answers FENCED_LEADER_EPOCH or
-    UNKNOWN_LEADER_EPOCH instead of its offsets. Both requests share one list of topics, built once."""
+def latest_offsets_request(epochs: Mapping[str, Sequence[tuple[int, int]]], isolation_level: int) -> Any:
+    """find-hanging's first pass on one leader: ListOffsets latest under `isolation_level` (read_uncommitted:
+    the high watermark; read_committed: the LSO). `epochs`: topic -> [(partition, its leader epoch, or -1)],
+    named as CurrentLeaderEpoch (v4+): a leader at another epoch answers FENCED_LEADER_EPOCH or
+    UNKNOWN_LEADER_EPOCH instead of its offset."""
     Topic = ListOffsetsRequest.ListOffsetsTopic
     Partition = Topic.ListOffsetsPartition
     topics = [Topic(name=t, partitions=[Partition(partition_index=p, timestamp=LATEST, current_leader_epoch=e)
                                         for p, e in ps])
               for t, ps in epochs.items()]
-    lso, hw = (ListOffsetsRequest(replica_id=-1, isolation_level=level, topics=topics, min_version=2)
-               for level in (READ_COMMITTED, READ_UNCOMMITTED))
-    return lso, hw
+    return ListOffsetsRequest(replica_id=-1, isolation_level=isolation_level, topics=topics, min_version=2)
 
 
-def parse_leader_offsets(response: Any) -> dict[tuple[str, int], tuple[int | None, int, str | None]]:
-    """Per (topic, partition): (offset or None, the leader epoch it was read at or -1, error name or None)."""
-    out: dict[tuple[str, int], tuple[int | None, int, str | None]] = {}
+def parse_latest_offsets(response: Any) -> dict[TopicPartition, OffsetRead]:
+    """Per partition: the offset, the leader epoch it was read at, or the error."""
+    out: dict[TopicPartition, OffsetRead] = {}
     for topic in response.topics:
         name = topic.name
         for p in topic.partitions:
             epoch = getattr(p, "leader_epoch", None)  # v4+
             epoch = -1 if epoch is None else epoch
             code = p.error_code
-            out[name, p.partition_index] = (None, epoch, error_name(code)) if code else (p.offset, epoch, None)
+            out[TopicPartition(name, p.partition_index)] = OffsetRead(None, epoch, error_name(code)) if code else \
+                OffsetRead(p.offset, epoch)
     return out
 
 

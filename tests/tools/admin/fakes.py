@@ -17,6 +17,7 @@ from kafka_txn_tools.models import (
     BrokerInfo,
     ClusterInfo,
     LeaderOffsets,
+    OffsetRead,
     PartitionInfo,
     PartitionOffsets,
     PartitionProducers,
@@ -56,6 +57,7 @@ class FakeCluster:
     before_describe: Callable[[int], None] | None = None
     describe_calls: int = 0
     leader_offset_calls: int = 0
+    lso_reads: list[set[TopicPartition]] = field(default_factory=list)  # the partitions of each LSO read
     # A leader's ListOffsets answers where a test sets them whole (epochs, errors); else see `leader_offsets`.
     leader_reads: dict[TopicPartition, LeaderOffsets] = field(default_factory=dict)
     # Replicas asked for their producer state, (broker, partition), per call.
@@ -222,31 +224,36 @@ class FakeCluster:
                 out[tp] = PartitionOffsets(tp, *self.offsets.get(tp, (None, None)))
         return out
 
-    def leader_offsets(self, leaders: dict[TopicPartition, tuple[int, int]]) -> dict[TopicPartition, LeaderOffsets]:
-        """As a leader answers ListOffsets: `offsets` where a test set them, else from producer state as Kafka
-        derives it (the HW past every replica's open transaction: all replicated; the LSO at the leader's
-        oldest one, else the HW). A down leader, or a DescribeProducers error set for the leader, fails the read."""
+    def latest_offsets(self, leaders: dict[TopicPartition, tuple[int, int]], read_committed: bool
+                       ) -> dict[TopicPartition, OffsetRead]:
+        """As a leader answers ListOffsets: `leader_reads` where a test set them whole, else `offsets` where a
+        test set them, else from producer state as Kafka derives it (the HW past every replica's open
+        transaction: all replicated; the LSO at the leader's oldest one, else the HW). A down leader, or a
+        DescribeProducers error set for the leader, fails the read. `lso_reads` records the LSO reads."""
         self.leader_offset_calls += 1
+        if read_committed:
+            self.lso_reads.append(set(leaders))
         out = {}
         for tp, (leader, _epoch) in leaders.items():
-            if tp in self.leader_reads:
-                out[tp] = self.leader_reads[tp]
-                continue
-            error = "BROKER_UNREACHABLE" if leader in self.down else self.partition_errors.get((leader, tp))
-            if error is not None:
-                out[tp] = LeaderOffsets(tp, leader, error=error)
-                continue
-            if tp in self.offsets:
-                lso, hw = self.offsets[tp]
-            else:
-                starts = [s.current_txn_start_offset for (b, p), states in self.producers.items() if p == tp
-                          for s in states if s.has_open_transaction]
-                hw = max(starts) + 1 if starts else 0
-                mine = [s.current_txn_start_offset for s in self.producers.get((leader, tp), [])
-                        if s.has_open_transaction]
-                lso = min([*mine, hw])
-            out[tp] = LeaderOffsets(tp, leader, lso, hw, 0, 0)
+            read = self.leader_reads.get(tp) or self._leader_read(tp, leader)
+            offset, epoch = (read.last_stable_offset, read.lso_epoch) if read_committed else \
+                (read.high_watermark, read.hw_epoch)
+            out[tp] = OffsetRead(None if read.error else offset, epoch, read.error)
         return out
+
+    def _leader_read(self, tp: TopicPartition, leader: int) -> LeaderOffsets:
+        error = "BROKER_UNREACHABLE" if leader in self.down else self.partition_errors.get((leader, tp))
+        if error is not None:
+            return LeaderOffsets(tp, leader, error=error)
+        if tp in self.offsets:
+            lso, hw = self.offsets[tp]
+        else:
+            starts = [s.current_txn_start_offset for (b, p), states in self.producers.items() if p == tp
+                      for s in states if s.has_open_transaction]
+            hw = max(starts) + 1 if starts else 0
+            mine = [s.current_txn_start_offset for s in self.producers.get((leader, tp), []) if s.has_open_transaction]
+            lso = min([*mine, hw])
+        return LeaderOffsets(tp, leader, lso, hw, 0, 0)
 
     def offsets_for_time(self, leaders: dict[TopicPartition, int], timestamp_ms: int) -> dict[TopicPartition, int]:
         out = {}

@@ -19,9 +19,24 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafka_txn_tools.admin import lso_prefilter
-from kafka_txn_tools.admin.lso_prefilter import LsoPrefilter, Why, partition_reason, seen_open_after, select
+from kafka_txn_tools.admin.lso_prefilter import (
+    LsoPrefilter,
+    Why,
+    combine,
+    lso_to_read,
+    partition_reason,
+    seen_open_after,
+    select,
+)
 from kafka_txn_tools.admin.scan import ScanOptions, ScanReport, Scope, find_hanging
-from kafka_txn_tools.models import LeaderOffsets, PartitionInfo, PartitionProducers, ScanError, TopicPartition
+from kafka_txn_tools.models import (
+    LeaderOffsets,
+    OffsetRead,
+    PartitionInfo,
+    PartitionProducers,
+    ScanError,
+    TopicPartition,
+)
 from tests.tools.admin.fakes import MIN, NOW, FakeCluster, cluster, producer, txn
 
 T0, T1, T2 = (TopicPartition("orders", p) for p in range(3))
@@ -84,6 +99,38 @@ def test_what_the_next_pass_asks_again() -> None:
     assert seen_open_after(asked, [], down, before) == {(T1, 0)}
 
 
+def test_the_lso_is_read_unless_the_hw_already_tells() -> None:
+    # LSO <= HW: nothing written (HW 0) leaves LSO = HW. A partition clear at the same HW and leader epoch last
+    # pass got no record below its HW since. A read that failed needs no second one (asked in full anyway).
+    leaders = {T0: (0, 4), T1: (1, 4), T2: (2, 4), TopicPartition("orders", 3): (0, 4)}
+    hw = {T0: OffsetRead(0, 4), T1: OffsetRead(80, 4), T2: OffsetRead(80, 5),
+          TopicPartition("orders", 3): OffsetRead(None, -1, "NOT_LEADER_OR_FOLLOWER")}
+    clear_before = {T1: (80, 4), T2: (80, 4)}
+    assert lso_to_read(leaders, hw, clear_before) == {T2: (2, 4)}  # T2: another epoch (a new leader)
+    assert lso_to_read(leaders, hw, {}) == {T1: (1, 4), T2: (2, 4)}
+    assert lso_to_read(leaders, {**hw, T1: OffsetRead(81, 4)}, clear_before) == {T1: (1, 4), T2: (2, 4)}
+    assert lso_to_read(leaders, {**hw, T1: OffsetRead(80, -1)}, {T1: (80, -1)}) == {T1: (1, 4), T2: (2, 4)}
+    both = combine(leaders, hw, {T2: OffsetRead(70, 5)})
+    assert both[T0] == read(0, 0, 4, 4, tp=T0, leader=0)  # not read: LSO = HW
+    assert both[T2] == read(70, 80, 5, 5, tp=T2, leader=2)
+    assert both[TopicPartition("orders", 3)].error == "NOT_LEADER_OR_FOLLOWER"
+
+
+def test_a_pass_reads_only_the_lsos_that_moved_since_the_last() -> None:
+    c = cluster()
+    c.open_txn(T1, producer(10, 100, OLD))
+    c.offsets = {T0: (50, 50), T1: (100, 120), T2: (0, 0)}
+    loop = ScanOptions(include_late=True, lso_prefilter=LsoPrefilter(full_scan_every=0))
+    first = scan(c, loop)
+    assert c.lso_reads == [{T0, T1}]  # T2 is empty
+    again = scan(c, loop)
+    assert c.lso_reads[-1] == {T1} and rows(again) == rows(first)  # T0 unchanged and clear: known
+    c.offsets[T0] = (50, 60)  # written since (a transaction open from 50): read again, and flagged
+    third = scan(c, loop)
+    assert c.lso_reads[-1] == {T0, T1}
+    assert third.first_pass is not None and third.first_pass.why == {Why.LSO_BELOW_HW: 6}
+
+
 @pytest.mark.parametrize("every, full", [(3, [3, 6, 9]), (1, list(range(1, 10))), (0, [])])
 def test_which_passes_are_full(every: int, full: list[int]) -> None:
     loop = LsoPrefilter(every)
@@ -91,7 +138,7 @@ def test_which_passes_are_full(every: int, full: list[int]) -> None:
     for n in range(1, 10):
         if loop.next_is_full():
             seen.append(n)
-        loop.after_pass({}, [], [])
+        loop.after_pass(lso_prefilter.full_selection({}), [], [])
     assert seen == full
 
 
@@ -333,3 +380,17 @@ def test_after_a_full_pass_the_first_pass_finds_what_the_full_scan_finds_whateve
     everything = fast(w, scope, loop)
     assert everything.first_pass is not None and everything.first_pass.full
     assert rows(fast(w, scope, loop)) == rows(everything) == rows(full(w.cluster, scope))
+
+
+@SETTINGS
+@given(worlds(hold=True), scopes)
+def test_a_second_pass_on_an_unchanged_cluster_reads_fewer_lsos_and_finds_the_same(w: World, scope: Scope) -> None:
+    if not _scoped(w, scope):
+        return
+    loop = LsoPrefilter(full_scan_every=0, seen_open=w.seen_open)
+    first = fast(w, scope, loop)
+    known = set(loop.clear)  # clear, at a leader epoch said
+    before = len(w.cluster.lso_reads)
+    second = fast(w, scope, loop)
+    assert rows(second) == rows(first) == rows(full(w.cluster, scope))
+    assert not any(known & r for r in w.cluster.lso_reads[before:])  # their LSO is not read again
