@@ -254,7 +254,7 @@ def seen_open_after(asked: Mapping[int, Sequence[TopicPartition]], answers: Iter
     return frozenset(found | kept)
 
 
-@dataclass
+@dataclass(eq=False)  # one loop's memory: equal only to itself (and so hashable, as ScanOptions is)
 class LsoPrefilter:
     """The first pass's setting and what it remembers from one pass to the next. Give a scan loop (the
     monitor's, `find-hanging --watch`) one for its life: the memory lives here. Not thread-safe: one scan at a
