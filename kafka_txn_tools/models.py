@@ -242,21 +242,6 @@ class OffsetRead(NamedTuple):
     error: str | None = None
 
 
-class LeaderOffsets(NamedTuple):
-    """What one partition's leader answered find-hanging's first pass (admin/lso_prefilter.py): its high
-    watermark (ListOffsets latest, read_uncommitted, read first) and its LSO (read_committed, read after it,
-    or known without a read: see lso_prefilter), each with the leader epoch it was read at (-1: not said), or
-    the error of a read that failed."""
-
-    partition: TopicPartition
-    leader: int
-    last_stable_offset: int | None = None
-    high_watermark: int | None = None
-    lso_epoch: int = -1
-    hw_epoch: int = -1
-    error: str | None = None
-
-
 @dataclass(frozen=True, slots=True)
 class StalledGroup:
     """A group held back on one partition: its committed offset is at or beyond the partition's LSO, so a

@@ -71,9 +71,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from kafka_txn_tools.models import (
-    LeaderOffsets,
     OffsetRead,
     PartitionInfo,
+    PartitionOffsets,
     PartitionProducers,
     ScanError,
     TopicPartition,
@@ -98,22 +98,46 @@ class Why(StrEnum):
     SEEN_OPEN = "open-in-last-pass"
 
 
-def partition_reason(info: PartitionInfo, read: LeaderOffsets | None) -> Why | None:
+def partition_reason(info: PartitionInfo, hw: OffsetRead | None, lso: OffsetRead | None) -> Why | None:
     """Why every replica of a partition must be asked; None when its leader's offsets show nothing open that
-    can hang (LSO = HW, both read from the leader Metadata names at one leader epoch)."""
+    can hang: LSO = HW, both read at one leader epoch, Metadata's. `lso` None: not read, known to equal the HW
+    (`lso_to_read`)."""
     if info.leader < 0:
         return Why.NO_LEADER
-    if read is None or read.error is not None or read.last_stable_offset is None or read.high_watermark is None \
-            or read.leader != info.leader:
+    if hw is None or hw.offset is None or hw.error is not None:
         return Why.UNREAD
-    if read.lso_epoch != read.hw_epoch or (
-            info.leader_epoch >= 0 and read.hw_epoch >= 0 and read.hw_epoch != info.leader_epoch):
+    if lso is None:
+        lso = hw
+    elif lso.offset is None or lso.error is not None:
+        return Why.UNREAD
+    epoch = hw.leader_epoch
+    if lso.leader_epoch != epoch or (info.leader_epoch >= 0 and epoch >= 0 and epoch != info.leader_epoch):
         return Why.LEADER_CHANGED
-    if read.last_stable_offset < read.high_watermark:
+    stable, high = lso.offset, hw.offset
+    assert stable is not None  # checked above (mypy cannot follow `lso = hw`)
+    if stable < high:
         return Why.LSO_BELOW_HW
-    if read.last_stable_offset > read.high_watermark:
+    if stable > high:
         return Why.INCONSISTENT
     return None
+
+
+@dataclass(frozen=True)
+class Reads:
+    """The first pass's answers: the leader (and epoch) asked for each partition, its HW read, and its LSO read
+    where one was made (elsewhere LSO = HW, `lso_to_read`)."""
+
+    leaders: Mapping[TopicPartition, tuple[int, int]]
+    hw: Mapping[TopicPartition, OffsetRead]
+    lso: Mapping[TopicPartition, OffsetRead]
+
+    def offsets(self, tp: TopicPartition, leader: int) -> PartitionOffsets | None:
+        """The partition's LSO and HW as `leader` answered them; None when not read from it, or not read."""
+        target, hw = self.leaders.get(tp), self.hw.get(tp)
+        if target is None or target[0] != leader or hw is None or hw.offset is None or hw.error is not None:
+            return None
+        lso = self.lso.get(tp, hw)
+        return None if lso.offset is None or lso.error is not None else PartitionOffsets(tp, lso.offset, hw.offset)
 
 
 @dataclass(frozen=True)
@@ -158,15 +182,18 @@ def full_selection(planned: Mapping[int, Sequence[TopicPartition]]) -> Selection
     return Selection(by_broker, {Why.FULL: sum(map(len, by_broker.values()))}, partitions, 0, full=True)
 
 
+def _in_scope(planned: Mapping[int, Sequence[TopicPartition]]) -> set[TopicPartition]:
+    return set().union(*planned.values())
+
+
 def leaders_to_read(planned: Mapping[int, Sequence[TopicPartition]], infos: Mapping[TopicPartition, PartitionInfo]
                     ) -> dict[TopicPartition, tuple[int, int]]:
     """The first pass's reads: each planned partition that has a leader -> (leader, leader epoch)."""
     out: dict[TopicPartition, tuple[int, int]] = {}
-    for tps in planned.values():
-        for tp in tps:
-            info = infos.get(tp)
-            if info is not None and info.leader >= 0:
-                out[tp] = (info.leader, info.leader_epoch)
+    for tp in _in_scope(planned):
+        info = infos.get(tp)
+        if info is not None and info.leader >= 0:
+            out[tp] = (info.leader, info.leader_epoch)
     return out
 
 
@@ -187,33 +214,16 @@ def lso_to_read(leaders: Mapping[TopicPartition, tuple[int, int]], hw: Mapping[T
     return out
 
 
-_LEFT_OUT = OffsetRead(None, -1, "UNKNOWN_TOPIC_OR_PARTITION")  # a leader that left a partition out of its answer
-
-
-def combine(leaders: Mapping[TopicPartition, tuple[int, int]], hw: Mapping[TopicPartition, OffsetRead],
-            lso: Mapping[TopicPartition, OffsetRead]) -> dict[TopicPartition, LeaderOffsets]:
-    """Each leader's two answers as one; a partition whose LSO was not read (`lso_to_read`) has LSO = HW, as
-    read at the HW's epoch."""
-    out = {}
-    for tp, (leader, _epoch) in leaders.items():
-        high = hw.get(tp, _LEFT_OUT)
-        stable = lso.get(tp, high)
-        out[tp] = LeaderOffsets(tp, leader, stable.offset, high.offset, stable.leader_epoch, high.leader_epoch,
-                                high.error or stable.error)
-    return out
-
-
 def select(planned: Mapping[int, Sequence[TopicPartition]], infos: Mapping[TopicPartition, PartitionInfo],
-           reads: Mapping[TopicPartition, LeaderOffsets], seen_open: Collection[Replica] = ()) -> Selection:
+           reads: Reads, seen_open: Collection[Replica] = ()) -> Selection:
     """Of the replicas the full scan would ask (`planned`: broker -> partitions), the ones this pass asks:
     every planned replica of a partition with a reason (`partition_reason`), replicas out of the ISR, and
     replicas the previous pass saw an open transaction on."""
+    hw_of, lso_of = reads.hw.get, reads.lso.get
     reasons: dict[TopicPartition, Why | None] = {}
-    for tps in planned.values():
-        for tp in tps:
-            if tp not in reasons:
-                info = infos.get(tp)
-                reasons[tp] = Why.UNREAD if info is None else partition_reason(info, reads.get(tp))
+    for tp in _in_scope(planned):
+        info = infos.get(tp)
+        reasons[tp] = Why.UNREAD if info is None else partition_reason(info, hw_of(tp), lso_of(tp))
     by_broker: dict[int, list[TopicPartition]] = {}
     why: dict[Why, int] = {}
     seen = set(seen_open)
@@ -232,12 +242,12 @@ def select(planned: Mapping[int, Sequence[TopicPartition]], infos: Mapping[Topic
             why[reason] = why.get(reason, 0) + 1
         if asked:
             by_broker[broker] = asked
-    clear = {tp for tp, r in reasons.items() if r is None}
+    clear = [tp for tp, r in reasons.items() if r is None]
     clear_reads = {}
     for tp in clear:
-        read = reads[tp]
-        if read.high_watermark is not None and read.hw_epoch >= 0:
-            clear_reads[tp] = (read.high_watermark, read.hw_epoch)
+        hw = reads.hw[tp]  # read, or it would have a reason
+        if hw.leader_epoch >= 0 and hw.offset is not None:
+            clear_reads[tp] = (hw.offset, hw.leader_epoch)
     return Selection(by_broker, why, len(reasons), len(clear), clear_reads=clear_reads)
 
 

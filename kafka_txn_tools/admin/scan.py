@@ -19,7 +19,7 @@ with plain data in tests/tools/admin and against the embedded broker in tests/e2
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, LATE_TRANSACTION_BUFFER_MS
@@ -35,7 +35,6 @@ from kafka_txn_tools.models import (
     ClusterInfo,
     HangingReason,
     HangingTransaction,
-    LeaderOffsets,
     OpenTransaction,
     PartitionInfo,
     PartitionOffsets,
@@ -191,8 +190,7 @@ def find_hanging(
     cluster = client.metadata([scope.topic] if scope.topic is not None else None)
     planned, errors = plan_requests(cluster, scope)
     report = ScanReport(errors=errors)
-    first_reads: dict[TopicPartition, LeaderOffsets] = {}
-    selection = _first_pass(client, cluster, planned, options.lso_prefilter, first_reads)
+    selection, first_reads = _first_pass(client, cluster, planned, options.lso_prefilter)
     by_broker = planned if selection is None else selection.by_broker
     report.first_pass = None if selection is None else selection.summary()
     report.scanned_replicas = sum(map(len, by_broker.values()))
@@ -222,27 +220,25 @@ def find_hanging(
 
 
 def _first_pass(client: ScanClient, cluster: ClusterInfo, planned: dict[int, list[TopicPartition]],
-                prefilter: LsoPrefilter | None, reads_out: dict[TopicPartition, LeaderOffsets]
-                ) -> lso_prefilter.Selection | None:
+                prefilter: LsoPrefilter | None) -> tuple[lso_prefilter.Selection | None, lso_prefilter.Reads | None]:
     """The replicas to ask for their producer state: of the `planned` ones (the full scan's), those the first
     pass selects (admin/lso_prefilter.py); all of them on a full pass, or when the cluster cannot say its LSOs
-    (ListOffsets before v2). None: no first pass (the full scan). The leaders' answers go to `reads_out`."""
+    (ListOffsets before v2). None: no first pass (the full scan). And the leaders' answers, when read."""
     if prefilter is None:
-        return None
+        return None, None
     if prefilter.next_is_full() or not client.supports("ListOffsets"):
-        return lso_prefilter.full_selection(planned)
+        return lso_prefilter.full_selection(planned), None
     infos = {info.partition: info for info in cluster.partitions}
     leaders = lso_prefilter.leaders_to_read(planned, infos)
     hw = client.latest_offsets(leaders, read_committed=False)
     need = lso_prefilter.lso_to_read(leaders, hw, prefilter.clear)
-    lso = client.latest_offsets(need, read_committed=True) if need else {}
-    reads_out.update(lso_prefilter.combine(leaders, hw, lso))
-    return lso_prefilter.select(planned, infos, reads_out, prefilter.seen_open)
+    reads = lso_prefilter.Reads(leaders, hw, client.latest_offsets(need, read_committed=True) if need else {})
+    return lso_prefilter.select(planned, infos, reads, prefilter.seen_open), reads
 
 
 def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options: ScanOptions,
                 confirmed: list[hanging.Verdict], described: dict[str, TransactionDescription],
-                report: ScanReport, first_reads: dict[TopicPartition, LeaderOffsets]) -> None:
+                report: ScanReport, first_reads: lso_prefilter.Reads | None) -> None:
     now = report.now_ms
     listed: dict[str, TransactionDescription] = {}
     found, errors = stuck.candidates(client, cluster.broker_ids(), now, options.max_prepare_ms,
@@ -349,7 +345,7 @@ CLOCK_SLACK_MS = 60_000
 
 def _offsets(client: ScanClient, cluster: ClusterInfo, partitions: Iterable[TopicPartition],
              views: dict[TopicPartition, hanging.LeaderView] | None = None,
-             known: Mapping[TopicPartition, LeaderOffsets] | None = None) -> dict[TopicPartition, PartitionOffsets]:
+             known: lso_prefilter.Reads | None = None) -> dict[TopicPartition, PartitionOffsets]:
     """The LSO and high watermark of each partition: as this scan's first pass read them from the same leader
     (`known`), else read now."""
     leader_of = {info.partition: info.leader for info in cluster.partitions}
@@ -358,9 +354,9 @@ def _offsets(client: ScanClient, cluster: ClusterInfo, partitions: Iterable[Topi
     for tp in partitions:
         view = (views or {}).get(tp)
         leader = view.leader if view is not None and view.leader is not None else leader_of.get(tp, -1)
-        read = (known or {}).get(tp)
-        if read is not None and read.error is None and read.leader == leader:
-            found[tp] = PartitionOffsets(tp, read.last_stable_offset, read.high_watermark)
+        read = known.offsets(tp, leader) if known is not None else None
+        if read is not None:
+            found[tp] = read
         else:
             leaders[tp] = leader
     return {**found, **(client.partition_offsets(leaders) if leaders else {})}

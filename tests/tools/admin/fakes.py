@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from kafka_txn_tools.admin.api import DescribeResult, ListResult
 from kafka_txn_tools.admin.config import ClientSettings
@@ -16,7 +17,6 @@ from kafka_txn_tools.dumps.transaction_log import TxnLogRecord
 from kafka_txn_tools.models import (
     BrokerInfo,
     ClusterInfo,
-    LeaderOffsets,
     OffsetRead,
     PartitionInfo,
     PartitionOffsets,
@@ -43,6 +43,13 @@ def txn(txn_id: str, pid: int, state: str = "Ongoing", partitions: Iterable[Topi
                                   frozenset(partitions))
 
 
+class LeaderAnswer(NamedTuple):
+    """A leader's two ListOffsets answers for one partition: under read_uncommitted, under read_committed."""
+
+    hw: OffsetRead
+    lso: OffsetRead
+
+
 @dataclass
 class FakeCluster:
     partitions: list[PartitionInfo]
@@ -58,8 +65,8 @@ class FakeCluster:
     describe_calls: int = 0
     leader_offset_calls: int = 0
     lso_reads: list[set[TopicPartition]] = field(default_factory=list)  # the partitions of each LSO read
-    # A leader's ListOffsets answers where a test sets them whole (epochs, errors); else see `leader_offsets`.
-    leader_reads: dict[TopicPartition, LeaderOffsets] = field(default_factory=dict)
+    # A leader's ListOffsets answers where a test sets them whole (epochs, errors); else see `latest_offsets`.
+    leader_reads: dict[TopicPartition, LeaderAnswer] = field(default_factory=dict)
     # Replicas asked for their producer state, (broker, partition), per call.
     described: list[list[tuple[int, TopicPartition]]] = field(default_factory=list)
     markers: list[tuple[int, TopicPartition, int, int, int, int | None]] = field(default_factory=list)
@@ -218,8 +225,9 @@ class FakeCluster:
         out = {}
         for tp in leaders:
             set_whole = self.leader_reads.get(tp)
-            if tp not in self.offsets and set_whole is not None and set_whole.error is None:
-                out[tp] = PartitionOffsets(tp, set_whole.last_stable_offset, set_whole.high_watermark)
+            if tp not in self.offsets and set_whole is not None and set_whole.hw.error is None \
+                    and set_whole.lso.error is None:
+                out[tp] = PartitionOffsets(tp, set_whole.lso.offset, set_whole.hw.offset)
             else:
                 out[tp] = PartitionOffsets(tp, *self.offsets.get(tp, (None, None)))
         return out
@@ -235,16 +243,14 @@ class FakeCluster:
             self.lso_reads.append(set(leaders))
         out = {}
         for tp, (leader, _epoch) in leaders.items():
-            read = self.leader_reads.get(tp) or self._leader_read(tp, leader)
-            offset, epoch = (read.last_stable_offset, read.lso_epoch) if read_committed else \
-                (read.high_watermark, read.hw_epoch)
-            out[tp] = OffsetRead(None if read.error else offset, epoch, read.error)
+            answer = self.leader_reads.get(tp) or self._leader_read(tp, leader)
+            out[tp] = answer.lso if read_committed else answer.hw
         return out
 
-    def _leader_read(self, tp: TopicPartition, leader: int) -> LeaderOffsets:
+    def _leader_read(self, tp: TopicPartition, leader: int) -> LeaderAnswer:
         error = "BROKER_UNREACHABLE" if leader in self.down else self.partition_errors.get((leader, tp))
         if error is not None:
-            return LeaderOffsets(tp, leader, error=error)
+            return LeaderAnswer(OffsetRead(None, -1, error), OffsetRead(None, -1, error))
         if tp in self.offsets:
             lso, hw = self.offsets[tp]
         else:
@@ -253,7 +259,7 @@ class FakeCluster:
             hw = max(starts) + 1 if starts else 0
             mine = [s.current_txn_start_offset for s in self.producers.get((leader, tp), []) if s.has_open_transaction]
             lso = min([*mine, hw])
-        return LeaderOffsets(tp, leader, lso, hw, 0, 0)
+        return LeaderAnswer(OffsetRead(hw, 0), OffsetRead(lso, 0))
 
     def offsets_for_time(self, leaders: dict[TopicPartition, int], timestamp_ms: int) -> dict[TopicPartition, int]:
         out = {}

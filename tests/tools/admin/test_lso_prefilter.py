@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from kafka_txn_tools.admin import lso_prefilter
 from kafka_txn_tools.admin.lso_prefilter import (
     LsoPrefilter,
+    Reads,
     Why,
-    combine,
     lso_to_read,
     partition_reason,
     seen_open_after,
@@ -30,14 +30,14 @@ from kafka_txn_tools.admin.lso_prefilter import (
 )
 from kafka_txn_tools.admin.scan import ScanOptions, ScanReport, Scope, find_hanging
 from kafka_txn_tools.models import (
-    LeaderOffsets,
     OffsetRead,
     PartitionInfo,
+    PartitionOffsets,
     PartitionProducers,
     ScanError,
     TopicPartition,
 )
-from tests.tools.admin.fakes import MIN, NOW, FakeCluster, cluster, producer, txn
+from tests.tools.admin.fakes import MIN, NOW, FakeCluster, LeaderAnswer, cluster, producer, txn
 
 T0, T1, T2 = (TopicPartition("orders", p) for p in range(3))
 OLD, YOUNG = 30 * MIN, MIN  # against the default max transaction timeout of 15 minutes
@@ -48,9 +48,10 @@ def info(tp: TopicPartition = T0, leader: int = 0, replicas: tuple[int, ...] = (
     return PartitionInfo(tp, leader, replicas, replicas if isr is None else isr, leader_epoch=epoch)
 
 
-def read(lso: int | None, hw: int | None, lso_epoch: int = 4, hw_epoch: int = 4, error: str | None = None,
-         tp: TopicPartition = T0, leader: int = 0) -> LeaderOffsets:
-    return LeaderOffsets(tp, leader, lso, hw, lso_epoch, hw_epoch, error)
+def read(lso: int | None, hw: int | None, lso_epoch: int = 4, hw_epoch: int = 4, error: str | None = None
+         ) -> LeaderAnswer:
+    """A leader's two answers (an error fails both)."""
+    return LeaderAnswer(OffsetRead(hw, hw_epoch, error), OffsetRead(lso, lso_epoch, error))
 
 
 # ---- the decision for one partition ----------------------------------------------------------------------
@@ -68,16 +69,20 @@ def read(lso: int | None, hw: int | None, lso_epoch: int = 4, hw_epoch: int = 4,
     (info(epoch=-1), read(50, 50), None),  # Metadata before v7 says no epoch: the two reads' agree
     (info(), read(50, 50, -1, -1), None),  # ListOffsets before v4 says none
     (info(), read(60, 50), Why.INCONSISTENT),
-    (info(), read(50, 50, leader=1), Why.UNREAD),  # not the leader Metadata named
+    (info(), LeaderAnswer(OffsetRead(50, 4), OffsetRead(None, -1, "NOT_LEADER_OR_FOLLOWER")), Why.UNREAD),
 ])
-def test_partition_reason(partition: PartitionInfo, answer: LeaderOffsets | None, why: Why | None) -> None:
-    assert partition_reason(partition, answer) is why
+def test_partition_reason(partition: PartitionInfo, answer: LeaderAnswer | None, why: Why | None) -> None:
+    assert partition_reason(partition, *(answer or (None, None))) is why
+    if answer is not None and answer.hw == answer.lso:  # an LSO not read is the HW
+        assert partition_reason(partition, answer.hw, None) is why
 
 
 def test_select_asks_flagged_partitions_everywhere_and_otherwise_only_lagging_or_remembered_replicas() -> None:
     infos = {T0: info(T0), T1: info(T1, 1, (1, 2, 0), isr=(1, 2)), T2: info(T2, 2, (2, 0, 1))}
     planned = {0: [T0, T1, T2], 1: [T0, T1, T2], 2: [T0, T1, T2]}
-    reads = {T0: read(10, 20, tp=T0), T1: read(5, 5, tp=T1, leader=1), T2: read(7, 7, tp=T2, leader=2)}
+    answers = {T0: read(10, 20), T1: read(5, 5), T2: read(7, 7)}
+    reads = Reads({T0: (0, 4), T1: (1, 4), T2: (2, 4)}, {tp: a.hw for tp, a in answers.items()},
+                  {tp: a.lso for tp, a in answers.items()})
     chosen = select(planned, infos, reads, seen_open={(T2, 1), (T2, 3)})
     # T0 everywhere; T1 on broker 0 (out of its ISR); T2 on broker 1 (open there last pass). Broker 3 is not
     # a replica of T2: never asked, whatever was remembered.
@@ -110,10 +115,11 @@ def test_the_lso_is_read_unless_the_hw_already_tells() -> None:
     assert lso_to_read(leaders, hw, {}) == {T1: (1, 4), T2: (2, 4)}
     assert lso_to_read(leaders, {**hw, T1: OffsetRead(81, 4)}, clear_before) == {T1: (1, 4), T2: (2, 4)}
     assert lso_to_read(leaders, {**hw, T1: OffsetRead(80, -1)}, {T1: (80, -1)}) == {T1: (1, 4), T2: (2, 4)}
-    both = combine(leaders, hw, {T2: OffsetRead(70, 5)})
-    assert both[T0] == read(0, 0, 4, 4, tp=T0, leader=0)  # not read: LSO = HW
-    assert both[T2] == read(70, 80, 5, 5, tp=T2, leader=2)
-    assert both[TopicPartition("orders", 3)].error == "NOT_LEADER_OR_FOLLOWER"
+    both = Reads(leaders, hw, {T2: OffsetRead(70, 5)})
+    assert both.offsets(T0, 0) == PartitionOffsets(T0, 0, 0)  # not read: LSO = HW
+    assert both.offsets(T2, 2) == PartitionOffsets(T2, 70, 80)
+    assert both.offsets(T2, 1) is None  # read from another leader
+    assert both.offsets(TopicPartition("orders", 3), 0) is None
 
 
 def test_a_pass_reads_only_the_lsos_that_moved_since_the_last() -> None:
@@ -170,7 +176,7 @@ def test_a_leader_that_cannot_say_its_lso_has_its_partitions_asked_in_full() -> 
     # hanging transaction: found as by the full scan.
     c = cluster()
     c.open_txn(T1, producer(10, 100, OLD))
-    c.leader_reads[T1] = read(None, None, error="UNSUPPORTED_VERSION", tp=T1, leader=1)
+    c.leader_reads[T1] = read(None, None, error="UNSUPPORTED_VERSION")
     c.offsets = {T1: (100, 101)}
     report = scan(c)
     assert [(r.partition, r.producer.producer_id) for r in report.hanging] == [(T1, 10)]
@@ -183,11 +189,11 @@ def test_a_leader_change_between_the_two_reads_has_the_partition_asked_in_full()
     # two epochs' answers say together proves nothing.
     c = cluster()
     c.open_txn(T1, producer(10, 100, OLD))
-    c.leader_reads[T1] = read(120, 120, lso_epoch=0, hw_epoch=1, tp=T1, leader=1)
+    c.leader_reads[T1] = read(120, 120, lso_epoch=0, hw_epoch=1)
     report = scan(c)
     assert [(r.partition, r.producer.producer_id) for r in report.hanging] == [(T1, 10)]
     assert report.first_pass is not None and report.first_pass.why == {Why.LEADER_CHANGED: 3}
-    c.leader_reads[T1] = read(120, 120, lso_epoch=0, hw_epoch=0, tp=T1, leader=1)  # one epoch: trusted
+    c.leader_reads[T1] = read(120, 120, lso_epoch=0, hw_epoch=0)  # one epoch: trusted
     assert scan(c).hanging == []
 
 
@@ -294,7 +300,7 @@ def worlds(draw: st.DrawFn, hold: bool = True) -> World:
             if draw(st.integers(0, 5)) == 0:
                 seen.add((tp, b))  # the last pass saw one open there (maybe since completed)
         if leader >= 0:
-            c.leader_reads[tp] = _leader_read(draw, tp, leader, epoch, hw, txns)
+            c.leader_reads[tp] = _leader_read(draw, epoch, hw, txns)
     return World(c, frozenset(seen), frozenset(breaking))
 
 
@@ -305,19 +311,20 @@ def _coordinator(draw: st.DrawFn, c: FakeCluster, tp: TopicPartition, t: Txn) ->
                                             partitions=[tp], coordinator=draw(st.sampled_from(BROKERS)))
 
 
-def _leader_read(draw: st.DrawFn, tp: TopicPartition, leader: int, epoch: int, hw: int, txns: list[Txn]
-                 ) -> LeaderOffsets:
+def _leader_read(draw: st.DrawFn, epoch: int, hw: int, txns: list[Txn]) -> LeaderAnswer:
     lso = min([t.start for t in txns] + [hw])  # Kafka's rule: an unreplicated first batch leaves it at the HW
-    kind = draw(st.sampled_from(["ok", "ok", "ok", "no-epochs", "error", "moved", "stale-metadata"]))
+    kind = draw(st.sampled_from(["ok", "ok", "ok", "no-epochs", "error", "lso-error", "moved", "stale-metadata"]))
     if kind == "error":
-        return LeaderOffsets(tp, leader, error=draw(st.sampled_from(READ_ERRORS)))
+        return read(None, None, error=draw(st.sampled_from(READ_ERRORS)))
+    if kind == "lso-error":  # the leader moved away between the HW read and the LSO read
+        return LeaderAnswer(OffsetRead(hw, epoch), OffsetRead(None, -1, "NOT_LEADER_OR_FOLLOWER"))
     if kind == "moved":  # the reads straddle an election: each from another epoch, together meaningless
         seen = draw(st.integers(0, hw))
-        return LeaderOffsets(tp, leader, seen, seen, epoch, epoch + 1)
+        return read(seen, seen, epoch + 1, epoch)
     if kind == "stale-metadata":  # led at a newer epoch than Metadata said (a broker that did not check it)
         seen = draw(st.integers(0, hw))
-        return LeaderOffsets(tp, leader, seen, seen, epoch + 1, epoch + 1)
-    return LeaderOffsets(tp, leader, lso, hw, *((-1, -1) if kind == "no-epochs" else (epoch, epoch)))
+        return read(seen, seen, epoch + 1, epoch + 1)
+    return read(lso, hw, *((-1, -1) if kind == "no-epochs" else (epoch, epoch)))
 
 
 scopes = st.one_of(st.just(Scope(all=True)), st.sampled_from(BROKERS).map(lambda b: Scope(broker_id=b)),
