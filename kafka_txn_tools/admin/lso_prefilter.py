@@ -220,35 +220,42 @@ def select(planned: Mapping[int, Sequence[TopicPartition]], infos: Mapping[Topic
     every planned replica of a partition with a reason (`partition_reason`), replicas out of the ISR, and
     replicas the previous pass saw an open transaction on."""
     hw_of, lso_of = reads.hw.get, reads.lso.get
-    reasons: dict[TopicPartition, Why | None] = {}
+    flagged: dict[TopicPartition, Why] = {}  # every planned replica asked
+    clear: list[TopicPartition] = []
     for tp in _in_scope(planned):
         info = infos.get(tp)
-        reasons[tp] = Why.UNREAD if info is None else partition_reason(info, hw_of(tp), lso_of(tp))
+        reason = Why.UNREAD if info is None else partition_reason(info, hw_of(tp), lso_of(tp))
+        if reason is None:
+            clear.append(tp)
+        else:
+            flagged[tp] = reason
+    # On a clear partition, only the replicas out of its ISR and those the last pass saw open.
+    extra: dict[int, dict[TopicPartition, Why]] = {}
+    for tp in clear:
+        info = infos[tp]
+        if len(info.isr) < len(info.replicas):
+            for broker in info.replicas:
+                if broker not in info.isr:
+                    extra.setdefault(broker, {})[tp] = Why.OUT_OF_SYNC
+    for tp, broker in seen_open:
+        if tp not in flagged:
+            extra.setdefault(broker, {}).setdefault(tp, Why.SEEN_OPEN)
     by_broker: dict[int, list[TopicPartition]] = {}
     why: dict[Why, int] = {}
-    seen = set(seen_open)
     for broker, tps in planned.items():
-        asked = []
-        for tp in tps:
-            reason = reasons[tp]
-            if reason is None:
-                if broker not in infos[tp].isr:
-                    reason = Why.OUT_OF_SYNC
-                elif seen and (tp, broker) in seen:
-                    reason = Why.SEEN_OPEN
-                else:
-                    continue
-            asked.append(tp)
+        more = extra.get(broker, {})
+        asked = [tp for tp in tps if tp in flagged or tp in more]
+        for tp in asked:
+            reason = flagged.get(tp) or more[tp]
             why[reason] = why.get(reason, 0) + 1
         if asked:
             by_broker[broker] = asked
-    clear = [tp for tp, r in reasons.items() if r is None]
     clear_reads = {}
     for tp in clear:
         hw = reads.hw[tp]  # read, or it would have a reason
         if hw.leader_epoch >= 0 and hw.offset is not None:
             clear_reads[tp] = (hw.offset, hw.leader_epoch)
-    return Selection(by_broker, why, len(reasons), len(clear), clear_reads=clear_reads)
+    return Selection(by_broker, why, len(flagged) + len(clear), len(clear), clear_reads=clear_reads)
 
 
 def seen_open_after(asked: Mapping[int, Sequence[TopicPartition]], answers: Iterable[PartitionProducers],

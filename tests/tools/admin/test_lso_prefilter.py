@@ -318,9 +318,8 @@ def _leader_read(draw: st.DrawFn, epoch: int, hw: int, txns: list[Txn]) -> Leade
         return read(None, None, error=draw(st.sampled_from(READ_ERRORS)))
     if kind == "lso-error":  # the leader moved away between the HW read and the LSO read
         return LeaderAnswer(OffsetRead(hw, epoch), OffsetRead(None, -1, "NOT_LEADER_OR_FOLLOWER"))
-    if kind == "moved":  # the reads straddle an election: each from another epoch, together meaningless
-        seen = draw(st.integers(0, hw))
-        return read(seen, seen, epoch + 1, epoch)
+    if kind == "moved":  # an election between the HW read (at Metadata's epoch) and the LSO read (any value)
+        return LeaderAnswer(OffsetRead(hw, epoch), OffsetRead(draw(st.integers(0, hw)), epoch + 1))
     if kind == "stale-metadata":  # led at a newer epoch than Metadata said (a broker that did not check it)
         seen = draw(st.integers(0, hw))
         return read(seen, seen, epoch + 1, epoch + 1)
