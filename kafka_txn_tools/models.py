@@ -232,6 +232,16 @@ class PartitionOffsets:
         return self.high_watermark - self.last_stable_offset
 
 
+class OffsetRead(NamedTuple):
+    """One partition's answer to ListOffsets latest: the offset (None when the read failed), the leader epoch
+    it was read at (-1: not said, ListOffsets before v4), and the error (Kafka's error name, or ours when no
+    answer came: BROKER_UNREACHABLE, UNSUPPORTED_VERSION...)."""
+
+    offset: int | None
+    leader_epoch: int = -1
+    error: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class StalledGroup:
     """A group held back on one partition: its committed offset is at or beyond the partition's LSO, so a

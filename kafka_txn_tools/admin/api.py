@@ -14,6 +14,7 @@ from typing import Protocol
 from kafka_txn_tools.connection.results import DescribeResult, ListResult, Progress
 from kafka_txn_tools.models import (
     ClusterInfo,
+    OffsetRead,
     PartitionOffsets,
     PartitionProducers,
     ScanError,
@@ -39,6 +40,9 @@ class ClusterApi(Protocol):
     def describe_transactions(self, transactional_ids: Iterable[str]) -> DescribeResult: ...
 
     def partition_offsets(self, leaders: dict[TopicPartition, int]) -> dict[TopicPartition, PartitionOffsets]: ...
+
+    def latest_offsets(self, leaders: dict[TopicPartition, tuple[int, int]], read_committed: bool
+                       ) -> dict[TopicPartition, OffsetRead]: ...
 
     def write_abort_marker(
         self, leader: int, partition: TopicPartition, producer_id: int, producer_epoch: int,

@@ -6,6 +6,11 @@ involves whom: `__transaction_state` is read once for both kinds' questions (adm
 when a transaction entered its state; the last transactional id of a producer id nobody lists), and the
 groups held back at the partitions' LSOs are looked up once (admin/groups.py).
 
+Which replicas are asked for their producer state: by default only where a transaction can hang, after a
+first pass that reads each partition's LSO and high watermark from its leader (admin/lso_prefilter.py says
+when that misses nothing, and handles each edge); with `ScanOptions(lso_prefilter=None)` every replica the
+scope names (the full scan, upstream's way).
+
 The I/O goes through a `ScanClient` (connection/client.py's AdminClient in real use), so the flow,
 including the re-check that keeps a transaction completing mid-scan out of the results, is tested
 with plain data in tests/tools/admin and against the embedded broker in tests/e2e.
@@ -18,8 +23,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, LATE_TRANSACTION_BUFFER_MS
-from kafka_txn_tools.admin import advice, hanging, stuck, transaction_state
+from kafka_txn_tools.admin import advice, hanging, lso_prefilter, stuck, transaction_state
 from kafka_txn_tools.admin.api import ClusterApi
+from kafka_txn_tools.admin.lso_prefilter import LsoPrefilter
 from kafka_txn_tools.admin.share_pending import ShareHold
 from kafka_txn_tools.connection.capabilities import require
 from kafka_txn_tools.errors import UsageError
@@ -114,9 +120,11 @@ class ScanReport:
     share: list[ShareHold] = field(default_factory=list)  # kind "share" (KIP-1289, from metrics)
     errors: list[ScanError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # context that could not be read (not a partial scan)
-    scanned_replicas: int = 0  # partition replicas asked
+    scanned_replicas: int = 0  # partition replicas asked for their producer state
     candidates: int = 0
     now_ms: int = 0
+    # The first pass (admin/lso_prefilter.py): None when the scan asked every replica without one.
+    first_pass: lso_prefilter.PassSummary | None = None
 
     @property
     def hanging(self) -> list[HangingTransaction]:
@@ -164,23 +172,35 @@ class ScanOptions:
     coordinator_side: bool = True
     # The connection options the rows' commands repeat (admin/advice.py).
     invocation: advice.Invocation = advice.Invocation()
+    # The first pass (admin/lso_prefilter.py) and its memory between scans: a scan loop keeps one ScanOptions,
+    # so its passes share it. None: the full scan, every replica the scope names (upstream's way).
+    lso_prefilter: LsoPrefilter | None = field(default_factory=LsoPrefilter)
 
 
 def find_hanging(
     client: ScanClient,
     scope: Scope,
     now_ms: Callable[[], int],
-    options: ScanOptions = ScanOptions(),
+    options: ScanOptions | None = None,
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
 ) -> ScanReport:
+    options = options if options is not None else ScanOptions()  # a fresh one: no memory of other scans
     require(client, "find-hanging", "DescribeProducers", "ListTransactions", "DescribeTransactions")
     cluster = client.metadata([scope.topic] if scope.topic is not None else None)
-    by_broker, errors = plan_requests(cluster, scope)
-    report = ScanReport(errors=errors, scanned_replicas=sum(map(len, by_broker.values())))
+    planned, errors = plan_requests(cluster, scope)
+    report = ScanReport(errors=errors)
+    selection, first_reads = _first_pass(client, cluster, planned, options.lso_prefilter)
+    by_broker = planned if selection is None else selection.by_broker
+    report.first_pass = None if selection is None else selection.summary()
+    report.scanned_replicas = sum(map(len, by_broker.values()))
     if on_total is not None:
         on_total(report.scanned_replicas)
-    replicas = _describe(client, by_broker, options, progress, report.errors)
+    describe_errors: list[ScanError] = []
+    replicas = _describe(client, by_broker, options, progress, describe_errors)
+    report.errors += describe_errors
+    if options.lso_prefilter is not None and selection is not None:
+        options.lso_prefilter.after_pass(selection, replicas, describe_errors)
     report.now_ms = now_ms()  # after the read, as upstream: the producers' age at the time we saw them
     candidates = hanging.select_candidates(replicas, report.now_ms, options.max_timeout_ms)
     report.candidates = len(candidates)
@@ -191,17 +211,34 @@ def find_hanging(
         to_check = [v for v in verdicts if v.reason.is_hanging or options.include_late]
         confirmed = _recheck(client, to_check, report.errors)
     if not options.coordinator_side:
-        offsets = _offsets(client, cluster, (v.candidate.partition for v in confirmed))
+        offsets = _offsets(client, cluster, (v.candidate.partition for v in confirmed), known=first_reads)
         report.results = hanging.to_results(confirmed, report.now_ms, options.include_late, offsets,
                                             options.invocation)
         return report
-    _both_sides(client, cluster, scope, options, confirmed, described, report)
+    _both_sides(client, cluster, scope, options, confirmed, described, report, first_reads)
     return report
+
+
+def _first_pass(client: ScanClient, cluster: ClusterInfo, planned: dict[int, list[TopicPartition]],
+                prefilter: LsoPrefilter | None) -> tuple[lso_prefilter.Selection | None, lso_prefilter.Reads | None]:
+    """The replicas to ask for their producer state: of the `planned` ones (the full scan's), those the first
+    pass selects (admin/lso_prefilter.py); all of them on a full pass, or when the cluster cannot say its LSOs
+    (ListOffsets before v2). None: no first pass (the full scan). And the leaders' answers, when read."""
+    if prefilter is None:
+        return None, None
+    if prefilter.next_is_full() or not client.supports("ListOffsets"):
+        return lso_prefilter.full_selection(planned), None
+    infos = {info.partition: info for info in cluster.partitions}
+    leaders = lso_prefilter.leaders_to_read(planned, infos)
+    hw = client.latest_offsets(leaders, read_committed=False)
+    need = lso_prefilter.lso_to_read(leaders, hw, prefilter.clear)
+    reads = lso_prefilter.Reads(leaders, hw, client.latest_offsets(need, read_committed=True) if need else {})
+    return lso_prefilter.select(planned, infos, reads, prefilter.seen_open), reads
 
 
 def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options: ScanOptions,
                 confirmed: list[hanging.Verdict], described: dict[str, TransactionDescription],
-                report: ScanReport) -> None:
+                report: ScanReport, first_reads: lso_prefilter.Reads | None) -> None:
     now = report.now_ms
     listed: dict[str, TransactionDescription] = {}
     found, errors = stuck.candidates(client, cluster.broker_ids(), now, options.max_prepare_ms,
@@ -217,7 +254,7 @@ def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options:
     stuck_ids = {r.transactional_id for r in rows}
     confirmed = [*confirmed, *_live_long(client, listed, stuck_ids, scope, cluster, now, options)]
     pending = [p.partition for r in rows for p in r.pending_partitions if p.leader is not None and p.leader >= 0]
-    offsets = _offsets(client, cluster, [*(v.candidate.partition for v in confirmed), *pending], views)
+    offsets = _offsets(client, cluster, [*(v.candidate.partition for v in confirmed), *pending], views, first_reads)
     results = hanging.to_results(confirmed, now, options.include_late, offsets, options.invocation)
     # A live verdict on a transaction its coordinator cannot finish is the coordinator row's to explain.
     results = [r for r in results if r.reason.is_hanging or r.transactional_id not in stuck_ids]
@@ -307,13 +344,22 @@ CLOCK_SLACK_MS = 60_000
 
 
 def _offsets(client: ScanClient, cluster: ClusterInfo, partitions: Iterable[TopicPartition],
-             views: dict[TopicPartition, hanging.LeaderView] | None = None) -> dict[TopicPartition, PartitionOffsets]:
+             views: dict[TopicPartition, hanging.LeaderView] | None = None,
+             known: lso_prefilter.Reads | None = None) -> dict[TopicPartition, PartitionOffsets]:
+    """The LSO and high watermark of each partition: as this scan's first pass read them from the same leader
+    (`known`), else read now."""
     leader_of = {info.partition: info.leader for info in cluster.partitions}
     leaders = {}
+    found: dict[TopicPartition, PartitionOffsets] = {}
     for tp in partitions:
         view = (views or {}).get(tp)
-        leaders[tp] = view.leader if view is not None and view.leader is not None else leader_of.get(tp, -1)
-    return client.partition_offsets(leaders) if leaders else {}
+        leader = view.leader if view is not None and view.leader is not None else leader_of.get(tp, -1)
+        read = known.offsets(tp, leader) if known is not None else None
+        if read is not None:
+            found[tp] = read
+        else:
+            leaders[tp] = leader
+    return {**found, **(client.partition_offsets(leaders) if leaders else {})}
 
 
 def _held_back(client: ScanClient, cluster: ClusterInfo, offsets: dict[TopicPartition, PartitionOffsets],

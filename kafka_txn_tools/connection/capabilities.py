@@ -31,6 +31,8 @@ APIS = {a.name: a for a in (
     AdminApi("ListTransactions", 66, 0, "Apache Kafka 3.0 (KIP-664)"),
     AdminApi("ElectLeaders", 43, 0, "Apache Kafka 2.2 (KIP-183)"),
     AdminApi("AlterPartitionReassignments", 45, 0, "Apache Kafka 2.4 (KIP-455)"),
+    # v2 is the first with an isolation level: find-hanging's first pass reads the LSO with it.
+    AdminApi("ListOffsets", 2, 2, "Apache Kafka 0.11 (KIP-98)"),
 )}
 
 COORDINATOR_VIEW = ("ListTransactions", "DescribeTransactions")

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import struct
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kafka.protocol.admin import ListGroupsRequest
@@ -61,6 +61,7 @@ from kafka_txn_tools.errors import error_name
 from kafka_txn_tools.models import (
     BrokerInfo,
     ClusterInfo,
+    OffsetRead,
     PartitionInfo,
     PartitionProducers,
     ProducerState,
@@ -375,6 +376,33 @@ def parse_list_offsets(response: Any) -> tuple[dict[TopicPartition, int], dict[T
             else:
                 offsets[tp] = p.offset
     return offsets, failed
+
+
+def latest_offsets_request(epochs: Mapping[str, Sequence[tuple[int, int]]], isolation_level: int) -> Any:
+    """find-hanging's first pass on one leader: ListOffsets latest under `isolation_level` (read_uncommitted:
+    the high watermark; read_committed: the LSO). `epochs`: topic -> [(partition, its leader epoch, or -1)],
+    named as CurrentLeaderEpoch (v4+): a leader at another epoch answers FENCED_LEADER_EPOCH or
+    UNKNOWN_LEADER_EPOCH instead of its offset."""
+    Topic = ListOffsetsRequest.ListOffsetsTopic
+    Partition = Topic.ListOffsetsPartition
+    topics = [Topic(name=t, partitions=[Partition(partition_index=p, timestamp=LATEST, current_leader_epoch=e)
+                                        for p, e in ps])
+              for t, ps in epochs.items()]
+    return ListOffsetsRequest(replica_id=-1, isolation_level=isolation_level, topics=topics, min_version=2)
+
+
+def parse_latest_offsets(response: Any) -> dict[TopicPartition, OffsetRead]:
+    """Per partition: the offset, the leader epoch it was read at, or the error."""
+    out: dict[TopicPartition, OffsetRead] = {}
+    for topic in response.topics:
+        name = topic.name
+        for p in topic.partitions:
+            epoch = getattr(p, "leader_epoch", None)  # v4+
+            epoch = -1 if epoch is None else epoch
+            code = p.error_code
+            out[TopicPartition(name, p.partition_index)] = OffsetRead(None, epoch, error_name(code)) if code else \
+                OffsetRead(p.offset, epoch)
+    return out
 
 
 # --- Fetch (reading __transaction_state) ---------------------------------------------------------

@@ -22,6 +22,7 @@ from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats.errors import InvalidRequestError, error_code
 from kafka_txn_broker.formats.messages import ListOffsetsRequest, ListOffsetsResponse
 from kafka_txn_broker.log.unified_log import UnifiedLog
+from kafka_txn_broker.metadata.topics import TopicState
 from kafka_txn_broker.replica.partition import Partition
 
 R = ListOffsetsResponse
@@ -56,24 +57,40 @@ def _answer(part: Partition, timestamp: int, read_committed: bool) -> tuple[int,
     return _found(log, log.offset_for_timestamp(timestamp), fetchable)
 
 
-def _lookup(ctx: RequestContext, req: Any, topic_name: str, p: Any, twice: bool) -> Any:
+def _lookup(ctx: RequestContext, topic: TopicState | None, topic_error: Exception | None, topic_name: str, p: Any,
+            read_committed: bool, twice: bool) -> Any:
     try:
         if twice:
             raise InvalidRequestError(f"partition {topic_name}-{p.partition_index} is named more than once")
-        part = leader(ctx, authorized_topic(ctx, "DESCRIBE", topic_name, None), p.partition_index)
+        if topic is None:
+            assert topic_error is not None
+            raise topic_error
+        part = leader(ctx, topic, p.partition_index)
         check_current_leader_epoch(getattr(p, "current_leader_epoch", NO_EPOCH_CHECK), part.state.leader_epoch)
-        ts, offset, epoch = _answer(part, p.timestamp, getattr(req, "isolation_level", 0) == READ_COMMITTED)
-        return PR(partition_index=p.partition_index, error_code=0, timestamp=ts, offset=offset, leader_epoch=epoch,
-                  old_style_offsets=[offset] if offset >= 0 else [])
+        ts, offset, epoch = _answer(part, p.timestamp, read_committed)
+        return PR(partition_index=p.partition_index, error_code=0, timestamp=ts, offset=offset, leader_epoch=epoch)
     except Exception as exc:
         return PR(partition_index=p.partition_index, error_code=error_code(exc), timestamp=-1, offset=-1,
-                  leader_epoch=-1, old_style_offsets=[])
+                  leader_epoch=-1)
+
+
+def _topic(ctx: RequestContext, name: str) -> tuple[TopicState | None, Exception | None]:
+    """The topic, authorized once for all its partitions (DESCRIBE), or why not."""
+    try:
+        return authorized_topic(ctx, "DESCRIBE", name, None), None
+    except Exception as exc:
+        return None, exc
 
 
 @api(ListOffsetsRequest, ListOffsetsResponse, 1, 11)
 async def handle(ctx: RequestContext, req: Any) -> Any:
     named = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
     twice = {tp for tp in named if named.count(tp) > 1} if len(named) != len(set(named)) else set()
-    topics = [TR(name=t.name, partitions=[_lookup(ctx, req, t.name, p, (t.name, p.partition_index) in twice)
-                                          for p in t.partitions]) for t in req.topics]
+    read_committed = getattr(req, "isolation_level", 0) == READ_COMMITTED
+    topics = []
+    for t in req.topics:
+        topic, error = _topic(ctx, t.name)
+        topics.append(TR(name=t.name, partitions=[
+            _lookup(ctx, topic, error, t.name, p, read_committed, (t.name, p.partition_index) in twice)
+            for p in t.partitions]))
     return R[ctx.api_version](throttle_time_ms=0, topics=topics)

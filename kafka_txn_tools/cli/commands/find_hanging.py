@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from kafka_txn_tools.admin.lso_prefilter import DEFAULT_FULL_SCAN_EVERY
 from kafka_txn_tools.cli import exit_codes
 from kafka_txn_tools.cli.errors import KafkaTxnCommand, fail, note, report_errors, user_errors, warn
 from kafka_txn_tools.cli.options import (
@@ -35,6 +36,9 @@ The runbook:
   Many at once: find-hanging --all -o plan > plan.yaml, then abort --plan.
 
 Scope (one is required): --all, --broker-id ID, or --topic T [--partition P].
+First each partition's LSO and high watermark are read from its leader; only
+where the LSO is below it (and on replicas out of sync) is producer state
+read. --full-scan reads it on every replica of the scope.
 Rows of kind "partition": an open transaction older than the max timeout.
 Hanging (no coordinator will end it): abort it. Late or prepared-2pc: a live
 transaction that has held the LSO that long, named with who must end it
@@ -145,10 +149,13 @@ def empty_message(report: ScanReport) -> str:
     if report.unread_replicas:
         return (f"no hanging transactions found in the {report.read_replicas} of {report.scanned_replicas} "
                 f"partition replicas that could be read ({report.unread_replicas} could not be)")
+    read = f"{report.read_replicas} partition replicas read"
+    first = report.first_pass
+    if first is not None and not first.full:
+        read = f"{first.clear} of {first.partitions} partitions clear by their LSO, {read}"
     if report.partial:
-        return (f"no hanging transactions confirmed ({report.read_replicas} partition replicas read; some "
-                "candidates could not be classified)")
-    return f"no hanging transactions found ({report.read_replicas} partition replicas read)"
+        return f"no hanging transactions confirmed ({read}; some candidates could not be classified)"
+    return f"no hanging transactions found ({read})"
 
 
 def finding_rows(report: ScanReport) -> list[dict[str, Any]]:
@@ -161,7 +168,8 @@ def _extra(report: ScanReport, max_timeout_ms: int, max_prepare_ms: int) -> dict
     return {"as_of_ms": report.now_ms, "max_transaction_timeout_ms": max_timeout_ms,
             "max_prepare_time_ms": max_prepare_ms,
             "scanned_replicas": report.scanned_replicas, "read_replicas": report.read_replicas,
-            "candidates": report.candidates, "partial": report.partial, "notes": report.notes}
+            "candidates": report.candidates, "partial": report.partial, "notes": report.notes,
+            "first_pass": report.first_pass.to_row() if report.first_pass is not None else None}
 
 
 def findings_document(report: ScanReport, max_timeout_ms: int, max_prepare_ms: int) -> dict[str, Any]:
@@ -234,6 +242,15 @@ def find_hanging_command(
         "--output", "-o", help="table, json, yaml, csv, tsv, kafka, or plan (abort plan YAML for "
                                "`abort --plan`)")] = None,
     wide: WideOpt = False,
+    full_scan: Annotated[bool, typer.Option(
+        "--full-scan", help="ask every replica for its producer state, without the first pass that reads each "
+                            "partition's LSO and high watermark from its leader and asks only where a transaction "
+                            "can hang")] = False,
+    full_scan_every: Annotated[int | None, typer.Option(
+        "--full-scan-every", metavar="N", min=0,
+        help="with --watch: every N-th round is a full scan, which also finds what the first pass cannot (a "
+             "follower whose producer state diverged from its leader's, a high watermark stuck longer than the "
+             f"max timeout); 0: never. Default {DEFAULT_FULL_SCAN_EVERY}")] = None,
     metrics_url: Annotated[list[str] | None, typer.Option(
         "--metrics-url", metavar="URL",
         help="a broker's Prometheus metrics endpoint (repeat for each broker): also report transactions holding "
@@ -249,6 +266,7 @@ def find_hanging_command(
     coordinator holds in a Prepare state (or at an exhausted epoch) and cannot finish. Each result says why,
     what to do, the commands that do it, and who it holds back (groups at the LSO)."""
     from kafka_txn_tools.admin.acl_probe import scan_warning
+    from kafka_txn_tools.admin.lso_prefilter import LsoPrefilter
     from kafka_txn_tools.admin.scan import ScanOptions, Scope, find_hanging
     from kafka_txn_tools.cli.progress import progress_bar
 
@@ -259,13 +277,18 @@ def find_hanging_command(
     fmt = output or FindHangingFormat.table
     if interval_s is not None and fmt not in (FindHangingFormat.table, FindHangingFormat.json):
         fail("--watch prints lines for a person or JSON lines: use it with -o table or -o json", exit_codes.USAGE)
+    if full_scan_every is not None and (interval_s is None or full_scan):
+        fail("--full-scan-every sets how often --watch's rounds scan in full: use it with --watch, without "
+             "--full-scan", exit_codes.USAGE)
     scope = Scope(all=scan_all, broker_id=broker_id, topic=topic, partition=partition)
     with user_errors():
         scope.validate()
         began = now_ms()
         with connect(Connection(bootstrap_server, command_config, profile, timeout)) as client:
+            every = DEFAULT_FULL_SCAN_EVERY if full_scan_every is None else full_scan_every
             options = ScanOptions(max_timeout_ms, True, max_prepare_ms=max_prepare_ms,
-                                  invocation=invocation_of(client, bootstrap_server, profile, command_config))
+                                  invocation=invocation_of(client, bootstrap_server, profile, command_config),
+                                  lso_prefilter=None if full_scan else LsoPrefilter(every))
 
             def scan() -> ScanReport:
                 with progress_bar("scanning producer state") as (advance, set_total):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from kafka_txn_tools.connection.config import ClientSettings
 from kafka_txn_tools.connection.results import DescribeResult, ListResult
@@ -16,6 +17,7 @@ from kafka_txn_tools.dumps.transaction_log import TxnLogRecord
 from kafka_txn_tools.models import (
     BrokerInfo,
     ClusterInfo,
+    OffsetRead,
     PartitionInfo,
     PartitionOffsets,
     PartitionProducers,
@@ -41,6 +43,13 @@ def txn(txn_id: str, pid: int, state: str = "Ongoing", partitions: Iterable[Topi
                                   frozenset(partitions))
 
 
+class LeaderAnswer(NamedTuple):
+    """A leader's two ListOffsets answers for one partition: under read_uncommitted, under read_committed."""
+
+    hw: OffsetRead
+    lso: OffsetRead
+
+
 @dataclass
 class FakeCluster:
     partitions: list[PartitionInfo]
@@ -54,6 +63,12 @@ class FakeCluster:
     # Called before each describe_producers with the call number (1, 2, ...): lets a test change state.
     before_describe: Callable[[int], None] | None = None
     describe_calls: int = 0
+    leader_offset_calls: int = 0
+    lso_reads: list[set[TopicPartition]] = field(default_factory=list)  # the partitions of each LSO read
+    # A leader's ListOffsets answers where a test sets them whole (epochs, errors); else see `latest_offsets`.
+    leader_reads: dict[TopicPartition, LeaderAnswer] = field(default_factory=dict)
+    # Replicas asked for their producer state, (broker, partition), per call.
+    described: list[list[tuple[int, TopicPartition]]] = field(default_factory=list)
     markers: list[tuple[int, TopicPartition, int, int, int, int | None]] = field(default_factory=list)
     marker_error: str | None = None
     unsupported: set[str] = field(default_factory=set)  # admin APIs the "brokers" do not offer
@@ -141,6 +156,7 @@ class FakeCluster:
             self.before_describe(self.describe_calls)
         out: list[PartitionProducers] = []
         errors: list[ScanError] = []
+        self.described.append([(broker, tp) for broker, tps in by_broker.items() for tp in tps])
         for broker, tps in by_broker.items():
             if broker in self.down:
                 errors.append(ScanError("BROKER_UNREACHABLE", f"broker {broker} is unreachable", broker_id=broker,
@@ -206,7 +222,44 @@ class FakeCluster:
         return result
 
     def partition_offsets(self, leaders: dict[TopicPartition, int]) -> dict[TopicPartition, PartitionOffsets]:
-        return {tp: PartitionOffsets(tp, *self.offsets.get(tp, (None, None))) for tp in leaders}
+        out = {}
+        for tp in leaders:
+            set_whole = self.leader_reads.get(tp)
+            if tp not in self.offsets and set_whole is not None and set_whole.hw.error is None \
+                    and set_whole.lso.error is None:
+                out[tp] = PartitionOffsets(tp, set_whole.lso.offset, set_whole.hw.offset)
+            else:
+                out[tp] = PartitionOffsets(tp, *self.offsets.get(tp, (None, None)))
+        return out
+
+    def latest_offsets(self, leaders: dict[TopicPartition, tuple[int, int]], read_committed: bool
+                       ) -> dict[TopicPartition, OffsetRead]:
+        """As a leader answers ListOffsets: `leader_reads` where a test set them whole, else `offsets` where a
+        test set them, else from producer state as Kafka derives it (the HW past every replica's open
+        transaction: all replicated; the LSO at the leader's oldest one, else the HW). A down leader, or a
+        DescribeProducers error set for the leader, fails the read. `lso_reads` records the LSO reads."""
+        self.leader_offset_calls += 1
+        if read_committed:
+            self.lso_reads.append(set(leaders))
+        out = {}
+        for tp, (leader, _epoch) in leaders.items():
+            answer = self.leader_reads.get(tp) or self._leader_read(tp, leader)
+            out[tp] = answer.lso if read_committed else answer.hw
+        return out
+
+    def _leader_read(self, tp: TopicPartition, leader: int) -> LeaderAnswer:
+        error = "BROKER_UNREACHABLE" if leader in self.down else self.partition_errors.get((leader, tp))
+        if error is not None:
+            return LeaderAnswer(OffsetRead(None, -1, error), OffsetRead(None, -1, error))
+        if tp in self.offsets:
+            lso, hw = self.offsets[tp]
+        else:
+            starts = [s.current_txn_start_offset for (b, p), states in self.producers.items() if p == tp
+                      for s in states if s.has_open_transaction]
+            hw = max(starts) + 1 if starts else 0
+            mine = [s.current_txn_start_offset for s in self.producers.get((leader, tp), []) if s.has_open_transaction]
+            lso = min([*mine, hw])
+        return LeaderAnswer(OffsetRead(hw, 0), OffsetRead(lso, 0))
 
     def offsets_for_time(self, leaders: dict[TopicPartition, int], timestamp_ms: int) -> dict[TopicPartition, int]:
         out = {}

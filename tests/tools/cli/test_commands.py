@@ -196,3 +196,23 @@ def test_sweep_table_at_80_columns_keeps_verdict_and_reason(monkeypatch: pytest.
     assert "hanging" in out and "transaction-not-ongoing" in out
     assert "24d 20h" in out or "AGE" in err  # the one duration spelling where it is shown
     assert "(as of 2023-11-14T22:13:20Z)" in " ".join(err.split())
+
+
+def test_find_hanging_reads_the_lsos_first_and_full_scan_every_replica(fake: FakeCluster) -> None:
+    from kafka_txn_tools.models import TopicPartition
+    from tests.tools.admin.fakes import MIN, producer
+
+    fake.open_txn(TopicPartition("orders", 1), producer(10, 100, 30 * MIN))
+    fake.transactions["done"] = txn("done", 10, "CompleteCommit", coordinator=0)  # no marker is coming
+    fake.offsets = {TopicPartition("orders", 1): (100, 180)}
+    code, out, _err = run("find-hanging", "--topic", "orders", "-o", "json")  # the leaders of its 3 partitions
+    doc = json.loads(out)
+    assert code == exit_codes.OK and [r["producer_id"] for r in doc["hanging"]] == [10]
+    assert doc["first_pass"] == {"full_scan": False, "partitions": 3, "clear_by_lso": 2,
+                                 "replicas_asked": {"lso-below-high-watermark": 1}}
+    assert doc["scanned_replicas"] == 1
+    code, out, _err = run("find-hanging", "--topic", "orders", "--full-scan", "-o", "json")
+    full = json.loads(out)
+    assert code == exit_codes.OK
+    assert [{**r, "duration_ms": 0} for r in full["hanging"]] == [{**r, "duration_ms": 0} for r in doc["hanging"]]
+    assert (full["first_pass"], full["scanned_replicas"]) == (None, 3)

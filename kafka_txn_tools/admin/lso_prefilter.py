@@ -1,0 +1,295 @@
+"""find-hanging's first pass: read every partition's high watermark and LSO from its leader, and ask for producer
+state (DescribeProducers) only where a transaction can hang. Pure: the decisions; admin/scan.py does the I/O.
+
+## Why the offsets tell
+
+A partition's last stable offset (LSO) is the first offset of its oldest transaction still undecided - or
+decided with its marker not yet below the high watermark (HW) - capped at the HW:
+LSO = min(first unstable offset, HW). A leader holding an open transaction whose first batch is below its
+HW therefore answers LSO < HW: ListOffsets latest under read_uncommitted gives the HW, under
+read_committed the LSO. One request per leader and isolation level covers all its partitions, where the
+full scan asks every replica of every partition for its producers.
+
+The HW is read first, then the LSO (`lso_to_read`) - except where it is known without a read: LSO <= HW
+always, so a partition whose HW is 0 (nothing written) has LSO = HW; and a partition the previous pass found
+clear (LSO = HW) whose HW and leader epoch have not changed since has no new record below its HW, so no
+transaction opened below it since: it is still clear. A partition whose LSO read then is below the HW read
+before had a transaction open at the second read that started below the HW at the first: it is flagged; one
+whose LSO reached the HW read before was clear when that was read.
+
+## The condition under which the pass misses nothing
+
+The pass finds every open transaction the full scan (DescribeProducers on every replica) finds, provided:
+
+- **C1, first batch replicated.** Every open transaction old enough to be a candidate (its last write older
+  than the max transaction timeout) starts below its partition's HW. Its first batch came before its last
+  write, so more than the max timeout (15 minutes by default) ago by its producer's clock; an in-sync
+  follower fetches it within replica.lag.time.max.ms (30 s) or its leader drops it from the ISR, and the HW
+  passes it either way. C1 fails only for a HW that has not moved for the max timeout (an in-sync replica
+  that stopped fetching and that its leader could not remove from the ISR) or a producer clock that far
+  behind.
+- **C2, in-sync followers agree with their leader.** A follower in the ISR holds no open transaction its
+  leader does not show below its HW. Followers rebuild producer state from the log they copy, so they agree
+  unless one lags (then it leaves the ISR, and out-of-sync replicas are always asked) or its producer state
+  diverged from its log (a broker bug, a lost snapshot).
+- **C3, nothing below the log start alone.** No open transaction lies wholly below its partition's log start
+  offset on a partition where nothing was appended since (DeleteRecords or retention removed its records;
+  then LSO = HW = log start offset). It holds nothing back until the next record, and the pass flags the
+  partition with that record (the LSO stays at the log start while the HW moves on).
+
+What C1-C3 exclude - a stuck HW, a diverged follower, an open transaction on an emptied partition - is
+found by a full pass: every `full_scan_every`-th pass of a scan loop (the monitor, `find-hanging --watch`)
+is one, and `find-hanging --full-scan` always is. Once found, such a replica is asked again in every pass
+until it shows no open transaction (`seen_open`), so a finding does not come and go between passes.
+
+## Each edge, and what the pass does
+
+- LSO below HW: every replica of the partition is asked (every replica the scope names).
+- A replica out of the ISR (lagging, or its broker down): that replica is asked. It can lag behind its
+  leader's markers; a down broker's replicas are reported unread, as by the full scan.
+- No leader: every replica is asked.
+- A read failed - an error code (NOT_LEADER_OR_FOLLOWER, OFFSET_NOT_AVAILABLE while a new leader's HW
+  catches up, an authorization error...) or no answer (a broker down; UNSUPPORTED_VERSION from a broker
+  without ListOffsets v2, the first with an isolation level): every replica is asked.
+- The leader changed between the two reads: both reads name the leader epoch Metadata gave
+  (CurrentLeaderEpoch, v4+), so a broker leading at another epoch answers an error; and the epochs of the
+  two answers must agree. Else every replica is asked. (ListOffsets before v4 says no epoch: a move to
+  another broker still shows, as NOT_LEADER_OR_FOLLOWER.)
+- LSO above HW (impossible from one leader at one epoch): every replica is asked.
+- A replica the previous pass saw an open transaction on: asked again.
+- A cluster whose bootstrap broker lacks ListOffsets v2: a full scan.
+
+Not made cheaper here (admin/scan.py): the coordinator side (ListTransactions by state and age on every
+broker, DescribeTransactions of what it lists) costs a few requests per broker whatever the partition
+count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from kafka_txn_tools.models import (
+    OffsetRead,
+    PartitionInfo,
+    PartitionOffsets,
+    PartitionProducers,
+    ScanError,
+    TopicPartition,
+)
+
+Replica = tuple[TopicPartition, int]  # (partition, broker id)
+
+# find-hanging --full-scan-every's default: in a scan loop, one pass in this many is a full scan.
+DEFAULT_FULL_SCAN_EVERY = 20
+
+
+class Why(StrEnum):
+    """Why the pass asks a replica for its producer state (the first that applies)."""
+
+    FULL = "full-scan"
+    LSO_BELOW_HW = "lso-below-high-watermark"
+    NO_LEADER = "no-leader"
+    UNREAD = "offsets-unread"
+    LEADER_CHANGED = "leader-changed"
+    INCONSISTENT = "lso-above-high-watermark"
+    OUT_OF_SYNC = "out-of-sync-replica"
+    SEEN_OPEN = "open-in-last-pass"
+
+
+def partition_reason(info: PartitionInfo, hw: OffsetRead | None, lso: OffsetRead | None) -> Why | None:
+    """Why every replica of a partition must be asked; None when its leader's offsets show nothing open that
+    can hang: LSO = HW, both read at one leader epoch, Metadata's. `lso` None: not read, known to equal the HW
+    (`lso_to_read`)."""
+    if info.leader < 0:
+        return Why.NO_LEADER
+    if hw is None or hw.offset is None or hw.error is not None:
+        return Why.UNREAD
+    if lso is None:
+        lso = hw
+    elif lso.offset is None or lso.error is not None:
+        return Why.UNREAD
+    epoch = hw.leader_epoch
+    if lso.leader_epoch != epoch or (info.leader_epoch >= 0 and epoch >= 0 and epoch != info.leader_epoch):
+        return Why.LEADER_CHANGED
+    stable, high = lso.offset, hw.offset
+    assert stable is not None  # checked above (mypy cannot follow `lso = hw`)
+    if stable < high:
+        return Why.LSO_BELOW_HW
+    if stable > high:
+        return Why.INCONSISTENT
+    return None
+
+
+@dataclass(frozen=True)
+class Reads:
+    """The first pass's answers: the leader (and epoch) asked for each partition, its HW read, and its LSO read
+    where one was made (elsewhere LSO = HW, `lso_to_read`)."""
+
+    leaders: Mapping[TopicPartition, tuple[int, int]]
+    hw: Mapping[TopicPartition, OffsetRead]
+    lso: Mapping[TopicPartition, OffsetRead]
+
+    def offsets(self, tp: TopicPartition, leader: int) -> PartitionOffsets | None:
+        """The partition's LSO and HW as `leader` answered them; None when not read from it, or not read."""
+        target, hw = self.leaders.get(tp), self.hw.get(tp)
+        if target is None or target[0] != leader or hw is None or hw.offset is None or hw.error is not None:
+            return None
+        lso = self.lso.get(tp, hw)
+        return None if lso.offset is None or lso.error is not None else PartitionOffsets(tp, lso.offset, hw.offset)
+
+
+@dataclass(frozen=True)
+class PassSummary:
+    """What a scan's first pass did, for its report: a full scan or not, the partitions in scope, how many of
+    them the leaders' offsets showed clear, and the replicas asked by reason."""
+
+    full: bool
+    partitions: int
+    clear: int
+    why: dict[Why, int]
+
+    def to_row(self) -> dict[str, object]:
+        return {"full_scan": self.full, "partitions": self.partitions, "clear_by_lso": self.clear,
+                "replicas_asked": {str(k): v for k, v in sorted(self.why.items())}}
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The replicas a pass asks (broker -> partitions, a subset of the full scan's, in its order) and why."""
+
+    by_broker: dict[int, list[TopicPartition]]
+    why: dict[Why, int]  # replicas asked, by reason
+    partitions: int  # partitions in scope
+    clear: int  # of them, partitions whose leader's offsets showed nothing open (LSO = HW)
+    full: bool = False
+    # The clear ones whose epoch was said: {tp: (HW, leader epoch)}, for the next pass (`lso_to_read`).
+    clear_reads: dict[TopicPartition, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def replicas(self) -> int:
+        return sum(map(len, self.by_broker.values()))
+
+    def summary(self) -> PassSummary:
+        return PassSummary(self.full, self.partitions, self.clear, dict(self.why))
+
+
+def full_selection(planned: Mapping[int, Sequence[TopicPartition]]) -> Selection:
+    """A full pass: every replica the full scan asks."""
+    by_broker = {b: list(tps) for b, tps in planned.items()}
+    partitions = len({tp for tps in planned.values() for tp in tps})
+    return Selection(by_broker, {Why.FULL: sum(map(len, by_broker.values()))}, partitions, 0, full=True)
+
+
+def _in_scope(planned: Mapping[int, Sequence[TopicPartition]]) -> set[TopicPartition]:
+    return set().union(*planned.values())
+
+
+def leaders_to_read(planned: Mapping[int, Sequence[TopicPartition]], infos: Mapping[TopicPartition, PartitionInfo]
+                    ) -> dict[TopicPartition, tuple[int, int]]:
+    """The first pass's reads: each planned partition that has a leader -> (leader, leader epoch)."""
+    out: dict[TopicPartition, tuple[int, int]] = {}
+    for tp in _in_scope(planned):
+        info = infos.get(tp)
+        if info is not None and info.leader >= 0:
+            out[tp] = (info.leader, info.leader_epoch)
+    return out
+
+
+def lso_to_read(leaders: Mapping[TopicPartition, tuple[int, int]], hw: Mapping[TopicPartition, OffsetRead],
+                clear_before: Mapping[TopicPartition, tuple[int, int]]) -> dict[TopicPartition, tuple[int, int]]:
+    """After the HW read (`hw`) of `leaders` ({tp: (leader, leader epoch)}): those whose LSO must be read. Not:
+    a partition whose HW read failed (it is asked in full anyway); one with HW 0 (nothing written: LSO = HW);
+    one the previous pass found clear at the same HW and leader epoch (`clear_before`: {tp: (HW, epoch)}; an
+    epoch not said (-1) is never the same)."""
+    out = {}
+    for tp, target in leaders.items():
+        read = hw.get(tp)
+        if read is None or read.error is not None or read.offset is None or read.offset == 0:
+            continue
+        if read.leader_epoch >= 0 and clear_before.get(tp) == (read.offset, read.leader_epoch):
+            continue
+        out[tp] = target
+    return out
+
+
+def select(planned: Mapping[int, Sequence[TopicPartition]], infos: Mapping[TopicPartition, PartitionInfo],
+           reads: Reads, seen_open: Collection[Replica] = ()) -> Selection:
+    """Of the replicas the full scan would ask (`planned`: broker -> partitions), the ones this pass asks:
+    every planned replica of a partition with a reason (`partition_reason`), replicas out of the ISR, and
+    replicas the previous pass saw an open transaction on."""
+    hw_of, lso_of = reads.hw.get, reads.lso.get
+    flagged: dict[TopicPartition, Why] = {}  # every planned replica asked
+    clear: list[TopicPartition] = []
+    for tp in _in_scope(planned):
+        info = infos.get(tp)
+        reason = Why.UNREAD if info is None else partition_reason(info, hw_of(tp), lso_of(tp))
+        if reason is None:
+            clear.append(tp)
+        else:
+            flagged[tp] = reason
+    # On a clear partition, only the replicas out of its ISR and those the last pass saw open.
+    extra: dict[int, dict[TopicPartition, Why]] = {}
+    for tp in clear:
+        info = infos[tp]
+        if len(info.isr) < len(info.replicas):
+            for broker in info.replicas:
+                if broker not in info.isr:
+                    extra.setdefault(broker, {})[tp] = Why.OUT_OF_SYNC
+    for tp, broker in seen_open:
+        if tp not in flagged:
+            extra.setdefault(broker, {}).setdefault(tp, Why.SEEN_OPEN)
+    by_broker: dict[int, list[TopicPartition]] = {}
+    why: dict[Why, int] = {}
+    for broker, tps in planned.items():
+        more = extra.get(broker, {})
+        asked = [tp for tp in tps if tp in flagged or tp in more]
+        for tp in asked:
+            reason = flagged.get(tp) or more[tp]
+            why[reason] = why.get(reason, 0) + 1
+        if asked:
+            by_broker[broker] = asked
+    clear_reads = {}
+    for tp in clear:
+        hw = reads.hw[tp]  # read, or it would have a reason
+        if hw.leader_epoch >= 0 and hw.offset is not None:
+            clear_reads[tp] = (hw.offset, hw.leader_epoch)
+    return Selection(by_broker, why, len(flagged) + len(clear), len(clear), clear_reads=clear_reads)
+
+
+def seen_open_after(asked: Mapping[int, Sequence[TopicPartition]], answers: Iterable[PartitionProducers],
+                    errors: Iterable[ScanError], before: Collection[Replica]) -> frozenset[Replica]:
+    """The replicas to ask again next pass: those whose answer showed an open transaction, and those seen
+    open before that were asked again but did not answer (still not known to be clear). One no longer asked
+    (its topic deleted, its replica moved away) is forgotten."""
+    found = {(a.partition, a.broker_id) for a in answers if any(p.has_open_transaction for p in a.producers)}
+    unread_brokers = {e.broker_id for e in errors if e.partition is None and e.broker_id is not None}
+    unread = {(e.partition, e.broker_id) for e in errors if e.partition is not None and e.broker_id is not None}
+    asked_set = {(tp, b) for b, tps in asked.items() for tp in tps}
+    kept = {r for r in before if r in asked_set and (r in unread or r[1] in unread_brokers)}
+    return frozenset(found | kept)
+
+
+@dataclass(eq=False)  # one loop's memory: equal only to itself (and so hashable, as ScanOptions is)
+class LsoPrefilter:
+    """The first pass's setting and what it remembers from one pass to the next. Give a scan loop (the
+    monitor's, `find-hanging --watch`) one for its life: the memory lives here. Not thread-safe: one scan at a
+    time uses it (the loop's)."""
+
+    # One pass in this many is a full scan (the `full_scan_every`-th, the 2 x `full_scan_every`-th...; the
+    # first pass never is); 0: never.
+    full_scan_every: int = DEFAULT_FULL_SCAN_EVERY
+    passes: int = 0
+    seen_open: frozenset[Replica] = field(default_factory=frozenset)
+    # The partitions the last pass found clear: {tp: (HW, leader epoch)} (`lso_to_read`).
+    clear: dict[TopicPartition, tuple[int, int]] = field(default_factory=dict)
+
+    def next_is_full(self) -> bool:
+        return self.full_scan_every > 0 and (self.passes + 1) % self.full_scan_every == 0
+
+    def after_pass(self, selection: Selection, answers: Iterable[PartitionProducers],
+                   errors: Iterable[ScanError]) -> None:
+        self.passes += 1
+        self.seen_open = seen_open_after(selection.by_broker, answers, errors, self.seen_open)
+        self.clear = selection.clear_reads
