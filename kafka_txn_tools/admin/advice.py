@@ -9,7 +9,9 @@ holds them). A write among them asks for confirmation on a terminal, or takes `-
 The promise is that the tool would accept each line as printed: the builders here add `--force` exactly
 where the command's own checks would otherwise refuse (the rules that decide are the commands' own:
 `fence.needs_force` for force-terminate, the coordinator's live verdict for abort), and a finding that no
-command of this tool can resolve gets no command at all; its `action` then says what a person must do.
+command of this tool can resolve gets no command at all; its `action` then says what a person must do. A
+live transaction (late, or a prepared 2PC one) gets no write either: its command is the watch that waits
+for its owner to end it.
 
 Pure: strings from plain data. Quoting is POSIX shell quoting (`shlex.join`), so a transactional id with
 spaces or quotes survives a copy and paste.
@@ -81,6 +83,14 @@ def move_coordinator(inv: Invocation, transactional_id: str) -> str:
 def find_hanging(inv: Invocation, tp: TopicPartition) -> str:
     """find-hanging scoped to one partition (a look, not a write)."""
     return inv.line("find-hanging", "--topic", tp.topic, "--partition", str(tp.partition))
+
+
+def watch_until_ended(inv: Invocation, tp: TopicPartition) -> str:
+    """find-hanging on one partition, scanning again until no row is left there, the live ones included
+    (`--count-held`): how to wait for a transaction its coordinator or its manager still owns. A look, not a
+    write; it exits 0 once the partition is clear."""
+    return inv.line("find-hanging", "--topic", tp.topic, "--partition", str(tp.partition), "--watch",
+                    "--count-held")
 
 
 def unique(commands: Iterable[str]) -> tuple[str, ...]:

@@ -252,22 +252,24 @@ def partition_action(reason: HangingReason, tp: TopicPartition, start_offset: in
     """What to do about a partition row, and why (its commands: `partition_commands`)."""
     if reason is HangingReason.LATE:
         return (f"wait: the coordinator of {transactional_id!r} still owns it and ends it by itself (its producer "
-                "commits or aborts it, or the coordinator aborts it at its timeout); to end it now, fence the id "
-                "with force-terminate and --force (its producer fails and must restart)")
+                "commits or aborts it, or the coordinator aborts it at its timeout), and the command below exits "
+                "once it has; to end it now, fence the id with force-terminate and --force (its producer fails and "
+                "must restart)")
     if reason is HangingReason.PREPARED_2PC:
         return (f"held by its external transaction manager (KIP-939): that manager must commit or abort "
                 f"{transactional_id!r} (it recovers the prepared transaction with InitProducerId keepPreparedTxn and "
-                f"completes it); only if that manager is gone for good, abort it on each of its partitions with "
-                f"kafka-txn abort and --force (its decision is lost)")
+                f"completes it), and the command below exits once it has; only if that manager is gone for good, "
+                f"abort it on each of its partitions with kafka-txn abort and --force (its decision is lost)")
     return f"abort it: no coordinator will ever write the marker that ends it, so {tp}'s LSO stays at {start_offset}"
 
 
 def partition_commands(reason: HangingReason, tp: TopicPartition, start_offset: int,
                        invocation: advice.Invocation) -> tuple[str, ...]:
-    """The commands that resolve a partition row: the abort of a hanging transaction; none for a live one
-    (late: its coordinator ends it; prepared 2PC: its external transaction manager decides)."""
+    """The commands that resolve a partition row: the abort of a hanging transaction; for a live one (late:
+    its coordinator ends it; prepared 2PC: its external transaction manager decides) the watch that waits
+    for that end, since the owner ends it and nothing here should (its action names the last resort)."""
     if not reason.is_hanging:
-        return ()
+        return (advice.watch_until_ended(invocation, tp),)
     return (advice.abort(invocation, tp, start_offset),)
 
 

@@ -35,6 +35,7 @@ from tests.e2e.cli_support import (
     ZOMBIE_TIMEOUT_MS,
     group_reads_to_the_end,
     hold_group,
+    invoke_printed,
     kafka_txn,
     leader_of,
     log_offsets,
@@ -198,7 +199,8 @@ def test_epoch_exhaustion_frees_the_lso_now_and_says_the_rest_is_an_upgrade(one_
 
 
 # ---- a prepared 2PC transaction ---------------------------------------------------------------------------
-def test_a_prepared_2pc_transaction_is_named_not_counted_and_its_manager_ends_it(cluster: EmbeddedCluster) -> None:
+def test_a_prepared_2pc_transaction_is_named_not_counted_and_its_manager_ends_it(
+        cluster: EmbeddedCluster, monkeypatch: pytest.MonkeyPatch) -> None:
     bs = cluster.bootstrap_servers
     truth = scenario(cluster, "2pc-prepared")
     topic, part = truth.topic, truth.partition
@@ -209,9 +211,25 @@ def test_a_prepared_2pc_transaction_is_named_not_counted_and_its_manager_ends_it
     assert kafka_txn(bs, "find-hanging", "--all", "--exit-code", "--count-held").code == exit_codes.FOUND
     [row] = rows_of(scan(bs), truth.transactional_id, truth.producer_id)
     assert (row["kind"], row["reason"], row["start_offset"]) == ("partition", "prepared-2pc", truth.start_offset)
-    assert row["action"].startswith("held by its external transaction manager") and row["commands"] == []
+    assert row["action"].startswith("held by its external transaction manager")
     assert [g["group_id"] for g in row["stalled_groups"]] == [group]
-    assert complete_prepared(bs, truth, commit=True) == 0  # what the row says its manager must do
+    # Its one command writes nothing: it watches the partition until the manager has ended the transaction
+    # (which the manager does here in the watch's first pause), then exits 0.
+    [watch] = row["commands"]
+    end_before, lso_before = log_offsets(bs, topic, part)
+    pauses: list[float] = []
+
+    def manager_acts(seconds: float) -> None:
+        if not pauses:
+            assert log_offsets(bs, topic, part) == (end_before, lso_before)  # the watch wrote nothing
+            assert complete_prepared(bs, truth, commit=True) == 0  # what the row says its manager must do
+        pauses.append(seconds)
+
+    monkeypatch.setattr("kafka_txn_tools.cli.commands.find_hanging.watch_sleep", manager_acts)
+    r = invoke_printed(watch)  # in this process, where the pause is this test's
+    assert r.code == exit_codes.OK and pauses == [10.0], (r.out, r.err)
+    events = [json.loads(line)["event"] for line in r.out.splitlines()]
+    assert events[0] == "appeared" and events[-1] == "clear" and "resolved" in events
     end, lso = log_offsets(bs, topic, part)
     assert lso == end
     group_reads_to_the_end(bs, topic, part, group)

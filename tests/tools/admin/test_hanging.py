@@ -205,12 +205,14 @@ def test_partition_actions_say_exactly_what_to_do() -> None:
     assert hanging.partition_action(HangingReason.NO_TRANSACTIONAL_ID, tp, 50, None).startswith("abort it")
     assert hanging.partition_commands(HangingReason.NO_TRANSACTIONAL_ID, tp, 50, inv) == (
         "kafka-txn abort --topic orders --partition 3 --start-offset 50 --bootstrap-server kafka-1:9092",)
-    # Live ones: nothing for this tool to run (their coordinator, or their external manager, ends them).
+    # Live ones: no write (their coordinator, or their external manager, ends them); the command waits for it.
+    watch = ("kafka-txn find-hanging --topic orders --partition 3 --watch --count-held "
+             "--bootstrap-server kafka-1:9092",)
     assert hanging.partition_action(HangingReason.LATE, tp, 50, "app").startswith("wait")
-    assert hanging.partition_commands(HangingReason.LATE, tp, 50, inv) == ()
+    assert hanging.partition_commands(HangingReason.LATE, tp, 50, inv) == watch
     two_pc = hanging.partition_action(HangingReason.PREPARED_2PC, tp, 50, "app")
     assert two_pc.startswith("held by its external transaction manager") and "--force" in two_pc
-    assert hanging.partition_commands(HangingReason.PREPARED_2PC, tp, 50, inv) == ()
+    assert hanging.partition_commands(HangingReason.PREPARED_2PC, tp, 50, inv) == watch
 
 
 def test_stalled_groups_are_those_at_or_beyond_the_lso_with_their_lag() -> None:

@@ -222,14 +222,17 @@ def test_a_late_row_says_to_wait_and_a_prepared_one_names_its_manager() -> None:
     rows = hanging.to_results([hanging.Verdict(open_txn(1), HangingReason.LATE, "d", "app-1"),
                                hanging.Verdict(open_txn(2), HangingReason.PREPARED_2PC, "d", "app-2")],
                               NOW, include_late=True)
+    # No write for either: the one command watches the partition until its owner has ended the transaction.
+    watch = tuple(f"kafka-txn find-hanging --topic {r.partition.topic} --partition {r.partition.partition} --watch "
+                  "--count-held" for r in rows)
     assert [(r.action, r.commands) for r in rows] == [
         ("wait: the coordinator of 'app-1' still owns it and ends it by itself (its producer commits or aborts it, or "
-         "the coordinator aborts it at its timeout); to end it now, fence the id with force-terminate and --force "
-         "(its producer fails and must restart)", ()),
+         "the coordinator aborts it at its timeout), and the command below exits once it has; to end it now, fence "
+         "the id with force-terminate and --force (its producer fails and must restart)", watch[:1]),
         ("held by its external transaction manager (KIP-939): that manager must commit or abort 'app-2' (it recovers "
-         "the prepared transaction with InitProducerId keepPreparedTxn and completes it); only if that manager is "
-         "gone for good, abort it on each of its partitions with kafka-txn abort and --force (its decision is lost)",
-         ())]
+         "the prepared transaction with InitProducerId keepPreparedTxn and completes it), and the command below "
+         "exits once it has; only if that manager is gone for good, abort it on each of its partitions with "
+         "kafka-txn abort and --force (its decision is lost)", watch[1:])]
 
 
 @pytest.mark.parametrize(("view", "leader", "reason", "detail"), [

@@ -51,13 +51,14 @@ def test_include_late_adds_the_live_one_marked_late() -> None:
 def test_a_live_transaction_holding_an_lso_past_the_max_timeout_is_named_though_it_wrote_just_now() -> None:
     # Its last write is a minute old (the partition side judges by that), but it started 20 minutes ago under a
     # timeout above --max-transaction-timeout: the LSO of T2 has been held that long. It is named, as late (live,
-    # no command), and --exit-code does not count it.
+    # only a watch to run), and --exit-code does not count it.
     c = mixed()
     c.transactions["young"] = txn("young", 12, partitions=[T2], coordinator=2, start_ms=NOW - 20 * MIN)
     report = scan(c, include_late=True)
     [row] = [h for h in report.results if h.producer.producer_id == 12]
     assert (row.partition, row.reason, row.transactional_id, row.producer.current_txn_start_offset, row.commands) == (
-        T2, HangingReason.LATE, "young", 300, ())
+        T2, HangingReason.LATE, "young", 300,
+        ("kafka-txn find-hanging --topic orders --partition 2 --watch --count-held",))
     assert report.found == 2 and report.counted(count_held=True) == 4  # 10 and 13; with the live ones, 11 and 12
     # Committed a moment ago after running 20 minutes, its markers still on their way: too young in PrepareCommit
     # for a coordinator row, yet it has held the LSO that long: named as late too.

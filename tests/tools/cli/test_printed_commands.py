@@ -31,10 +31,16 @@ def test_each_command_is_a_whole_line_of_the_table_at_any_width(fake: FakeCluste
     _, doc = run("find-hanging", "--all", "-o", "json")
     import json
 
-    commands = [c for row in json.loads(doc)["hanging"] for c in row["commands"]]
-    assert sorted(commands) == sorted(
+    rows = json.loads(doc)["hanging"]
+    commands = [c for row in rows for c in row["commands"]]
+    hanging = [c for row in rows if row["reason"] not in ("late", "prepared-2pc") for c in row["commands"]]
+    assert sorted(hanging) == sorted(
         f"kafka-txn abort --topic orders --partition {tp.partition} --start-offset {start} --bootstrap-server "
         "kafka-1.example.com:9092,kafka-2.example.com:9092" for tp, start in ((T0, 100), (T2, 310)))
+    live = [row for row in rows if row["reason"] in ("late", "prepared-2pc")]
+    assert live and all(row["commands"] == [
+        f"kafka-txn find-hanging --topic orders --partition {row['partition']} --watch --count-held "
+        "--bootstrap-server kafka-1.example.com:9092,kafka-2.example.com:9092"] for row in live)
     code, table = run("find-hanging", "--all", columns=columns)
     assert code == 0
     lines = table.splitlines()

@@ -110,6 +110,8 @@ def test_each_row_carries_find_hangings_action_and_commands_with_the_sweeps_conn
     assert row["commands"] == ["kafka-txn abort --topic t --partition 0 --start-offset 10 --profile prod"]
     assert row["action"].startswith("abort it")
     [live] = C.analyze([open_row()], replicas, [coordinator()], params).verdicts
-    assert (live["reason"], live["commands"]) == (C.LATE, [])  # its coordinator ends it: nothing to run
+    # Its coordinator ends it: no write, only the watch that waits for that end.
+    assert (live["reason"], live["commands"]) == (
+        C.LATE, ["kafka-txn find-hanging --topic t --partition 0 --watch --count-held --profile prod"])
     [unknown] = C.analyze([open_row()], replicas, [coordinator(partitions=None)], params).verdicts
     assert unknown["commands"] == [] and "check it on the live cluster" in unknown["action"]
