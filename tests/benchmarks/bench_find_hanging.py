@@ -69,7 +69,7 @@ sent = collections.Counter()
 received = [0]
 if strategy != "kafka-python":
     from kafka.net import transport
-    from kafka_txn_tools.admin import client as client_module
+    from kafka_txn_tools.connection import client as client_module
 
     original_start = client_module.AdminClient._start
 

@@ -38,7 +38,7 @@ def broker_cpu():
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICK  # utime + stime
 
-from kafka_txn_tools.admin import client as client_module
+from kafka_txn_tools.connection import client as client_module
 sent = collections.Counter()
 original = client_module.AdminClient._start
 def counting(self, request, node_id=None):
