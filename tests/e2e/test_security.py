@@ -197,9 +197,12 @@ def test_find_hanging_warns_that_acls_may_hide_transactional_ids(secure: Embedde
         assert "results may be incomplete: the cluster enforces ACLs" in as_alice.err
         as_admin = cli(*args, "--command-config", str(properties(tmp_path, "admin", USERS["admin"])))
         assert as_admin.code == 0, as_admin.err
-        # The admin sees it live: named as late (it holds the LSO past --max-transaction-timeout), nothing to run.
-        assert {(h["topic"], h["partition"]): (h["reason"], h["commands"]) for h in as_admin.json()["hanging"]}.get(
-            ("orders", 1)) == ("late", [])
+        # The admin sees it live: named as late (it holds the LSO past --max-transaction-timeout); no write, only
+        # the watch that waits for it, with the admin's own connection options.
+        [late] = [h for h in as_admin.json()["hanging"] if (h["topic"], h["partition"]) == ("orders", 1)]
+        assert late["reason"] == "late" and len(late["commands"]) == 1
+        watch = "kafka-txn find-hanging --topic orders --partition 1 --watch --count-held"
+        assert late["commands"][0].startswith(watch)
         assert "results may be incomplete" not in as_admin.err
     finally:
         p.abort_transaction(30)
