@@ -85,11 +85,13 @@ def find_hanging(inv: Invocation, tp: TopicPartition) -> str:
     return inv.line("find-hanging", "--topic", tp.topic, "--partition", str(tp.partition))
 
 
-def watch_until_ended(inv: Invocation, tp: TopicPartition) -> str:
+def watch_until_ended(inv: Invocation, tp: TopicPartition, max_timeout_ms: int | None = None) -> str:
     """find-hanging on one partition, scanning again until no row is left there, the live ones included
     (`--count-held`): how to wait for a transaction its coordinator or its manager still owns. A look, not a
-    write; it exits 0 once the partition is clear."""
-    return inv.line("find-hanging", "--topic", tp.topic, "--partition", str(tp.partition), "--watch",
+    write; it exits 0 once the partition is clear. `max_timeout_ms`: the scan's own threshold when it was not
+    the default, so that the watch sees the row the scan saw (in exact milliseconds: no rounding)."""
+    threshold = [] if max_timeout_ms is None else ["--max-transaction-timeout", f"{max_timeout_ms}ms"]
+    return inv.line("find-hanging", "--topic", tp.topic, "--partition", str(tp.partition), *threshold, "--watch",
                     "--count-held")
 
 

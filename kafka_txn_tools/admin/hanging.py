@@ -67,6 +67,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC
+from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 from kafka_txn_tools.admin import advice
 from kafka_txn_tools.models import (
     ABORT_SCAN_INTERVAL_MS,
@@ -264,12 +265,14 @@ def partition_action(reason: HangingReason, tp: TopicPartition, start_offset: in
 
 
 def partition_commands(reason: HangingReason, tp: TopicPartition, start_offset: int,
-                       invocation: advice.Invocation) -> tuple[str, ...]:
+                       invocation: advice.Invocation,
+                       max_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS) -> tuple[str, ...]:
     """The commands that resolve a partition row: the abort of a hanging transaction; for a live one (late:
     its coordinator ends it; prepared 2PC: its external transaction manager decides) the watch that waits
     for that end, since the owner ends it and nothing here should (its action names the last resort)."""
     if not reason.is_hanging:
-        return (advice.watch_until_ended(invocation, tp),)
+        own = None if max_timeout_ms == DEFAULT_MAX_TRANSACTION_TIMEOUT_MS else max_timeout_ms
+        return (advice.watch_until_ended(invocation, tp, own),)
     return (advice.abort(invocation, tp, start_offset),)
 
 
@@ -318,8 +321,10 @@ def to_results(
     include_late: bool,
     offsets: Mapping[TopicPartition, PartitionOffsets] | None = None,
     invocation: advice.Invocation = advice.Invocation(),
+    max_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
 ) -> list[HangingTransaction]:
-    """One row per transaction: the same open transaction seen on several replicas is merged."""
+    """One row per transaction: the same open transaction seen on several replicas is merged. `max_timeout_ms`:
+    the scan's threshold, which a live row's watch command repeats."""
     merged: dict[tuple[object, ...], tuple[Verdict, list[int]]] = {}
     for v in verdicts:
         if not include_late and not v.reason.is_hanging:
@@ -338,7 +343,7 @@ def to_results(
             action=partition_action(v.reason, v.candidate.partition, v.candidate.producer.current_txn_start_offset,
                                     v.transactional_id),
             commands=partition_commands(v.reason, v.candidate.partition,
-                                        v.candidate.producer.current_txn_start_offset, invocation))
+                                        v.candidate.producer.current_txn_start_offset, invocation, max_timeout_ms))
         for v, brokers in merged.values()
     ]
     rows.sort(key=lambda h: (h.partition, h.producer.current_txn_start_offset, h.producer.producer_id))

@@ -213,7 +213,7 @@ def find_hanging(
     if not options.coordinator_side:
         offsets = _offsets(client, cluster, (v.candidate.partition for v in confirmed), known=first_reads)
         report.results = hanging.to_results(confirmed, report.now_ms, options.include_late, offsets,
-                                            options.invocation)
+                                            options.invocation, options.max_timeout_ms)
         return report
     _both_sides(client, cluster, scope, options, confirmed, described, report, first_reads)
     return report
@@ -255,7 +255,8 @@ def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options:
     confirmed = [*confirmed, *_live_long(client, listed, stuck_ids, scope, cluster, now, options)]
     pending = [p.partition for r in rows for p in r.pending_partitions if p.leader is not None and p.leader >= 0]
     offsets = _offsets(client, cluster, [*(v.candidate.partition for v in confirmed), *pending], views, first_reads)
-    results = hanging.to_results(confirmed, now, options.include_late, offsets, options.invocation)
+    results = hanging.to_results(confirmed, now, options.include_late, offsets, options.invocation,
+                                 options.max_timeout_ms)
     # A live verdict on a transaction its coordinator cannot finish is the coordinator row's to explain.
     results = [r for r in results if r.reason.is_hanging or r.transactional_id not in stuck_ids]
     held, notes = _held_back(client, cluster, offsets, bool(results or rows))

@@ -97,7 +97,7 @@ def advise(h: ShareHold, d: TransactionDescription | None, not_found: bool, now_
         return replace(h, action=f"end the transaction: fence {txn!r} with the command below{why}; {back}",
                        commands=(advice.force_terminate(invocation, txn, force),))
     mine = [r for r in share_state_rows if r.partition.topic == SHARE_STATE_TOPIC
-            and r.producer.producer_id == h.producer_id and r.commands]
+            and r.producer.producer_id == h.producer_id and r.reason.is_hanging and r.commands]  # aborts only
     if d is None:
         where = "its coordinator does not know it"
     elif d.producer_id != h.producer_id:

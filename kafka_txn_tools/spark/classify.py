@@ -428,13 +428,13 @@ def verdicts(
                 "missing_on_brokers": _joined(gap.broker_ids) if gap else None,
                 "snapshot_offset": row.snapshot_offset,
                 "source": row.source,
-                **_advice(row, why, decisive.transactional_id if decisive else None, params.invocation),
+                **_advice(row, why, decisive.transactional_id if decisive else None, params),
             }
         )
     return sorted(out, key=report_order)
 
 
-def _advice(row: OpenRow, why: str, transactional_id: str | None, invocation: Invocation) -> dict[str, Any]:
+def _advice(row: OpenRow, why: str, transactional_id: str | None, params: SweepParams) -> dict[str, Any]:
     """A row's action and commands, as find-hanging gives them; a row the inputs cannot decide is checked live."""
     tp = TopicPartition(row.topic, row.partition)
     if why not in {r.value for r in HangingReason}:
@@ -442,7 +442,8 @@ def _advice(row: OpenRow, why: str, transactional_id: str | None, invocation: In
                            f"find-hanging on {tp.topic} before acting"), "commands": []}
     reason_ = HangingReason(why)
     return {"action": partition_action(reason_, tp, row.start_offset, transactional_id),
-            "commands": list(partition_commands(reason_, tp, row.start_offset, invocation))}
+            "commands": list(partition_commands(reason_, tp, row.start_offset, params.invocation,
+                                                params.max_transaction_timeout_ms))}
 
 
 def report_order(row: dict[str, Any]) -> tuple[Any, ...]:

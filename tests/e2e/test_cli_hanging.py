@@ -7,6 +7,7 @@ happen. Scenario batches are backdated 30 minutes, so they are "late" without wa
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ from confluent_kafka import TopicPartition as CTopicPartition
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.testing.scenarios import HANGING_PARTITION, ScenarioOptions, ScenarioResult, run_scenario
 from kafka_txn_tools.cli import exit_codes
-from tests.e2e.cli_support import ZOMBIE_TIMEOUT_MS, kafka_transactions, kafka_txn, open_transaction
+from tests.e2e.cli_support import ZOMBIE_TIMEOUT_MS, invoke_printed, kafka_transactions, kafka_txn, open_transaction
 
 BACKDATE_MS = 30 * 60_000
 CONFIG = {"transaction.partition.verification.enable": False,
@@ -65,8 +66,21 @@ def read_committed(bs: str, topic: str, seconds: float = 3.0) -> list[bytes]:
     return values
 
 
+def watch_first_round(command: str, monkeypatch: pytest.MonkeyPatch) -> tuple[str, int]:
+    """Run a printed watch command as printed, interrupted (as Ctrl-C would) at its first pause: its first
+    event and the producer it names."""
+    def interrupt(_seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("kafka_txn_tools.cli.commands.find_hanging.watch_sleep", interrupt)
+    r = invoke_printed(command)
+    assert r.code == 130, (r.out, r.err)  # interrupted, not clear: it saw the transaction
+    first = json.loads(r.out.splitlines()[0])
+    return first["event"], first["row"]["producer_id"]
+
+
 def test_find_hanging_reports_exactly_the_hanging_ones_and_abort_unblocks_consumers(
-    cluster: EmbeddedCluster, tmp_path: Path,
+    cluster: EmbeddedCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     bs = cluster.bootstrap_servers
     results = scenarios(bs)
@@ -88,9 +102,14 @@ def test_find_hanging_reports_exactly_the_hanging_ones_and_abort_unblocks_consum
         # to run, and not what --exit-code counts.
         live = {(h["topic"], h["producer_id"]) for h in doc["hanging"] if h["reason"] == "late"}
         assert live == (healthy_open if timeout == "0" else set())
+        # A look that waits, no write; with the scan's own threshold where it was not the default, so that the
+        # watch sees the row the scan saw.
+        threshold = "" if timeout == "15m" else "--max-transaction-timeout 0ms "
         assert all(h["commands"] == [f"kafka-txn find-hanging --topic {h['topic']} --partition {h['partition']} "
-                                    f"--watch --count-held --bootstrap-server {bs}"]
-                   for h in doc["hanging"] if h["reason"] == "late")  # a look that waits, no write
+                                    f"{threshold}--watch --count-held --bootstrap-server {bs}"]
+                   for h in doc["hanging"] if h["reason"] == "late")
+    young = next(h for h in doc["hanging"] if h["reason"] == "late")
+    assert watch_first_round(young["commands"][0], monkeypatch) == ("appeared", young["producer_id"])
     assert {h["reason"] for h in rows} <= {"transaction-not-ongoing", "partition-not-in-transaction",
                                            "epoch-mismatch", "no-transactional-id", "transactional-id-not-found"}
     for h in rows:

@@ -201,7 +201,7 @@ def test_find_hanging_warns_that_acls_may_hide_transactional_ids(secure: Embedde
         # the watch that waits for it, with the admin's own connection options.
         [late] = [h for h in as_admin.json()["hanging"] if (h["topic"], h["partition"]) == ("orders", 1)]
         assert late["reason"] == "late" and len(late["commands"]) == 1
-        watch = "kafka-txn find-hanging --topic orders --partition 1 --watch --count-held"
+        watch = "kafka-txn find-hanging --topic orders --partition 1 --max-transaction-timeout 0ms --watch --count-held"
         assert late["commands"][0].startswith(watch)
         assert "results may be incomplete" not in as_admin.err
     finally:

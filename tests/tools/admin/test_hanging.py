@@ -213,6 +213,10 @@ def test_partition_actions_say_exactly_what_to_do() -> None:
     two_pc = hanging.partition_action(HangingReason.PREPARED_2PC, tp, 50, "app")
     assert two_pc.startswith("held by its external transaction manager") and "--force" in two_pc
     assert hanging.partition_commands(HangingReason.PREPARED_2PC, tp, 50, inv) == watch
+    # A scan with its own threshold: the watch repeats it, exactly, so that it sees the row the scan saw.
+    assert hanging.partition_commands(HangingReason.LATE, tp, 50, inv, 90_500) == (
+        "kafka-txn find-hanging --topic orders --partition 3 --max-transaction-timeout 90500ms --watch --count-held "
+        "--bootstrap-server kafka-1:9092",)
 
 
 def test_stalled_groups_are_those_at_or_beyond_the_lso_with_their_lag() -> None:
