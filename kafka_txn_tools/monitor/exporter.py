@@ -105,9 +105,8 @@ class Monitor:
         store = self.history
         if store is None:
             return []
-        found = self._read_history(lambda: store.incidents(self.clock() - INCIDENT_WINDOW_MS,
-                                                           self._snapshot.cluster), [])
-        return sorted(found, key=lambda i: (-i.first_seen_ms, -i.id))[:RECENT_INCIDENTS]
+        return self._read_history(lambda: store.latest_incidents(self.clock() - INCIDENT_WINDOW_MS,
+                                                                 self._snapshot.cluster, RECENT_INCIDENTS), [])
 
     def healthy(self) -> tuple[bool, dict[str, Any]]:
         """Alive: the loop runs, and its last scan ended within three intervals plus a request timeout (or
