@@ -202,18 +202,19 @@ class AuditedWrite:
 
 def read_audit(path: Path | None, since_ms: int) -> list[AuditedWrite]:
     """The writes the audit log records from `since_ms` on; a missing or unreadable log records none, and
-    a line that is not the log's format is skipped."""
+    a line that is not the log's format is skipped. Read a line at a time: the log only grows (every write of
+    every run of the tool), and a monitor reads it whenever an incident ends."""
     if path is None:
         return []
+    found = []
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        with path.open(encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                write = _parse_audit_line(line)
+                if write is not None and write.time_ms >= since_ms:
+                    found.append(write)
     except OSError:
         return []
-    found = []
-    for line in text.splitlines():
-        write = _parse_audit_line(line)
-        if write is not None and write.time_ms >= since_ms:
-            found.append(write)
     return found
 
 

@@ -195,3 +195,23 @@ def test_export_writes_parquet_the_sweep_can_read(store: HistoryStore, tmp_path:
     assert json.loads(json.dumps(incidents[0]))["duration_ms"] == MIN
     scans = pq.read_table(tmp_path / "export" / "scans.parquet").to_pylist()
     assert [s["result"] for s in scans] == ["complete", "complete", "failed"] and scans[2]["held_partitions"] is None
+
+
+def test_the_audit_log_is_read_a_line_at_a_time(tmp_path: Path) -> None:
+    """The audit log only grows, and a monitor reads it whenever an incident ends: what that read holds at once
+    must not grow with the log (tracemalloc's peak, not a timing)."""
+    import tracemalloc
+
+    log = tmp_path / "audit.log"
+    audit_line(log, T0 - 60 * MIN, "kafka-txn abort", abort_target(), "aborted")
+    line = log.read_text()
+    log.write_text(line * (4 * 2**20 // len(line)))  # 4 MiB of writes older than the incident
+    audit_line(log, T0 + MIN, "kafka-txn abort", abort_target(partition=2), "aborted")
+    tracemalloc.start()
+    try:
+        writes = H.read_audit(log, T0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [w.target["partition"] for w in writes] == [2]
+    assert peak < 2**20
