@@ -215,3 +215,17 @@ def test_the_audit_log_is_read_a_line_at_a_time(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert [w.target["partition"] for w in writes] == [2]
     assert peak < 2**20
+
+
+def test_a_partial_scan_resolves_only_what_none_of_its_errors_could_hide(store: HistoryStore) -> None:
+    from kafka_txn_tools.models import ScanError, TopicPartition
+
+    scan(store, T0, [partition_row(partition=1, start=1, brokers=[0, 1]),
+                     partition_row(partition=2, start=2, brokers=[0, 2]), coordinator_row()])
+    down = [ScanError("BROKER_UNREACHABLE", "x", broker_id=2, api="DescribeProducers"),
+            ScanError("TOPIC_AUTHORIZATION_FAILED", "x", partition=TopicPartition("payments", 0))]
+    partial = H.ScanRecord(CLUSTER, T0 + MIN, 1500, False, [], unread=H.Unread.of(down))
+    assert H.record(store, partial, None).resolved == [("partition/orders/1/7/0/1", H.BY_ITSELF)]
+    assert {i.key for i in store.open_incidents(CLUSTER)} == {"partition/orders/2/7/0/2", "coordinator/pay-1/9/3"}
+    # Without what it could not read (the default), a partial scan resolves nothing.
+    assert H.record(store, H.ScanRecord(CLUSTER, T0 + 2 * MIN, 1500, False, []), None).resolved == []

@@ -198,3 +198,20 @@ def test_the_status_page_reads_only_the_recent_incidents_however_many_the_histor
     assert [i.producer_id for i in shown] == [100 + i for i in reversed(range(50, 75))]  # the newest first
     assert read["incident"] == exporter.RECENT_INCIDENTS
     store.close()
+
+
+def test_a_partition_refused_for_good_does_not_keep_what_ended_elsewhere(tmp_path: Path) -> None:
+    """Every scan partial (one partition refused, for days): a finding on a partition read again and found
+    clear still ends, in the snapshot, the metrics and the history."""
+    fake = hanging_cluster()
+    fake.partition_errors[(2, TopicPartition("orders", 2))] = "TOPIC_AUTHORIZATION_FAILED"
+    store = HistoryStore(tmp_path / "history.db")
+    full = MonitorConfig(30.0, ScanOptions(include_late=True, lso_prefilter=None), top=50)
+    monitor = monitor_of(lambda: fake, store, full)
+    assert monitor.scan_once().result == "partial"
+    assert [f.partition for f in monitor.snapshot().findings] == [0]
+    fake.complete(T0, 10)
+    assert monitor.scan_once().result == "partial"
+    assert monitor.snapshot().findings == ()
+    assert [(i.partition, i.resolution) for i in monitor.incidents() if i.resolved_ms] == [(0, "by itself")]
+    store.close()
