@@ -55,6 +55,7 @@ CREATE TABLE IF NOT EXISTS incidents (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS incidents_open ON incidents (cluster, finding_key) WHERE resolved_ms IS NULL;
 CREATE INDEX IF NOT EXISTS incidents_last_seen ON incidents (last_seen_ms);
+CREATE INDEX IF NOT EXISTS incidents_recent ON incidents (cluster, first_seen_ms);
 CREATE TABLE IF NOT EXISTS scans (
     cluster TEXT NOT NULL,
     time_ms INTEGER NOT NULL,
@@ -212,8 +213,8 @@ class HistoryStore:
 
     def latest_incidents(self, since_ms: int, cluster: str, limit: int) -> list[Incident]:
         """The `limit` incidents of `cluster` first seen last among those open at some time since `since_ms`,
-        newest first. Only those are read: a long-running reader (the status page) costs the same whatever
-        the history holds."""
+        newest first. Only those are read, newest first along `incidents_recent`: a long-running reader (the
+        status page) costs the same whatever the history holds."""
         where = "WHERE (resolved_ms IS NULL OR resolved_ms >= ? OR last_seen_ms >= ?) AND cluster=?"
         return self._incidents(where, (since_ms, since_ms, cluster), "first_seen_ms DESC, id DESC LIMIT ?", (limit,))
 

@@ -229,3 +229,17 @@ def test_a_partial_scan_resolves_only_what_none_of_its_errors_could_hide(store: 
     assert {i.key for i in store.open_incidents(CLUSTER)} == {"partition/orders/2/7/0/2", "coordinator/pay-1/9/3"}
     # Without what it could not read (the default), a partial scan resolves nothing.
     assert H.record(store, H.ScanRecord(CLUSTER, T0 + 2 * MIN, 1500, False, []), None).resolved == []
+
+
+def test_the_latest_incidents_are_read_along_an_index_not_the_whole_history(store: HistoryStore) -> None:
+    """The status page asks for them at every view: SQLite must walk back from the newest and stop, not read
+    (and cache) every incident the file holds."""
+    for i in range(5):
+        scan(store, T0 + i * MIN, [partition_row(start=i)])
+    sent: list[str] = []
+    store._db.set_trace_callback(sent.append)  # the statement as SQLite runs it, its parameters bound
+    assert [i.finding["start_offset"] for i in store.latest_incidents(T0, CLUSTER, 3)] == [4, 3, 2]
+    store._db.set_trace_callback(None)
+    [query] = [q for q in sent if q.startswith("SELECT")]
+    plan = [row[3] for row in store._db.execute("EXPLAIN QUERY PLAN " + query).fetchall()]
+    assert plan == ["SEARCH incidents USING INDEX incidents_recent (cluster=?)"]
