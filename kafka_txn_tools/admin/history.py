@@ -12,9 +12,10 @@ one SQLite file):
   resolution, naming who and what; else "by itself" (its producer or coordinator ended it, or the
   partition went away).
 
-Only a complete scan resolves: a partial one (a broker down, a refusal) may simply not have read what is
-missing. And only what the scan covered: `find-hanging --topic orders --history` never resolves an
-incident on another topic (`covers`).
+A partial scan (a broker down, a refusal) may simply not have read what is missing: it resolves only a
+partition finding that none of its errors could hide (`Unread`), and a complete scan everything it covered.
+Only what the scan covered: `find-hanging --topic orders --history` never resolves an incident on another
+topic (`covers`).
 
 A finding's identity (`finding_key`) is what Kafka identifies it by: a partition row by its partition,
 producer id, epoch and start offset; a coordinator row by its transactional id, producer id and epoch; a
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kafka_txn_tools.models import HangingReason, RowKind
+from kafka_txn_tools.models import HangingReason, RowKind, ScanError
 
 if TYPE_CHECKING:
     from kafka_txn_tools.admin.scan import Scope
@@ -158,6 +159,40 @@ def held_count(rows: Iterable[Row]) -> int:
 
 
 # ---- what a scan covered --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Unread:
+    """What a partial scan could not read, from its errors: where an earlier finding it did not see again may
+    still be. The default is the cautious one (anything may be unseen)."""
+
+    partitions: frozenset[tuple[str, int]] = frozenset()  # partitions an error names
+    brokers: frozenset[int] = frozenset()  # brokers an error names without a partition
+    anywhere: bool = True  # an error naming neither (or nothing known): anything may be unseen
+
+    @classmethod
+    def of(cls, errors: Iterable[ScanError]) -> Unread:
+        partitions, brokers, anywhere = set(), set(), False
+        for e in errors:
+            if e.partition is not None:
+                partitions.add((e.partition.topic, e.partition.partition))
+            elif e.broker_id is not None:
+                brokers.add(e.broker_id)
+            else:
+                anywhere = True
+        return cls(frozenset(partitions), frozenset(brokers), anywhere)
+
+    def may_hide(self, row: Row) -> bool:
+        """Whether the finding `row` may still be there though the scan did not see it. Only a partition finding
+        is ever known gone from a partial scan: one whose partition no error names, and whose replicas seen
+        holding it (`brokers`) were all read - where the transaction is no longer open, or the partition gone.
+        A coordinator or share finding depends on more than its row names: kept."""
+        if self.anywhere or row.get("kind") != "partition":
+            return True
+        if (row.get("topic"), row.get("partition")) in self.partitions:
+            return True
+        brokers = row.get("brokers") or ()
+        return not brokers or any(b in self.brokers for b in brokers)
+
+
 def scope_covers(scope: Scope) -> Callable[[Row], bool]:
     """Which earlier findings a find-hanging scan of `scope` would have seen again, were they still there."""
     if scope.all:
@@ -202,18 +237,19 @@ class AuditedWrite:
 
 def read_audit(path: Path | None, since_ms: int) -> list[AuditedWrite]:
     """The writes the audit log records from `since_ms` on; a missing or unreadable log records none, and
-    a line that is not the log's format is skipped."""
+    a line that is not the log's format is skipped. Read a line at a time: the log only grows (every write of
+    every run of the tool), and a monitor reads it whenever an incident ends."""
     if path is None:
         return []
+    found = []
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        with path.open(encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                write = _parse_audit_line(line)
+                if write is not None and write.time_ms >= since_ms:
+                    found.append(write)
     except OSError:
         return []
-    found = []
-    for line in text.splitlines():
-        write = _parse_audit_line(line)
-        if write is not None and write.time_ms >= since_ms:
-            found.append(write)
     return found
 
 
@@ -277,6 +313,11 @@ class ScanRecord:
     rows: Sequence[Row]
     covers: Callable[[Row], bool] = lambda row: True
     source: str = "monitor"  # or "find-hanging"
+    unread: Unread = Unread()  # a partial scan's: what it did not see may still be there (`Unread.may_hide`)
+
+    def saw_gone(self, row: Row) -> bool:
+        """Whether this scan, not seeing the finding `row` again, shows it gone."""
+        return self.covers(row) and (self.complete or not self.unread.may_hide(row))
 
 
 @dataclass(frozen=True)
@@ -289,7 +330,7 @@ def record(store: HistoryStore, scan: ScanRecord, audit_log: Path | None) -> Rec
     """Record one scan's findings (module docstring)."""
     seen = {s.key: s for s in map(sighting, scan.rows)}
     open_now = store.open_incidents(scan.cluster)
-    gone = [i for i in open_now if i.key not in seen and scan.complete and scan.covers(i.finding)]
+    gone = [i for i in open_now if i.key not in seen and scan.saw_gone(i.finding)]
     writes = read_audit(audit_log, min(i.first_seen_ms for i in gone) - CLOCK_SLACK_MS) if gone else []
     resolutions = []
     for incident in gone:

@@ -105,9 +105,8 @@ class Monitor:
         store = self.history
         if store is None:
             return []
-        found = self._read_history(lambda: store.incidents(self.clock() - INCIDENT_WINDOW_MS,
-                                                           self._snapshot.cluster), [])
-        return sorted(found, key=lambda i: (-i.first_seen_ms, -i.id))[:RECENT_INCIDENTS]
+        return self._read_history(lambda: store.latest_incidents(self.clock() - INCIDENT_WINDOW_MS,
+                                                                 self._snapshot.cluster, RECENT_INCIDENTS), [])
 
     def healthy(self) -> tuple[bool, dict[str, Any]]:
         """Alive: the loop runs, and its last scan ended within three intervals plus a request timeout (or
@@ -166,7 +165,7 @@ class Monitor:
         return outcome
 
     def _scan(self, began: float) -> ScanOutcome:
-        from kafka_txn_tools.admin.history import incident_rows
+        from kafka_txn_tools.admin.history import Unread, incident_rows
         from kafka_txn_tools.admin.scan import Scope, find_hanging
 
         if self._client is None:
@@ -181,7 +180,7 @@ class Monitor:
         return ScanOutcome(self.clock(), self._monotonic() - began, PARTIAL if report.partial else COMPLETE,
                            tuple(incident_rows(doc["hanging"])), doc, dict(causes),
                            report.errors[0].message if report.errors else None,
-                           report.scanned_replicas, report.unread_replicas)
+                           report.scanned_replicas, report.unread_replicas, Unread.of(report.errors))
 
     def _drop_client(self) -> None:
         client, self._client = self._client, None
@@ -204,7 +203,8 @@ class Monitor:
             self._read_history(lambda: record_failed_scan(store, cluster, outcome.time_ms, duration_ms, "monitor"),
                                None)
             return
-        scan = ScanRecord(cluster, outcome.time_ms, duration_ms, outcome.result == COMPLETE, outcome.rows)
+        scan = ScanRecord(cluster, outcome.time_ms, duration_ms, outcome.result == COMPLETE, outcome.rows,
+                          unread=outcome.unread)
         self._read_history(lambda: record(store, scan, self.config.audit_log), None)
 
     def _read_history(self, call: Callable[[], Any], default: Any) -> Any:

@@ -55,6 +55,7 @@ CREATE TABLE IF NOT EXISTS incidents (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS incidents_open ON incidents (cluster, finding_key) WHERE resolved_ms IS NULL;
 CREATE INDEX IF NOT EXISTS incidents_last_seen ON incidents (last_seen_ms);
+CREATE INDEX IF NOT EXISTS incidents_recent ON incidents (cluster, first_seen_ms);
 CREATE TABLE IF NOT EXISTS scans (
     cluster TEXT NOT NULL,
     time_ms INTEGER NOT NULL,
@@ -115,7 +116,7 @@ class Incident:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # the monitor keeps a day of them (its chart): small
 class ScanPoint:
     time_ms: int
     result: str  # complete, partial, failed
@@ -210,9 +211,17 @@ class HistoryStore:
             args += (cluster,)
         return self._incidents(where, args)
 
-    def _incidents(self, where: str, args: tuple[Any, ...]) -> list[Incident]:
+    def latest_incidents(self, since_ms: int, cluster: str, limit: int) -> list[Incident]:
+        """The `limit` incidents of `cluster` first seen last among those open at some time since `since_ms`,
+        newest first. Only those are read, newest first along `incidents_recent`: a long-running reader (the
+        status page) costs the same whatever the history holds."""
+        where = "WHERE (resolved_ms IS NULL OR resolved_ms >= ? OR last_seen_ms >= ?) AND cluster=?"
+        return self._incidents(where, (since_ms, since_ms, cluster), "first_seen_ms DESC, id DESC LIMIT ?", (limit,))
+
+    def _incidents(self, where: str, args: tuple[Any, ...], order: str = "first_seen_ms, id",
+                   order_args: tuple[Any, ...] = ()) -> list[Incident]:
         with self._lock:
-            rows = self._db.execute(f"SELECT * FROM incidents {where} ORDER BY first_seen_ms, id", args).fetchall()
+            rows = self._db.execute(f"SELECT * FROM incidents {where} ORDER BY {order}", args + order_args).fetchall()
         return [_incident(r) for r in rows]
 
     def scans(self, cluster: str, since_ms: int) -> list[ScanPoint]:

@@ -5,7 +5,9 @@ snapshot is current; only the scan thread makes new ones, so no lock is needed b
 A scan ends one of three ways:
 - complete: its findings replace the previous ones;
 - partial (a broker down, a refusal): what it found is shown, and what an earlier scan found but this one
-  did not see is kept (it may be on what could not be read), counted as stale;
+  did not see is kept where it may be on what could not be read (admin/history.py `Unread`), counted as
+  stale; a partition finding none of the scan's errors could hide is gone, as after a complete scan (else
+  a cluster with one broker down for days would keep every finding of those days);
 - failed (no connection, an authentication refusal): everything is kept, and all of it is stale.
 Either way the scan health says so (`stale`), and the errors are counted by cause.
 """
@@ -16,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kafka_txn_tools.admin.history import Sighting, sighting
+from kafka_txn_tools.admin.history import Sighting, Unread, sighting
 
 COMPLETE, PARTIAL, FAILED = "complete", "partial", "failed"
 RESULTS = (COMPLETE, PARTIAL, FAILED)
@@ -35,6 +37,7 @@ class ScanOutcome:
     failure: str | None = None  # why a failed scan failed, or the first error of a partial one
     scanned_replicas: int = 0
     unread_replicas: int = 0
+    unread: Unread = Unread()  # a partial scan's: where what it did not see may still be
 
 
 @dataclass(frozen=True)
@@ -70,7 +73,7 @@ def after_scan(prev: Snapshot, outcome: ScanOutcome) -> Snapshot:
     found = tuple(sighting(r) for r in outcome.rows)
     if outcome.result == PARTIAL:
         seen = {f.key for f in found}
-        kept = tuple(f for f in prev.findings if f.key not in seen)
+        kept = tuple(f for f in prev.findings if f.key not in seen and outcome.unread.may_hide(f.row))
         return replace(counted, findings=found + kept, stale_keys=frozenset(f.key for f in kept),
                        document=outcome.document)
     return replace(counted, findings=found, stale_keys=frozenset(), document=outcome.document,

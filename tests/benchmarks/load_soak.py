@@ -15,7 +15,7 @@ of RSS against committed transactions, in bytes per transaction. Its limit (--ma
 default twice what Kafka's indexes cost for the bytes written per transaction in that half (8 + 12 bytes
 per log.index.interval.bytes = 4096, memory-mapped) plus 8 bytes. Exit code 1 when either is over.
 
-tracemalloc (tests/benchmarks/traced_broker.py runs the broker): when the verdict fails, the load goes on
+tracemalloc (tests/benchmarks/traced_command.py runs the broker): when the verdict fails, the load goes on
 with tracing started in the broker, and the allocation sites that grew over --trace-s seconds (after as
 long again for the traced working set to settle) are printed, largest first, in bytes per committed
 transaction. `--tracemalloc` traces the whole run
@@ -60,7 +60,7 @@ from kafka.protocol.producer import (  # noqa: E402
 from kafka_txn_broker.formats.record_batch import build_batch  # noqa: E402
 from tests.e2e.helpers import BrokerProcess, free_port_block  # noqa: E402
 
-TRACED_BROKER = Path(__file__).resolve().with_name("traced_broker.py")
+TRACED_COMMAND = Path(__file__).resolve().with_name("traced_command.py")
 
 V_INIT, V_ADD, V_PRODUCE, V_END = 3, 3, 8, 3
 CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR = 51, 14, 16
@@ -261,7 +261,7 @@ def fitted_slope(xs: list[float], ys: list[float]) -> float:
 
 
 class BrokerTracer:
-    """Drives tests/benchmarks/traced_broker.py in the broker process (see its docstring)."""
+    """Drives tests/benchmarks/traced_command.py in the broker process (see its docstring)."""
 
     def __init__(self, pid: int, dump_dir: Path) -> None:
         self.pid = pid
@@ -328,7 +328,7 @@ async def run(args: argparse.Namespace) -> int:
     data_dir = Path(args.data_dir or tempfile.mkdtemp(prefix="load-soak-"))
     dump_dir = Path(tempfile.mkdtemp(prefix="load-soak-trace-"))
     broker = BrokerProcess(data_dir, 1, free_port_block(1), sets=broker_settings(args),
-                           launcher=[str(TRACED_BROKER), "--dump-dir", str(dump_dir), "--"])
+                           launcher=[str(TRACED_COMMAND), "--dump-dir", str(dump_dir), "--"])
     bootstrap = broker.start()
     assert broker.proc is not None
     pid = broker.proc.pid

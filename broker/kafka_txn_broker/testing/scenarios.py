@@ -155,6 +155,9 @@ class ScenarioOptions:
     open_timeout_ms: int = 600000  # the healthy open transaction's timeout (within transaction.max.timeout.ms)
     wait_s: float = 60.0  # how long to wait for the coordinator's timeout abort
     replication_factor: int | None = None  # default: min(3, brokers)
+    # An existing topic of PARTITIONS partitions or more to use instead of a fresh one (a soak that rotates over a
+    # fixed set of topics); its transactional ids are still fresh.
+    topic: str | None = None
 
 
 class _Run:
@@ -164,6 +167,9 @@ class _Run:
         self.client = client
         self.options = options
         self.run_id = uuid.uuid4().hex[:8]
+        if options.topic is not None:
+            self.topic = options.topic
+            return
         self.topic = f"{options.topic_prefix}-{name}-{self.run_id}"
         rf = options.replication_factor or min(3, client.broker_count())
         client.create_topic(self.topic, PARTITIONS, rf)

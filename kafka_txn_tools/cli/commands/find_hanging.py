@@ -376,12 +376,12 @@ def _record_history(path: Path, cluster: str, scope: Any, report: ScanReport, du
     import sqlite3
 
     from kafka_txn_tools.admin.audit import default_path
-    from kafka_txn_tools.admin.history import ScanRecord, incident_rows, record, scope_covers
+    from kafka_txn_tools.admin.history import ScanRecord, Unread, incident_rows, record, scope_covers
     from kafka_txn_tools.monitor.history_store import HistoryStore
 
     rows = incident_rows(finding_rows(report))
     scan = ScanRecord(cluster, report.now_ms, duration_ms, not report.partial, rows, scope_covers(scope),
-                      source="find-hanging")
+                      source="find-hanging", unread=Unread.of(report.errors))
     try:
         with HistoryStore(path) as store:
             record(store, scan, default_path())

@@ -195,3 +195,51 @@ def test_export_writes_parquet_the_sweep_can_read(store: HistoryStore, tmp_path:
     assert json.loads(json.dumps(incidents[0]))["duration_ms"] == MIN
     scans = pq.read_table(tmp_path / "export" / "scans.parquet").to_pylist()
     assert [s["result"] for s in scans] == ["complete", "complete", "failed"] and scans[2]["held_partitions"] is None
+
+
+def test_the_audit_log_is_read_a_line_at_a_time(tmp_path: Path) -> None:
+    """The audit log only grows, and a monitor reads it whenever an incident ends: what that read holds at once
+    must not grow with the log (tracemalloc's peak, not a timing)."""
+    import tracemalloc
+
+    log = tmp_path / "audit.log"
+    audit_line(log, T0 - 60 * MIN, "kafka-txn abort", abort_target(), "aborted")
+    line = log.read_text()
+    log.write_text(line * (4 * 2**20 // len(line)))  # 4 MiB of writes older than the incident
+    audit_line(log, T0 + MIN, "kafka-txn abort", abort_target(partition=2), "aborted")
+    tracemalloc.start()
+    try:
+        writes = H.read_audit(log, T0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [w.target["partition"] for w in writes] == [2]
+    assert peak < 2**20
+
+
+def test_a_partial_scan_resolves_only_what_none_of_its_errors_could_hide(store: HistoryStore) -> None:
+    from kafka_txn_tools.models import ScanError, TopicPartition
+
+    scan(store, T0, [partition_row(partition=1, start=1, brokers=[0, 1]),
+                     partition_row(partition=2, start=2, brokers=[0, 2]), coordinator_row()])
+    down = [ScanError("BROKER_UNREACHABLE", "x", broker_id=2, api="DescribeProducers"),
+            ScanError("TOPIC_AUTHORIZATION_FAILED", "x", partition=TopicPartition("payments", 0))]
+    partial = H.ScanRecord(CLUSTER, T0 + MIN, 1500, False, [], unread=H.Unread.of(down))
+    assert H.record(store, partial, None).resolved == [("partition/orders/1/7/0/1", H.BY_ITSELF)]
+    assert {i.key for i in store.open_incidents(CLUSTER)} == {"partition/orders/2/7/0/2", "coordinator/pay-1/9/3"}
+    # Without what it could not read (the default), a partial scan resolves nothing.
+    assert H.record(store, H.ScanRecord(CLUSTER, T0 + 2 * MIN, 1500, False, []), None).resolved == []
+
+
+def test_the_latest_incidents_are_read_along_an_index_not_the_whole_history(store: HistoryStore) -> None:
+    """The status page asks for them at every view: SQLite must walk back from the newest and stop, not read
+    (and cache) every incident the file holds."""
+    for i in range(5):
+        scan(store, T0 + i * MIN, [partition_row(start=i)])
+    sent: list[str] = []
+    store._db.set_trace_callback(sent.append)  # the statement as SQLite runs it, its parameters bound
+    assert [i.finding["start_offset"] for i in store.latest_incidents(T0, CLUSTER, 3)] == [4, 3, 2]
+    store._db.set_trace_callback(None)
+    [query] = [q for q in sent if q.startswith("SELECT")]
+    plan = [row[3] for row in store._db.execute("EXPLAIN QUERY PLAN " + query).fetchall()]
+    assert plan == ["SEARCH incidents USING INDEX incidents_recent (cluster=?)"]

@@ -137,6 +137,25 @@ def test_a_pass_reads_only_the_lsos_that_moved_since_the_last() -> None:
     assert third.first_pass is not None and third.first_pass.why == {Why.LSO_BELOW_HW: 6}
 
 
+def test_a_scan_loop_forgets_a_deleted_topics_partitions() -> None:
+    """A monitor runs while topics come and go: what its first pass remembers of a partition (clear at a HW,
+    seen open) goes with the partition."""
+    c = cluster()
+    gone = [TopicPartition("gone", p) for p in range(3)]
+    c.partitions += [info(tp, leader=p, replicas=(p, (p + 1) % 3, (p + 2) % 3), epoch=0) for p, tp in enumerate(gone)]
+    c.open_txn(gone[0], producer(10, 100, OLD))
+    c.offsets = {T0: (50, 50), T1: (60, 60), T2: (70, 70), gone[0]: (100, 120), gone[1]: (5, 5), gone[2]: (9, 9)}
+    prefilter = LsoPrefilter(full_scan_every=0)
+    loop = ScanOptions(include_late=True, lso_prefilter=prefilter)
+    scan(c, loop)
+    assert {tp.topic for tp in prefilter.clear} == {"orders", "gone"}
+    assert {tp.topic for tp, _ in prefilter.seen_open} == {"gone"}
+    c.partitions = [i for i in c.partitions if i.partition.topic != "gone"]  # deleted
+    c.producers = {k: v for k, v in c.producers.items() if k[1].topic != "gone"}
+    scan(c, loop)
+    assert set(prefilter.clear) == {T0, T1, T2} and prefilter.seen_open == frozenset()
+
+
 @pytest.mark.parametrize("every, full", [(3, [3, 6, 9]), (1, list(range(1, 10))), (0, [])])
 def test_which_passes_are_full(every: int, full: list[int]) -> None:
     loop = LsoPrefilter(every)

@@ -177,3 +177,41 @@ def test_a_history_that_cannot_be_written_is_a_warning_once_and_never_stops_the_
     assert [monitor.scan_once().result for _ in range(3)] == ["complete"] * 3
     assert capsys.readouterr().err.count("could not be used") == 1
     assert monitor.incidents() == [] and len(monitor.snapshot().findings) == 1
+
+
+def test_the_status_page_reads_only_the_recent_incidents_however_many_the_history_holds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A monitor runs for weeks: each page view must not load (and parse) every incident of its window."""
+    from kafka_txn_tools.admin import history as H
+    from kafka_txn_tools.monitor import exporter, history_store
+
+    store = HistoryStore(tmp_path / "history.db")
+    for i in range(3 * exporter.RECENT_INCIDENTS):  # one incident per minute, each ended by the next scan
+        row = {"kind": "partition", "topic": "orders", "partition": 0, "producer_id": 100 + i, "producer_epoch": 0,
+               "start_offset": i, "duration_ms": 0, "reason": "no-transactional-id"}
+        H.record(store, H.ScanRecord("fake:9092", NOW - (200 - 2 * i) * 60_000, 10, True, [row]), None)
+        H.record(store, H.ScanRecord("fake:9092", NOW - (199 - 2 * i) * 60_000, 10, True, []), None)
+    read = Counter[str]()
+    parse = history_store._incident
+    monkeypatch.setattr(history_store, "_incident", lambda r: (read.update(["incident"]), parse(r))[1])
+    shown = monitor_of(lambda: hanging_cluster(), store).incidents()
+    assert [i.producer_id for i in shown] == [100 + i for i in reversed(range(50, 75))]  # the newest first
+    assert read["incident"] == exporter.RECENT_INCIDENTS
+    store.close()
+
+
+def test_a_partition_refused_for_good_does_not_keep_what_ended_elsewhere(tmp_path: Path) -> None:
+    """Every scan partial (one partition refused, for days): a finding on a partition read again and found
+    clear still ends, in the snapshot, the metrics and the history."""
+    fake = hanging_cluster()
+    fake.partition_errors[(2, TopicPartition("orders", 2))] = "TOPIC_AUTHORIZATION_FAILED"
+    store = HistoryStore(tmp_path / "history.db")
+    full = MonitorConfig(30.0, ScanOptions(include_late=True, lso_prefilter=None), top=50)
+    monitor = monitor_of(lambda: fake, store, full)
+    assert monitor.scan_once().result == "partial"
+    assert [f.partition for f in monitor.snapshot().findings] == [0]
+    fake.complete(T0, 10)
+    assert monitor.scan_once().result == "partial"
+    assert monitor.snapshot().findings == ()
+    assert [(i.partition, i.resolution) for i in monitor.incidents() if i.resolved_ms] == [(0, "by itself")]
+    store.close()

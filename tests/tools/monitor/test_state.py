@@ -3,6 +3,8 @@ could not see (stale), failed keeps everything (stale); errors counted by cause;
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kafka_txn_tools.monitor.state import (
     COMPLETE,
     FAILED,
@@ -38,6 +40,23 @@ def test_a_partial_scan_keeps_what_it_did_not_see_as_stale() -> None:
     assert [f.row["start_offset"] for f in two.findings if two.is_stale(f)] == [1]
     assert two.stale and two.last_good_ms == 1000 and two.errors == {"BROKER_UNREACHABLE": 2}
     assert two.document == {"hanging": [partition_row(start=2), partition_row(start=3)]}  # that scan's, as printed
+
+
+def test_a_partial_scan_forgets_a_partition_finding_none_of_its_errors_could_hide() -> None:
+    """One broker down or one partition refused for days: what ended elsewhere meanwhile must go (else every
+    finding of those days stays, stale, in memory and in the metrics)."""
+    from kafka_txn_tools.admin.history import Unread
+
+    rows = [partition_row(partition=1, start=1, brokers=[0, 1]), partition_row(partition=2, start=2, brokers=[0, 2]),
+            partition_row(partition=3, start=3, brokers=[0, 1]), coordinator_row()]
+    one = after_scan(START, outcome(COMPLETE, rows))
+    down = Unread(frozenset({("orders", 3)}), frozenset({2}), anywhere=False)  # orders-3 refused, broker 2 down
+    two = after_scan(one, replace(outcome(PARTIAL, [], t=2000, BROKER_UNREACHABLE=1), unread=down))
+    # orders-1: read on 0 and 1, not open: gone. orders-2: on broker 2, orders-3: refused, the coordinator's: kept.
+    assert sorted(f.key for f in two.findings) == sorted(f.key for f in one.findings[1:])
+    assert two.stale_keys == {f.key for f in two.findings}
+    anywhere = after_scan(one, outcome(PARTIAL, [], t=2000, REQUEST_TIMED_OUT=1))  # an error naming nothing
+    assert len(anywhere.findings) == 4
 
 
 def test_a_failed_scan_keeps_everything_stale_and_counts_its_cause() -> None:
