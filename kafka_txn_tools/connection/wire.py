@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import struct
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kafka.protocol.admin import ListGroupsRequest
@@ -481,12 +481,20 @@ def offset_fetch_request_single(group_id: str, partitions: Iterable[TopicPartiti
 def parse_offset_fetch(response: Any, group_id: str | None = None
                        ) -> tuple[dict[str, dict[TopicPartition, int]], dict[str, str]]:
     """group -> {partition: committed offset} (partitions without one left out), and group -> error name."""
-    offsets: dict[str, dict[TopicPartition, int]] = {}
-    failed: dict[str, str] = {}
     groups = getattr(response, "groups", None)
     if not groups:  # a single-group answer (v7 and older)
         assert group_id is not None
         groups = [_SingleGroup(group_id, response.error_code, response.topics)]
+    return _offsets_by_group(groups, lambda topic: topic.name, lambda p: p.committed_offset)
+
+
+def _offsets_by_group(groups: Iterable[Any], topic_name: Callable[[Any], str], offset: Callable[[Any], int]
+                      ) -> tuple[dict[str, dict[TopicPartition, int]], dict[str, str]]:
+    """The per-group answers of OffsetFetch and DescribeShareGroupOffsets, which differ only in field names:
+    group -> {partition: offset} (partitions without an offset, -1, or with an error left out), and group ->
+    error name."""
+    offsets: dict[str, dict[TopicPartition, int]] = {}
+    failed: dict[str, str] = {}
     for g in groups:
         if g.error_code:
             failed[g.group_id] = error_name(g.error_code)
@@ -494,8 +502,8 @@ def parse_offset_fetch(response: Any, group_id: str | None = None
         found = offsets.setdefault(g.group_id, {})
         for topic in g.topics:
             for p in topic.partitions:
-                if not p.error_code and p.committed_offset >= 0:
-                    found[TopicPartition(topic.name, p.partition_index)] = p.committed_offset
+                if not p.error_code and offset(p) >= 0:
+                    found[TopicPartition(topic_name(topic), p.partition_index)] = offset(p)
     return offsets, failed
 
 
@@ -523,18 +531,7 @@ def share_offsets_request(group_ids: Sequence[str], partitions: Iterable[TopicPa
 
 def parse_share_offsets(response: Any) -> tuple[dict[str, dict[TopicPartition, int]], dict[str, str]]:
     """group -> {partition: start offset} (partitions it has no state for left out), group -> error name."""
-    offsets: dict[str, dict[TopicPartition, int]] = {}
-    failed: dict[str, str] = {}
-    for g in response.groups:
-        if g.error_code:
-            failed[g.group_id] = error_name(g.error_code)
-            continue
-        found = offsets.setdefault(g.group_id, {})
-        for topic in g.topics:
-            for p in topic.partitions:
-                if not p.error_code and p.start_offset >= 0:
-                    found[TopicPartition(topic.topic_name, p.partition_index)] = p.start_offset
-    return offsets, failed
+    return _offsets_by_group(response.groups, lambda topic: topic.topic_name, lambda p: p.start_offset)
 
 
 def share_isolation_request(group_ids: Sequence[str]) -> Any:

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -117,6 +118,18 @@ def many_log_offsets(bootstrap: str, partitions: list[tuple[str, int]], admin: A
 
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def until(done: Callable[[], Any], what: str, seconds: float = 20.0) -> Any:
+    """What `done` returns once it is true, asked every 0.1 s; fail after `seconds` (state that settles
+    through the brokers: markers landing, a leader moving)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        got = done()
+        if got:
+            return got
+        time.sleep(0.1)
+    raise AssertionError(f"gave up waiting for {what}")
 
 
 def run_printed(command: str, timeout_s: float = 120.0) -> subprocess.CompletedProcess[str]:

@@ -12,7 +12,7 @@ cluster, and `kafka-txn find-hanging` / `describe` / `abort` / `kafka-transactio
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,20 +31,11 @@ from tests.e2e.cli_support import (
     kafka_txn,
     leader_of,
     log_offsets,
+    until,
 )
 
 FAST_REAPER = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": 200}
 BACKDATE_MS = 30 * 60_000
-
-
-def until(done: Callable[[], Any], what: str, seconds: float = 20.0) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        got = done()
-        if got:
-            return got
-        time.sleep(0.1)
-    raise AssertionError(f"gave up waiting for {what}")
 
 
 def coordinator_rows(bs: str, *args: str) -> tuple[int, list[dict[str, Any]]]:

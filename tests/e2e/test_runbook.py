@@ -13,8 +13,7 @@ test_share_scenarios.py; move-coordinator's refusals and --watch are here too.
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -40,6 +39,7 @@ from tests.e2e.cli_support import (
     leader_of,
     log_offsets,
     run_printed,
+    until,
 )
 
 CONFIG = {"transaction.partition.verification.enable": False,  # the partition-side incidents need it off
@@ -77,16 +77,6 @@ def run_all(row: dict[str, Any]) -> None:
     assert row["commands"], row
     for command in row["commands"]:
         run_printed(command)
-
-
-def until(done: Callable[[], Any], what: str, seconds: float = 20.0) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        got = done()
-        if got:
-            return got
-        time.sleep(0.1)
-    raise AssertionError(f"gave up waiting for {what}")
 
 
 # ---- partition side: an open transaction no coordinator will end -----------------------------------------
