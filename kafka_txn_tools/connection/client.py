@@ -19,6 +19,7 @@ from typing import Any
 import kafka.errors as kerrors
 from kafka.admin import KafkaAdminClient
 
+from kafka_txn_broker.formats.messages.gc_pause import bulk as _bulk_read
 from kafka_txn_tools.connection import wire
 from kafka_txn_tools.connection.config import ClientSettings
 from kafka_txn_tools.connection.fan_out import RETRIABLE_COORDINATOR, FanOut, Lookup, group_by_node
@@ -136,7 +137,8 @@ class AdminClient:
         async def go() -> ClusterInfo:
             return wire.parse_metadata(await self._send(wire.metadata_request(topics)))
 
-        return self._run_or_raise(go, "read cluster metadata")
+        with _bulk_read():
+            return self._run_or_raise(go, "read cluster metadata")
 
     def _run_or_raise(self, fn: Callable[..., Any], what: str, *args: Any) -> Any:
         try:
@@ -177,7 +179,9 @@ class AdminClient:
 
         results: list[PartitionProducers] = []
         errors: list[ScanError] = []
-        for outcome in self._run(go):
+        with _bulk_read():
+            outcomes = self._run(go)
+        for outcome in outcomes:
             results.extend(outcome[0])
             errors.extend(outcome[1])
         return results, errors
@@ -448,7 +452,9 @@ class AdminClient:
             return await self._fan.to_nodes(by_leader, on)
 
         out: dict[TopicPartition, OffsetRead] = {}
-        for epochs, outcome in zip(by_leader.values(), self._run(go), strict=True):
+        with _bulk_read():
+            outcomes = self._run(go)
+        for epochs, outcome in zip(by_leader.values(), outcomes, strict=True):
             if isinstance(outcome, str):
                 failed = OffsetRead(None, -1, outcome)
                 out.update((TopicPartition(t, p), failed) for t, parts in epochs.items() for p, _epoch in parts)

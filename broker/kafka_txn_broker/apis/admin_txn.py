@@ -40,6 +40,7 @@ from kafka_txn_broker.formats.messages import (
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
+from kafka_txn_broker.formats.messages.gc_pause import bulk
 from kafka_txn_broker.metadata.topics import validate_topic_name
 from kafka_txn_broker.replica.partition import Partition
 from kafka_txn_broker.txn.java_regex import JavaRegexError, compile_java_regex
@@ -88,10 +89,11 @@ def _topic_error(ctx: RequestContext, name: str) -> tuple[int, str | None] | Non
 @api(DescribeProducersRequest, DescribeProducersResponse, 0, 0)
 async def handle_describe_producers(ctx: RequestContext, req: Any) -> Any:
     topics = []
-    for t in req.topics:
-        error = _topic_error(ctx, t.name)
-        parts = [_describe_partition(ctx, t.name, i, error) for i in t.partition_indexes]
-        topics.append(DPR.TopicResponse(name=t.name, partitions=parts))
+    with bulk():  # an admin's scan asks for thousands of partitions at once
+        for t in req.topics:
+            error = _topic_error(ctx, t.name)
+            parts = [_describe_partition(ctx, t.name, i, error) for i in t.partition_indexes]
+            topics.append(DPR.TopicResponse(name=t.name, partitions=parts))
     return DPR[ctx.api_version](throttle_time_ms=0, topics=topics)
 
 

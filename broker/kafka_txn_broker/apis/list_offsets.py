@@ -20,7 +20,8 @@ from kafka_txn_broker.apis.offset_for_leader_epoch import NO_EPOCH_CHECK, check_
 from kafka_txn_broker.apis.partitions import authorized_topic, leader
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats.errors import InvalidRequestError, error_code
-from kafka_txn_broker.formats.messages import ListOffsetsRequest, ListOffsetsResponse
+from kafka_txn_broker.formats.messages import ListOffsetsRequest, ListOffsetsResponse, new_struct
+from kafka_txn_broker.formats.messages.gc_pause import bulk
 from kafka_txn_broker.log.unified_log import UnifiedLog
 from kafka_txn_broker.metadata.topics import TopicState
 from kafka_txn_broker.replica.partition import Partition
@@ -82,15 +83,41 @@ def _topic(ctx: RequestContext, name: str) -> tuple[TopicState | None, Exception
         return None, exc
 
 
+def _latest_on_leader(ctx: RequestContext, topic: TopicState, p: Any, read_committed: bool) -> Any | None:
+    """The common case's answer, built without the general path's exceptions and kafka-python's constructor (a
+    find-hanging first pass asks every leader for the latest offset of all its partitions): LATEST on a
+    partition this node leads, at the epoch the request names, if any. None for anything else; `_lookup` then
+    answers it (errors included) the general way, which gives the same answer here."""
+    index = p.partition_index
+    if p.timestamp != LATEST or not 0 <= index < len(topic.partitions):
+        return None
+    part = ctx.broker.replica_manager.get(topic.name, index)
+    if part is None:
+        return None
+    epoch = part.state.leader_epoch
+    if not part.is_leader or getattr(p, "current_leader_epoch", NO_EPOCH_CHECK) not in (NO_EPOCH_CHECK, epoch):
+        return None
+    log = part.log
+    offset = log.last_stable_offset if read_committed else log.high_watermark
+    return new_struct(PR, partition_index=index, error_code=0, timestamp=-1, offset=offset, leader_epoch=epoch)
+
+
 @api(ListOffsetsRequest, ListOffsetsResponse, 1, 11)
 async def handle(ctx: RequestContext, req: Any) -> Any:
     named = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
     twice = {tp for tp in named if named.count(tp) > 1} if len(named) != len(set(named)) else set()
     read_committed = getattr(req, "isolation_level", 0) == READ_COMMITTED
     topics = []
-    for t in req.topics:
-        topic, error = _topic(ctx, t.name)
-        topics.append(TR(name=t.name, partitions=[
-            _lookup(ctx, topic, error, t.name, p, read_committed, (t.name, p.partition_index) in twice)
-            for p in t.partitions]))
+    with bulk():  # a find-hanging first pass asks a leader for all its partitions at once
+        for t in req.topics:
+            topic, error = _topic(ctx, t.name)
+            topics.append(TR(name=t.name, partitions=[_partition(ctx, topic, error, t.name, p, read_committed, twice)
+                                                      for p in t.partitions]))
     return R[ctx.api_version](throttle_time_ms=0, topics=topics)
+
+
+def _partition(ctx: RequestContext, topic: TopicState | None, topic_error: Exception | None, topic_name: str, p: Any,
+               read_committed: bool, twice: set[tuple[str, int]]) -> Any:
+    named_twice = bool(twice) and (topic_name, p.partition_index) in twice
+    quick = None if topic is None or named_twice else _latest_on_leader(ctx, topic, p, read_committed)
+    return quick if quick is not None else _lookup(ctx, topic, topic_error, topic_name, p, read_committed, named_twice)

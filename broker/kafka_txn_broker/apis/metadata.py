@@ -14,7 +14,8 @@ from kafka_txn_broker.formats.errors import (
     UNKNOWN_TOPIC_OR_PARTITION,
     InvalidTopicError,
 )
-from kafka_txn_broker.formats.messages import MetadataRequest, MetadataResponse
+from kafka_txn_broker.formats.messages import MetadataRequest, MetadataResponse, new_struct
+from kafka_txn_broker.formats.messages.gc_pause import bulk
 from kafka_txn_broker.metadata.topics import INTERNAL_TOPICS, TopicState
 
 R = MetadataResponse
@@ -30,12 +31,11 @@ def brokers(ctx: RequestContext) -> list[Any]:
 
 def topic_entry(ctx: RequestContext, topic: TopicState) -> Any:
     live = {b.node_id for b in ctx.broker.channel.live_brokers()}
-    parts = []
-    for p in topic.partitions:
-        err = 0 if p.leader != -1 else LEADER_NOT_AVAILABLE
-        parts.append(P(error_code=err, partition_index=p.partition, leader_id=p.leader,
-                       leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas), isr_nodes=list(p.isr),
-                       offline_replicas=[r for r in p.replicas if r not in live]))
+    # new_struct: kafka-python's constructor walks the schema per partition (an all-topics answer has thousands).
+    parts = [new_struct(P, error_code=0 if p.leader != -1 else LEADER_NOT_AVAILABLE, partition_index=p.partition,
+                        leader_id=p.leader, leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas),
+                        isr_nodes=list(p.isr), offline_replicas=[r for r in p.replicas if r not in live])
+             for p in topic.partitions]
     return T(error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=topic.internal,
              partitions=parts)
 
@@ -61,7 +61,9 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     allow_auto = getattr(req, "allow_auto_topic_creation", True) and ctx.broker.config["auto.create.topics.enable"]
     if req.topics is None or (ctx.api_version == 0 and not req.topics):
         # Topics the principal may not DESCRIBE are left out silently, as Kafka does.
-        topics = [topic_entry(ctx, t) for t in meta.topics.values() if ctx.authorize("DESCRIBE", "TOPIC", t.name)]
+        with bulk():
+            topics = [topic_entry(ctx, t) for t in meta.topics.values()
+                      if ctx.authorize("DESCRIBE", "TOPIC", t.name)]
     else:
         topics = [_lookup(ctx, getattr(t, "name", None), getattr(t, "topic_id", None), allow_auto)
                   for t in req.topics]
