@@ -56,7 +56,7 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest
 from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer.transaction import InitProducerIdRequest
 
-from kafka_txn_broker.formats.messages import kafka_python
+from kafka_txn_broker.formats.messages import kafka_python, new_struct
 from kafka_txn_tools.errors import error_name
 from kafka_txn_tools.models import (
     BrokerInfo,
@@ -385,8 +385,9 @@ def latest_offsets_request(epochs: Mapping[str, Sequence[tuple[int, int]]], isol
     UNKNOWN_LEADER_EPOCH instead of its offset."""
     Topic = ListOffsetsRequest.ListOffsetsTopic
     Partition = Topic.ListOffsetsPartition
-    topics = [Topic(name=t, partitions=[Partition(partition_index=p, timestamp=LATEST, current_leader_epoch=e)
-                                        for p, e in ps])
+    # new_struct: kafka-python's constructor walks the schema per partition, and a leader may lead thousands.
+    topics = [Topic(name=t, partitions=[new_struct(Partition, partition_index=p, timestamp=LATEST,
+                                                   current_leader_epoch=e) for p, e in ps])
               for t, ps in epochs.items()]
     return ListOffsetsRequest(replica_id=-1, isolation_level=isolation_level, topics=topics, min_version=2)
 
