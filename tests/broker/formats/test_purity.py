@@ -10,8 +10,8 @@ from pathlib import Path
 import kafka_txn_broker.formats
 
 FORMATS = Path(kafka_txn_broker.formats.__file__).resolve().parent
-_STDLIB = {"base64", "contextlib", "dataclasses", "enum", "functools", "gzip", "importlib", "logging", "os", "pathlib",
-           "struct", "collections", "types", "typing", "uuid", "warnings"}
+_STDLIB = {"base64", "contextlib", "dataclasses", "enum", "functools", "gc", "gzip", "importlib", "logging", "os",
+           "pathlib", "struct", "collections", "threading", "types", "typing", "uuid", "warnings"}
 
 
 def imports(path: Path) -> Iterator[tuple[str, bool]]:

@@ -58,10 +58,15 @@ def _walk(plan: tuple[_Check, ...], obj: Any, path: str) -> str | None:
             return f"{path}{check.name}"
         if check.child is not None:
             items = value if check.is_array else (value,)
+            if not check.child:  # a struct with nothing nullable-checked inside (ListOffsets' thousands of partitions)
+                if any(item is None for item in items):
+                    return f"{path}{check.name}[]"
+                continue
+            inner = f"{path}{check.name}."
             for item in items:
                 if item is None:
                     return f"{path}{check.name}[]"
-                bad = _walk(check.child, item, f"{path}{check.name}.")
+                bad = _walk(check.child, item, inner)
                 if bad is not None:
                     return bad
         elif check.check_elements and None in value:
