@@ -104,11 +104,11 @@ def _latest_on_leader(ctx: RequestContext, topic: TopicState, p: Any, read_commi
 
 @api(ListOffsetsRequest, ListOffsetsResponse, 1, 11)
 async def handle(ctx: RequestContext, req: Any) -> Any:
-    named = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
-    twice = {tp for tp in named if named.count(tp) > 1} if len(named) != len(set(named)) else set()
     read_committed = getattr(req, "isolation_level", 0) == READ_COMMITTED
     topics = []
     with bulk():  # a find-hanging first pass asks a leader for all its partitions at once
+        named = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
+        twice = {tp for tp in named if named.count(tp) > 1} if len(named) != len(set(named)) else set()
         for t in req.topics:
             topic, error = _topic(ctx, t.name)
             topics.append(TR(name=t.name, partitions=[_partition(ctx, topic, error, t.name, p, read_committed, twice)
