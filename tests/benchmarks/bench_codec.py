@@ -41,6 +41,7 @@ from kafka_txn_broker.formats.messages import (
     WriteTxnMarkersResponse,
     decode_request,
     encode_response,
+    new_struct,
 )
 from kafka_txn_broker.formats.messages.validate import null_violation
 from kafka_txn_broker.formats.record_batch import build_batch
@@ -297,6 +298,7 @@ def cases() -> list[Case]:
         out.append(Case(f"{label[name]}, encode", lambda b=built: _kp_encode(b), kio[name][0]))
         out.append(Case(f"{label[name]}, build + encode", lambda f=build: _kp_encode(f()), kio[name][1]))
     out += seam_cases(frames["produce"])
+    out += plain_cases()
     return out
 
 
@@ -321,6 +323,29 @@ def seam_cases(produce_frame: bytes) -> list[Case]:
                  lambda: decode_request(ProduceRequest, produce_frame, 9), "seam"),
             Case("seam: Fetch v12 response, encode_response vs inline", inline_encode,
                  lambda: encode_response(built, 12, CORRELATION_ID), "seam")]
+
+
+def plain_cases() -> list[Case]:
+    """formats.messages.plain against kafka-python's classes: a ListOffsets answer as a leader of 6,700 partitions
+    gives it to a find-hanging first pass, built and encoded; the bytes are checked equal first."""
+    from kafka_txn_broker.formats.messages import ListOffsetsResponse
+    from kafka_txn_broker.formats.messages.plain import ListOffsetsAnswer
+
+    T = ListOffsetsResponse.ListOffsetsTopicResponse
+    P = T.ListOffsetsPartitionResponse
+    rows = [(f"bench-{t:04d}", [(p, 0, -1, 1000 + p, 3) for p in range(67)]) for t in range(100)]
+
+    def kp() -> bytes:
+        topics = [T(name=name, partitions=[new_struct(P, partition_index=i, error_code=e, timestamp=ts, offset=o,
+                                                      leader_epoch=ep) for i, e, ts, o, ep in parts])
+                  for name, parts in rows]
+        return encode_response(ListOffsetsResponse[11](throttle_time_ms=0, topics=topics), 11, CORRELATION_ID)
+
+    def plain() -> bytes:
+        return encode_response(ListOffsetsAnswer([(name, list(parts)) for name, parts in rows]), 11, CORRELATION_ID)
+
+    assert kp() == plain()
+    return [Case("ListOffsets v11 response (100 topics x 67 partitions), build + encode", kp, plain, "plain")]
 
 
 def main() -> None:

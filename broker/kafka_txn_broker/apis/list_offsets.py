@@ -20,15 +20,12 @@ from kafka_txn_broker.apis.offset_for_leader_epoch import NO_EPOCH_CHECK, check_
 from kafka_txn_broker.apis.partitions import authorized_topic, leader
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats.errors import InvalidRequestError, error_code
-from kafka_txn_broker.formats.messages import ListOffsetsRequest, ListOffsetsResponse, new_struct
+from kafka_txn_broker.formats.messages import ListOffsetsRequest, ListOffsetsResponse
 from kafka_txn_broker.formats.messages.gc_pause import bulk
+from kafka_txn_broker.formats.messages.plain import ListOffsetsAnswer, PartitionOffset
 from kafka_txn_broker.log.unified_log import UnifiedLog
 from kafka_txn_broker.metadata.topics import TopicState
 from kafka_txn_broker.replica.partition import Partition
-
-R = ListOffsetsResponse
-TR = R.ListOffsetsTopicResponse
-PR = TR.ListOffsetsPartitionResponse
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
 READ_COMMITTED = 1
@@ -59,7 +56,7 @@ def _answer(part: Partition, timestamp: int, read_committed: bool) -> tuple[int,
 
 
 def _lookup(ctx: RequestContext, topic: TopicState | None, topic_error: Exception | None, topic_name: str, p: Any,
-            read_committed: bool, twice: bool) -> Any:
+            read_committed: bool, twice: bool) -> PartitionOffset:
     try:
         if twice:
             raise InvalidRequestError(f"partition {topic_name}-{p.partition_index} is named more than once")
@@ -69,10 +66,9 @@ def _lookup(ctx: RequestContext, topic: TopicState | None, topic_error: Exceptio
         part = leader(ctx, topic, p.partition_index)
         check_current_leader_epoch(getattr(p, "current_leader_epoch", NO_EPOCH_CHECK), part.state.leader_epoch)
         ts, offset, epoch = _answer(part, p.timestamp, read_committed)
-        return PR(partition_index=p.partition_index, error_code=0, timestamp=ts, offset=offset, leader_epoch=epoch)
+        return p.partition_index, 0, ts, offset, epoch
     except Exception as exc:
-        return PR(partition_index=p.partition_index, error_code=error_code(exc), timestamp=-1, offset=-1,
-                  leader_epoch=-1)
+        return p.partition_index, error_code(exc), -1, -1, -1
 
 
 def _topic(ctx: RequestContext, name: str) -> tuple[TopicState | None, Exception | None]:
@@ -83,11 +79,11 @@ def _topic(ctx: RequestContext, name: str) -> tuple[TopicState | None, Exception
         return None, exc
 
 
-def _latest_on_leader(ctx: RequestContext, topic: TopicState, p: Any, read_committed: bool) -> Any | None:
-    """The common case's answer, built without the general path's exceptions and kafka-python's constructor (a
-    find-hanging first pass asks every leader for the latest offset of all its partitions): LATEST on a
-    partition this node leads, at the epoch the request names, if any. None for anything else; `_lookup` then
-    answers it (errors included) the general way, which gives the same answer here."""
+def _latest_on_leader(ctx: RequestContext, topic: TopicState, p: Any, read_committed: bool) -> PartitionOffset | None:
+    """The common case's answer, found without the general path's exceptions (a find-hanging first pass asks
+    every leader for the latest offset of all its partitions): LATEST on a partition this node leads, at the
+    epoch the request names, if any. None for anything else; `_lookup` then answers it (errors included) the
+    general way, which gives the same answer here."""
     index = p.partition_index
     if p.timestamp != LATEST or not 0 <= index < len(topic.partitions):
         return None
@@ -99,25 +95,26 @@ def _latest_on_leader(ctx: RequestContext, topic: TopicState, p: Any, read_commi
         return None
     log = part.log
     offset = log.last_stable_offset if read_committed else log.high_watermark
-    return new_struct(PR, partition_index=index, error_code=0, timestamp=-1, offset=offset, leader_epoch=epoch)
+    return index, 0, -1, offset, epoch
 
 
 @api(ListOffsetsRequest, ListOffsetsResponse, 1, 11)
-async def handle(ctx: RequestContext, req: Any) -> Any:
+async def handle(ctx: RequestContext, req: Any) -> ListOffsetsAnswer:
+    """Answered from plain values (formats.messages.plain): no object per partition."""
     read_committed = getattr(req, "isolation_level", 0) == READ_COMMITTED
-    topics = []
+    answer = ListOffsetsAnswer()
     with bulk():  # a find-hanging first pass asks a leader for all its partitions at once
         named = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
         twice = {tp for tp in named if named.count(tp) > 1} if len(named) != len(set(named)) else set()
         for t in req.topics:
             topic, error = _topic(ctx, t.name)
-            topics.append(TR(name=t.name, partitions=[_partition(ctx, topic, error, t.name, p, read_committed, twice)
-                                                      for p in t.partitions]))
-    return R[ctx.api_version](throttle_time_ms=0, topics=topics)
+            answer.topics.append((t.name, [_partition(ctx, topic, error, t.name, p, read_committed, twice)
+                                           for p in t.partitions]))
+    return answer
 
 
 def _partition(ctx: RequestContext, topic: TopicState | None, topic_error: Exception | None, topic_name: str, p: Any,
-               read_committed: bool, twice: set[tuple[str, int]]) -> Any:
+               read_committed: bool, twice: set[tuple[str, int]]) -> PartitionOffset:
     named_twice = bool(twice) and (topic_name, p.partition_index) in twice
     quick = None if topic is None or named_twice else _latest_on_leader(ctx, topic, p, read_committed)
     return quick if quick is not None else _lookup(ctx, topic, topic_error, topic_name, p, read_committed, named_twice)

@@ -33,6 +33,7 @@ import struct
 import types
 from typing import Any
 
+from kafka_txn_broker.formats.messages.plain import PlainResponse
 from kafka_txn_broker.formats.messages.validate import null_violation
 
 MESSAGES = frozenset(f"{api}{kind}" for api in (
@@ -133,11 +134,16 @@ def _request_plan(request_class: Any, version: int) -> tuple[int, Any] | None:
 def encode_response(response: Any, version: int, correlation_id: int) -> bytes:
     """The framed response (size, header, body) at `version`, whatever version the object was built at: its
     header is v0, or v1 with no tagged fields for flexible versions, except ApiVersions, whose header stays
-    v0 so that any client can read it (KIP-511); written here, the body by the generated encoder."""
-    if version != response.API_VERSION:
-        response.API_VERSION = version
-    body = response.encode()
-    tagged = response.API_KEY != _API_VERSIONS_KEY and response.flexible_version_q(version)
+    v0 so that any client can read it (KIP-511); written here, the body by the generated encoder (or, for a
+    PlainResponse, by its own `body`)."""
+    if isinstance(response, PlainResponse):  # written from plain values (plain.py)
+        body = response.body(version)
+        tagged = response.flexible(version)
+    else:
+        if version != response.API_VERSION:
+            response.API_VERSION = version
+        body = response.encode()
+        tagged = response.API_KEY != _API_VERSIONS_KEY and response.flexible_version_q(version)
     head = _RESPONSE_HEAD.pack(len(body) + 4 + tagged, correlation_id)
     return b"".join((head, _NO_TAGGED_FIELDS, body) if tagged else (head, body))
 
