@@ -56,7 +56,9 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest
 from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer.transaction import InitProducerIdRequest
 
-from kafka_txn_broker.formats.messages import kafka_python, new_struct
+from kafka_txn_broker.formats.messages import kafka_python
+from kafka_txn_broker.formats.messages.plain import ListOffsetsAnswer
+from kafka_txn_tools.connection import plain_request
 from kafka_txn_tools.errors import error_name
 from kafka_txn_tools.models import (
     BrokerInfo,
@@ -382,27 +384,19 @@ def latest_offsets_request(epochs: Mapping[str, Sequence[tuple[int, int]]], isol
     """find-hanging's first pass on one leader: ListOffsets latest under `isolation_level` (read_uncommitted:
     the high watermark; read_committed: the LSO). `epochs`: topic -> [(partition, its leader epoch, or -1)],
     named as CurrentLeaderEpoch (v4+): a leader at another epoch answers FENCED_LEADER_EPOCH or
-    UNKNOWN_LEADER_EPOCH instead of its offset."""
-    Topic = ListOffsetsRequest.ListOffsetsTopic
-    Partition = Topic.ListOffsetsPartition
-    # new_struct: kafka-python's constructor walks the schema per partition, and a leader may lead thousands.
-    topics = [Topic(name=t, partitions=[new_struct(Partition, partition_index=p, timestamp=LATEST,
-                                                   current_leader_epoch=e) for p, e in ps])
-              for t, ps in epochs.items()]
-    return ListOffsetsRequest(replica_id=-1, isolation_level=isolation_level, topics=topics, min_version=2)
+    UNKNOWN_LEADER_EPOCH instead of its offset. Written and read as plain values (connection/plain_request.py):
+    a leader may lead thousands of partitions."""
+    topics = [(t, [(p, e, LATEST) for p, e in ps]) for t, ps in epochs.items()]
+    return plain_request.ListOffsetsRequest(topics, isolation_level)
 
 
-def parse_latest_offsets(response: Any) -> dict[TopicPartition, OffsetRead]:
-    """Per partition: the offset, the leader epoch it was read at, or the error."""
+def parse_latest_offsets(response: ListOffsetsAnswer) -> dict[TopicPartition, OffsetRead]:
+    """Per partition: the offset, the leader epoch it was read at (-1 before v4), or the error."""
     out: dict[TopicPartition, OffsetRead] = {}
-    for topic in response.topics:
-        name = topic.name
-        for p in topic.partitions:
-            epoch = getattr(p, "leader_epoch", None)  # v4+
-            epoch = -1 if epoch is None else epoch
-            code = p.error_code
-            out[TopicPartition(name, p.partition_index)] = OffsetRead(None, epoch, error_name(code)) if code else \
-                OffsetRead(p.offset, epoch)
+    for name, partitions in response.topics:
+        for index, code, _timestamp, offset, epoch in partitions:
+            out[TopicPartition(name, index)] = OffsetRead(None, epoch, error_name(code)) if code else \
+                OffsetRead(offset, epoch)
     return out
 
 

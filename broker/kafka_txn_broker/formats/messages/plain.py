@@ -1,11 +1,19 @@
-"""Responses written from plain values, without kafka-python's classes: the ones a broker sends with thousands of
-entries, where building an object per entry and walking the schema to encode it cost more than the answer itself.
+"""Messages written and read as plain values, without kafka-python's classes: those with thousands of entries,
+where building an object per entry and walking the schema to encode or decode it cost more than the message.
 
-`encode_response` writes a `PlainResponse` as it writes any response (the same header); `body(version)` gives
-its bytes at that version. Each one's bytes equal kafka-python's for the same content at every version the broker
-serves (tests/broker/formats/test_plain_responses.py), and tests/benchmarks/bench_codec.py times the two.
+The broker's side: `encode_response` writes a `PlainResponse` as it writes any response (the same header);
+`body(version)` gives its bytes at that version. A client's side: `list_offsets_request_body` and
+`read_list_offsets_response` (kafka_txn_tools/connection/plain_request.py sends and reads them through
+kafka-python's connections). Each one's bytes equal kafka-python's for the same content at every version
+(tests/broker/formats/test_plain_responses.py), and tests/benchmarks/bench_codec.py times the two.
 
-## ListOffsetsResponse (v1-v11; written from Kafka's published field list)
+## ListOffsetsRequest (v1-v11; from Kafka's published field list)
+
+    ReplicaId int32, IsolationLevel int8 (v2+)
+    Topics[]: Name string; Partitions[]: PartitionIndex int32, CurrentLeaderEpoch int32 (v4+), Timestamp int64
+    TimeoutMs int32 (v10+)
+
+## ListOffsetsResponse (v1-v11)
 
     ThrottleTimeMs  int32  v2+
     Topics[]:
@@ -33,6 +41,10 @@ _THROTTLE_FROM = 2
 
 _INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
+_INT8 = struct.Struct(">b")
+_QUERY_V1 = struct.Struct(">iq")  # partition index, timestamp
+_QUERY_V4 = struct.Struct(">iiq")  # partition index, current leader epoch, timestamp
+_QUERY_FLEXIBLE = struct.Struct(">iiqB")  # ... and an empty tagged-field section
 _ROW_V1 = struct.Struct(">ihqq")  # partition index, error code, timestamp, offset
 _ROW_V4 = struct.Struct(">ihqqi")  # ... and the leader epoch
 _ROW_FLEXIBLE = struct.Struct(">ihqqiB")  # ... and an empty tagged-field section
@@ -110,3 +122,121 @@ def _varint(out: bytearray, value: int) -> None:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
     out.append(value)
+
+
+# One partition asked about: (partition index, current leader epoch, timestamp).
+PartitionQuery = tuple[int, int, int]
+
+
+def list_offsets_request_body(version: int, topics: list[tuple[str, list[PartitionQuery]]], isolation_level: int,
+                              replica_id: int = -1, timeout_ms: int = 0) -> bytes:
+    """A ListOffsetsRequest's body (after its header) at `version`, as a consumer asks (replica id -1)."""
+    flexible = version >= _FLEXIBLE_FROM
+    out = bytearray(_INT32.pack(replica_id))
+    if version >= _THROTTLE_FROM:  # the isolation level came with v2 as well
+        out += _INT8.pack(isolation_level)
+    _length(out, len(topics), flexible)
+    for name, partitions in topics:
+        _string(out, name, flexible)
+        _length(out, len(partitions), flexible)
+        if flexible:
+            pack = _QUERY_FLEXIBLE.pack
+            out += b"".join([pack(index, epoch, ts, 0) for index, epoch, ts in partitions])
+            out.append(0)
+        elif version >= _EPOCH_FROM:
+            pack = _QUERY_V4.pack
+            out += b"".join([pack(*p) for p in partitions])
+        else:
+            pack = _QUERY_V1.pack
+            out += b"".join([pack(index, ts) for index, _, ts in partitions])
+    if version >= 10:
+        out += _INT32.pack(timeout_ms)
+    if flexible:
+        out.append(0)
+    return bytes(out)
+
+
+def read_list_offsets_response(data: bytes, version: int) -> ListOffsetsAnswer:
+    """A ListOffsetsResponse's body (after its header) at `version`; the leader epoch is -1 before v4. Tagged
+    fields are skipped (none is defined). ValueError (or struct.error) on bytes that do not read as one."""
+    try:
+        return _read_list_offsets(data, version)
+    except IndexError:  # a varint cut off by the end
+        raise ValueError("ListOffsets response ends too soon") from None
+
+
+def _read_list_offsets(data: bytes, version: int) -> ListOffsetsAnswer:
+    flexible = version >= _FLEXIBLE_FROM
+    view = memoryview(data)
+    pos = 0
+    answer = ListOffsetsAnswer()
+    if version >= _THROTTLE_FROM:
+        (answer.throttle_time_ms,) = _INT32.unpack_from(view, pos)
+        pos += 4
+    count, pos = _read_length(view, pos, flexible)
+    for _ in range(count):
+        name, pos = _read_string(view, pos, flexible)
+        n, pos = _read_length(view, pos, flexible)
+        if flexible:
+            rows = []
+            row = _ROW_V4.unpack_from
+            for _ in range(n):
+                rows.append(row(view, pos))
+                pos = _skip_tags(view, pos + _ROW_V4.size)
+        elif version >= _EPOCH_FROM:
+            rows = list(_ROW_V4.iter_unpack(view[pos:pos + n * _ROW_V4.size]))
+            pos += n * _ROW_V4.size
+        else:
+            rows = [(*r, -1) for r in _ROW_V1.iter_unpack(view[pos:pos + n * _ROW_V1.size])]
+            pos += n * _ROW_V1.size
+        if len(rows) != n:
+            raise ValueError("ListOffsets response ends inside a partition")
+        answer.topics.append((name, rows))
+        if flexible:
+            pos = _skip_tags(view, pos)
+    if flexible:
+        _skip_tags(view, pos)  # the response's own
+    return answer
+
+
+def _read_varint(view: memoryview, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = view[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise ValueError("varint longer than 5 bytes")
+
+
+def _read_length(view: memoryview, pos: int, flexible: bool) -> tuple[int, int]:
+    if flexible:
+        n, pos = _read_varint(view, pos)
+        n -= 1
+    else:
+        (n,) = _INT32.unpack_from(view, pos)
+        pos += 4
+    if n < 0:
+        raise ValueError("a null array where the schema allows none")
+    return n, pos
+
+
+def _read_string(view: memoryview, pos: int, flexible: bool) -> tuple[str, int]:
+    n, pos = _read_length(view, pos, flexible) if flexible else (_INT16.unpack_from(view, pos)[0], pos + 2)
+    if n < 0 or pos + n > len(view):
+        raise ValueError("a string past the end, or null where the schema allows none")
+    return str(view[pos:pos + n], "utf-8"), pos + n
+
+
+def _skip_tags(view: memoryview, pos: int) -> int:
+    count, pos = _read_varint(view, pos)
+    for _ in range(count):
+        _tag, pos = _read_varint(view, pos)
+        size, pos = _read_varint(view, pos)
+        pos += size
+    if pos > len(view):
+        raise ValueError("tagged fields past the end")
+    return pos
