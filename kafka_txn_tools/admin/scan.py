@@ -22,6 +22,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
+from kafka_txn_broker.formats.messages.gc_pause import bulk
 from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, LATE_TRANSACTION_BUFFER_MS
 from kafka_txn_tools.admin import advice, hanging, lso_prefilter, stuck, transaction_state
 from kafka_txn_tools.admin.api import ClusterApi
@@ -228,12 +229,13 @@ def _first_pass(client: ScanClient, cluster: ClusterInfo, planned: dict[int, lis
         return None, None
     if prefilter.next_is_full() or not client.supports("ListOffsets"):
         return lso_prefilter.full_selection(planned), None
-    infos = {info.partition: info for info in cluster.partitions}
-    leaders = lso_prefilter.leaders_to_read(planned, infos)
-    hw = client.latest_offsets(leaders, read_committed=False)
-    need = lso_prefilter.lso_to_read(leaders, hw, prefilter.clear)
-    reads = lso_prefilter.Reads(leaders, hw, client.latest_offsets(need, read_committed=True) if need else {})
-    return lso_prefilter.select(planned, infos, reads, prefilter.seen_open), reads
+    with bulk():  # maps of every partition, all kept (see gc_pause)
+        infos = {info.partition: info for info in cluster.partitions}
+        leaders = lso_prefilter.leaders_to_read(planned, infos)
+        hw = client.latest_offsets(leaders, read_committed=False)
+        need = lso_prefilter.lso_to_read(leaders, hw, prefilter.clear)
+        reads = lso_prefilter.Reads(leaders, hw, client.latest_offsets(need, read_committed=True) if need else {})
+        return lso_prefilter.select(planned, infos, reads, prefilter.seen_open), reads
 
 
 def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options: ScanOptions,
