@@ -23,8 +23,8 @@ kafka-python's connections). Each one's bytes equal kafka-python's for the same 
 
 Flexible from v6 (compact arrays and strings: unsigned varint of length + 1; an empty tagged-field section
 after each struct and at the end). A find-hanging first pass asks every leader for the latest offset of all its
-partitions: 20,000 of them took the broker about 3 us each through kafka-python's classes, a third of it to
-encode.
+partitions: a leader's answer for 6,700 of them took 11.6 ms to build and encode through kafka-python's
+classes, 1.1 ms from plain values.
 
 Not thread-safe by design: an answer is built and written by one request's handling.
 """
