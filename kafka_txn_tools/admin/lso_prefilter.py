@@ -70,6 +70,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from kafka_txn_tools.admin.scan_memory import ScanMemory
 from kafka_txn_tools.models import (
     OffsetRead,
     PartitionInfo,
@@ -284,6 +285,8 @@ class LsoPrefilter:
     seen_open: frozenset[Replica] = field(default_factory=frozenset)
     # The partitions the last pass found clear: {tp: (HW, leader epoch)} (`lso_to_read`).
     clear: dict[TopicPartition, tuple[int, int]] = field(default_factory=dict)
+    # What the loop keeps of the cluster's other answers between passes (admin/scan_memory.py).
+    memory: ScanMemory = field(default_factory=ScanMemory)
 
     def next_is_full(self) -> bool:
         return self.full_scan_every > 0 and (self.passes + 1) % self.full_scan_every == 0

@@ -23,11 +23,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, LATE_TRANSACTION_BUFFER_MS
-from kafka_txn_tools.admin import advice, hanging, lso_prefilter, stuck, transaction_state
+from kafka_txn_tools.admin import advice, hanging, lso_prefilter, scan_memory, stuck, transaction_state
 from kafka_txn_tools.admin.api import ClusterApi
 from kafka_txn_tools.admin.lso_prefilter import LsoPrefilter
+from kafka_txn_tools.admin.scan_memory import ScanMemory
 from kafka_txn_tools.admin.share_pending import ShareHold
 from kafka_txn_tools.connection.capabilities import require
+from kafka_txn_tools.connection.results import DescribeResult, ListResult
 from kafka_txn_tools.errors import UsageError
 from kafka_txn_tools.models import (
     DEFAULT_MAX_PREPARE_MS,
@@ -44,6 +46,7 @@ from kafka_txn_tools.models import (
     StuckTransaction,
     TopicPartition,
     TransactionDescription,
+    TransactionListing,
 )
 
 ScanClient = ClusterApi  # the flows all speak the same Protocol
@@ -187,6 +190,20 @@ def find_hanging(
 ) -> ScanReport:
     options = options if options is not None else ScanOptions()  # a fresh one: no memory of other scans
     require(client, "find-hanging", "DescribeProducers", "ListTransactions", "DescribeTransactions")
+    prefilter = options.lso_prefilter
+    memory = prefilter.memory if prefilter is not None else None
+    if memory is not None:
+        memory.begin_pass(full=prefilter is not None and prefilter.next_is_full())
+    try:
+        return _scan(client, scope, now_ms, options, memory, progress, on_total)
+    finally:
+        if memory is not None:
+            memory.end_pass()
+
+
+def _scan(client: ScanClient, scope: Scope, now_ms: Callable[[], int], options: ScanOptions,
+          memory: ScanMemory | None, progress: Callable[[int], None] | None,
+          on_total: Callable[[int], None] | None) -> ScanReport:
     cluster = client.metadata([scope.topic] if scope.topic is not None else None)
     planned, errors = plan_requests(cluster, scope)
     report = ScanReport(errors=errors)
@@ -207,7 +224,7 @@ def find_hanging(
     confirmed: list[hanging.Verdict] = []
     described: dict[str, TransactionDescription] = {}
     if candidates:
-        verdicts = _coordinator_verdicts(client, cluster, candidates, report.errors, described)
+        verdicts = _coordinator_verdicts(client, cluster, candidates, report.errors, described, memory)
         to_check = [v for v in verdicts if v.reason.is_hanging or options.include_late]
         confirmed = _recheck(client, to_check, report.errors)
     if not options.coordinator_side:
@@ -398,15 +415,33 @@ def _describe(
 
 def _coordinator_verdicts(
     client: ScanClient, cluster: ClusterInfo, candidates: list[OpenTransaction], errors: list[ScanError],
-    described_out: dict[str, TransactionDescription],
+    described_out: dict[str, TransactionDescription], memory: ScanMemory | None = None,
 ) -> list[hanging.Verdict]:
-    """The partition side's verdicts; the descriptions asked for go to `described_out` for the coordinator side."""
+    """The partition side's verdicts; the descriptions asked for go to `described_out` for the coordinator side.
+    In a scan loop (`memory`), the producer ids an earlier pass mapped or found unmapped are not listed again
+    (admin/scan_memory.py says when that is sound)."""
     pids = sorted({c.producer.producer_id for c in candidates})
-    listed = client.list_transactions(cluster.broker_ids(), producer_ids=pids)
+    kept = memory.producer_ids if memory is not None and memory.serving else None
+    homes = scan_memory.txn_homes(cluster)
+    mapped, unmapped = kept.known(pids, homes) if kept is not None else ({}, set())
+    ask = [p for p in pids if p not in mapped and p not in unmapped]
+    listed = client.list_transactions(cluster.broker_ids(), producer_ids=ask) if ask else ListResult()
+    described = client.describe_transactions({x.transactional_id for x in listed.listings} | set(mapped.values()))
+    if mapped:  # used only where the description still names the producer id; the others listed now
+        confirmed, again = scan_memory.checked_mappings(
+            mapped, {x: d.producer_id for x, d in described.descriptions.items()})
+        more = client.list_transactions(cluster.broker_ids(), producer_ids=again) if again else ListResult()
+        new_ids = {x.transactional_id for x in more.listings} - described.descriptions.keys() - described.not_found
+        _merge_described(described, client.describe_transactions(new_ids) if new_ids else None)
+        listed = _merge_listed(listed, more, [TransactionListing(x, p, described.descriptions[x].state,
+                                                                 described.descriptions[x].coordinator_id)
+                                              for p, x in confirmed.items()])
+        ask = [*ask, *again]
     errors.extend(listed.errors)
-    ids = {listing.transactional_id for listing in listed.listings}
-    described = client.describe_transactions(ids)
     errors.extend(described.errors)
+    if memory is not None:
+        memory.producer_ids.learn(ask, listed.listings, bool(listed.errors), homes)
+        memory.producer_ids.keep_only(pids)
     described_out.update(described.descriptions)
     verdicts, unknown = hanging.classify_all(candidates, listed.listings, described.descriptions,
                                              described.not_found)
@@ -422,6 +457,18 @@ def _coordinator_verdicts(
             f"{c.producer.current_txn_start_offset} not classified: its coordinator did not answer",
             broker_id=c.broker_id, partition=c.partition, api="DescribeTransactions"))
     return verdicts
+
+
+def _merge_described(into: DescribeResult, more: DescribeResult | None) -> None:
+    if more is not None:
+        into.descriptions.update(more.descriptions)
+        into.not_found |= more.not_found
+        into.errors.extend(more.errors)
+
+
+def _merge_listed(first: ListResult, second: ListResult, known: list[TransactionListing]) -> ListResult:
+    return ListResult([*first.listings, *second.listings, *known], [*first.errors, *second.errors],
+                      {**first.unfiltered, **second.unfiltered})
 
 
 def _recheck(client: ScanClient, verdicts: list[hanging.Verdict], errors: list[ScanError]) -> list[hanging.Verdict]:

@@ -173,8 +173,11 @@ def scan(c: FakeCluster, options: ScanOptions | None = None, scope: Scope = Scop
 
 
 def rows(report: ScanReport) -> tuple[list[object], list[object], list[object]]:
+    """What a scan found, and the failures it met (each once: a scan loop that knows a producer id's
+    transactional id does not list it again, so it does not meet a down broker's failure twice)."""
+    failures = {repr(e.to_row()): e.to_row() for e in report.errors}
     return ([r.to_row() for r in report.results], [s.to_row() for s in report.stuck],
-            sorted((e.to_row() for e in report.errors), key=repr))
+            [failures[k] for k in sorted(failures)])
 
 
 def full(c: FakeCluster, scope: Scope = Scope(all=True)) -> ScanReport:

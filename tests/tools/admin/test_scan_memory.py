@@ -1,0 +1,192 @@
+"""What a scan loop keeps between passes (admin/scan_memory.py): each part's rules on plain data, and a loop
+over the in-memory cluster (tests/tools/admin/fakes.py) that asks less and finds what a fresh full scan finds."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from kafka_txn_tools.admin.lso_prefilter import LsoPrefilter
+from kafka_txn_tools.admin.scan import ScanOptions, ScanReport, Scope, find_hanging
+from kafka_txn_tools.admin.scan_memory import ProducerIds, txn_homes
+from kafka_txn_tools.models import HangingReason, TopicPartition, TransactionListing
+from tests.tools.admin.fakes import MIN, NOW, FakeCluster, cluster, producer, txn
+
+T0, T1, T2 = (TopicPartition("orders", p) for p in range(3))
+TXN = "__transaction_state"
+HOMES = frozenset({(0, 0, 3), (1, 1, 3)})
+
+
+# ---- producer id -> transactional id, on plain data -------------------------------------------------------
+def listing(txn_id: str, pid: int) -> TransactionListing:
+    return TransactionListing(txn_id, pid, "Ongoing", 0)
+
+
+def test_a_listed_producer_id_is_remembered_and_an_unlisted_one_only_under_the_same_coordinators() -> None:
+    ids = ProducerIds()
+    ids.learn([10, 11], [listing("app", 10)], failed=False, homes=HOMES)
+    assert ids.known([10, 11, 12], HOMES) == ({10: "app"}, {11})
+    moved = frozenset({(0, 0, 3), (1, 2, 4)})  # __transaction_state-1 has a new leader: 11 is listed again
+    assert ids.known([10, 11], moved) == ({10: "app"}, set())
+    assert ids.known([11], None) == ({}, set())  # a pass whose Metadata cannot tell where the ids live
+
+
+def test_a_listing_error_drops_every_unmapped_producer_id_and_records_none() -> None:
+    ids = ProducerIds()
+    ids.learn([11], [], failed=False, homes=HOMES)
+    ids.learn([12], [listing("app", 10)], failed=True, homes=HOMES)  # a broker did not answer
+    assert ids.known([11, 12], HOMES) == ({}, set())
+    ids.learn([13], [], failed=False, homes=None)  # not every __transaction_state partition was led
+    assert ids.known([13], None) == ({}, set()) and ids.unmapped == {}
+
+
+def test_a_producer_id_listed_again_without_an_id_is_no_longer_mapped() -> None:
+    ids = ProducerIds()
+    ids.learn([10], [listing("app", 10)], failed=False, homes=HOMES)
+    ids.learn([10], [], failed=False, homes=HOMES)
+    assert ids.known([10], HOMES) == ({}, {10})
+
+
+def test_where_the_ids_live_needs_every_transaction_state_partition_led() -> None:
+    c = cluster(internal=[TXN])
+    assert txn_homes(c.metadata()) == frozenset({(0, 0, -1), (1, 1, -1), (2, 2, -1)})
+    c.partitions = [replace(i, leader=-1) if i.partition == TopicPartition(TXN, 1) else i for i in c.partitions]
+    assert txn_homes(c.metadata()) is None
+    assert txn_homes(cluster().metadata()) is None  # no __transaction_state in the Metadata
+
+
+# ---- a scan loop over the in-memory cluster --------------------------------------------------------------
+class Counting:
+    """Records each ListTransactions by producer id (its producer ids) and each DescribeTransactions."""
+
+    def __init__(self, c: FakeCluster) -> None:
+        self.by_pid: list[list[int]] = []
+        self.described: list[list[str]] = []
+        list_real, describe_real = c.list_transactions, c.describe_transactions
+
+        def list_transactions(broker_ids: Any, states: Any = (), producer_ids: Any = (), **kw: Any) -> Any:
+            if producer_ids:
+                self.by_pid.append(sorted(producer_ids))
+            return list_real(broker_ids, states, producer_ids, **kw)
+
+        def describe_transactions(ids: Any, **kw: Any) -> Any:
+            self.described.append(sorted(ids))
+            return describe_real(ids, **kw)
+
+        c.list_transactions = list_transactions  # type: ignore[method-assign]
+        c.describe_transactions = describe_transactions  # type: ignore[method-assign]
+
+
+def world() -> FakeCluster:
+    """orders-0: producer 10 of "live" (late but live); orders-1: producer 11, whose id "gone" expired (no
+    transactional id); orders-2: producer 12 of "done", which completed without its marker landing there."""
+    c = cluster(internal=[TXN])
+    c.open_txn(T0, producer(10, 100, 30 * MIN))
+    c.transactions["live"] = txn("live", 10, partitions=[T0], coordinator=1)
+    c.open_txn(T1, producer(11, 200, 30 * MIN))
+    c.open_txn(T2, producer(12, 300, 30 * MIN))
+    c.transactions["done"] = txn("done", 12, "CompleteCommit", coordinator=2)
+    return c
+
+
+def rows(report: ScanReport) -> list[tuple[object, ...]]:
+    return sorted((r.partition, r.producer.producer_id, r.reason, r.transactional_id) for r in report.results)
+
+
+def fresh_full(c: FakeCluster) -> ScanReport:
+    return find_hanging(c, Scope(all=True), lambda: NOW, ScanOptions(include_late=True, lso_prefilter=None))
+
+
+def loop(every: int = 0) -> ScanOptions:
+    return ScanOptions(include_late=True, lso_prefilter=LsoPrefilter(full_scan_every=every))
+
+
+def passes(c: FakeCluster, options: ScanOptions) -> Iterator[ScanReport]:
+    while True:
+        yield find_hanging(c, Scope(all=True), lambda: NOW, options)
+
+
+EXPECTED = [(T0, 10, HangingReason.LATE, "live"), (T1, 11, HangingReason.NO_TRANSACTIONAL_ID, None),
+            (T2, 12, HangingReason.TRANSACTION_NOT_ONGOING, "done")]
+
+
+def test_a_loop_lists_its_candidates_producer_ids_once_and_finds_the_same() -> None:
+    c = world()
+    seen = Counting(c)
+    scans = passes(c, loop())
+    assert rows(next(scans)) == EXPECTED
+    assert seen.by_pid == [[10, 11, 12]]
+    for _ in range(3):
+        assert rows(next(scans)) == EXPECTED == rows(fresh_full(c))
+    assert seen.by_pid[1:] == [[10, 11, 12]] * 3  # only the fresh full scans listed them again
+
+
+def test_a_transactional_id_with_a_new_producer_id_has_the_old_one_listed_again() -> None:
+    c = world()
+    seen = Counting(c)
+    scans = passes(c, loop())
+    next(scans)
+    # "live" is initialised again: a new producer id, its epoch bumped; producer 10's transaction stays open.
+    c.transactions["live"] = txn("live", 20, "Empty", coordinator=1)
+    got = rows(next(scans))
+    assert seen.by_pid == [[10, 11, 12], [10]]  # "live"'s description no longer names 10: listed now
+    assert got == rows(fresh_full(c)) == sorted([(T0, 10, HangingReason.NO_TRANSACTIONAL_ID, None), *EXPECTED[1:]])
+
+
+def test_an_unmapped_producer_id_is_listed_again_after_a_listing_error_or_a_coordinator_move() -> None:
+    c = world()
+    c.partitions = [replace(i, leader_epoch=3) for i in c.partitions]
+    seen = Counting(c)
+    scans = passes(c, loop())
+    next(scans)
+    next(scans)
+    assert seen.by_pid == [[10, 11, 12]]
+    # __transaction_state-1 moves to another leader: 11 is listed again (the new leader may hold its id).
+    c.partitions = [replace(i, leader=2, leader_epoch=4) if i.partition == TopicPartition(TXN, 1) else i
+                    for i in c.partitions]
+    assert rows(next(scans)) == EXPECTED
+    assert seen.by_pid[1:] == [[11]]
+    # A broker that does not answer a listing (here the one of producer 10's id, whose description fails too):
+    # every unmapped producer id is forgotten, and no-transactional-id is not claimed while it is down.
+    c.down = {1}
+    report = next(scans)
+    assert seen.by_pid[2:] == [[10]]
+    assert (T1, 11, HangingReason.NO_TRANSACTIONAL_ID, None) not in rows(report)
+    c.down = set()
+    assert rows(next(scans)) == EXPECTED
+    assert seen.by_pid[3:] == [[10, 11]]
+
+
+def test_a_full_pass_lists_every_producer_id_again_and_a_one_off_scan_always_does() -> None:
+    c = world()
+    seen = Counting(c)
+    scans = passes(c, loop(every=3))
+    for _ in range(4):
+        next(scans)
+    assert seen.by_pid == [[10, 11, 12], [10, 11, 12]]  # the first pass and the third (a full one)
+    for _ in range(2):
+        find_hanging(c, Scope(all=True), lambda: NOW, ScanOptions(include_late=True))
+    assert seen.by_pid[2:] == [[10, 11, 12]] * 2
+
+
+@pytest.mark.parametrize("gone", ["expired", "unanswered"])
+def test_a_mapping_whose_description_fails_is_listed_again(gone: str) -> None:
+    c = world()
+    seen = Counting(c)
+    scans = passes(c, loop())
+    next(scans)
+    if gone == "expired":  # "done" expired: its id is gone, producer 12 now has none
+        del c.transactions["done"]
+        expected = sorted([*EXPECTED[:2], (T2, 12, HangingReason.NO_TRANSACTIONAL_ID, None)])
+    else:  # its coordinator's answer is lost: 12 cannot be judged this pass
+        c.transactions["done"] = replace(c.transactions["done"], coordinator_id=1)
+        c.down = {1}
+        expected = None
+    report = next(scans)
+    assert seen.by_pid[1] == [12] if gone == "expired" else [10, 12]
+    assert rows(report) == rows(fresh_full(c))
+    if expected is not None:
+        assert rows(report) == expected
