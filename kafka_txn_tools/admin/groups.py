@@ -14,23 +14,26 @@ from collections.abc import Mapping
 
 from kafka_txn_tools.admin import hanging
 from kafka_txn_tools.admin.api import ClusterApi
+from kafka_txn_tools.connection.coordinators import CoordinatorCache
 from kafka_txn_tools.connection.wire import SHARE_GROUP_TYPE
 from kafka_txn_tools.models import PartitionOffsets, StalledGroup, TopicPartition
 
 CONSUMER, SHARE = "consumer", "share"
 
 
-def held_back(client: ClusterApi, broker_ids: list[int], offsets: Mapping[TopicPartition, PartitionOffsets]
+def held_back(client: ClusterApi, broker_ids: list[int], offsets: Mapping[TopicPartition, PartitionOffsets],
+              coordinators: CoordinatorCache | None = None,
               ) -> tuple[dict[TopicPartition, tuple[StalledGroup, ...] | None], list[str]]:
-    """The stalled groups of each partition (None: its LSO is unknown), and notes on what could not be read."""
+    """The stalled groups of each partition (None: its LSO is unknown), and notes on what could not be read.
+    `coordinators`: a scan loop's FindCoordinator answers (connection/coordinators.py)."""
     known = sorted(tp for tp, o in offsets.items() if o.last_stable_offset is not None)
     if not known:
         return {}, []
     groups, errors = client.list_groups(broker_ids)
     share = [g for g, kind in groups if kind == SHARE_GROUP_TYPE]
     consumers = [g for g, kind in groups if kind != SHARE_GROUP_TYPE]
-    committed, consumer_errors = client.committed_offsets(consumers, known)
-    starts, share_errors = client.share_group_offsets(share, known)
+    committed, consumer_errors = client.committed_offsets(consumers, known, coordinators)
+    starts, share_errors = client.share_group_offsets(share, known, coordinators)
     records = [hanging.CommittedOffset(g, kind, tp, offset)
                for kind, found in ((CONSUMER, committed), (SHARE, starts))
                for g, by_tp in found.items() for tp, offset in by_tp.items()]

@@ -232,7 +232,7 @@ def _scan(client: ScanClient, scope: Scope, now_ms: Callable[[], int], options: 
         report.results = hanging.to_results(confirmed, report.now_ms, options.include_late, offsets,
                                             options.invocation, options.max_timeout_ms)
         return report
-    _both_sides(client, cluster, scope, options, confirmed, described, report, first_reads)
+    _both_sides(client, cluster, scope, options, confirmed, described, report, first_reads, memory)
     return report
 
 
@@ -255,11 +255,12 @@ def _first_pass(client: ScanClient, cluster: ClusterInfo, planned: dict[int, lis
 
 def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options: ScanOptions,
                 confirmed: list[hanging.Verdict], described: dict[str, TransactionDescription],
-                report: ScanReport, first_reads: lso_prefilter.Reads | None) -> None:
+                report: ScanReport, first_reads: lso_prefilter.Reads | None, memory: ScanMemory | None) -> None:
     now = report.now_ms
     listed: dict[str, TransactionDescription] = {}
+    coordinators = memory.coordinators if memory is not None else None
     found, errors = stuck.candidates(client, cluster.broker_ids(), now, options.max_prepare_ms,
-                                     lambda d: _in_scope(d, scope, cluster), described, listed)
+                                     lambda d: _in_scope(d, scope, cluster), described, listed, coordinators)
     report.errors.extend(errors)
     orphans = [v for v in confirmed if v.reason is HangingReason.NO_TRANSACTIONAL_ID]
     txn_meta = _txn_topic(client, cluster) if found or orphans else None
@@ -267,7 +268,7 @@ def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options:
     wanted = {tp: d.producer_id for d in found for tp in d.partitions}
     views = stuck.leader_views(client, wanted, cluster if _covers(cluster, wanted) else None)
     rows = stuck.confirm(client, stuck.judge(found, log, views, now, options.max_prepare_ms, txn_meta,
-                                             options.invocation))
+                                             options.invocation), coordinators)
     stuck_ids = {r.transactional_id for r in rows}
     confirmed = [*confirmed, *_live_long(client, listed, stuck_ids, scope, cluster, now, options)]
     pending = [p.partition for r in rows for p in r.pending_partitions if p.leader is not None and p.leader >= 0]
@@ -276,7 +277,7 @@ def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options:
                                  options.max_timeout_ms)
     # A live verdict on a transaction its coordinator cannot finish is the coordinator row's to explain.
     results = [r for r in results if r.reason.is_hanging or r.transactional_id not in stuck_ids]
-    held, notes = _held_back(client, cluster, offsets, bool(results or rows))
+    held, notes = _held_back(client, cluster, offsets, bool(results or rows), memory)
     report.notes += notes
     owners = log.owners if log is not None else []
     report.results = [replace(
@@ -381,12 +382,13 @@ def _offsets(client: ScanClient, cluster: ClusterInfo, partitions: Iterable[Topi
 
 
 def _held_back(client: ScanClient, cluster: ClusterInfo, offsets: dict[TopicPartition, PartitionOffsets],
-               wanted: bool) -> tuple[dict[TopicPartition, tuple[StalledGroup, ...] | None], list[str]]:
+               wanted: bool, memory: ScanMemory | None,
+               ) -> tuple[dict[TopicPartition, tuple[StalledGroup, ...] | None], list[str]]:
     if not wanted:
         return {}, []
     from kafka_txn_tools.admin.groups import held_back
 
-    return held_back(client, cluster.broker_ids(), offsets)
+    return held_back(client, cluster.broker_ids(), offsets, memory.coordinators if memory is not None else None)
 
 
 def _joined(held: dict[TopicPartition, tuple[StalledGroup, ...] | None], partitions: Iterable[TopicPartition]
@@ -426,13 +428,15 @@ def _coordinator_verdicts(
     mapped, unmapped = kept.known(pids, homes) if kept is not None else ({}, set())
     ask = [p for p in pids if p not in mapped and p not in unmapped]
     listed = client.list_transactions(cluster.broker_ids(), producer_ids=ask) if ask else ListResult()
-    described = client.describe_transactions({x.transactional_id for x in listed.listings} | set(mapped.values()))
+    coordinators = memory.coordinators if memory is not None else None
+    described = client.describe_transactions({x.transactional_id for x in listed.listings} | set(mapped.values()),
+                                             coordinators)
     if mapped:  # used only where the description still names the producer id; the others listed now
         confirmed, again = scan_memory.checked_mappings(
             mapped, {x: d.producer_id for x, d in described.descriptions.items()})
         more = client.list_transactions(cluster.broker_ids(), producer_ids=again) if again else ListResult()
         new_ids = {x.transactional_id for x in more.listings} - described.descriptions.keys() - described.not_found
-        _merge_described(described, client.describe_transactions(new_ids) if new_ids else None)
+        _merge_described(described, client.describe_transactions(new_ids, coordinators) if new_ids else None)
         listed = _merge_listed(listed, more, [TransactionListing(x, p, described.descriptions[x].state,
                                                                  described.descriptions[x].coordinator_id)
                                               for p, x in confirmed.items()])

@@ -23,6 +23,11 @@ it reads everything afresh and keeps what it read. Each part below says why usin
     leader epochs stay those (a coordinator move shows in the next Metadata read: every full pass, within
     the Metadata max age, after any error).
   - Any listing error of a pass drops every unmapped id (the broker that did not answer may hold it).
+- **Coordinators** (connection/coordinators.py): FindCoordinator's answers for transactional ids and groups,
+  kept until the coordinator answers NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE, fails another way, or
+  cannot be reached, as Kafka's clients keep theirs; the ids it failed are then found again in the same call.
+  A remembered coordinator that moved answers an error, never a wrong answer: it can cost a round, not a
+  finding.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC
+from kafka_txn_tools.connection.coordinators import CoordinatorCache
 from kafka_txn_tools.models import ClusterInfo, TransactionListing
 
 # `__transaction_state`'s partitions as a pass's Metadata showed them: (partition, leader, leader epoch).
@@ -95,14 +101,17 @@ class ScanMemory:
     """Not thread-safe: one scan at a time uses it (the loop's)."""
 
     producer_ids: ProducerIds = field(default_factory=ProducerIds)
+    coordinators: CoordinatorCache = field(default_factory=CoordinatorCache)
     passes: int = 0
     serving: bool = False  # this pass uses what earlier passes kept
 
     def begin_pass(self, full: bool) -> None:
         """A pass starts: a full one (or the first) reads everything afresh."""
         self.serving = self.passes > 0 and not full
+        self.coordinators.serving = self.serving
         if not self.serving:
             self.producer_ids.clear()
+            self.coordinators.clear()
 
     def end_pass(self) -> None:
         self.passes += 1

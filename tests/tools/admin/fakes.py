@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from kafka_txn_tools.connection.config import ClientSettings
+from kafka_txn_tools.connection.coordinators import CoordinatorCache
 from kafka_txn_tools.connection.results import DescribeResult, ListResult
 from kafka_txn_tools.dumps.transaction_log import TxnLogRecord
 from kafka_txn_tools.models import (
@@ -84,6 +85,8 @@ class FakeCluster:
     log_start: dict[TopicPartition, int] = field(default_factory=dict)  # below it: OFFSET_OUT_OF_RANGE
     groups: dict[str, tuple[str, dict[TopicPartition, int]]] = field(default_factory=dict)  # id -> (type, offsets)
     cluster_id: str | None = "fake-cluster-id"  # what Metadata reports
+    # The FindCoordinator memory each coordinator read was given (the fake has no FindCoordinator to skip).
+    coordinator_caches: list[CoordinatorCache | None] = field(default_factory=list)
 
     # -- state helpers ----------------------------------------------------------------------
     def open_txn(self, tp: TopicPartition, state: ProducerState, replicas: Iterable[int] | None = None) -> None:
@@ -208,7 +211,9 @@ class FakeCluster:
                 result.listings.append(TransactionListing(d.transactional_id, d.producer_id, d.state, broker))
         return result
 
-    def describe_transactions(self, transactional_ids: Iterable[str]) -> DescribeResult:
+    def describe_transactions(self, transactional_ids: Iterable[str], coordinators: CoordinatorCache | None = None
+                              ) -> DescribeResult:
+        self.coordinator_caches.append(coordinators)
         result = DescribeResult()
         for txn_id in transactional_ids:
             d = self.transactions.get(txn_id)
@@ -306,13 +311,16 @@ class FakeCluster:
     def list_groups(self, broker_ids: Iterable[int]) -> tuple[list[tuple[str, str]], list[ScanError]]:
         return sorted((g, kind) for g, (kind, _) in self.groups.items()), []
 
-    def committed_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition]
+    def committed_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition],
+                          coordinators: CoordinatorCache | None = None,
                           ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
+        self.coordinator_caches.append(coordinators)
         return {g: {tp: o for tp, o in self.groups[g][1].items() if tp in partitions} for g in group_ids}, []
 
-    def share_group_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition]
+    def share_group_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition],
+                            coordinators: CoordinatorCache | None = None,
                             ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
-        return self.committed_offsets(group_ids, partitions)
+        return self.committed_offsets(group_ids, partitions, coordinators)
 
     def write_abort_marker(self, leader: int, partition: TopicPartition, producer_id: int, producer_epoch: int,
                            coordinator_epoch: int, start_offset: int | None) -> str | None:

@@ -72,9 +72,9 @@ class Counting:
                 self.by_pid.append(sorted(producer_ids))
             return list_real(broker_ids, states, producer_ids, **kw)
 
-        def describe_transactions(ids: Any, **kw: Any) -> Any:
+        def describe_transactions(ids: Any, coordinators: Any = None) -> Any:
             self.described.append(sorted(ids))
-            return describe_real(ids, **kw)
+            return describe_real(ids, coordinators)
 
         c.list_transactions = list_transactions  # type: ignore[method-assign]
         c.describe_transactions = describe_transactions  # type: ignore[method-assign]
@@ -190,3 +190,21 @@ def test_a_mapping_whose_description_fails_is_listed_again(gone: str) -> None:
     assert rows(report) == rows(fresh_full(c))
     if expected is not None:
         assert rows(report) == expected
+
+
+def test_every_coordinator_read_of_a_loop_gets_its_findcoordinator_memory_serving_after_the_first_pass() -> None:
+    c = world()
+    c.groups = {"readers": ("consumer", {T1: 200})}
+    options = loop(every=3)
+    memory = options.lso_prefilter.memory if options.lso_prefilter is not None else None
+    assert memory is not None
+    serving = []
+    for _ in range(3):
+        c.coordinator_caches.clear()
+        find_hanging(c, Scope(all=True), lambda: NOW, options)
+        assert c.coordinator_caches and all(x is memory.coordinators for x in c.coordinator_caches)
+        serving.append(memory.coordinators.serving)
+    assert serving == [False, True, False]  # the first pass and the full third one find every coordinator
+    c.coordinator_caches.clear()
+    find_hanging(c, Scope(all=True), lambda: NOW, ScanOptions(include_late=True))
+    assert not any(x is not None and x.serving for x in c.coordinator_caches)  # a one-off scan
