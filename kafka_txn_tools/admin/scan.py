@@ -388,7 +388,7 @@ def _held_back(client: ScanClient, cluster: ClusterInfo, offsets: dict[TopicPart
         return {}, []
     from kafka_txn_tools.admin.groups import held_back
 
-    return held_back(client, cluster.broker_ids(), offsets, memory.coordinators if memory is not None else None)
+    return held_back(client, cluster.broker_ids(), offsets, memory)
 
 
 def _joined(held: dict[TopicPartition, tuple[StalledGroup, ...] | None], partitions: Iterable[TopicPartition]

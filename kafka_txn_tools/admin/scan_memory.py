@@ -28,16 +28,31 @@ it reads everything afresh and keeps what it read. Each part below says why usin
   cannot be reached, as Kafka's clients keep theirs; the ids it failed are then found again in the same call.
   A remembered coordinator that moved answers an error, never a wrong answer: it can cost a round, not a
   finding.
+- **The group list** (ListGroups on every broker): used only to name the groups held back at a finding's LSO,
+  context and not a finding. Kept for `max_age_ms` (5 minutes, as Kafka's metadata.max.age.ms) by the memory's
+  clock, dropped when a read of it or of a group's offsets fails. A group created since is named within that
+  age: its committed offset at the LSO is read from the next list on. A group deleted since has no offsets to
+  read, so it is never named held back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC
 from kafka_txn_tools.connection.coordinators import CoordinatorCache
 from kafka_txn_tools.models import ClusterInfo, TransactionListing
+
+# How long a loop uses a list it read (Kafka's metadata.max.age.ms default).
+MAX_AGE_MS = 300_000
+Groups = list[tuple[str, str]]  # (group id, type), as ListGroups answers
+
+
+def _monotonic_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
 
 # `__transaction_state`'s partitions as a pass's Metadata showed them: (partition, leader, leader epoch).
 TxnHomes = frozenset[tuple[int, int, int]]
@@ -102,8 +117,11 @@ class ScanMemory:
 
     producer_ids: ProducerIds = field(default_factory=ProducerIds)
     coordinators: CoordinatorCache = field(default_factory=CoordinatorCache)
+    clock: Callable[[], int] = _monotonic_ms  # milliseconds, for the lists' age
+    max_age_ms: int = MAX_AGE_MS
     passes: int = 0
     serving: bool = False  # this pass uses what earlier passes kept
+    _groups: tuple[int, Groups] | None = None  # (read at, the list)
 
     def begin_pass(self, full: bool) -> None:
         """A pass starts: a full one (or the first) reads everything afresh."""
@@ -112,9 +130,23 @@ class ScanMemory:
         if not self.serving:
             self.producer_ids.clear()
             self.coordinators.clear()
+            self._groups = None
 
     def end_pass(self) -> None:
         self.passes += 1
+
+    def group_list(self) -> Groups | None:
+        """The group list kept, if this pass may use it (younger than the max age)."""
+        if not self.serving or self._groups is None or self.clock() - self._groups[0] >= self.max_age_ms:
+            return None
+        return self._groups[1]
+
+    def keep_groups(self, groups: Groups | None) -> None:
+        """The group list just read (None: a read of it, or of a group's offsets, failed: drop it)."""
+        if groups is None:
+            self._groups = None
+        elif self.group_list() is None:  # keep its first read's time, not each use's
+            self._groups = (self.clock(), list(groups))
 
 
 def checked_mappings(mapped: Mapping[int, str], producer_of: Mapping[str, int]) -> tuple[dict[int, str], list[int]]:

@@ -11,8 +11,8 @@ import pytest
 
 from kafka_txn_tools.admin.lso_prefilter import LsoPrefilter
 from kafka_txn_tools.admin.scan import ScanOptions, ScanReport, Scope, find_hanging
-from kafka_txn_tools.admin.scan_memory import ProducerIds, txn_homes
-from kafka_txn_tools.models import HangingReason, TopicPartition, TransactionListing
+from kafka_txn_tools.admin.scan_memory import MAX_AGE_MS, ProducerIds, ScanMemory, txn_homes
+from kafka_txn_tools.models import HangingReason, ScanError, TopicPartition, TransactionListing
 from tests.tools.admin.fakes import MIN, NOW, FakeCluster, cluster, producer, txn
 
 T0, T1, T2 = (TopicPartition("orders", p) for p in range(3))
@@ -89,6 +89,7 @@ def world() -> FakeCluster:
     c.open_txn(T1, producer(11, 200, 30 * MIN))
     c.open_txn(T2, producer(12, 300, 30 * MIN))
     c.transactions["done"] = txn("done", 12, "CompleteCommit", coordinator=2)
+    c.offsets = {T0: (100, 101), T1: (200, 201), T2: (300, 301)}  # (LSO, HW)
     return c
 
 
@@ -208,3 +209,83 @@ def test_every_coordinator_read_of_a_loop_gets_its_findcoordinator_memory_servin
     c.coordinator_caches.clear()
     find_hanging(c, Scope(all=True), lambda: NOW, ScanOptions(include_late=True))
     assert not any(x is not None and x.serving for x in c.coordinator_caches)  # a one-off scan
+
+
+# ---- the group list ---------------------------------------------------------------------------------------
+class Clock:
+    def __init__(self) -> None:
+        self.ms = 0
+
+    def __call__(self) -> int:
+        return self.ms
+
+
+def grouped_loop(clock: Clock, every: int = 0) -> ScanOptions:
+    return ScanOptions(include_late=True, lso_prefilter=LsoPrefilter(
+        full_scan_every=every, memory=ScanMemory(clock=clock)))
+
+
+def held(report: ScanReport) -> dict[TopicPartition, list[str]]:
+    return {r.partition: sorted(g.group_id for g in r.stalled_groups or ()) for r in report.results}
+
+
+def counting_groups(c: FakeCluster, fail: list[bool]) -> list[int]:
+    """Counts ListGroups reads; while `fail[0]`, each fails on broker 2."""
+    calls: list[int] = []
+    real = c.list_groups
+
+    def list_groups(broker_ids: Any) -> Any:
+        calls.append(1)
+        groups, errors = real(broker_ids)
+        if fail[0]:
+            errors = [ScanError("BROKER_UNREACHABLE", "broker 2 is unreachable", broker_id=2, api="ListGroups")]
+        return groups, errors
+
+    c.list_groups = list_groups  # type: ignore[method-assign]
+    return calls
+
+
+def test_a_loop_reads_the_group_list_once_per_max_age_and_names_a_new_group_within_it() -> None:
+    c, clock, fail = world(), Clock(), [False]
+    c.groups = {"readers": ("consumer", {T0: 100})}
+    reads = counting_groups(c, fail)
+    options = grouped_loop(clock)
+    scans = passes(c, options)
+    assert held(next(scans))[T0] == ["readers"] and len(reads) == 1
+    c.groups["late-comer"] = ("consumer", {T0: 100})  # a group created after the list was read
+    clock.ms = MAX_AGE_MS - 1
+    assert held(next(scans))[T0] == ["readers"] and len(reads) == 1  # context up to the max age old
+    clock.ms = MAX_AGE_MS
+    assert held(next(scans)) == held(fresh_full(c)) and held(fresh_full(c))[T0] == ["late-comer", "readers"]
+    assert len(reads) == 2 + 2  # the loop's second read, and the two fresh scans'
+
+
+def test_a_failed_read_drops_the_group_list_and_a_full_pass_or_a_one_off_scan_reads_it() -> None:
+    c, clock, fail = world(), Clock(), [False]
+    c.groups = {"readers": ("consumer", {T0: 100})}
+    reads = counting_groups(c, fail)
+    scans = passes(c, grouped_loop(clock, every=4))
+    next(scans)
+    fail[0] = True
+    report = next(scans)  # still served from the list; nothing failed
+    assert len(reads) == 1 and report.notes == []
+    clock.ms = MAX_AGE_MS
+    assert any("stalled groups may be incomplete" in n for n in next(scans).notes)  # read again, and it failed
+    fail[0] = False
+    next(scans)  # the fourth pass: a full one
+    assert len(reads) == 3
+    next(scans)
+    assert len(reads) == 3  # kept from the full pass
+    clock.ms = 2 * MAX_AGE_MS - 1
+    find_hanging(c, Scope(all=True), lambda: NOW, ScanOptions(include_late=True))
+    assert len(reads) == 4  # a one-off scan always reads it
+
+
+def test_an_unreadable_group_list_is_read_again_on_the_next_pass() -> None:
+    c, clock, fail = world(), Clock(), [True]
+    c.groups = {"readers": ("consumer", {T0: 100})}
+    reads = counting_groups(c, fail)
+    scans = passes(c, grouped_loop(clock))
+    next(scans)
+    next(scans)
+    assert len(reads) == 2
