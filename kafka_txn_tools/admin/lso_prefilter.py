@@ -42,6 +42,22 @@ found by a full pass: every `full_scan_every`-th pass of a scan loop (the monito
 is one, and `find-hanging --full-scan` always is. Once found, such a replica is asked again in every pass
 until it shows no open transaction (`seen_open`), so a finding does not come and go between passes.
 
+## A scan loop's kept Metadata
+
+A scan loop reuses its Metadata for up to Kafka's metadata.max.age.ms (admin/scan_memory.py), so leaders,
+epochs and replica sets can be older than the reads. The pass still finds every transaction:
+
+- the reads name the kept leader and epoch: a leader that moved since answers NOT_LEADER_OR_FOLLOWER or
+  FENCED/UNKNOWN_LEADER_EPOCH (or the epochs disagree), the partition is flagged and every replica asked, and
+  the loop reads Metadata again at once and redoes the pass;
+- a leader that did not move still says its partition's LSO and HW: a transaction it holds open is flagged
+  whatever else changed. A follower that left the ISR since (it lags, and can lag behind its leader's
+  markers) is asked as out of sync from the next Metadata read on, within the max age: until then it is
+  treated as the in-sync replica Metadata says it is (C2);
+- a replica set changed by reassignment: the new replica copied its log from the leader, so it holds what
+  the leader shows (C2); the old one, asked while flagged, answers an error, which has Metadata read on the
+  next pass; every replica set is read again within the max age anyway.
+
 ## Each edge, and what the pass does
 
 - LSO below HW: every replica of the partition is asked (every replica the scope names).

@@ -195,19 +195,49 @@ def find_hanging(
     if memory is not None:
         memory.begin_pass(full=prefilter is not None and prefilter.next_is_full())
     try:
-        return _scan(client, scope, now_ms, options, memory, progress, on_total)
+        report = _scan(client, scope, now_ms, options, memory, progress, on_total)
     finally:
         if memory is not None:
             memory.end_pass()
+    if memory is not None and (report.errors or _leaders_in_doubt(report.first_pass)):
+        memory.doubt_metadata()  # the next pass reads Metadata afresh
+    return report
+
+
+# The first pass's reasons that can come from a leader, leader epoch or replica set Metadata no longer tells.
+LEADER_DOUBTS = frozenset({lso_prefilter.Why.UNREAD, lso_prefilter.Why.LEADER_CHANGED, lso_prefilter.Why.NO_LEADER,
+                           lso_prefilter.Why.INCONSISTENT})
+
+
+def _leaders_in_doubt(summary: lso_prefilter.PassSummary | None) -> bool:
+    return summary is not None and not LEADER_DOUBTS.isdisjoint(summary.why)
+
+
+def _metadata(client: ScanClient, scope: Scope, memory: ScanMemory | None, kept_ok: bool = True) -> ClusterInfo:
+    """The scan's Metadata: a scan loop's kept one while it may use it (admin/scan_memory.py), else read."""
+    topics = [scope.topic] if scope.topic is not None else None
+    kept = memory.metadata(topics) if memory is not None and kept_ok else None
+    if kept is not None:
+        return kept
+    cluster = client.metadata(topics)
+    if memory is not None:
+        memory.keep_metadata(topics, cluster)
+    return cluster
 
 
 def _scan(client: ScanClient, scope: Scope, now_ms: Callable[[], int], options: ScanOptions,
           memory: ScanMemory | None, progress: Callable[[int], None] | None,
           on_total: Callable[[int], None] | None) -> ScanReport:
-    cluster = client.metadata([scope.topic] if scope.topic is not None else None)
+    cluster = _metadata(client, scope, memory)
     planned, errors = plan_requests(cluster, scope)
-    report = ScanReport(errors=errors)
     selection, first_reads = _first_pass(client, cluster, planned, options.lso_prefilter)
+    if memory is not None and memory.metadata_kept and selection is not None and _leaders_in_doubt(
+            selection.summary()):
+        # A leader moved (or left) since the kept Metadata was read: read it now, and the leaders again.
+        cluster = _metadata(client, scope, memory, kept_ok=False)
+        planned, errors = plan_requests(cluster, scope)
+        selection, first_reads = _first_pass(client, cluster, planned, options.lso_prefilter)
+    report = ScanReport(errors=errors)
     by_broker = planned if selection is None else selection.by_broker
     report.first_pass = None if selection is None else selection.summary()
     report.scanned_replicas = sum(map(len, by_broker.values()))

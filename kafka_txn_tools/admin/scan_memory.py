@@ -33,6 +33,14 @@ it reads everything afresh and keeps what it read. Each part below says why usin
   clock, dropped when a read of it or of a group's offsets fails. A group created since is named within that
   age: its committed offset at the LSO is read from the next list on. A group deleted since has no offsets to
   read, so it is never named held back.
+- **Metadata** (the scan's own read: brokers, partitions, leaders, leader epochs, replicas, ISRs): kept for
+  `max_age_ms` (Kafka's metadata.max.age.ms is the model), dropped after any pass with an error, or whose
+  first pass found a partition it could not trust (a read failed: NOT_LEADER_OR_FOLLOWER,
+  FENCED/UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION...; a leader epoch other than Metadata's; no
+  leader). When that happens on a kept Metadata, it is read again at once and the first pass redone, so a
+  moved leader never costs a pass its offsets. admin/lso_prefilter.py says why a kept Metadata still finds
+  every transaction; a topic created since is read within the max age, long before a transaction on it can
+  be old enough to report (the max transaction timeout, 15 minutes by default, is longer).
 """
 
 from __future__ import annotations
@@ -44,6 +52,8 @@ from dataclasses import dataclass, field
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC
 from kafka_txn_tools.connection.coordinators import CoordinatorCache
 from kafka_txn_tools.models import ClusterInfo, TransactionListing
+
+Topics = tuple[str, ...] | None  # what a Metadata read asked for (None: every topic)
 
 # How long a loop uses a list it read (Kafka's metadata.max.age.ms default).
 MAX_AGE_MS = 300_000
@@ -122,6 +132,8 @@ class ScanMemory:
     passes: int = 0
     serving: bool = False  # this pass uses what earlier passes kept
     _groups: tuple[int, Groups] | None = None  # (read at, the list)
+    _metadata: tuple[int, Topics, ClusterInfo] | None = None  # (read at, topics asked, the answer)
+    metadata_kept: bool = False  # this pass's Metadata is a kept one
 
     def begin_pass(self, full: bool) -> None:
         """A pass starts: a full one (or the first) reads everything afresh."""
@@ -131,9 +143,28 @@ class ScanMemory:
             self.producer_ids.clear()
             self.coordinators.clear()
             self._groups = None
+            self._metadata = None
+        self.metadata_kept = False
 
     def end_pass(self) -> None:
         self.passes += 1
+
+    def metadata(self, topics: Iterable[str] | None) -> ClusterInfo | None:
+        """The Metadata kept for the same topics, if this pass may use it (younger than the max age)."""
+        kept = self._metadata
+        if not self.serving or kept is None or kept[1] != _topics(topics) or self.clock() - kept[0] >= self.max_age_ms:
+            return None
+        self.metadata_kept = True
+        return kept[2]
+
+    def keep_metadata(self, topics: Iterable[str] | None, cluster: ClusterInfo) -> None:
+        """Metadata just read; one naming a topic it could not describe is not kept."""
+        self.metadata_kept = False
+        self._metadata = None if cluster.topic_errors else (self.clock(), _topics(topics), cluster)
+
+    def doubt_metadata(self) -> None:
+        """A read of the pass failed or disagreed with the Metadata: the next pass reads it afresh."""
+        self._metadata = None
 
     def group_list(self) -> Groups | None:
         """The group list kept, if this pass may use it (younger than the max age)."""
@@ -147,6 +178,10 @@ class ScanMemory:
             self._groups = None
         elif self.group_list() is None:  # keep its first read's time, not each use's
             self._groups = (self.clock(), list(groups))
+
+
+def _topics(topics: Iterable[str] | None) -> Topics:
+    return None if topics is None else tuple(sorted(topics))
 
 
 def checked_mappings(mapped: Mapping[int, str], producer_of: Mapping[str, int]) -> tuple[dict[int, str], list[int]]:

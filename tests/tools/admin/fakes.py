@@ -166,8 +166,8 @@ class FakeCluster:
                                         api="DescribeProducers", partitions=len(tps)))
                 continue
             for tp in tps:
-                if (broker, tp) in self.partition_errors:
-                    name = self.partition_errors[(broker, tp)]
+                if (broker, tp) in self.partition_errors or not any(i.partition == tp for i in self.partitions):
+                    name = self.partition_errors.get((broker, tp), "UNKNOWN_TOPIC_OR_PARTITION")
                     errors.append(ScanError(name, f"{tp}: {name}", broker_id=broker, partition=tp,
                                             api="DescribeProducers", code=29, partitions=1))
                 elif broker not in self.info(tp).replicas:
@@ -247,13 +247,20 @@ class FakeCluster:
         if read_committed:
             self.lso_reads.append(set(leaders))
         out = {}
-        for tp, (leader, _epoch) in leaders.items():
-            answer = self.leader_reads.get(tp) or self._leader_read(tp, leader)
+        for tp, (leader, epoch) in leaders.items():
+            answer = self.leader_reads.get(tp) or self._leader_read(tp, leader, epoch)
             out[tp] = answer.lso if read_committed else answer.hw
         return out
 
-    def _leader_read(self, tp: TopicPartition, leader: int) -> LeaderAnswer:
+    def _leader_read(self, tp: TopicPartition, leader: int, epoch: int = -1) -> LeaderAnswer:
         error = "BROKER_UNREACHABLE" if leader in self.down else self.partition_errors.get((leader, tp))
+        now = next((i for i in self.partitions if i.partition == tp), None)
+        if error is None and now is None:
+            error = "UNKNOWN_TOPIC_OR_PARTITION"  # deleted since the caller's Metadata was read
+        elif error is None and now is not None and now.leader != leader:
+            error = "NOT_LEADER_OR_FOLLOWER"  # the caller's Metadata is older than a leader move
+        elif error is None and now is not None and min(epoch, now.leader_epoch) >= 0 and epoch != now.leader_epoch:
+            error = "FENCED_LEADER_EPOCH" if epoch < now.leader_epoch else "UNKNOWN_LEADER_EPOCH"
         if error is not None:
             return LeaderAnswer(OffsetRead(None, -1, error), OffsetRead(None, -1, error))
         if tp in self.offsets:
@@ -264,7 +271,8 @@ class FakeCluster:
             hw = max(starts) + 1 if starts else 0
             mine = [s.current_txn_start_offset for s in self.producers.get((leader, tp), []) if s.has_open_transaction]
             lso = min([*mine, hw])
-        return LeaderAnswer(OffsetRead(hw, 0), OffsetRead(lso, 0))
+        said = now.leader_epoch if now is not None and now.leader_epoch >= 0 else 0
+        return LeaderAnswer(OffsetRead(hw, said), OffsetRead(lso, said))
 
     def offsets_for_time(self, leaders: dict[TopicPartition, int], timestamp_ms: int) -> dict[TopicPartition, int]:
         out = {}

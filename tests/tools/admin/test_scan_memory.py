@@ -289,3 +289,72 @@ def test_an_unreadable_group_list_is_read_again_on_the_next_pass() -> None:
     next(scans)
     next(scans)
     assert len(reads) == 2
+
+
+# ---- Metadata ---------------------------------------------------------------------------------------------
+def counting_metadata(c: FakeCluster) -> list[object]:
+    calls: list[object] = []
+    real = c.metadata
+
+    def metadata(topics: Any = None) -> Any:
+        calls.append(topics)
+        return real(topics)
+
+    c.metadata = metadata  # type: ignore[method-assign]
+    return calls
+
+
+def full_rows(report: ScanReport) -> list[dict[str, Any]]:
+    """Every field of every row (offsets, brokers, groups...) but the volatile."""
+    return sorted((r.to_row() for r in report.results), key=repr)
+
+
+def test_a_loop_reads_metadata_once_per_max_age_on_an_unchanged_cluster() -> None:
+    c, clock = world(), Clock()
+    reads = counting_metadata(c)
+    scans = passes(c, grouped_loop(clock, every=5))
+    for _ in range(3):
+        next(scans)
+    assert len(reads) == 1
+    clock.ms = MAX_AGE_MS
+    next(scans)
+    assert len(reads) == 2
+    next(scans)  # the fifth: a full pass
+    next(scans)
+    assert len(reads) == 3
+    find_hanging(c, Scope(all=True), lambda: NOW, ScanOptions(include_late=True))
+    assert len(reads) == 4  # a one-off scan
+
+
+@pytest.mark.parametrize("move", ["leader", "epoch"])
+def test_a_leader_that_moved_since_the_kept_metadata_has_it_read_again_in_the_same_pass(move: str) -> None:
+    c, clock = world(), Clock()
+    c.partitions = [replace(i, leader_epoch=3) for i in c.partitions]
+    reads = counting_metadata(c)
+    scans = passes(c, grouped_loop(clock))
+    next(scans)
+    # orders-0's leadership moves: to broker 1 (its old leader answers NOT_LEADER_OR_FOLLOWER), or away and
+    # back to broker 0 at a newer epoch (it answers FENCED_LEADER_EPOCH to the epoch the kept Metadata says).
+    c.partitions = [replace(i, leader=1 if move == "leader" else 0, leader_epoch=4) if i.partition == T0 else i
+                    for i in c.partitions]
+    report = next(scans)
+    assert len(reads) == 2
+    assert full_rows(report) == full_rows(fresh_full(c))
+    assert next(r for r in report.results if r.partition == T0).offsets.last_stable_offset == 100
+    next(scans)
+    assert len(reads) == 2 + 1  # kept again (the other read is the fresh scan's)
+
+
+def test_a_pass_with_an_error_has_the_next_one_read_metadata() -> None:
+    c, clock = world(), Clock()
+    reads = counting_metadata(c)
+    scans = passes(c, grouped_loop(clock))
+    next(scans)
+    c.partition_errors[(1, T0)] = "NOT_LEADER_OR_FOLLOWER"  # a follower's DescribeProducers answer
+    next(scans)
+    assert len(reads) == 1
+    del c.partition_errors[(1, T0)]
+    next(scans)
+    assert len(reads) == 2
+    next(scans)
+    assert len(reads) == 2
