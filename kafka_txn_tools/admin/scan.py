@@ -247,7 +247,9 @@ def _scan(client: ScanClient, scope: Scope, now_ms: Callable[[], int], options: 
     replicas = _describe(client, by_broker, options, progress, describe_errors)
     report.errors += describe_errors
     if options.lso_prefilter is not None and selection is not None:
-        options.lso_prefilter.after_pass(selection, replicas, describe_errors)
+        replicas += options.lso_prefilter.kept_answers(selection)  # the last pass's, where they stand
+        options.lso_prefilter.after_pass(selection, replicas, describe_errors,
+                                         {info.partition: info for info in cluster.partitions})
     report.now_ms = now_ms()  # after the read, as upstream: the producers' age at the time we saw them
     candidates = hanging.select_candidates(replicas, report.now_ms, options.max_timeout_ms)
     report.candidates = len(candidates)
@@ -280,7 +282,7 @@ def _first_pass(client: ScanClient, cluster: ClusterInfo, planned: dict[int, lis
     hw = client.latest_offsets(leaders, read_committed=False)
     need = lso_prefilter.lso_to_read(leaders, hw, prefilter.clear)
     reads = lso_prefilter.Reads(leaders, hw, client.latest_offsets(need, read_committed=True) if need else {})
-    return lso_prefilter.select(planned, infos, reads, prefilter.seen_open), reads
+    return lso_prefilter.select(planned, infos, reads, prefilter.seen_open, prefilter.held), reads
 
 
 def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options: ScanOptions,

@@ -358,3 +358,92 @@ def test_a_pass_with_an_error_has_the_next_one_read_metadata() -> None:
     assert len(reads) == 2
     next(scans)
     assert len(reads) == 2
+
+
+# ---- producer state of partitions held at the same offsets (admin/lso_prefilter.py `reusable`) ------------
+def held_world() -> FakeCluster:
+    """world(), its offsets read at leader epoch 3 (the kept answers need an epoch said)."""
+    c = world()
+    c.partitions = [replace(i, leader_epoch=3) for i in c.partitions]
+    return c
+
+
+def scan_asking(c: FakeCluster, options: ScanOptions) -> tuple[ScanReport, set[tuple[int, TopicPartition]]]:
+    """One pass, and the replicas its first pass asked for their producer state (the scan's first
+    DescribeProducers; the re-check and the coordinator side's leader reads come after it)."""
+    before = len(c.described)
+    report = find_hanging(c, Scope(all=True), lambda: NOW, options)
+    return report, set(c.described[before])
+
+
+def test_a_partition_held_at_the_same_offsets_keeps_its_replicas_last_answers_and_the_recheck_still_goes_out(
+        ) -> None:
+    c = held_world()
+    options = loop()
+    first, asked = scan_asking(c, options)
+    assert len(asked) == 9  # 3 partitions held below their HW x 3 replicas
+    before = len(c.described)
+    second, asked = scan_asking(c, options)
+    assert asked == set() and second.first_pass is not None and second.first_pass.kept == 9
+    assert rows(second) == rows(first) == rows(fresh_full(c))
+    rechecked = {tp for call in c.described[before + 1:] for _, tp in call}
+    assert rechecked >= {T1, T2}  # the hanging verdicts' replicas, read again before they are reported
+
+
+def test_a_kept_answer_that_no_longer_holds_is_dropped_by_the_recheck() -> None:
+    c = held_world()
+    options = loop()
+    scan_asking(c, options)
+    # Producer 12's transaction is no longer open on broker 1's replica of orders-2 (say a broker bug was fixed
+    # there), though its leader's offsets did not move: the kept answer still shows it; the re-check does not.
+    c.producers[(1, T2)] = [replace(s, current_txn_start_offset=-1) for s in c.producers[(1, T2)]]
+    report, asked = scan_asking(c, options)
+    assert asked == set()
+    assert [r.brokers for r in report.results if r.partition == T2] == [
+        r.brokers for r in fresh_full(c).results if r.partition == T2] == [(0, 2)]
+
+
+@pytest.mark.parametrize("change", ["lso", "hw", "epoch", "isr"])
+def test_a_partition_whose_offsets_moved_is_asked_again(change: str) -> None:
+    c, clock = held_world(), Clock()
+    options = grouped_loop(clock)
+    scan_asking(c, options)
+    if change == "lso":  # a marker landed on orders-0 and another transaction is open after it
+        c.offsets[T0] = (101, 101 + 1)
+    elif change == "hw":  # a record written since
+        c.offsets[T0] = (100, 102)
+    elif change == "epoch":  # the same leader, elected again
+        c.partitions = [replace(i, leader_epoch=4) if i.partition == T0 else i for i in c.partitions]
+    elif change == "isr":  # broker 1 fell out of orders-0's ISR: asked as out of sync once Metadata says so
+        c.partitions = [replace(i, isr=(0, 2)) if i.partition == T0 else i for i in c.partitions]
+        clock.ms = MAX_AGE_MS
+    _report, asked = scan_asking(c, options)
+    assert asked == ({(1, T0)} if change == "isr" else {(0, T0), (1, T0), (2, T0)})
+    assert rows(scan_asking(c, options)[0]) == rows(fresh_full(c))
+
+
+def test_a_replica_whose_answer_failed_is_not_kept() -> None:
+    c = held_world()
+    options = loop()
+    c.partition_errors[(2, T0)] = "NOT_LEADER_OR_FOLLOWER"
+    scan_asking(c, options)
+    del c.partition_errors[(2, T0)]
+    _report, asked = scan_asking(c, options)
+    assert asked == {(2, T0)}
+    _report, asked = scan_asking(c, options)
+    assert asked == set()
+
+
+def test_a_full_pass_asks_every_replica_again() -> None:
+    c = held_world()
+    options = loop(every=3)
+    for _ in range(2):
+        scan_asking(c, options)
+    full, asked = scan_asking(c, options)
+    assert full.first_pass is not None and full.first_pass.full and full.first_pass.kept == 0
+    assert len(asked) == 6 * 3  # every replica of orders and __transaction_state
+    # A full pass reads no offsets to keep its answers under: the next pass asks the held partitions again.
+    _report, asked = scan_asking(c, options)
+    assert len(asked) == 9
+    _report, asked = scan_asking(c, options)
+    assert asked == set()
