@@ -455,29 +455,9 @@ def _coordinator_verdicts(
     In a scan loop (`memory`), the producer ids an earlier pass mapped or found unmapped are not listed again
     (admin/scan_memory.py says when that is sound)."""
     pids = sorted({c.producer.producer_id for c in candidates})
-    kept = memory.producer_ids if memory is not None and memory.serving else None
-    homes = scan_memory.txn_homes(cluster)
-    mapped, unmapped = kept.known(pids, homes) if kept is not None else ({}, set())
-    ask = [p for p in pids if p not in mapped and p not in unmapped]
-    listed = client.list_transactions(cluster.broker_ids(), producer_ids=ask) if ask else ListResult()
-    coordinators = memory.coordinators if memory is not None else None
-    described = client.describe_transactions({x.transactional_id for x in listed.listings} | set(mapped.values()),
-                                             coordinators)
-    if mapped:  # used only where the description still names the producer id; the others listed now
-        confirmed, again = scan_memory.checked_mappings(
-            mapped, {x: d.producer_id for x, d in described.descriptions.items()})
-        more = client.list_transactions(cluster.broker_ids(), producer_ids=again) if again else ListResult()
-        new_ids = {x.transactional_id for x in more.listings} - described.descriptions.keys() - described.not_found
-        _merge_described(described, client.describe_transactions(new_ids, coordinators) if new_ids else None)
-        listed = _merge_listed(listed, more, [TransactionListing(x, p, described.descriptions[x].state,
-                                                                 described.descriptions[x].coordinator_id)
-                                              for p, x in confirmed.items()])
-        ask = [*ask, *again]
+    listed, described = _owners(client, cluster, pids, memory)
     errors.extend(listed.errors)
     errors.extend(described.errors)
-    if memory is not None:
-        memory.producer_ids.learn(ask, listed.listings, bool(listed.errors), homes)
-        memory.producer_ids.keep_only(pids)
     described_out.update(described.descriptions)
     verdicts, unknown = hanging.classify_all(candidates, listed.listings, described.descriptions,
                                              described.not_found)
@@ -493,6 +473,36 @@ def _coordinator_verdicts(
             f"{c.producer.current_txn_start_offset} not classified: its coordinator did not answer",
             broker_id=c.broker_id, partition=c.partition, api="DescribeTransactions"))
     return verdicts
+
+
+def _owners(client: ScanClient, cluster: ClusterInfo, pids: list[int], memory: ScanMemory | None
+            ) -> tuple[ListResult, DescribeResult]:
+    """The transactional ids of the producer ids `pids` (ListTransactions by producer id on every broker), and
+    those ids described. A scan loop lists only the producer ids its memory cannot answer for: a remembered
+    id is used where its description, asked anyway, still names the producer id (else that one is listed
+    now), and a producer id known to have none is not listed while the coordinators stay put."""
+    kept = memory.producer_ids if memory is not None and memory.serving else None
+    homes = scan_memory.txn_homes(cluster)
+    mapped, unmapped = kept.known(pids, homes) if kept is not None else ({}, set())
+    ask = [p for p in pids if p not in mapped and p not in unmapped]
+    listed = client.list_transactions(cluster.broker_ids(), producer_ids=ask) if ask else ListResult()
+    coordinators = memory.coordinators if memory is not None else None
+    described = client.describe_transactions({x.transactional_id for x in listed.listings} | set(mapped.values()),
+                                             coordinators)
+    if mapped:
+        confirmed, again = scan_memory.checked_mappings(
+            mapped, {x: d.producer_id for x, d in described.descriptions.items()})
+        more = client.list_transactions(cluster.broker_ids(), producer_ids=again) if again else ListResult()
+        new_ids = {x.transactional_id for x in more.listings} - described.descriptions.keys() - described.not_found
+        _merge_described(described, client.describe_transactions(new_ids, coordinators) if new_ids else None)
+        listed = _merge_listed(listed, more, [TransactionListing(x, p, described.descriptions[x].state,
+                                                                 described.descriptions[x].coordinator_id)
+                                              for p, x in confirmed.items()])
+        ask = [*ask, *again]
+    if memory is not None:
+        memory.producer_ids.learn(ask, listed.listings, bool(listed.errors), homes)
+        memory.producer_ids.keep_only(pids)
+    return listed, described
 
 
 def _merge_described(into: DescribeResult, more: DescribeResult | None) -> None:
