@@ -196,6 +196,10 @@ def find_hanging(
         memory.begin_pass(full=prefilter is not None and prefilter.next_is_full())
     try:
         report = _scan(client, scope, now_ms, options, memory, progress, on_total)
+    except BaseException:
+        if memory is not None:
+            memory.doubt_metadata()  # a scan that failed (a broker unreachable...): nothing it read is trusted
+        raise
     finally:
         if memory is not None:
             memory.end_pass()

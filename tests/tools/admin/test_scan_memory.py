@@ -447,3 +447,20 @@ def test_a_full_pass_asks_every_replica_again() -> None:
     assert len(asked) == 9
     _report, asked = scan_asking(c, options)
     assert asked == set()
+
+
+def test_a_pass_that_fails_has_the_next_one_read_metadata() -> None:
+    c, clock = world(), Clock()
+    reads = counting_metadata(c)
+    options = grouped_loop(clock)
+    scan_asking(c, options)
+
+    def broken(*args: Any, **kw: Any) -> Any:
+        raise ConnectionError("the cluster went away")
+
+    real, c.list_transactions = c.list_transactions, broken  # type: ignore[method-assign]
+    with pytest.raises(ConnectionError):
+        find_hanging(c, Scope(all=True), lambda: NOW, options)
+    c.list_transactions = real  # type: ignore[method-assign]
+    scan_asking(c, options)
+    assert len(reads) == 2
