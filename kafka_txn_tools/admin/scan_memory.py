@@ -40,7 +40,10 @@ it reads everything afresh and keeps what it read. Each part below says why usin
   leader). When that happens on a kept Metadata, it is read again at once and the first pass redone, so a
   moved leader never costs a pass its offsets. admin/lso_prefilter.py says why a kept Metadata still finds
   every transaction; a topic created since is read within the max age, long before a transaction on it can
-  be old enough to report (the max transaction timeout, 15 minutes by default, is longer).
+  be old enough to report (the max transaction timeout, 15 minutes by default, is longer). A pass that fails
+  as a whole drops it too.
+- **Producer state of partitions held below their HW at unchanged offsets**: kept by the first pass itself,
+  beside its other memory (admin/lso_prefilter.py, "A partition held at the same offsets").
 """
 
 from __future__ import annotations
