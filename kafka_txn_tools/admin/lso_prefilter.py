@@ -68,8 +68,9 @@ leader epoch again, is not asked again on its in-sync replicas: their last answe
   replicated, and an open transaction whose first batch is not yet replicated is C1's; the same leader epoch
   means the same leader, never truncated since;
 - an in-sync replica's producer state is rebuilt from that log (C2), so its open transactions and their last
-  writes are what they were. Producer state changes without a record only by expiring idle producers, and
-  Kafka never expires a producer with an open transaction;
+  writes are what they were. Producer state changes without a record only by expiring idle producers (Kafka
+  never expires a producer with an open transaction) or by the log start offset passing a transaction's
+  first offset (then the LSO, never below the log start, moves too);
 - a replica that left the ISR (as Metadata shows it), whose answer failed, or that was not asked last pass is
   asked; a full pass asks every replica, and the pass after it asks the held partitions again.
 
