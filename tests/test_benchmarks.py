@@ -47,6 +47,14 @@ def test_bench_monitor_measures_a_find_hanging_run_and_the_scan_loop() -> None:
     # which the monitor leaves out of its incidents.
     assert once["found"] == 3 + 4 and [s["found"] for s in scans] == [3, 3], out
     assert all(s["result"] == "complete" and s["requests"] > 0 for s in scans), out
-    # The same scan, over a connection the monitor keeps: all but find-hanging's ACL probe.
+    assert report["find_hanging_full_scan"]["found"] == once["found"], out
+    # The monitor's first scan is find-hanging's, over a connection the monitor keeps: all but the ACL probe.
+    first = report["monitor_first_scan"]["by_api"]
+    assert {**first, "DescribeAcls": 1} == once["by_api"], out
+    # Its steady state re-asks only what can have changed (admin/scan_memory.py): no Metadata, FindCoordinator
+    # or ListGroups; ListTransactions by state and age only (each candidate's id is known), one per broker; and
+    # DescribeProducers only for the re-check (the held partitions' answers stand: their offsets did not move).
     steady = report["monitor_steady_scan_median"]["by_api"]
-    assert {**steady, "DescribeAcls": 1} == once["by_api"], out
+    kept = {k: v for k, v in first.items() if k not in ("Metadata", "FindCoordinator", "ListGroups")}
+    assert steady == {**kept, "ListTransactions": 3, "DescribeProducers": 3}, out
+    assert "monitor steady state / find-hanging --full-scan: requests" in out

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
+from kafka_txn_tools.connection.coordinators import CoordinatorCache
 from kafka_txn_tools.connection.results import DescribeResult, ListResult, Progress
 from kafka_txn_tools.models import (
     ClusterInfo,
@@ -37,7 +38,8 @@ class ClusterApi(Protocol):
         duration_ms: int | None = None, pattern: str | None = None,
     ) -> ListResult: ...
 
-    def describe_transactions(self, transactional_ids: Iterable[str]) -> DescribeResult: ...
+    def describe_transactions(self, transactional_ids: Iterable[str], coordinators: CoordinatorCache | None = None
+                              ) -> DescribeResult: ...
 
     def partition_offsets(self, leaders: dict[TopicPartition, int]) -> dict[TopicPartition, PartitionOffsets]: ...
 
@@ -58,8 +60,10 @@ class ClusterApi(Protocol):
 
     def list_groups(self, broker_ids: Iterable[int]) -> tuple[list[tuple[str, str]], list[ScanError]]: ...
 
-    def committed_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition]
+    def committed_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition],
+                          coordinators: CoordinatorCache | None = None,
                           ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]: ...
 
-    def share_group_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition]
+    def share_group_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition],
+                            coordinators: CoordinatorCache | None = None,
                             ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]: ...

@@ -42,6 +42,41 @@ found by a full pass: every `full_scan_every`-th pass of a scan loop (the monito
 is one, and `find-hanging --full-scan` always is. Once found, such a replica is asked again in every pass
 until it shows no open transaction (`seen_open`), so a finding does not come and go between passes.
 
+## A scan loop's kept Metadata
+
+A scan loop reuses its Metadata for up to Kafka's metadata.max.age.ms (admin/scan_memory.py), so leaders,
+epochs and replica sets can be older than the reads. The pass still finds every transaction:
+
+- the reads name the kept leader and epoch: a leader that moved since answers NOT_LEADER_OR_FOLLOWER or
+  FENCED/UNKNOWN_LEADER_EPOCH (or the epochs disagree), the partition is flagged and every replica asked, and
+  the loop reads Metadata again at once and redoes the pass;
+- a leader that did not move still says its partition's LSO and HW: a transaction it holds open is flagged
+  whatever else changed. A follower that left the ISR since (it lags, and can lag behind its leader's
+  markers) is asked as out of sync from the next Metadata read on, within the max age: until then it is
+  treated as the in-sync replica Metadata says it is (C2);
+- a replica set changed by reassignment: the new replica copied its log from the leader, so it holds what
+  the leader shows (C2); the old one, asked while flagged, answers an error, which has Metadata read on the
+  next pass; every replica set is read again within the max age anyway.
+
+## A partition held at the same offsets (scan loops)
+
+In a scan loop, a partition the last pass found held below its HW, whose leader answers the same HW, LSO and
+leader epoch again, is not asked again on its in-sync replicas: their last answers stand (`reusable`,
+`kept_after`). It misses nothing the full scan would find, under C1 and C2:
+
+- nothing was appended below the HW since: any record - a producer's batch, a marker - moves the HW once
+  replicated, and an open transaction whose first batch is not yet replicated is C1's; the same leader epoch
+  means the same leader, never truncated since;
+- an in-sync replica's producer state is rebuilt from that log (C2), so its open transactions and their last
+  writes are what they were. Producer state changes without a record only by expiring idle producers (Kafka
+  never expires a producer with an open transaction) or by the log start offset passing a transaction's
+  first offset (then the LSO, never below the log start, moves too);
+- a replica that left the ISR (as Metadata shows it), whose answer failed, or that was not asked last pass is
+  asked; a full pass asks every replica, and the pass after it asks the held partitions again.
+
+A kept answer cannot add a finding either: each verdict is re-read from its replica before it is reported
+(admin/hanging.py `confirm`), as every verdict is.
+
 ## Each edge, and what the pass does
 
 - LSO below HW: every replica of the partition is asked (every replica the scope names).
@@ -70,16 +105,19 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from kafka_txn_tools.admin.scan_memory import ScanMemory
 from kafka_txn_tools.models import (
     OffsetRead,
     PartitionInfo,
     PartitionOffsets,
     PartitionProducers,
+    ProducerState,
     ScanError,
     TopicPartition,
 )
 
 Replica = tuple[TopicPartition, int]  # (partition, broker id)
+Held = tuple[int, int, int]  # a partition held below its HW, as its leader answered: (HW, LSO, leader epoch)
 
 # find-hanging --full-scan-every's default: in a scan loop, one pass in this many is a full scan.
 DEFAULT_FULL_SCAN_EVERY = 20
@@ -143,16 +181,18 @@ class Reads:
 @dataclass(frozen=True)
 class PassSummary:
     """What a scan's first pass did, for its report: a full scan or not, the partitions in scope, how many of
-    them the leaders' offsets showed clear, and the replicas asked by reason."""
+    them the leaders' offsets showed clear, the replicas asked by reason, and the replicas not asked because
+    the last pass's answer stands (a scan loop's partitions held at the same offsets, `reusable`)."""
 
     full: bool
     partitions: int
     clear: int
     why: dict[Why, int]
+    kept: int = 0
 
     def to_row(self) -> dict[str, object]:
         return {"full_scan": self.full, "partitions": self.partitions, "clear_by_lso": self.clear,
-                "replicas_asked": {str(k): v for k, v in sorted(self.why.items())}}
+                "replicas_asked": {str(k): v for k, v in sorted(self.why.items())}, "replicas_kept": self.kept}
 
 
 @dataclass(frozen=True)
@@ -166,13 +206,26 @@ class Selection:
     full: bool = False
     # The clear ones whose epoch was said: {tp: (HW, leader epoch)}, for the next pass (`lso_to_read`).
     clear_reads: dict[TopicPartition, tuple[int, int]] = field(default_factory=dict)
+    # The partitions flagged with LSO below HW, read at an epoch said: {tp: (HW, LSO, leader epoch)}.
+    held_reads: dict[TopicPartition, Held] = field(default_factory=dict)
+    # Replicas not asked: the last pass's answers stand for them (`kept`): broker -> partitions.
+    kept: dict[int, list[TopicPartition]] = field(default_factory=dict)
 
     @property
     def replicas(self) -> int:
         return sum(map(len, self.by_broker.values()))
 
     def summary(self) -> PassSummary:
-        return PassSummary(self.full, self.partitions, self.clear, dict(self.why))
+        return PassSummary(self.full, self.partitions, self.clear, dict(self.why), sum(map(len, self.kept.values())))
+
+
+@dataclass(frozen=True)
+class KeptState:
+    """The open transactions in-sync replicas showed last pass on a partition held below its HW, at the leader's
+    (HW, LSO, leader epoch) then: {broker: its open transactions' producer states (empty: none)}."""
+
+    held: Held
+    by_broker: dict[int, tuple[ProducerState, ...]]
 
 
 def full_selection(planned: Mapping[int, Sequence[TopicPartition]]) -> Selection:
@@ -215,10 +268,13 @@ def lso_to_read(leaders: Mapping[TopicPartition, tuple[int, int]], hw: Mapping[T
 
 
 def select(planned: Mapping[int, Sequence[TopicPartition]], infos: Mapping[TopicPartition, PartitionInfo],
-           reads: Reads, seen_open: Collection[Replica] = ()) -> Selection:
+           reads: Reads, seen_open: Collection[Replica] = (), kept: Mapping[TopicPartition, KeptState] | None = None
+           ) -> Selection:
     """Of the replicas the full scan would ask (`planned`: broker -> partitions), the ones this pass asks:
     every planned replica of a partition with a reason (`partition_reason`), replicas out of the ISR, and
-    replicas the previous pass saw an open transaction on."""
+    replicas the previous pass saw an open transaction on; except, in a scan loop, the in-sync replicas of a
+    partition held below its HW at the same HW, LSO and leader epoch as in the last pass, whose answers then
+    (`kept`) stand (`reusable`)."""
     hw_of, lso_of = reads.hw.get, reads.lso.get
     flagged: dict[TopicPartition, Why] = {}  # every planned replica asked
     clear: list[TopicPartition] = []
@@ -240,11 +296,19 @@ def select(planned: Mapping[int, Sequence[TopicPartition]], infos: Mapping[Topic
     for tp, broker in seen_open:
         if tp not in flagged:
             extra.setdefault(broker, {}).setdefault(tp, Why.SEEN_OPEN)
+    held_reads = {tp: held for tp, reason in flagged.items()
+                  if reason is Why.LSO_BELOW_HW and (held := _held(reads, tp)) is not None}
     by_broker: dict[int, list[TopicPartition]] = {}
     why: dict[Why, int] = {}
+    not_asked: dict[int, list[TopicPartition]] = {}
     for broker, tps in planned.items():
         more = extra.get(broker, {})
-        asked = [tp for tp in tps if tp in flagged or tp in more]
+        asked = []
+        for tp in tps:
+            if tp in flagged and reusable(tp, broker, infos[tp], held_reads.get(tp), kept or {}):
+                not_asked.setdefault(broker, []).append(tp)
+            elif tp in flagged or tp in more:
+                asked.append(tp)
         for tp in asked:
             reason = flagged.get(tp) or more[tp]
             why[reason] = why.get(reason, 0) + 1
@@ -255,7 +319,44 @@ def select(planned: Mapping[int, Sequence[TopicPartition]], infos: Mapping[Topic
         hw = reads.hw[tp]  # read, or it would have a reason
         if hw.leader_epoch >= 0 and hw.offset is not None:
             clear_reads[tp] = (hw.offset, hw.leader_epoch)
-    return Selection(by_broker, why, len(flagged) + len(clear), len(clear), clear_reads=clear_reads)
+    return Selection(by_broker, why, len(flagged) + len(clear), len(clear), clear_reads=clear_reads,
+                     held_reads=held_reads, kept=not_asked)
+
+
+def _held(reads: Reads, tp: TopicPartition) -> Held | None:
+    hw, lso = reads.hw.get(tp), reads.lso.get(tp)
+    if hw is None or lso is None or hw.offset is None or lso.offset is None or hw.leader_epoch < 0:
+        return None
+    return hw.offset, lso.offset, hw.leader_epoch
+
+
+def reusable(tp: TopicPartition, broker: int, info: PartitionInfo, held: Held | None,
+             kept: Mapping[TopicPartition, KeptState]) -> bool:
+    """Whether the last pass's answer of `broker` for `tp` stands for this pass's: `tp` is held below its HW at
+    the same (HW, LSO, leader epoch) as then, and `broker` is in its ISR and answered then."""
+    last = kept.get(tp)
+    return held is not None and last is not None and last.held == held and broker in info.isr \
+        and broker in last.by_broker
+
+
+def kept_after(selection: Selection, answers: Iterable[PartitionProducers], errors: Iterable[ScanError],
+               infos: Mapping[TopicPartition, PartitionInfo], before: Mapping[TopicPartition, KeptState]
+               ) -> dict[TopicPartition, KeptState]:
+    """What the next pass may reuse: for each partition held below its HW this pass, the open transactions of
+    each in-sync replica that answered (or whose last answer stood again). `answers`: open-only answers (a
+    replica without an open transaction has none)."""
+    failed_brokers = {e.broker_id for e in errors if e.partition is None and e.broker_id is not None}
+    failed = {(e.partition, e.broker_id) for e in errors if e.partition is not None}
+    got: dict[Replica, tuple[ProducerState, ...]] = {(a.partition, a.broker_id): a.producers for a in answers}
+    out: dict[TopicPartition, KeptState] = {}
+    stood = {(b, tp) for b, tps in selection.kept.items() for tp in tps}
+    for broker, tp in [*((b, tp) for b, tps in selection.by_broker.items() for tp in tps), *stood]:
+        held, info = selection.held_reads.get(tp), infos.get(tp)
+        if held is None or info is None or broker not in info.isr or broker in failed_brokers or (tp, broker) in failed:
+            continue
+        states = before[tp].by_broker[broker] if (broker, tp) in stood else got.get((tp, broker), ())
+        out.setdefault(tp, KeptState(held, {})).by_broker[broker] = states
+    return out
 
 
 def seen_open_after(asked: Mapping[int, Sequence[TopicPartition]], answers: Iterable[PartitionProducers],
@@ -284,12 +385,34 @@ class LsoPrefilter:
     seen_open: frozenset[Replica] = field(default_factory=frozenset)
     # The partitions the last pass found clear: {tp: (HW, leader epoch)} (`lso_to_read`).
     clear: dict[TopicPartition, tuple[int, int]] = field(default_factory=dict)
+    # The partitions the last pass found held below their HW, and their in-sync replicas' answers (`reusable`).
+    held: dict[TopicPartition, KeptState] = field(default_factory=dict)
+    # What the loop keeps of the cluster's other answers between passes (admin/scan_memory.py).
+    memory: ScanMemory = field(default_factory=ScanMemory)
 
     def next_is_full(self) -> bool:
         return self.full_scan_every > 0 and (self.passes + 1) % self.full_scan_every == 0
 
+    def kept_answers(self, selection: Selection) -> list[PartitionProducers]:
+        """The last pass's answers standing for the replicas `selection` does not ask (those with an open
+        transaction: a DescribeProducers answer for open transactions only)."""
+        return [PartitionProducers(tp, b, states) for b, tps in selection.kept.items() for tp in tps
+                if (states := self.held[tp].by_broker[b])]
+
     def after_pass(self, selection: Selection, answers: Iterable[PartitionProducers],
-                   errors: Iterable[ScanError]) -> None:
+                   errors: Iterable[ScanError], infos: Mapping[TopicPartition, PartitionInfo] | None = None) -> None:
+        """`answers`: this pass's, the kept ones that stood included."""
+        answers, errors = list(answers), list(errors)
         self.passes += 1
-        self.seen_open = seen_open_after(selection.by_broker, answers, errors, self.seen_open)
+        self.seen_open = seen_open_after(_joined(selection.by_broker, selection.kept), answers, errors,
+                                         self.seen_open)
         self.clear = selection.clear_reads
+        self.held = kept_after(selection, answers, errors, infos or {}, self.held)
+
+
+def _joined(a: Mapping[int, Sequence[TopicPartition]], b: Mapping[int, Sequence[TopicPartition]]
+            ) -> dict[int, list[TopicPartition]]:
+    out = {broker: list(tps) for broker, tps in a.items()}
+    for broker, tps in b.items():
+        out.setdefault(broker, []).extend(tps)
+    return out

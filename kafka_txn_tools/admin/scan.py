@@ -24,11 +24,13 @@ from dataclasses import dataclass, field, replace
 
 from kafka_txn_broker.formats.messages.gc_pause import bulk
 from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, LATE_TRANSACTION_BUFFER_MS
-from kafka_txn_tools.admin import advice, hanging, lso_prefilter, stuck, transaction_state
+from kafka_txn_tools.admin import advice, hanging, lso_prefilter, scan_memory, stuck, transaction_state
 from kafka_txn_tools.admin.api import ClusterApi
 from kafka_txn_tools.admin.lso_prefilter import LsoPrefilter
+from kafka_txn_tools.admin.scan_memory import ScanMemory
 from kafka_txn_tools.admin.share_pending import ShareHold
 from kafka_txn_tools.connection.capabilities import require
+from kafka_txn_tools.connection.results import DescribeResult, ListResult
 from kafka_txn_tools.errors import UsageError
 from kafka_txn_tools.models import (
     DEFAULT_MAX_PREPARE_MS,
@@ -45,6 +47,7 @@ from kafka_txn_tools.models import (
     StuckTransaction,
     TopicPartition,
     TransactionDescription,
+    TransactionListing,
 )
 
 ScanClient = ClusterApi  # the flows all speak the same Protocol
@@ -188,10 +191,58 @@ def find_hanging(
 ) -> ScanReport:
     options = options if options is not None else ScanOptions()  # a fresh one: no memory of other scans
     require(client, "find-hanging", "DescribeProducers", "ListTransactions", "DescribeTransactions")
-    cluster = client.metadata([scope.topic] if scope.topic is not None else None)
+    prefilter = options.lso_prefilter
+    memory = prefilter.memory if prefilter is not None else None
+    if memory is not None:
+        memory.begin_pass(full=prefilter is not None and prefilter.next_is_full())
+    try:
+        report = _scan(client, scope, now_ms, options, memory, progress, on_total)
+    except BaseException:
+        if memory is not None:
+            memory.doubt_metadata()  # a scan that failed (a broker unreachable...): nothing it read is trusted
+        raise
+    finally:
+        if memory is not None:
+            memory.end_pass()
+    if memory is not None and (report.errors or _leaders_in_doubt(report.first_pass)):
+        memory.doubt_metadata()  # the next pass reads Metadata afresh
+    return report
+
+
+# The first pass's reasons that can come from a leader, leader epoch or replica set Metadata no longer tells.
+LEADER_DOUBTS = frozenset({lso_prefilter.Why.UNREAD, lso_prefilter.Why.LEADER_CHANGED, lso_prefilter.Why.NO_LEADER,
+                           lso_prefilter.Why.INCONSISTENT})
+
+
+def _leaders_in_doubt(summary: lso_prefilter.PassSummary | None) -> bool:
+    return summary is not None and not LEADER_DOUBTS.isdisjoint(summary.why)
+
+
+def _metadata(client: ScanClient, scope: Scope, memory: ScanMemory | None, kept_ok: bool = True) -> ClusterInfo:
+    """The scan's Metadata: a scan loop's kept one while it may use it (admin/scan_memory.py), else read."""
+    topics = [scope.topic] if scope.topic is not None else None
+    kept = memory.metadata(topics) if memory is not None and kept_ok else None
+    if kept is not None:
+        return kept
+    cluster = client.metadata(topics)
+    if memory is not None:
+        memory.keep_metadata(topics, cluster)
+    return cluster
+
+
+def _scan(client: ScanClient, scope: Scope, now_ms: Callable[[], int], options: ScanOptions,
+          memory: ScanMemory | None, progress: Callable[[int], None] | None,
+          on_total: Callable[[int], None] | None) -> ScanReport:
+    cluster = _metadata(client, scope, memory)
     planned, errors = plan_requests(cluster, scope)
-    report = ScanReport(errors=errors)
     selection, first_reads = _first_pass(client, cluster, planned, options.lso_prefilter)
+    if memory is not None and memory.metadata_kept and selection is not None and _leaders_in_doubt(
+            selection.summary()):
+        # A leader moved (or left) since the kept Metadata was read: read it now, and the leaders again.
+        cluster = _metadata(client, scope, memory, kept_ok=False)
+        planned, errors = plan_requests(cluster, scope)
+        selection, first_reads = _first_pass(client, cluster, planned, options.lso_prefilter)
+    report = ScanReport(errors=errors)
     by_broker = planned if selection is None else selection.by_broker
     report.first_pass = None if selection is None else selection.summary()
     report.scanned_replicas = sum(map(len, by_broker.values()))
@@ -201,14 +252,16 @@ def find_hanging(
     replicas = _describe(client, by_broker, options, progress, describe_errors)
     report.errors += describe_errors
     if options.lso_prefilter is not None and selection is not None:
-        options.lso_prefilter.after_pass(selection, replicas, describe_errors)
+        replicas += options.lso_prefilter.kept_answers(selection)  # the last pass's, where they stand
+        options.lso_prefilter.after_pass(selection, replicas, describe_errors,
+                                         {info.partition: info for info in cluster.partitions})
     report.now_ms = now_ms()  # after the read, as upstream: the producers' age at the time we saw them
     candidates = hanging.select_candidates(replicas, report.now_ms, options.max_timeout_ms)
     report.candidates = len(candidates)
     confirmed: list[hanging.Verdict] = []
     described: dict[str, TransactionDescription] = {}
     if candidates:
-        verdicts = _coordinator_verdicts(client, cluster, candidates, report.errors, described)
+        verdicts = _coordinator_verdicts(client, cluster, candidates, report.errors, described, memory)
         to_check = [v for v in verdicts if v.reason.is_hanging or options.include_late]
         confirmed = _recheck(client, to_check, report.errors)
     if not options.coordinator_side:
@@ -216,7 +269,7 @@ def find_hanging(
         report.results = hanging.to_results(confirmed, report.now_ms, options.include_late, offsets,
                                             options.invocation, options.max_timeout_ms)
         return report
-    _both_sides(client, cluster, scope, options, confirmed, described, report, first_reads)
+    _both_sides(client, cluster, scope, options, confirmed, described, report, first_reads, memory)
     return report
 
 
@@ -235,16 +288,17 @@ def _first_pass(client: ScanClient, cluster: ClusterInfo, planned: dict[int, lis
         hw = client.latest_offsets(leaders, read_committed=False)
         need = lso_prefilter.lso_to_read(leaders, hw, prefilter.clear)
         reads = lso_prefilter.Reads(leaders, hw, client.latest_offsets(need, read_committed=True) if need else {})
-        return lso_prefilter.select(planned, infos, reads, prefilter.seen_open), reads
+        return lso_prefilter.select(planned, infos, reads, prefilter.seen_open, prefilter.held), reads
 
 
 def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options: ScanOptions,
                 confirmed: list[hanging.Verdict], described: dict[str, TransactionDescription],
-                report: ScanReport, first_reads: lso_prefilter.Reads | None) -> None:
+                report: ScanReport, first_reads: lso_prefilter.Reads | None, memory: ScanMemory | None) -> None:
     now = report.now_ms
     listed: dict[str, TransactionDescription] = {}
+    coordinators = memory.coordinators if memory is not None else None
     found, errors = stuck.candidates(client, cluster.broker_ids(), now, options.max_prepare_ms,
-                                     lambda d: _in_scope(d, scope, cluster), described, listed)
+                                     lambda d: _in_scope(d, scope, cluster), described, listed, coordinators)
     report.errors.extend(errors)
     orphans = [v for v in confirmed if v.reason is HangingReason.NO_TRANSACTIONAL_ID]
     txn_meta = _txn_topic(client, cluster) if found or orphans else None
@@ -252,7 +306,7 @@ def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options:
     wanted = {tp: d.producer_id for d in found for tp in d.partitions}
     views = stuck.leader_views(client, wanted, cluster if _covers(cluster, wanted) else None)
     rows = stuck.confirm(client, stuck.judge(found, log, views, now, options.max_prepare_ms, txn_meta,
-                                             options.invocation))
+                                             options.invocation), coordinators)
     stuck_ids = {r.transactional_id for r in rows}
     confirmed = [*confirmed, *_live_long(client, listed, stuck_ids, scope, cluster, now, options)]
     pending = [p.partition for r in rows for p in r.pending_partitions if p.leader is not None and p.leader >= 0]
@@ -261,7 +315,7 @@ def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options:
                                  options.max_timeout_ms)
     # A live verdict on a transaction its coordinator cannot finish is the coordinator row's to explain.
     results = [r for r in results if r.reason.is_hanging or r.transactional_id not in stuck_ids]
-    held, notes = _held_back(client, cluster, offsets, bool(results or rows))
+    held, notes = _held_back(client, cluster, offsets, bool(results or rows), memory)
     report.notes += notes
     owners = log.owners if log is not None else []
     report.results = [replace(
@@ -366,12 +420,13 @@ def _offsets(client: ScanClient, cluster: ClusterInfo, partitions: Iterable[Topi
 
 
 def _held_back(client: ScanClient, cluster: ClusterInfo, offsets: dict[TopicPartition, PartitionOffsets],
-               wanted: bool) -> tuple[dict[TopicPartition, tuple[StalledGroup, ...] | None], list[str]]:
+               wanted: bool, memory: ScanMemory | None,
+               ) -> tuple[dict[TopicPartition, tuple[StalledGroup, ...] | None], list[str]]:
     if not wanted:
         return {}, []
     from kafka_txn_tools.admin.groups import held_back
 
-    return held_back(client, cluster.broker_ids(), offsets)
+    return held_back(client, cluster.broker_ids(), offsets, memory)
 
 
 def _joined(held: dict[TopicPartition, tuple[StalledGroup, ...] | None], partitions: Iterable[TopicPartition]
@@ -400,14 +455,14 @@ def _describe(
 
 def _coordinator_verdicts(
     client: ScanClient, cluster: ClusterInfo, candidates: list[OpenTransaction], errors: list[ScanError],
-    described_out: dict[str, TransactionDescription],
+    described_out: dict[str, TransactionDescription], memory: ScanMemory | None = None,
 ) -> list[hanging.Verdict]:
-    """The partition side's verdicts; the descriptions asked for go to `described_out` for the coordinator side."""
+    """The partition side's verdicts; the descriptions asked for go to `described_out` for the coordinator side.
+    In a scan loop (`memory`), the producer ids an earlier pass mapped or found unmapped are not listed again
+    (admin/scan_memory.py says when that is sound)."""
     pids = sorted({c.producer.producer_id for c in candidates})
-    listed = client.list_transactions(cluster.broker_ids(), producer_ids=pids)
+    listed, described = _owners(client, cluster, pids, memory)
     errors.extend(listed.errors)
-    ids = {listing.transactional_id for listing in listed.listings}
-    described = client.describe_transactions(ids)
     errors.extend(described.errors)
     described_out.update(described.descriptions)
     verdicts, unknown = hanging.classify_all(candidates, listed.listings, described.descriptions,
@@ -424,6 +479,48 @@ def _coordinator_verdicts(
             f"{c.producer.current_txn_start_offset} not classified: its coordinator did not answer",
             broker_id=c.broker_id, partition=c.partition, api="DescribeTransactions"))
     return verdicts
+
+
+def _owners(client: ScanClient, cluster: ClusterInfo, pids: list[int], memory: ScanMemory | None
+            ) -> tuple[ListResult, DescribeResult]:
+    """The transactional ids of the producer ids `pids` (ListTransactions by producer id on every broker), and
+    those ids described. A scan loop lists only the producer ids its memory cannot answer for: a remembered
+    id is used where its description, asked anyway, still names the producer id (else that one is listed
+    now), and a producer id known to have none is not listed while the coordinators stay put."""
+    kept = memory.producer_ids if memory is not None and memory.serving else None
+    homes = scan_memory.txn_homes(cluster)
+    mapped, unmapped = kept.known(pids, homes) if kept is not None else ({}, set())
+    ask = [p for p in pids if p not in mapped and p not in unmapped]
+    listed = client.list_transactions(cluster.broker_ids(), producer_ids=ask) if ask else ListResult()
+    coordinators = memory.coordinators if memory is not None else None
+    described = client.describe_transactions({x.transactional_id for x in listed.listings} | set(mapped.values()),
+                                             coordinators)
+    if mapped:
+        confirmed, again = scan_memory.checked_mappings(
+            mapped, {x: d.producer_id for x, d in described.descriptions.items()})
+        more = client.list_transactions(cluster.broker_ids(), producer_ids=again) if again else ListResult()
+        new_ids = {x.transactional_id for x in more.listings} - described.descriptions.keys() - described.not_found
+        _merge_described(described, client.describe_transactions(new_ids, coordinators) if new_ids else None)
+        listed = _merge_listed(listed, more, [TransactionListing(x, p, described.descriptions[x].state,
+                                                                 described.descriptions[x].coordinator_id)
+                                              for p, x in confirmed.items()])
+        ask = [*ask, *again]
+    if memory is not None:
+        memory.producer_ids.learn(ask, listed.listings, bool(listed.errors), homes)
+        memory.producer_ids.keep_only(pids)
+    return listed, described
+
+
+def _merge_described(into: DescribeResult, more: DescribeResult | None) -> None:
+    if more is not None:
+        into.descriptions.update(more.descriptions)
+        into.not_found |= more.not_found
+        into.errors.extend(more.errors)
+
+
+def _merge_listed(first: ListResult, second: ListResult, known: list[TransactionListing]) -> ListResult:
+    return ListResult([*first.listings, *second.listings, *known], [*first.errors, *second.errors],
+                      {**first.unfiltered, **second.unfiltered})
 
 
 def _recheck(client: ScanClient, verdicts: list[hanging.Verdict], errors: list[ScanError]) -> list[hanging.Verdict]:

@@ -25,6 +25,7 @@ from kafka_txn_broker.formats.partitioning import TXN_TOPIC, partition_for
 from kafka_txn_tools.admin import advice, hanging
 from kafka_txn_tools.admin.api import ClusterApi
 from kafka_txn_tools.admin.transaction_state import TxnStateRead
+from kafka_txn_tools.connection.coordinators import CoordinatorCache
 from kafka_txn_tools.models import (
     EXHAUSTED_EPOCH,
     PREPARE_STATES,
@@ -49,16 +50,18 @@ def candidates(client: ClusterApi, broker_ids: list[int], now_ms: int, max_prepa
                in_scope: Callable[[TransactionDescription], bool],
                known: Mapping[str, TransactionDescription] | None = None,
                described_out: dict[str, TransactionDescription] | None = None,
+               coordinators: CoordinatorCache | None = None,
                ) -> tuple[list[TransactionDescription], list[ScanError]]:
     """Steps 1 and 2: the described Prepare* / exhausted Ongoing transactions older than the threshold.
     `known`: descriptions the scan already has (the partition side's); one still in the state listed is not
-    asked again (a late-but-live transaction is listed here too: the big share of a busy cluster's list)."""
+    asked again (a late-but-live transaction is listed here too: the big share of a busy cluster's list).
+    `coordinators`: a scan loop's FindCoordinator answers (connection/coordinators.py)."""
     listed = client.list_transactions(broker_ids, states=LISTED_STATES, duration_ms=max_prepare_ms)
     known = known or {}
     reuse = {t.transactional_id: known[t.transactional_id] for t in listed.listings
              if t.transactional_id in known and known[t.transactional_id].state == t.state}
     ask = sorted({t.transactional_id for t in listed.listings} - reuse.keys())
-    described = client.describe_transactions(ask) if ask else None
+    described = client.describe_transactions(ask, coordinators) if ask else None
     errors = [*listed.errors, *(described.errors if described is not None else [])]
     descriptions = [*reuse.values(), *(described.descriptions.values() if described is not None else [])]
     if described_out is not None:  # every transaction that long in its state, for the scan's other questions
@@ -136,11 +139,12 @@ def judge(descriptions: Iterable[TransactionDescription], log: TxnStateRead | No
     return rows
 
 
-def confirm(client: ClusterApi, rows: list[StuckTransaction]) -> list[StuckTransaction]:
+def confirm(client: ClusterApi, rows: list[StuckTransaction], coordinators: CoordinatorCache | None = None
+            ) -> list[StuckTransaction]:
     """Keep the rows whose transaction is still in the same state at the same producer id and epoch."""
     if not rows:
         return []
-    again = client.describe_transactions([r.transactional_id for r in rows]).descriptions
+    again = client.describe_transactions([r.transactional_id for r in rows], coordinators).descriptions
     return [r for r in rows if (d := again.get(r.transactional_id)) is not None
             and (d.state, d.producer_id, d.producer_epoch) == (r.state, r.producer_id, r.producer_epoch)]
 

@@ -22,6 +22,7 @@ from kafka.admin import KafkaAdminClient
 from kafka_txn_broker.formats.messages.gc_pause import bulk as _bulk_read
 from kafka_txn_tools.connection import wire
 from kafka_txn_tools.connection.config import ClientSettings
+from kafka_txn_tools.connection.coordinators import GROUP, TRANSACTION, CoordinatorCache
 from kafka_txn_tools.connection.fan_out import RETRIABLE_COORDINATOR, FanOut, Lookup, group_by_node
 from kafka_txn_tools.connection.results import DescribeResult, ListResult, Progress
 from kafka_txn_tools.connection.security.redact import protect
@@ -276,35 +277,46 @@ class AdminClient:
 
     # -- FindCoordinator + DescribeTransactions ----------------------------------------------
 
-    def describe_transactions(self, transactional_ids: Iterable[str]) -> DescribeResult:
-        """Each id described by its coordinator (FindCoordinator batched, one request per coordinator)."""
+    def describe_transactions(self, transactional_ids: Iterable[str], coordinators: CoordinatorCache | None = None
+                              ) -> DescribeResult:
+        """Each id described by its coordinator (FindCoordinator batched, one request per coordinator).
+        `coordinators`: a scan loop's FindCoordinator answers (connection/coordinators.py)."""
         ids = sorted(set(transactional_ids))
         if not ids:
             return DescribeResult()
-        return self._run(self._describe_async, ids, 3)
+        return self._run(self._describe_async, ids, 3, _or_fresh(coordinators))
 
-    async def _describe_async(self, ids: list[str], attempts: int) -> DescribeResult:
+    async def _describe_async(self, ids: list[str], attempts: int, cache: CoordinatorCache) -> DescribeResult:
         result = DescribeResult()
+        served: set[str] = set()
 
         def lookup_failed(txn_id: str, err: str) -> None:
             result.errors.append(ScanError(err, f"FindCoordinator for {txn_id!r} failed: {err}",
                                            transactional_id=txn_id, api="FindCoordinator", code=error_code(err)))
 
-        await self._fan.to_coordinators(ids, self._find_coordinators, self._describe_on,
-                                        lambda outcome, last: self._merge_describe(outcome, result, last),
+        await self._fan.to_coordinators(ids, cache.finder(TRANSACTION, self._find_coordinators, served),
+                                        self._describe_on,
+                                        lambda outcome, last: self._merge_describe(outcome, result, last, cache,
+                                                                                   served),
                                         lookup_failed, attempts)
         return result
 
     @staticmethod
-    def _merge_describe(outcome: Any, result: DescribeResult, last: bool) -> list[str]:
+    def _merge_describe(outcome: Any, result: DescribeResult, last: bool, cache: CoordinatorCache,
+                        served: set[str]) -> list[str]:
         node, group, found, failed, transport = outcome
         if transport is not None:
-            result.errors.append(ScanError(transport.error, f"{transport.message}; {len(group)} ids not described",
-                                           broker_id=node, api=transport.api))
-            return []
+            again = cache.after_error(TRANSACTION, group, served, last)  # a remembered coordinator: find it anew
+            if len(again) < len(group):
+                result.errors.append(ScanError(transport.error, f"{transport.message}; {len(group) - len(again)} "
+                                               "ids not described", broker_id=node, api=transport.api))
+            return again
         result.descriptions.update(found)
-        retry: list[str] = []
+        retry: list[str] = cache.after_error(TRANSACTION, (k for k, e in failed.items()
+                                                           if e != "TRANSACTIONAL_ID_NOT_FOUND"), served, last)
         for txn_id, err in failed.items():
+            if txn_id in retry:
+                continue
             if err == "TRANSACTIONAL_ID_NOT_FOUND":
                 result.not_found.add(txn_id)
             elif err in RETRIABLE_COORDINATOR and not last:
@@ -545,14 +557,17 @@ class AdminClient:
                 errors.append(outcome[1])
         return sorted(set(groups)), errors
 
-    def committed_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition]
+    def committed_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition],
+                          coordinators: CoordinatorCache | None = None,
                           ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
-        """Each group's committed offsets on `partitions`, asked of its coordinator (OffsetFetch)."""
+        """Each group's committed offsets on `partitions`, asked of its coordinator (OffsetFetch).
+        `coordinators`: a scan loop's FindCoordinator answers (connection/coordinators.py)."""
         if not group_ids or not partitions:
             return {}, []
-        return self._run(self._committed_async, sorted(set(group_ids)), list(partitions))
+        return self._run(self._committed_async, sorted(set(group_ids)), list(partitions),
+                         _or_fresh(coordinators))
 
-    async def _committed_async(self, group_ids: list[str], partitions: list[TopicPartition]
+    async def _committed_async(self, group_ids: list[str], partitions: list[TopicPartition], cache: CoordinatorCache,
                                ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
         async def on(node: int, groups: list[str]) -> _GroupOffsets | ScanError:
             try:
@@ -568,9 +583,10 @@ class AdminClient:
             except kerrors.KafkaError as exc:
                 return _transport_error(exc, node, "OffsetFetch")
 
-        return await self._group_offsets(group_ids, on, "group", "OffsetFetch", "OffsetFetch for group")
+        return await self._group_offsets(group_ids, on, "group", "OffsetFetch", "OffsetFetch for group", cache)
 
-    def share_group_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition]
+    def share_group_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition],
+                            coordinators: CoordinatorCache | None = None,
                             ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
         """Each read_committed share group's start offset on `partitions` (KIP-932: DescribeShareGroupOffsets
         and DescribeConfigs of share.isolation.level at the group's coordinator). A read_uncommitted share
@@ -580,9 +596,10 @@ class AdminClient:
         if not group_ids or not partitions or (
                 data is not None and wire.DESCRIBE_SHARE_GROUP_OFFSETS_KEY not in data.api_versions):
             return {}, []
-        return self._run(self._share_async, sorted(set(group_ids)), list(partitions))
+        return self._run(self._share_async, sorted(set(group_ids)), list(partitions),
+                         _or_fresh(coordinators))
 
-    async def _share_async(self, group_ids: list[str], partitions: list[TopicPartition]
+    async def _share_async(self, group_ids: list[str], partitions: list[TopicPartition], cache: CoordinatorCache,
                            ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
         async def on(node: int, groups: list[str]) -> _GroupOffsets | ScanError:
             try:
@@ -594,15 +611,23 @@ class AdminClient:
             return {g: o for g, o in offsets.items() if levels.get(g) == "read_committed"}, bad
 
         return await self._group_offsets(group_ids, on, "share group", "DescribeShareGroupOffsets",
-                                         "DescribeShareGroupOffsets for")
+                                         "DescribeShareGroupOffsets for", cache)
 
     async def _group_offsets(
         self, group_ids: list[str], on: Callable[[int, list[str]], Coroutine[Any, Any, _GroupOffsets | ScanError]],
-        kind: str, api: str, what: str,
+        kind: str, api: str, what: str, cache: CoordinatorCache,
     ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
-        """A group offsets read at each group's coordinator, asked once: `on(node, groups)` answers
-        ({group: offsets}, {group: error}), or the ScanError of a coordinator that could not be asked. A
-        FindCoordinator without an answer ends the read with its error."""
+        """A group offsets read at each group's coordinator, asked once (again, after a FindCoordinator, where a
+        coordinator remembered in `cache` failed): `on(node, groups)` answers ({group: offsets}, {group: error}),
+        or the ScanError of a coordinator that could not be asked. A FindCoordinator without an answer ends the
+        read with its error."""
+        served: set[str] = set()
+        sent: dict[int, list[str]] = {}
+
+        async def asked(node: int, groups: list[str]) -> _GroupOffsets | ScanError:
+            sent[node] = groups
+            return await on(node, groups)
+
         merged: dict[str, dict[TopicPartition, int]] = {}
         errors: list[ScanError] = []
         unanswered: list[ScanError] = []
@@ -618,21 +643,31 @@ class AdminClient:
             errors.append(ScanError(e, f"FindCoordinator for {kind} {group!r} failed: {e}", api="FindCoordinator",
                                     code=error_code(e)))
 
-        def merge(outcome: _GroupOffsets | ScanError, _last: bool) -> list[str]:
+        def merge(outcome: _GroupOffsets | ScanError, last: bool) -> list[str]:
             if isinstance(outcome, ScanError):
-                errors.append(outcome)
-            else:
-                merged.update(outcome[0])
-                errors.extend(ScanError(e, f"{what} {g!r} failed: {e}", api=api, code=error_code(e))
-                              for g, e in outcome[1].items())
-            return []
+                node = outcome.broker_id
+                again = cache.after_error(GROUP, sent.get(node, []) if node is not None else [], served, last)
+                if not again:
+                    errors.append(outcome)
+                return again
+            merged.update(outcome[0])
+            again = cache.after_error(GROUP, outcome[1], served, last)
+            errors.extend(ScanError(e, f"{what} {g!r} failed: {e}", api=api, code=error_code(e))
+                          for g, e in outcome[1].items() if g not in again)
+            return again
 
-        await self._fan.to_coordinators(group_ids, find, on, merge, lookup_failed)
+        await self._fan.to_coordinators(group_ids, cache.finder(GROUP, find, served), asked, merge, lookup_failed,
+                                        attempts=2 if cache.serving else 1)
         return ({}, unanswered) if unanswered else (merged, errors)
 
 
 # A coordinator's answer to a group offsets read: {group: {partition: offset}}, {group: error name}.
 _GroupOffsets = tuple[dict[str, dict[TopicPartition, int]], dict[str, str]]
+
+
+def _or_fresh(coordinators: CoordinatorCache | None) -> CoordinatorCache:
+    """A one-off call's: remembers for itself alone."""
+    return coordinators if coordinators is not None else CoordinatorCache()
 
 
 def _by_leader(leaders: dict[TopicPartition, int]) -> dict[int, list[TopicPartition]]:

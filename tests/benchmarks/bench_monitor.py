@@ -5,9 +5,11 @@ OPEN late-but-live open transactions and the partition-side scenarios' hanging o
 
 Measured, each in a fresh process of its own:
 - find-hanging: `kafka-txn find-hanging --all -o json`, as a cron job runs it (process start, connect,
-  DescribeAcls, scan): requests sent by API, wall time, the broker process's CPU time during it;
+  DescribeAcls, scan): requests sent by API, bytes received, wall time, the broker process's CPU time during
+  it; and the same with `--full-scan` (every replica), the steady state's yardstick;
 - monitor: the monitor's scan loop (monitor/exporter.py, one connection kept) for CYCLES scans back to back:
-  per scan, requests by API, wall time and the broker's CPU time; the first scan and the steady state.
+  per scan, requests by API, bytes received, wall time and the broker's CPU time; the first scan and the
+  steady state (what the loop keeps between passes: admin/scan_memory.py).
 The broker's idle CPU (its timers) is measured over a quiet period and subtracted ("net").
 
     python tests/benchmarks/bench_monitor.py [--partitions 20000] [--open 2000] [--cycles 5]
@@ -45,20 +47,30 @@ def counting(self, request, node_id=None):
     sent[type(request).__name__.removesuffix("Request").split("_")[0]] += 1
     return original(self, request, node_id)
 client_module.AdminClient._start = counting
+from kafka.net import transport
+received = [0]
+original_recv = transport.KafkaTCPTransport._sock_recv
+def receiving(self):
+    data, err = original_recv(self)
+    received[0] += len(data or b"")
+    return data, err
+transport.KafkaTCPTransport._sock_recv = receiving
 
 def measured(fn):
     sent.clear()
+    received[0] = 0
     cpu, wall = broker_cpu(), time.perf_counter()
     result = fn()
     return {"wall_s": time.perf_counter() - wall, "broker_cpu_s": broker_cpu() - cpu,
-            "requests": sum(sent.values()), "by_api": dict(sorted(sent.items()))}, result
+            "requests": sum(sent.values()), "by_api": dict(sorted(sent.items())), "bytes_received": received[0]}, result
 
-if mode == "find-hanging":
+if mode.startswith("find-hanging"):
     from kafka_txn_tools.cli.app import app
+    extra = ["--full-scan"] if mode == "find-hanging-full" else []
     def run():
         try:
-            app(["find-hanging", "--all", "-o", "json", "-b", bootstrap, "--timeout", "120s"], prog_name="kafka-txn",
-                standalone_mode=False)
+            app(["find-hanging", "--all", *extra, "-o", "json", "-b", bootstrap, "--timeout", "120s"],
+                prog_name="kafka-txn", standalone_mode=False)
         except SystemExit:
             pass
     import io, contextlib
@@ -129,11 +141,12 @@ def main() -> int:
             setup = time.perf_counter() - t0
             idle = idle_cpu_rate(proc.pid)
             once = run_child("find-hanging", bootstrap, proc.pid)
+            full = run_child("find-hanging-full", bootstrap, proc.pid)
             cycles = run_child("monitor", bootstrap, proc.pid, args.cycles)
         finally:
             proc.terminate()
             proc.wait(60)
-    assert isinstance(once, dict) and isinstance(cycles, list)
+    assert isinstance(once, dict) and isinstance(full, dict) and isinstance(cycles, list)
 
     def net(stats: dict) -> float:
         return max(0.0, stats["broker_cpu_s"] - idle * stats["wall_s"])
@@ -143,14 +156,20 @@ def main() -> int:
     report = {"partitions": args.partitions, "replicas": args.partitions * 3, "open_transactions": args.open,
               "setup_s": round(setup, 1), "broker_idle_cpu_per_s": round(idle, 4),
               "find_hanging_all": {**once, "broker_cpu_net_s": round(net(once), 3)},
+              "find_hanging_full_scan": {**full, "broker_cpu_net_s": round(net(full), 3)},
               "monitor_first_scan": {**cycles[0], "broker_cpu_net_s": round(net(cycles[0]), 3)},
               "monitor_steady_scan_median": {**median, "broker_cpu_net_s": round(net(median), 3)},
-              "monitor_scans": [{k: s[k] for k in ("wall_s", "broker_cpu_s", "requests", "result", "found")}
+              "monitor_scans": [{k: s[k] for k in ("wall_s", "broker_cpu_s", "requests", "bytes_received", "result",
+                                                   "found")}
                                 for s in cycles]}
     print(json.dumps(report, indent=2))
     print(f"\nper scan at {args.partitions} partitions x RF 3: monitor {median['requests']} requests, "
           f"{median['wall_s']:.2f} s, broker CPU {net(median):.2f} s net; one find-hanging --all "
           f"{once['requests']} requests, {once['wall_s']:.2f} s, broker CPU {net(once):.2f} s net")
+    print(f"monitor steady state / find-hanging --full-scan: requests {median['requests']}/{full['requests']} = "
+          f"{median['requests'] / full['requests']:.3f}, broker CPU {net(median):.3f}/{net(full):.3f} s = "
+          f"{net(median) / max(net(full), 1e-9):.3f}, bytes {median['bytes_received']}/{full['bytes_received']} = "
+          f"{median['bytes_received'] / max(full['bytes_received'], 1):.3f}")
     return 0
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from kafka_txn_tools.connection.config import ClientSettings
+from kafka_txn_tools.connection.coordinators import CoordinatorCache
 from kafka_txn_tools.connection.results import DescribeResult, ListResult
 from kafka_txn_tools.dumps.transaction_log import TxnLogRecord
 from kafka_txn_tools.models import (
@@ -84,6 +85,8 @@ class FakeCluster:
     log_start: dict[TopicPartition, int] = field(default_factory=dict)  # below it: OFFSET_OUT_OF_RANGE
     groups: dict[str, tuple[str, dict[TopicPartition, int]]] = field(default_factory=dict)  # id -> (type, offsets)
     cluster_id: str | None = "fake-cluster-id"  # what Metadata reports
+    # The FindCoordinator memory each coordinator read was given (the fake has no FindCoordinator to skip).
+    coordinator_caches: list[CoordinatorCache | None] = field(default_factory=list)
 
     # -- state helpers ----------------------------------------------------------------------
     def open_txn(self, tp: TopicPartition, state: ProducerState, replicas: Iterable[int] | None = None) -> None:
@@ -163,8 +166,8 @@ class FakeCluster:
                                         api="DescribeProducers", partitions=len(tps)))
                 continue
             for tp in tps:
-                if (broker, tp) in self.partition_errors:
-                    name = self.partition_errors[(broker, tp)]
+                if (broker, tp) in self.partition_errors or not any(i.partition == tp for i in self.partitions):
+                    name = self.partition_errors.get((broker, tp), "UNKNOWN_TOPIC_OR_PARTITION")
                     errors.append(ScanError(name, f"{tp}: {name}", broker_id=broker, partition=tp,
                                             api="DescribeProducers", code=29, partitions=1))
                 elif broker not in self.info(tp).replicas:
@@ -208,7 +211,9 @@ class FakeCluster:
                 result.listings.append(TransactionListing(d.transactional_id, d.producer_id, d.state, broker))
         return result
 
-    def describe_transactions(self, transactional_ids: Iterable[str]) -> DescribeResult:
+    def describe_transactions(self, transactional_ids: Iterable[str], coordinators: CoordinatorCache | None = None
+                              ) -> DescribeResult:
+        self.coordinator_caches.append(coordinators)
         result = DescribeResult()
         for txn_id in transactional_ids:
             d = self.transactions.get(txn_id)
@@ -242,13 +247,20 @@ class FakeCluster:
         if read_committed:
             self.lso_reads.append(set(leaders))
         out = {}
-        for tp, (leader, _epoch) in leaders.items():
-            answer = self.leader_reads.get(tp) or self._leader_read(tp, leader)
+        for tp, (leader, epoch) in leaders.items():
+            answer = self.leader_reads.get(tp) or self._leader_read(tp, leader, epoch)
             out[tp] = answer.lso if read_committed else answer.hw
         return out
 
-    def _leader_read(self, tp: TopicPartition, leader: int) -> LeaderAnswer:
+    def _leader_read(self, tp: TopicPartition, leader: int, epoch: int = -1) -> LeaderAnswer:
         error = "BROKER_UNREACHABLE" if leader in self.down else self.partition_errors.get((leader, tp))
+        now = next((i for i in self.partitions if i.partition == tp), None)
+        if error is None and now is None:
+            error = "UNKNOWN_TOPIC_OR_PARTITION"  # deleted since the caller's Metadata was read
+        elif error is None and now is not None and now.leader != leader:
+            error = "NOT_LEADER_OR_FOLLOWER"  # the caller's Metadata is older than a leader move
+        elif error is None and now is not None and min(epoch, now.leader_epoch) >= 0 and epoch != now.leader_epoch:
+            error = "FENCED_LEADER_EPOCH" if epoch < now.leader_epoch else "UNKNOWN_LEADER_EPOCH"
         if error is not None:
             return LeaderAnswer(OffsetRead(None, -1, error), OffsetRead(None, -1, error))
         if tp in self.offsets:
@@ -259,7 +271,8 @@ class FakeCluster:
             hw = max(starts) + 1 if starts else 0
             mine = [s.current_txn_start_offset for s in self.producers.get((leader, tp), []) if s.has_open_transaction]
             lso = min([*mine, hw])
-        return LeaderAnswer(OffsetRead(hw, 0), OffsetRead(lso, 0))
+        said = now.leader_epoch if now is not None and now.leader_epoch >= 0 else 0
+        return LeaderAnswer(OffsetRead(hw, said), OffsetRead(lso, said))
 
     def offsets_for_time(self, leaders: dict[TopicPartition, int], timestamp_ms: int) -> dict[TopicPartition, int]:
         out = {}
@@ -306,13 +319,16 @@ class FakeCluster:
     def list_groups(self, broker_ids: Iterable[int]) -> tuple[list[tuple[str, str]], list[ScanError]]:
         return sorted((g, kind) for g, (kind, _) in self.groups.items()), []
 
-    def committed_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition]
+    def committed_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition],
+                          coordinators: CoordinatorCache | None = None,
                           ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
+        self.coordinator_caches.append(coordinators)
         return {g: {tp: o for tp, o in self.groups[g][1].items() if tp in partitions} for g in group_ids}, []
 
-    def share_group_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition]
+    def share_group_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition],
+                            coordinators: CoordinatorCache | None = None,
                             ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
-        return self.committed_offsets(group_ids, partitions)
+        return self.committed_offsets(group_ids, partitions, coordinators)
 
     def write_abort_marker(self, leader: int, partition: TopicPartition, producer_id: int, producer_epoch: int,
                            coordinator_epoch: int, start_offset: int | None) -> str | None:

@@ -230,11 +230,11 @@ def test_a_transaction_that_completes_during_the_scan_is_dropped() -> None:
     real = c.describe_transactions
     calls = []
 
-    def completing(ids):  # type: ignore[no-untyped-def]
+    def completing(ids, coordinators=None):  # type: ignore[no-untyped-def]
         calls.append(list(ids))
         if len(calls) == 2:  # the re-check
             c.transactions["app"] = txn("app", 21, "CompleteCommit", epoch=5, coordinator=1)
-        return real(ids)
+        return real(ids, coordinators)
 
     c.describe_transactions = completing  # type: ignore[method-assign]
     assert scan(c).stuck == []
@@ -267,9 +267,9 @@ def test_the_coordinator_side_reuses_what_the_partition_side_described() -> None
     asked: list[str] = []
     real = c.describe_transactions
 
-    def describe(ids):  # type: ignore[no-untyped-def]
+    def describe(ids, coordinators=None):  # type: ignore[no-untyped-def]
         asked.extend(ids)
-        return real(ids)
+        return real(ids, coordinators)
 
     c.describe_transactions = describe  # type: ignore[method-assign]
     scan(c, include_late=True, max_prepare_ms=0)

@@ -209,7 +209,7 @@ def test_find_hanging_reads_the_lsos_first_and_full_scan_every_replica(fake: Fak
     doc = json.loads(out)
     assert code == exit_codes.OK and [r["producer_id"] for r in doc["hanging"]] == [10]
     assert doc["first_pass"] == {"full_scan": False, "partitions": 3, "clear_by_lso": 2,
-                                 "replicas_asked": {"lso-below-high-watermark": 1}}
+                                 "replicas_asked": {"lso-below-high-watermark": 1}, "replicas_kept": 0}
     assert doc["scanned_replicas"] == 1
     code, out, _err = run("find-hanging", "--topic", "orders", "--full-scan", "-o", "json")
     full = json.loads(out)
