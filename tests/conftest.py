@@ -7,16 +7,25 @@ tests/support/installed.py)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings
 
 from kafka_txn_broker.formats.messages import kafka_python
 from tests.support.installed import Installation, build_and_install
 
 kafka_python.load()
+
+# The property tests draw the same examples on every default run (a run's verdict is the code's, never the
+# draw's); `HYPOTHESIS_PROFILE=explore` draws new ones, more of them, to look for what the fixed draw misses.
+# Loaded here, before any test module builds its own settings from the profile.
+settings.register_profile("default-run", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False, max_examples=1000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default-run"))
 
 if TYPE_CHECKING:
     from tests.broker.security.kerberos import Realm

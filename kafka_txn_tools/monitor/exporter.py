@@ -132,8 +132,10 @@ class Monitor:
 
     # -- the loop ---------------------------------------------------------------------------------
     def start(self, stop: threading.Event) -> None:
-        self._thread = threading.Thread(target=self.run, args=(stop,), name="monitor-scan", daemon=True)
-        self._thread.start()
+        thread = threading.Thread(target=self.run, args=(stop,), name="monitor-scan", daemon=True)
+        thread.start()
+        # Named only once started: /healthz, served meanwhile, would see a thread not yet alive as one stopped.
+        self._thread = thread
 
     def join(self, timeout: float) -> None:
         if self._thread is not None:

@@ -201,7 +201,8 @@ def test_the_monitor_service_line_runs_and_stops_on_sigterm(hanging: tuple[str, 
             line = proc.stderr.readline()
             assert line or proc.poll() is None, "the monitor exited"
         url = line.split("serving ", 1)[1].split("/ ", 1)[0]
-        assert http_get(url + "/healthz")[0] == 200
+        health = http_get(url + "/healthz")
+        assert health[0] == 200, health
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(30)

@@ -72,7 +72,9 @@ def poll_until(consumers: list[ShareConsumer], done: Callable[[list[tuple[int, A
 
 
 def assigned_members(cluster: EmbeddedCluster, group: str) -> int:
-    """How many members of the share group hold an assignment, as its coordinator sees it."""
+    """How many members of the share group hold their share of the group's current assignment, as its
+    coordinator sees it: at the assignment epoch, with the partitions the assignor gave them. (A member that
+    joined first holds every partition until its next heartbeat gives some to the others.)"""
     assert cluster.cluster is not None
     for node in cluster.cluster.nodes.values():
         if not node.online:
@@ -81,18 +83,23 @@ def assigned_members(cluster: EmbeddedCluster, group: str) -> int:
             found = node.group_coordinator.share_group(group)
         except Exception:  # not this node's group, or not loaded here
             continue
-        return sum(1 for m in found.members.values() if m.assigned)
+        return sum(1 for member_id, m in found.members.items()
+                   if m.assigned and m.member_epoch == found.assignment_epoch
+                   and m.assigned == found.target.get(member_id))
     return 0
 
 
 def join(cluster: EmbeddedCluster, consumers: list[ShareConsumer], group: str, timeout_s: float = 20.0) -> None:
-    """Poll (nothing is there yet) until every consumer is a member with its assignment, so that records
-    produced next can go to any of them, whatever the machine's load."""
+    """Poll (nothing is there yet) until every consumer is a member with its share of the assignment, so that
+    records produced next can go to any of them, whatever the machine's load; then once more each, for the
+    heartbeat answer that carried the assignment to reach its consumer."""
     deadline = time.monotonic() + timeout_s
     while assigned_members(cluster, group) < len(consumers):
         assert time.monotonic() < deadline, f"{len(consumers)} members did not join share group {group!r}"
         for c in consumers:
             assert not poll_records(c, 0.2), "nothing was produced yet"
+    for c in consumers:
+        assert not poll_records(c, 0.2), "nothing was produced yet"
 
 
 def values(records: Iterable[tuple[int, Any]]) -> list[bytes]:
