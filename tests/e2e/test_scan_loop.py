@@ -52,8 +52,13 @@ class Clock:
         return self.ms
 
 
+# The scans judge ages from this far ahead of the wall clock, so that a transaction written just before is
+# already older than their max transaction timeout (1 s) without the test sleeping.
+LOOK_AHEAD_MS = 1_500
+
+
 def now() -> int:
-    return time.time_ns() // 1_000_000
+    return time.time_ns() // 1_000_000 + LOOK_AHEAD_MS
 
 
 def options(lso_prefilter: LsoPrefilter | None) -> ScanOptions:
@@ -107,7 +112,7 @@ def expire_idle_ids(cluster: EmbeddedCluster) -> None:
     assert cluster.cluster is not None
     for node in cluster.cluster.nodes.values():
         manager = node.txn_coordinator.state_manager
-        cluster.call_soon(manager.remove_expired_transactional_ids, now())
+        cluster.call_soon(manager.remove_expired_transactional_ids, time.time_ns() // 1_000_000)
 
 
 def move_leader(admin: AdminClient, tp: TopicPartition) -> int:
@@ -130,7 +135,6 @@ def test_a_warm_scan_loop_finds_what_a_fresh_full_scan_finds_and_sends_only_what
     [zombie] = result.hanging
     run_scenario("late-write-after-abort", bs, scenario)
     live = open_transaction(bs, LIVE_ID, zombie.topic, [zombie.partition])  # late but live, 10 minutes' timeout
-    time.sleep(1.5)  # older than the max transaction timeout of 1 s
     clock = Clock()
     loop = Loop(bs, clock)
     try:
