@@ -34,6 +34,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from kafka_txn_broker.formats.bytes import decode_uvarint, encode_uvarint
+
 LIST_OFFSETS_KEY = 2
 _FLEXIBLE_FROM = 6
 _EPOCH_FROM = 4
@@ -102,7 +104,7 @@ class ListOffsetsAnswer(PlainResponse):
 
 def _length(out: bytearray, n: int, flexible: bool) -> None:
     if flexible:
-        _varint(out, n + 1)
+        out += encode_uvarint(n + 1)
     else:
         out += _INT32.pack(n)
 
@@ -110,18 +112,10 @@ def _length(out: bytearray, n: int, flexible: bool) -> None:
 def _string(out: bytearray, text: str, flexible: bool) -> None:
     raw = text.encode("utf-8")
     if flexible:
-        _varint(out, len(raw) + 1)
+        out += encode_uvarint(len(raw) + 1)
     else:
         out += _INT16.pack(len(raw))
     out += raw
-
-
-def _varint(out: bytearray, value: int) -> None:
-    """Kafka's unsigned varint: 7 bits a byte, low first, the high bit set on all but the last."""
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
 
 
 # One partition asked about: (partition index, current leader epoch, timestamp).
@@ -161,7 +155,7 @@ def read_list_offsets_response(data: bytes, version: int) -> ListOffsetsAnswer:
     fields are skipped (none is defined). ValueError (or struct.error) on bytes that do not read as one."""
     try:
         return _read_list_offsets(data, version)
-    except IndexError:  # a varint cut off by the end
+    except IndexError:  # a read past the end (a cut-off varint raises CorruptRecordError, a ValueError)
         raise ValueError("ListOffsets response ends too soon") from None
 
 
@@ -199,22 +193,9 @@ def _read_list_offsets(data: bytes, version: int) -> ListOffsetsAnswer:
     return answer
 
 
-def _read_varint(view: memoryview, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = view[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise ValueError("varint longer than 5 bytes")
-
-
 def _read_length(view: memoryview, pos: int, flexible: bool) -> tuple[int, int]:
     if flexible:
-        n, pos = _read_varint(view, pos)
+        n, pos = decode_uvarint(view, pos)
         n -= 1
     else:
         (n,) = _INT32.unpack_from(view, pos)
@@ -232,10 +213,10 @@ def _read_string(view: memoryview, pos: int, flexible: bool) -> tuple[str, int]:
 
 
 def _skip_tags(view: memoryview, pos: int) -> int:
-    count, pos = _read_varint(view, pos)
+    count, pos = decode_uvarint(view, pos)
     for _ in range(count):
-        _tag, pos = _read_varint(view, pos)
-        size, pos = _read_varint(view, pos)
+        _tag, pos = decode_uvarint(view, pos)
+        size, pos = decode_uvarint(view, pos)
         pos += size
     if pos > len(view):
         raise ValueError("tagged fields past the end")
