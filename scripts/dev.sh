@@ -15,6 +15,7 @@ apt_install() {
   local missing=()
   command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
   command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+  command -v mvn >/dev/null 2>&1 || missing+=(maven)
   [ -x /usr/sbin/krb5kdc ] || missing+=(krb5-kdc)
   [ -x /usr/sbin/kadmin.local ] || missing+=(krb5-admin-server)
   command -v kinit >/dev/null 2>&1 || missing+=(krb5-user)
@@ -56,6 +57,12 @@ npm_install() {
   echo "$want" > "$stamp"
 }
 
+kafka_jars() {
+  # Real Apache Kafka for the tests (tests/support/real_kafka): the default release's jars from Maven Central,
+  # into ~/.cache/kafka-txn-tools/kafka/ (once; the tests fetch any other release on first use).
+  python3 -m tests.support.real_kafka.jars
+}
+
 lint() {
   python3 -m ruff check .
   python3 -m mypy -p kafka_txn_broker -p kafka_txn_tools
@@ -66,10 +73,10 @@ lint() {
 cmd=${1:-test}
 shift || true
 case "$cmd" in
-  setup) apt_install; pip_install; npm_install ;;
+  setup) apt_install; pip_install; npm_install; kafka_jars ;;
   demo) apt_install; pip_install; exec kafka-txn demo "$@" ;;
   # Coverage of both packages with branches, child processes included (pyproject's [tool.coverage]).
-  test) apt_install; pip_install; npm_install; lint; exec python3 -m pytest -q --cov --cov-report=term "$@" ;;
+  test) apt_install; pip_install; npm_install; kafka_jars; lint; exec python3 -m pytest -q --cov --cov-report=term "$@" ;;
   lint) apt_install; pip_install; lint ;;
   *) echo "usage: bash scripts/dev.sh demo|test|lint|setup" >&2; exit 2 ;;
 esac
