@@ -1,0 +1,66 @@
+"""Real Apache Kafka clusters for the tests under tests/external/real_kafka: the release is the default one
+(`KAFKA_TXN_KAFKA_RELEASE` picks another, as `dev.sh test-kafka-matrix` does). A missing JVM, Maven or jar
+fails the test, never skips it. Each cluster's logs stay under pytest's basetemp (the last three runs are
+kept), and a failing test's report names them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.real_kafka import DEFAULT_RELEASE, KafkaCluster, UpstreamTool, java_missing, release_libs
+
+RELEASE = os.environ.get("KAFKA_TXN_KAFKA_RELEASE", DEFAULT_RELEASE)
+
+
+@pytest.fixture(scope="session")
+def kafka_libs() -> Path:
+    """The jars of the release under test (fetched from Maven Central on first use)."""
+    problem = java_missing()
+    if problem:
+        pytest.fail(problem)
+    try:
+        return release_libs(RELEASE)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+
+
+@pytest.fixture(scope="session")
+def upstream(kafka_libs: Path) -> UpstreamTool:
+    """Upstream's kafka-transactions.sh of the same release."""
+    return UpstreamTool(kafka_libs)
+
+
+def _cluster(libs: Path, base: Path, nodes: int, config: dict[str, str]) -> Iterator[KafkaCluster]:
+    cluster = KafkaCluster(libs, base, nodes=nodes, config=config, version=RELEASE)
+    with cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def real_kafka(kafka_libs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """One single-node cluster for the whole session; partition verification off, so that an unverified late
+    write (Produce v3-v11 without AddPartitionsToTxn) hangs a partition as before KIP-890."""
+    yield from _cluster(kafka_libs, tmp_path_factory.mktemp("real-kafka-1"), 1,
+                        {"transaction.partition.verification.enable": "false"})
+
+
+@pytest.fixture(scope="module")
+def real_kafka3(kafka_libs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """A three-node cluster (RF 3, min ISR 2) per module, for the tests that kill and restart nodes."""
+    yield from _cluster(kafka_libs, tmp_path_factory.mktemp("real-kafka-3"), 3,
+                        {"transaction.partition.verification.enable": "false"})
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        for name in ("real_kafka", "real_kafka3"):
+            cluster = getattr(item, "funcargs", {}).get(name)
+            if isinstance(cluster, KafkaCluster):
+                report.sections.append((f"Apache Kafka {cluster.version} logs", cluster.logs()))
