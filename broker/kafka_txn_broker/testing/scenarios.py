@@ -283,6 +283,9 @@ def late_write_after_abort(run: _Run) -> HangingTransaction:
     _check(run.add(txn_id, pe, HANGING_PARTITION), f"AddPartitionsToTxn for {txn_id}")
     created = run.now() - run.options.backdate_ms  # the request was built before the client gave up
     run.end(txn_id, pe, commit=False)
+    # EndTxn answers once PREPARE_ABORT is written; the markers follow asynchronously (on Apache Kafka, as in
+    # production). A write landing before its marker would be aborted by it: the late write comes after.
+    _wait(run, lambda: _aborted_at(run, txn_id, pe.epoch), f"the abort markers of {txn_id}")
     code, offset = run.produce(txn_id, pe, HANGING_PARTITION, 0, [b"late-0", b"late-1"], created)
     _check_write(code, f"the delayed Produce of {txn_id}")
     return run.hanging(txn_id, pe, offset)

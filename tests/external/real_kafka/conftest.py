@@ -14,6 +14,10 @@ import pytest
 from tests.support.real_kafka import DEFAULT_RELEASE, KafkaCluster, UpstreamTool, java_missing, release_libs
 
 RELEASE = os.environ.get("KAFKA_TXN_KAFKA_RELEASE", DEFAULT_RELEASE)
+# The coordinator's reaper looks for timed-out transactions every second instead of every 10 s, so that a
+# staged zombie is fenced soon after its own transaction.timeout.ms (a static config: set at start).
+SESSION_CONFIG = {"transaction.partition.verification.enable": "false",
+                  "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"}
 
 
 @pytest.fixture(scope="session")
@@ -45,14 +49,13 @@ def real_kafka(kafka_libs: Path, tmp_path_factory: pytest.TempPathFactory) -> It
     """One single-node cluster for the whole session; partition verification off, so that an unverified late
     write (Produce v3-v11 without AddPartitionsToTxn) hangs a partition as before KIP-890."""
     yield from _cluster(kafka_libs, tmp_path_factory.mktemp("real-kafka-1"), 1,
-                        {"transaction.partition.verification.enable": "false"})
+                        SESSION_CONFIG)
 
 
 @pytest.fixture(scope="module")
 def real_kafka3(kafka_libs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
     """A three-node cluster (RF 3, min ISR 2) per module, for the tests that kill and restart nodes."""
-    yield from _cluster(kafka_libs, tmp_path_factory.mktemp("real-kafka-3"), 3,
-                        {"transaction.partition.verification.enable": "false"})
+    yield from _cluster(kafka_libs, tmp_path_factory.mktemp("real-kafka-3"), 3, SESSION_CONFIG)
 
 
 @pytest.hookimpl(hookwrapper=True)
