@@ -1,7 +1,7 @@
 """Exit codes shared by every command (documented in README, docs/abort-and-plans.md and `--help`).
 
-One meaning per code, in both front ends (`kafka-transactions` uses 0, 1 and 2 only: upstream's 1 for
-every failure, and 2 for malformed input).
+One meaning per code in `kafka-txn`. `kafka-transactions` keeps upstream's: 0, and 1 for every failure,
+malformed input included (TransactionsCommand's, which runbooks written for it test).
 """
 
 from __future__ import annotations

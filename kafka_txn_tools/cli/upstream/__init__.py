@@ -4,7 +4,8 @@ Existing runbooks keep working: `kafka-transactions --bootstrap-server X [--comm
 with list, describe, describe-producers, abort, find-hanging and forceTerminateTransaction. Tables
 use upstream's tab-padded columns (format.py); failures print `<what>: <cause>. Enable debug logging
 for additional detail.` on stderr and exit 1; argument errors print the usage and exit 1, as
-argparse4j (parser.py).
+argparse4j (parser.py); `--help` too exits 1, as upstream's (its help screen is an argparse4j exception).
+Runbooks written for upstream test `$?`: every error is 1 here, never kafka-txn's 2.
 
 The commands (commands.py) call the same flows in kafka_txn_tools/admin/ as `kafka-txn` (version
 fallbacks, concurrent scans, the find-hanging re-check, validated aborts with KIP-664's
@@ -20,11 +21,13 @@ from typing import IO, NoReturn
 
 from kafka_txn_tools.cli.upstream.parser import PROG, build_parser
 
-USAGE = 2  # malformed input, as kafka-txn's exit code 2 (cli/exit_codes.py)
+# Upstream's TransactionsCommand exits 1 on every error, malformed input included (kafka-txn's own table, in
+# cli/exit_codes.py, gives that 2): the front end promising upstream's syntax keeps upstream's codes.
+USAGE = 1
 
 
 class UpstreamExit(Exception):
-    """Stop with upstream's message; `code` 1 (a failure or refusal) or 2 (malformed input)."""
+    """Stop with upstream's message; `code` 1, upstream's for every failure, refusal or malformed input."""
 
     def __init__(self, message: str, code: int = 1) -> None:
         super().__init__(message)
@@ -38,7 +41,12 @@ def run(argv: Sequence[str], out: IO[str], err: IO[str]) -> int:
 
         out.write(f"{version('kafka-txn-tools')} (kafka-txn-tools)\n")
         return 0
-    ns = build_parser().parse_args(list(argv))
+    try:
+        ns = build_parser().parse_args(list(argv))
+    except SystemExit:
+        # Argument errors (parser.py) and the help screen: argparse4j ends both with an exception, which
+        # TransactionsCommand turns into exit 1.
+        return USAGE
     if ns.command is None:
         build_parser().print_usage(err)
         err.write(f"{PROG}: error: too few arguments\n")

@@ -1,5 +1,5 @@
 """kafka-transactions.sh's command line, as argparse4j parses it: options, Java integer conversions and
-error texts; argument errors exit 2 (malformed input, as in kafka-txn), where argparse4j exits 1."""
+error texts; argument errors exit 1, as TransactionsCommand's (argparse4j's exception, caught, exit 1)."""
 
 from __future__ import annotations
 
@@ -35,13 +35,13 @@ Short = _java_int("Short", -(2**15), 2**15 - 1)
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        # argparse4j wording for a missing required option; exit status 2: malformed input.
+        # argparse4j wording for a missing required option; exit status 1, upstream's for every error.
         if message.startswith("the following arguments are required: "):
             first = message.split(": ", 1)[1].split(", ")[0]
             message = f"argument {first} is required"
         self.print_usage(sys.stderr)
         sys.stderr.write(f"{PROG}: error: {message}\n")
-        raise SystemExit(2)
+        raise SystemExit(1)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,5 +1,6 @@
 """`kafka-transactions`: upstream's argument errors and validation texts (no cluster needed). Malformed input
-exits 2 in both front ends (argparse4j exits 1): a script tells a typo from a refusal from live state (1)."""
+exits 1, as upstream's TransactionsCommand (tests/external/real_kafka/test_upstream_exit_codes.py compares each
+error path's code with upstream's own run)."""
 
 from __future__ import annotations
 
@@ -21,13 +22,13 @@ def call(*argv: str) -> tuple[int, str, str]:
 
 def test_bootstrap_server_is_required(capsys) -> None:
     code, _, _ = call("list")
-    assert code == 2
+    assert code == 1
     assert "kafka-transactions.sh: error: argument --bootstrap-server is required" in capsys.readouterr().err
 
 
 def test_java_style_conversion_errors(capsys) -> None:
     code, _, _ = call("--bootstrap-server", "b:9092", "describe-producers", "--topic", "t", "--partition", "x")
-    assert code == 2
+    assert code == 1
     assert ("argument --partition: could not convert 'x' to Integer (For input string: \"x\")"
             in capsys.readouterr().err)
 
@@ -46,7 +47,7 @@ def test_java_style_conversion_errors(capsys) -> None:
 ])
 def test_validation_errors_before_connecting(argv, message) -> None:
     code, out, err = call("--bootstrap-server", "127.0.0.1:1", *argv)
-    assert (code, out, err) == (2, "", message + "\n")
+    assert (code, out, err) == (1, "", message + "\n")
 
 
 def test_unreachable_cluster_fails_the_upstream_way(tmp_path) -> None:
@@ -61,4 +62,4 @@ def test_unreachable_cluster_fails_the_upstream_way(tmp_path) -> None:
 
 def test_command_config_errors(tmp_path) -> None:
     code, _, err = call("--bootstrap-server", "b:1", "--command-config", str(tmp_path / "nope"), "list")
-    assert code == 2 and err.startswith("Failed to load admin client properties: --command-config")
+    assert code == 1 and err.startswith("Failed to load admin client properties: --command-config")
