@@ -3,6 +3,8 @@
 #   bash scripts/dev.sh demo    the end-to-end demo on an embedded 3-node cluster
 #   bash scripts/dev.sh test    lint (ruff, mypy, the layering contracts) and the default test suite
 #   bash scripts/dev.sh lint    lint only
+#   bash scripts/dev.sh test-kafka-matrix [pytest args]
+#                               tests/external/real_kafka once per tested Apache Kafka release (docs/compatibility.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -70,6 +72,19 @@ lint() {
   lint-imports --no-cache --no-logo
 }
 
+kafka_matrix() {
+  # Every release of tests.support.real_kafka.RELEASES in turn (the default run tests only the newest); each
+  # release's jars are fetched on first use. Exits non-zero if any release failed, after running them all.
+  local failed=() release
+  for release in $(python3 -c 'from tests.support.real_kafka import RELEASES; print(*RELEASES)'); do
+    echo "== Apache Kafka $release" >&2
+    python3 -m tests.support.real_kafka.jars "$release" >/dev/null
+    KAFKA_TXN_KAFKA_RELEASE=$release python3 -m pytest -q -p no:cacheprovider tests/external/real_kafka "$@" \
+      || failed+=("$release")
+  done
+  [ ${#failed[@]} -eq 0 ] || { echo "test-kafka-matrix: failed on ${failed[*]}" >&2; return 1; }
+}
+
 cmd=${1:-test}
 shift || true
 case "$cmd" in
@@ -78,5 +93,6 @@ case "$cmd" in
   # Coverage of both packages with branches, child processes included (pyproject's [tool.coverage]).
   test) apt_install; pip_install; npm_install; kafka_jars; lint; exec python3 -m pytest -q --cov --cov-report=term "$@" ;;
   lint) apt_install; pip_install; lint ;;
-  *) echo "usage: bash scripts/dev.sh demo|test|lint|setup" >&2; exit 2 ;;
+  test-kafka-matrix) apt_install; pip_install; kafka_matrix "$@" ;;
+  *) echo "usage: bash scripts/dev.sh demo|test|lint|setup|test-kafka-matrix" >&2; exit 2 ;;
 esac

@@ -334,6 +334,8 @@ def unregistered_partition_commit(run: _Run) -> HangingTransaction:
     code, offset = run.produce(txn_id, pe, HANGING_PARTITION, 0, [b"unregistered-0", b"unregistered-1"], created)
     _check_write(code, f"the Produce of {txn_id} to a partition not in its transaction")
     run.end(txn_id, pe, commit=True)
+    # The truth is the coordinator's settled view: on Apache Kafka it is PrepareCommit until the markers land.
+    _wait(run, lambda: _ended(run, txn_id, S.COMPLETE_COMMIT), f"the commit markers of {txn_id}")
     return run.hanging(txn_id, pe, offset)
 
 
@@ -397,6 +399,11 @@ def epoch_exhaustion(run: _Run) -> StuckTransaction:
     return StuckTransaction(txn_id, S.ONGOING.state_name, resumed.producer_id, resumed.epoch, "epoch-exhausted",
                             [f"{run.topic}-{HANGING_PARTITION}"], "open-transaction", offset, "KAFKA-20090",
                             "fault.injection off (coordinators with the fix): the timeout abort ends it")
+
+
+def _ended(run: _Run, txn_id: str, state: S) -> bool:
+    d = run.describe(txn_id)
+    return d.error_code == 0 and d.transaction_state == state.state_name
 
 
 def _aborted_at(run: _Run, txn_id: str, epoch: int) -> bool:

@@ -1,0 +1,100 @@
+"""A partition leader down while a transaction commits, on a real 3-node cluster: what Apache Kafka does, and
+what the tools make of it.
+
+The design expected a coordinator-side stuck transaction here (PrepareCommit, the marker pending until the
+leader returns). Real Kafka does otherwise: its TransactionMarkerChannelManager finds no leader endpoint for the
+offline partition, logs "these partitions are likely deleted already and hence can be skipped", drops the
+partition from the transaction and completes it (CompleteCommit) within seconds. When the broker comes back, the
+partition still holds the producer's open transaction, which no coordinator will end: a partition-side hang
+(transaction-not-ongoing), found alike by `kafka-txn find-hanging` and by upstream's, and cleared by the printed
+abort. The coordinator had committed it: the abort discards records the application committed (reported; the
+tools cannot tell this case from a late write without the transaction log's PrepareCommit record).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from kafka_txn_broker.testing.raw_client import RawKafkaClient
+from kafka_txn_broker.testing.scenarios import _retry as retried
+from tests.e2e.cli_support import invoke_printed, kafka_txn
+from tests.support.real_kafka import KafkaCluster, UpstreamTool
+from tests.support.real_kafka.staging import offsets, ready_topic, warm_up
+
+DOWN = 3  # the broker down while the transaction commits
+
+
+def txn_id_not_coordinated_by(client: RawKafkaClient, broker: int) -> str:
+    """A fresh transactional id whose coordinator is another broker (its coordinator stays up)."""
+    for _ in range(50):
+        txn_id = f"real-stuck-{uuid.uuid4().hex[:8]}"
+        if client.transaction_coordinator(txn_id) != broker:
+            return txn_id
+    raise AssertionError(f"every id hashed to broker {broker}'s coordinator")
+
+
+def until(done: Any, what: str, seconds: float = 90.0) -> Any:
+    deadline = time.monotonic() + seconds
+    while True:
+        value = done()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.3)
+
+
+def test_a_commit_with_a_leader_down_completes_without_its_marker_and_hangs_that_partition(
+        real_kafka3: KafkaCluster, upstream: UpstreamTool) -> None:
+    cluster = real_kafka3
+    bs = cluster.bootstrap_servers
+    warm_up(bs)
+    topic = ready_topic(bs, f"real-stuck-{uuid.uuid4().hex[:6]}", 3, replication_factor=1)
+    with RawKafkaClient(bs) as client:
+        leaders = client.partition_leaders(topic)
+        down_partition = next(p for p, leader in leaders.items() if leader == DOWN)
+        up_partition = next(p for p, leader in leaders.items() if leader != DOWN)
+        txn_id = txn_id_not_coordinated_by(client, DOWN)
+        code, pe = retried(lambda: client.init_producer_id(txn_id, 60_000))  # its coordinator may still load
+        assert code == 0
+        assert client.add_partitions(txn_id, pe, topic, [down_partition, up_partition]) == 0
+        for seq_partition in (down_partition, up_partition):
+            assert client.produce_transactional(txn_id, pe, topic, seq_partition, 0, [b"stuck"],
+                                                int(time.time() * 1000))[0] == 0
+        cluster.kill(DOWN)
+        assert client.end_txn(txn_id, pe, commit=True) == 0  # PrepareCommit written; one leader is down
+
+    # Within seconds the coordinator completes the commit without the offline partition's marker.
+    with RawKafkaClient(live_servers(cluster)) as client:
+        until(lambda: client.describe_transaction(txn_id).transaction_state == "CompleteCommit",
+              "the coordinator to complete the commit without the offline partition")
+    cluster.restart(DOWN)
+    up_now = until(lambda: _stable(bs, topic, up_partition), f"{topic}-{up_partition} stable")
+    assert up_now.lso == up_now.high_watermark  # the partition whose leader was up got its COMMIT marker
+    held = offsets(bs, topic, down_partition)
+    assert held.lso == 0 < held.high_watermark  # the other still holds the open transaction
+
+    doc = kafka_txn(bs, "find-hanging", "--topic", topic, "--max-transaction-timeout", "0", "-o", "json").json()
+    [row] = doc["hanging"]
+    assert (row["kind"], row["reason"], row["partition"], row["transactional_id"]) == (
+        "partition", "transaction-not-ongoing", down_partition, txn_id)
+    assert "CompleteCommit" in row["detail"]
+    theirs = upstream.run("--bootstrap-server", bs, "find-hanging", "--topic", topic, "--max-transaction-timeout",
+                          "0")
+    assert theirs.returncode == 0, theirs.stderr
+    assert [line.split()[:3] for line in theirs.stdout.splitlines()[1:]] == [
+        [topic, str(down_partition), str(pe.producer_id)]]
+    for command in row["commands"]:
+        assert invoke_printed(command, "--yes").code == 0, command
+    after = offsets(bs, topic, down_partition)
+    assert after.lso == after.high_watermark == held.high_watermark + 1
+
+
+def live_servers(cluster: KafkaCluster) -> str:
+    return ",".join(n.address for i, n in cluster.nodes.items() if i != DOWN)
+
+
+def _stable(bs: str, topic: str, partition: int) -> Any:
+    now = offsets(bs, topic, partition)
+    return now if now.lso == now.high_watermark else None
