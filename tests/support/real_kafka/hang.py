@@ -30,6 +30,9 @@ from kafka_txn_broker.testing.raw_client import (
 
 _RETRIABLE = {E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR,
               E.CONCURRENT_TRANSACTIONS}
+# A leader not ready yet for a new topic's partition (metadata is ahead of it): send again.
+_LEADERSHIP = {E.NOT_LEADER_OR_FOLLOWER, E.UNKNOWN_TOPIC_OR_PARTITION, E.LEADER_NOT_AVAILABLE,
+               E.NOT_ENOUGH_REPLICAS}
 _PD = ProduceRequest.TopicProduceData.PartitionProduceData
 
 
@@ -70,7 +73,11 @@ def wait_for_leaders(client: RawKafkaClient, topic: str, partitions: int, timeou
     deadline = time.monotonic() + timeout_s
     leaders: dict[int, int] = {}
     while time.monotonic() < deadline:
-        leaders = client.partition_leaders(topic)
+        try:
+            leaders = client.partition_leaders(topic)
+        except RawClientError:  # a new topic is not in every broker's metadata yet
+            time.sleep(0.2)
+            continue
         if len(leaders) == partitions and all(v >= 0 for v in leaders.values()):
             return leaders
         time.sleep(0.2)
@@ -78,22 +85,34 @@ def wait_for_leaders(client: RawKafkaClient, topic: str, partitions: int, timeou
 
 
 def _produce_many(client: RawKafkaClient, topic: str, leaders: dict[int, int], batches: dict[int, bytes],
-                  transactional_id: str | None) -> dict[int, int]:
-    """One Produce (v8, acks=all) per leader carrying each partition's batch: partition -> base offset."""
-    by_leader: dict[int, list[int]] = defaultdict(list)
-    for partition in batches:
-        by_leader[leaders[partition]].append(partition)
-    offsets = {}
-    for leader, partitions in by_leader.items():
-        request = ProduceRequest[V_PRODUCE](transactional_id=transactional_id, acks=-1, timeout_ms=60000,
-                                            topic_data=[ProduceRequest.TopicProduceData(name=topic, partition_data=[
-                                                _PD(index=p, records=batches[p]) for p in partitions])])
-        for answer in client.send(request, V_PRODUCE, leader).responses[0].partition_responses:
-            if answer.error_code:
-                raise RuntimeError(f"Produce to {topic}-{answer.index} failed with {E.name(answer.error_code)}: "
-                                   "is transaction.partition.verification.enable false on the cluster?")
-            offsets[answer.index] = int(answer.base_offset)
-    return offsets
+                  transactional_id: str | None, attempts: int = 100) -> dict[int, int]:
+    """One Produce (v8, acks=all) per leader carrying each partition's batch: partition -> base offset. A
+    partition whose leader is not ready yet (a new topic) is sent again, to its leader as metadata then says."""
+    offsets: dict[int, int] = {}
+    pending = dict(batches)
+    last = ""
+    for _ in range(attempts):
+        by_leader: dict[int, list[int]] = defaultdict(list)
+        for partition in pending:
+            by_leader[leaders[partition]].append(partition)
+        for leader, partitions in by_leader.items():
+            request = ProduceRequest[V_PRODUCE](transactional_id=transactional_id, acks=-1, timeout_ms=60000,
+                                                topic_data=[ProduceRequest.TopicProduceData(name=topic, partition_data=[
+                                                    _PD(index=p, records=pending[p]) for p in partitions])])
+            for answer in client.send(request, V_PRODUCE, leader).responses[0].partition_responses:
+                if answer.error_code in _LEADERSHIP:
+                    last = E.name(answer.error_code)
+                    continue
+                if answer.error_code:
+                    raise RuntimeError(f"Produce to {topic}-{answer.index} failed with {E.name(answer.error_code)}: "
+                                       "is transaction.partition.verification.enable false on the cluster?")
+                offsets[answer.index] = int(answer.base_offset)
+                del pending[answer.index]
+        if not pending:
+            return offsets
+        time.sleep(0.2)
+        leaders = client.partition_leaders(topic)
+    raise RuntimeError(f"Produce to {len(pending)} partitions of {topic} still failing ({last})")
 
 
 def _wait_complete_abort(client: RawKafkaClient, transactional_id: str, timeout_s: float = 60.0) -> None:
