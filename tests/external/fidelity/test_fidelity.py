@@ -1,0 +1,39 @@
+"""Each case's answers from real Apache Kafka and from the embedded broker emulating it are the same after
+normalisation (normalise.py); the differences that stay are in known.py, each with its reason, and expected
+to differ (so a fix is noticed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.external.fidelity.cases import ACL_CASES, CASES
+from tests.external.fidelity.known import KNOWN
+from tests.external.fidelity.runner import CaseResult
+
+
+@pytest.mark.parametrize("name", [c.name for c in CASES])
+def test_same_answers_as_apache_kafka(fidelity_results: dict[str, CaseResult], name: str) -> None:
+    check(fidelity_results[name])
+
+
+@pytest.mark.parametrize("name", [c.name for c in ACL_CASES])
+def test_same_answers_as_apache_kafka_with_an_authorizer(fidelity_acl_results: dict[str, CaseResult],
+                                                         name: str) -> None:
+    check(fidelity_acl_results[name])
+
+
+def check(result: CaseResult) -> None:
+    name = result.case.name
+    if name in KNOWN:
+        assert result.diffs, f"{name} now answers as Kafka does: remove it from known.py ({KNOWN[name]})"
+        return
+    assert result.same, f"{name} ({', '.join(result.case.apis)}) differs from Apache Kafka:\n" + "\n".join(
+        result.diffs)
+
+
+def test_every_api_the_cli_depends_on_is_covered() -> None:
+    cli_apis = {"Metadata", "ListOffsets", "DescribeProducers", "ListTransactions", "DescribeTransactions",
+                "FindCoordinator", "InitProducerId", "AddPartitionsToTxn", "EndTxn", "WriteTxnMarkers", "OffsetCommit",
+                "OffsetFetch", "ListGroups", "DescribeGroups"}
+    covered = {api for case in CASES + ACL_CASES for api in case.apis}
+    assert cli_apis <= covered, cli_apis - covered
