@@ -78,5 +78,8 @@ case "$cmd" in
   # Coverage of both packages with branches, child processes included (pyproject's [tool.coverage]).
   test) apt_install; pip_install; npm_install; kafka_jars; lint; exec python3 -m pytest -q --cov --cov-report=term "$@" ;;
   lint) apt_install; pip_install; lint ;;
-  *) echo "usage: bash scripts/dev.sh demo|test|lint|setup" >&2; exit 2 ;;
+  # The embedded broker against real Apache Kafka, case by case (docs/broker.md#fidelity-against-apache-kafka):
+  # `fidelity [--release 3.9.2] [--markdown]`.
+  fidelity) kafka_jars; exec python3 -m tests.external.fidelity.report "$@" ;;
+  *) echo "usage: bash scripts/dev.sh demo|test|lint|setup|fidelity" >&2; exit 2 ;;
 esac

@@ -8,6 +8,7 @@ whose answers are checked, not compared.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -542,3 +543,92 @@ ACL_CASES: list[Case] = [
     Case("partly-authorized", ("DescribeTransactions", "ListTransactions"), partly_authorized,
          "DESCRIBE on the transactional id only: its partitions left out"),
 ]
+
+
+
+# ---- two nodes: requests to a node that does not lead the partition or coordinate the id ---------------------
+def not_leader(s: Session) -> None:
+    s.create_topic("nl", 1, replication_factor=2)
+    s.create_topic("nl-one", 1, replication_factor=1)
+    p = Producer(s, "nl-app")
+    p.open("nl", [0])
+    leader = s.leader("nl", 0)
+    follower = s.other_node(leader)
+    outsider = s.other_node(s.leader("nl-one", 0))
+    T = m.DescribeProducersRequest.TopicRequest
+    s.wait(lambda: bool(s.send("DescribeProducers", record=False, to=follower, topics=[T(
+        name="nl", partition_indexes=[0])]).topics[0].partitions[0].active_producers), "the follower to catch up")
+    describe_producers(s, "nl", [0], "DescribeProducers on the follower", to=follower)
+    describe_producers(s, "nl-one", [0], "DescribeProducers on a broker without a replica", to=outsider)
+    L = m.ListOffsetsRequest.ListOffsetsTopic
+    for topic, node, label in (("nl", follower, "on the follower"), ("nl-one", outsider, "on a non-replica")):
+        s.send("ListOffsets", label=f"ListOffsets {label}", to=node, replica_id=-1, isolation_level=READ_COMMITTED,
+               timeout_ms=30000, topics=[L(name=topic, partitions=[L.ListOffsetsPartition(
+                   partition_index=0, current_leader_epoch=-1, timestamp=LATEST)])])
+    marker(s, "nl", [0], p.producer_id, p.epoch, 0, label="WriteTxnMarkers on the follower", to=follower)
+    marker(s, "nl-one", [0], p.producer_id, p.epoch, 0, label="WriteTxnMarkers on a non-replica", to=outsider)
+    p.end(commit=False, record=False)
+
+
+def not_coordinator(s: Session) -> None:
+    s.create_topic("nc", 1, replication_factor=2)
+    p = Producer(s, "nc-app")
+    p.open("nc", [0])
+    other = s.other_node(s.coordinator("nc-app", TXN))
+    s.send("DescribeTransactions", label="DescribeTransactions", to=other, transactional_ids=["nc-app"])
+    s.send("InitProducerId", label="InitProducerId", to=other, transactional_id="nc-app",
+           transaction_timeout_ms=TIMEOUT_MS, producer_id=-1, producer_epoch=-1)
+    s.send("EndTxn", label="EndTxn", to=other, transactional_id="nc-app", producer_id=p.producer_id,
+           producer_epoch=p.epoch, committed=False)
+    add = m.AddPartitionsToTxnRequest
+    s.send("AddPartitionsToTxn", label="AddPartitionsToTxn v3", version=3, to=other,
+           v3_and_below_transactional_id="nc-app", v3_and_below_producer_id=p.producer_id,
+           v3_and_below_producer_epoch=p.epoch,
+           v3_and_below_topics=[add.AddPartitionsToTxnTopic(name="nc", partitions=[0])])
+    extra: dict[str, Any] = {"duration_filter": -1} if s.version("ListTransactions") >= 1 else {}
+    s.send("ListTransactions", label="ListTransactions on the other node", to=other, state_filters=[],
+           producer_id_filters=[p.producer_id], **extra)
+    group_other = s.other_node(s.coordinator("nc-group", GROUP))
+    s.send("OffsetFetch", label="OffsetFetch", to=group_other, version=min(7, s.version("OffsetFetch")),
+           group_id="nc-group", topics=None, require_stable=True)
+    p.end(commit=False, record=False)
+
+
+TWO_NODE_CASES: list[Case] = [
+    Case("not-leader", ("DescribeProducers", "ListOffsets", "WriteTxnMarkers"), not_leader,
+         "a follower, a broker without a replica"),
+    Case("not-coordinator", ("DescribeTransactions", "InitProducerId", "EndTxn", "AddPartitionsToTxn",
+                             "ListTransactions", "OffsetFetch"), not_coordinator, "the node that does not coordinate"),
+]
+
+
+# ---- epoch exhaustion (opt-in: FIDELITY_EXHAUST=1; ~32,000 InitProducerId requests per side) -----------------
+def epoch_exhaustion(s: Session) -> None:
+    """A producer at the last epochs: InitProducerId up to Short.MAX_VALUE - 1, then a new producer id; and a
+    transaction ended (TV2 bumps the epoch at its end) at the last epoch."""
+    s.create_topic("ex", 1)
+    for tid in ("ex-init", "ex-end"):
+        s.coordinator(tid, TXN)
+        code, _ = s.client.bump_epoch(tid, TIMEOUT_MS, 32_765)  # epochs 0 .. 32,764
+        if code:
+            raise CaseFailed(f"bumping {tid}: error {code}")
+    p = Producer(s, "ex-init")
+    p.init(label="InitProducerId to 32765")
+    p.init(label="InitProducerId to 32766")
+    p.init(label="InitProducerId past the last epoch")
+    q = Producer(s, "ex-end")
+    q.init(label="InitProducerId to 32765 (ex-end)")
+    q.produce("ex", 0, 1, label="Produce at 32765")
+    q.end(commit=True, label="EndTxn at 32765")
+    q.produce("ex", 0, 1, label="Produce at the last epoch")
+    q.end(commit=True, label="EndTxn at the last epoch")
+    describe_txns(s, ["ex-end"], "after the last epoch")
+
+
+EXHAUSTION_CASES: list[Case] = [
+    Case("epoch-exhaustion", ("InitProducerId", "EndTxn", "DescribeTransactions"), epoch_exhaustion,
+         "the last epochs of a producer id, InitProducerId and a TV2 EndTxn"),
+]
+
+if os.environ.get("FIDELITY_EXHAUST") == "1":
+    CASES += EXHAUSTION_CASES

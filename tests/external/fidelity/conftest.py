@@ -13,7 +13,7 @@ import pytest
 from kafka_txn_broker import EmbeddedCluster
 from tests.external.fidelity.cases import CASES
 from tests.external.fidelity.runner import CaseResult, compare, negotiate, run_side
-from tests.external.fidelity.sides import RELEASE, embedded_cluster, real_cluster, run_secured
+from tests.external.fidelity.sides import RELEASE, embedded_cluster, real_cluster, run_secured, run_two_nodes
 from tests.support.real_kafka import KafkaCluster, java_missing
 
 
@@ -58,3 +58,14 @@ def fidelity_acl_results(fidelity_versions: dict[str, int], tmp_path_factory: py
         return {r.case.name: r for r in run_secured(RELEASE, base, fidelity_versions)}
     except RuntimeError as exc:
         pytest.fail(f"Apache Kafka {RELEASE} with an authorizer for the fidelity suite: {exc}")
+
+
+@pytest.fixture(scope="session")
+def fidelity_two_node_results(fidelity_versions: dict[str, int], tmp_path_factory: pytest.TempPathFactory
+                              ) -> dict[str, CaseResult]:
+    """Two-node pairs (started, compared, stopped): the not-leader and not-coordinator cases' results."""
+    base = tmp_path_factory.mktemp("fidelity-2")
+    try:
+        return {r.case.name: r for r in run_two_nodes(RELEASE, base, fidelity_versions)}
+    except RuntimeError as exc:
+        pytest.fail(f"two-node Apache Kafka {RELEASE} for the fidelity suite: {exc}")

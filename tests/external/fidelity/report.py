@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tests.external.fidelity.cases import CASES
-from tests.external.fidelity.known import KNOWN
+from tests.external.fidelity.known import known
 from tests.external.fidelity.runner import CaseResult, compare, negotiate, run_side
-from tests.external.fidelity.sides import RELEASE, embedded_cluster, emulated, real_cluster, run_secured
+from tests.external.fidelity.sides import RELEASE, embedded_cluster, emulated, real_cluster, run_secured, run_two_nodes
 
 
 def run_all(release: str, base: Path) -> tuple[dict[str, int], list[CaseResult]]:
@@ -25,16 +25,17 @@ def run_all(release: str, base: Path) -> tuple[dict[str, int], list[CaseResult]]
         versions = negotiate(real.bootstrap_servers, ours.bootstrap_servers)
         results = compare(CASES, run_side(real.bootstrap_servers, CASES, versions),
                           run_side(ours.bootstrap_servers, CASES, versions))
-    return versions, results + run_secured(release, base, versions)
+    return versions, results + run_secured(release, base, versions) + run_two_nodes(release, base, versions)
 
 
-def table(results: Sequence[CaseResult], markdown: bool) -> str:
+def table(results: Sequence[CaseResult], markdown: bool, release: str) -> str:
     rows = []
     for r in results:
-        verdict = "same" if r.same else ("differs (known)" if r.case.name in KNOWN else "DIFFERS")
+        reason = known(r.case.name, release)
+        verdict = "same" if r.same else ("differs (known)" if reason else "DIFFERS")
         how = "; ".join(r.diffs) if r.diffs else r.case.about
-        if r.diffs and r.case.name in KNOWN:
-            how = f"{KNOWN[r.case.name]} [{how}]"
+        if r.diffs and reason:
+            how = f"{reason} [{how}]"
         rows.append((", ".join(r.case.apis), r.case.name, verdict, how))
     if markdown:
         out = ["| API | case | result | what / how it differs |", "|---|---|---|---|"]
@@ -56,8 +57,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"Apache Kafka {args.release} vs the embedded broker (kafka.version.emulate={emulated(args.release)}), "
           f"{datetime.date.today().isoformat()}: {same}/{len(results)} cases the same")
     print("versions: " + ", ".join(f"{k} v{v}" for k, v in sorted(versions.items()) if "." not in k))
-    print(table(results, args.markdown))
-    return 0 if all(r.same or r.case.name in KNOWN for r in results) else 1
+    print(table(results, args.markdown, args.release))
+    return 0 if all(r.same or known(r.case.name, args.release) for r in results) else 1
 
 
 if __name__ == "__main__":

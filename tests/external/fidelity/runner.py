@@ -127,11 +127,12 @@ class Session:
                          topics=[messages.MetadataRequest.MetadataRequestTopic(name=topic)],
                          allow_auto_topic_creation=False, include_topic_authorized_operations=False)
 
-    def create_topic(self, name: str, partitions: int = 1, configs: dict[str, str] | None = None) -> None:
+    def create_topic(self, name: str, partitions: int = 1, configs: dict[str, str] | None = None,
+                     replication_factor: int = -1) -> None:
         T = messages.CreateTopicsRequest.CreatableTopic
         C = T.CreatableTopicConfig
         answer = self.send("CreateTopics", record=False, version=5, topics=[T(
-            name=name, num_partitions=partitions, replication_factor=-1, assignments=[],
+            name=name, num_partitions=partitions, replication_factor=replication_factor, assignments=[],
             configs=[C(name=k, value=v) for k, v in (configs or {}).items()])], timeout_ms=30000,
             validate_only=False)
         if answer.topics[0].error_code:
@@ -147,6 +148,11 @@ class Session:
                 "DescribeProducers", record=False, to=self.leader(name, p),
                 topics=[T(name=name, partition_indexes=[p])]).topics[0].partitions[0].error_code,
                 f"{name}-{p} to have its leader")
+
+    def other_node(self, node: int) -> int:
+        """A broker that is not `node` (two-node pairs)."""
+        self.client.broker_count()
+        return next(n for n in sorted(self.client.brokers) if n != node)
 
     def topic_id(self, topic: str) -> Any:
         return self.metadata(topic).topics[0].topic_id

@@ -96,3 +96,31 @@ def run_secured(release: str, base: Path, versions: dict[str, int]) -> list[Case
             secured_embedded_cluster(release, base / "embedded-acl") as ours:
         return compare(ACL_CASES, run_side(address, ACL_CASES, versions, USERS),
                        run_side(ours.bootstrap_servers, ACL_CASES, versions, USERS))
+
+
+@contextmanager
+def two_node_real_cluster(release: str, base: Path) -> Iterator[KafkaCluster]:
+    """Two combined nodes, RF 2 (the harness's sizing), for the requests sent to a node that does not lead."""
+    problem = java_missing()
+    if problem:
+        raise RuntimeError(problem)
+    with KafkaCluster(release_libs(release), base, nodes=2, config=SHARED, version=release) as cluster:
+        yield cluster
+
+
+@contextmanager
+def two_node_embedded_cluster(release: str, base: Path) -> Iterator[EmbeddedCluster]:
+    config = {**SHARED, "offsets.topic.replication.factor": 2, "transaction.state.log.replication.factor": 2,
+              "default.replication.factor": 2, "kafka.version.emulate": emulated(release)}
+    with EmbeddedCluster(nodes=2, data_dir=base, config=config) as cluster:
+        yield cluster
+
+
+def run_two_nodes(release: str, base: Path, versions: dict[str, int]) -> list[CaseResult]:
+    """The cases about leadership and coordinator placement on two-node pairs (started, compared, stopped)."""
+    from tests.external.fidelity.cases import TWO_NODE_CASES
+
+    with two_node_real_cluster(release, base / "real-2") as real, \
+            two_node_embedded_cluster(release, base / "embedded-2") as ours:
+        return compare(TWO_NODE_CASES, run_side(real.bootstrap_servers, TWO_NODE_CASES, versions),
+                       run_side(ours.bootstrap_servers, TWO_NODE_CASES, versions))

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.external.fidelity.cases import ACL_CASES, CASES
-from tests.external.fidelity.known import KNOWN
+from tests.external.fidelity.cases import ACL_CASES, CASES, TWO_NODE_CASES
+from tests.external.fidelity.known import known
 from tests.external.fidelity.runner import CaseResult
+from tests.external.fidelity.sides import RELEASE
 
 
 @pytest.mark.parametrize("name", [c.name for c in CASES])
@@ -22,10 +23,17 @@ def test_same_answers_as_apache_kafka_with_an_authorizer(fidelity_acl_results: d
     check(fidelity_acl_results[name])
 
 
+@pytest.mark.parametrize("name", [c.name for c in TWO_NODE_CASES])
+def test_same_answers_as_apache_kafka_on_two_nodes(fidelity_two_node_results: dict[str, CaseResult],
+                                                   name: str) -> None:
+    check(fidelity_two_node_results[name])
+
+
 def check(result: CaseResult) -> None:
     name = result.case.name
-    if name in KNOWN:
-        assert result.diffs, f"{name} now answers as Kafka does: remove it from known.py ({KNOWN[name]})"
+    reason = known(name, RELEASE)
+    if reason:
+        assert result.diffs, f"{name} now answers as Kafka {RELEASE} does: remove it from known.py ({reason})"
         return
     assert result.same, f"{name} ({', '.join(result.case.apis)}) differs from Apache Kafka:\n" + "\n".join(
         result.diffs)
@@ -35,5 +43,5 @@ def test_every_api_the_cli_depends_on_is_covered() -> None:
     cli_apis = {"Metadata", "ListOffsets", "DescribeProducers", "ListTransactions", "DescribeTransactions",
                 "FindCoordinator", "InitProducerId", "AddPartitionsToTxn", "EndTxn", "WriteTxnMarkers", "OffsetCommit",
                 "OffsetFetch", "ListGroups", "DescribeGroups"}
-    covered = {api for case in CASES + ACL_CASES for api in case.apis}
+    covered = {api for case in CASES + ACL_CASES + TWO_NODE_CASES for api in case.apis}
     assert cli_apis <= covered, cli_apis - covered
