@@ -1,4 +1,4 @@
-"""Part 4 of issue 34: the embedded broker emulating Apache Kafka release X (`kafka.version.emulate`) advertises
+"""The embedded broker emulating Apache Kafka release X (`kafka.version.emulate`) advertises
 in ApiVersions what real X advertises. The expected ranges are the real broker's answer, asked live.
 
 The default run checks KAFKA_TXN_KAFKA_RELEASE (default 4.4.0); each other tested release with
@@ -25,7 +25,7 @@ NOT_KAFKAS = {94: "KIP-1289's draft TxnShareAcknowledge (off while emulating a r
                   "another one, not implemented"}
 # API key -> why the embedded broker's range is narrower than Kafka's.
 NARROWER = {
-    0: "Produce v0-v2 (message formats v0/v1, 3.x only) are not served: record batches (v2 format) only",
+    0: "Produce v0-v2 (message formats v0/v1) are not served: record batches (v2 format) only",
     1: "Fetch v0-v3 (message formats v0/v1, 3.x only) are not served",
     2: "ListOffsets v0 (3.x only: MaxNumOffsets) is not served",
     8: "OffsetCommit v0-v1 (3.x) and v10 (4.4: topic ids) are not served: kafka-python 3.0.12's schema stops at v9 "
