@@ -94,5 +94,8 @@ case "$cmd" in
   test) apt_install; pip_install; npm_install; kafka_jars; lint; exec python3 -m pytest -q --cov --cov-report=term "$@" ;;
   lint) apt_install; pip_install; lint ;;
   test-kafka-matrix) apt_install; pip_install; kafka_matrix "$@" ;;
-  *) echo "usage: bash scripts/dev.sh demo|test|lint|setup|test-kafka-matrix" >&2; exit 2 ;;
+  # The embedded broker against real Apache Kafka, case by case (docs/broker.md#fidelity-against-apache-kafka):
+  # `fidelity [--release 3.9.2] [--markdown]`.
+  fidelity) kafka_jars; exec python3 -m tests.external.fidelity.report "$@" ;;
+  *) echo "usage: bash scripts/dev.sh demo|test|lint|setup|test-kafka-matrix|fidelity" >&2; exit 2 ;;
 esac

@@ -53,6 +53,9 @@ DTR = DescribeTransactionsResponse
 W = WriteTxnMarkersResponse
 
 
+UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
+
+
 # ---- DescribeProducers -------------------------------------------------------------------------
 def _producers_of(part: Partition) -> list[Any]:
     return [DPR.TopicResponse.PartitionResponse.ProducerState(
@@ -82,7 +85,9 @@ def _topic_error(ctx: RequestContext, name: str) -> tuple[int, str | None] | Non
     except InvalidTopicError as exc:
         return E.INVALID_TOPIC_EXCEPTION, str(exc)
     if name not in ctx.broker.metadata.topics:
-        return E.UNKNOWN_TOPIC_OR_PARTITION, None
+        # Kafka answers an unknown topic with its error's default text (an unknown partition of a known topic
+        # with none): as real brokers do (tests/external/fidelity).
+        return E.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE
     return None
 
 

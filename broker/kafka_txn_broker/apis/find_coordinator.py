@@ -14,6 +14,9 @@ from kafka_txn_broker.formats.partitioning import GROUP_TOPIC, SHARE_STATE_TOPIC
 R = FindCoordinatorResponse
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 TOPICS = {GROUP: GROUP_TOPIC, TRANSACTION: TXN_TOPIC, SHARE: SHARE_STATE_TOPIC}
+# What Kafka puts in ErrorMessage when it found the coordinator: the error's name at v1-v3, an empty string per
+# key in the batched form (v4+), as real brokers answer (tests/external/fidelity).
+FOUND_MESSAGE, FOUND_MESSAGE_BATCHED = "NONE", ""
 
 
 def coordinator_node(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str, int]:
@@ -45,14 +48,14 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
             try:
                 nid, host, port = coordinator_node(ctx, key, key_type)
                 out.append(R.Coordinator(key=key, node_id=nid, host=host, port=port, error_code=0,
-                                         error_message=None))
+                                         error_message=FOUND_MESSAGE_BATCHED))
             except Exception as exc:
                 out.append(R.Coordinator(key=key, node_id=-1, host="", port=-1, error_code=error_code(exc),
                                          error_message=error_message(exc)))
         return R[ctx.api_version](throttle_time_ms=0, coordinators=out)
     try:
         nid, host, port = coordinator_node(ctx, req.key, key_type)
-        return R[ctx.api_version](throttle_time_ms=0, error_code=0, error_message=None, node_id=nid,
+        return R[ctx.api_version](throttle_time_ms=0, error_code=0, error_message=FOUND_MESSAGE, node_id=nid,
                                   host=host, port=port)
     except Exception as exc:
         return R[ctx.api_version](throttle_time_ms=0, error_code=error_code(exc), error_message=error_message(exc),

@@ -173,8 +173,10 @@ def _described(group_id: str, code: int, message: str | None, state: str = "", g
 
 
 def _describe_one(ctx: RequestContext, group_id: str) -> Any:
+    if not ctx.authorize("DESCRIBE", "GROUP", group_id):
+        # Kafka answers a group the caller may not DESCRIBE with the bare error code: no message.
+        return _described(group_id, E.GROUP_AUTHORIZATION_FAILED, None)
     try:
-        ctx.require("DESCRIBE", "GROUP", group_id)
         group = coordinator(ctx).classic_group(group_id)
     except GroupIdNotFoundError as exc:
         # No group, or another type's (as Kafka 4.x: v6 names the problem, older versions see a Dead group).

@@ -7,6 +7,7 @@
 - LATEST_TIERED (-5, v9) and EARLIEST_PENDING_UPLOAD (-6, v11): offset -1, as Kafka answers without
   tiered storage.
 - A timestamp: the first record at or after it, from the log start offset on.
+The answer lists partitions in the order Kafka's HashMap of them iterates (in_kafka_order), not the request's.
 A lookup that finds nothing below the last fetchable offset (high watermark, or LSO for read_committed)
 answers offset -1 and timestamp -1 without an error. CurrentLeaderEpoch (v4+) fences stale clients.
 """
@@ -23,6 +24,7 @@ from kafka_txn_broker.formats.errors import InvalidRequestError, error_code
 from kafka_txn_broker.formats.messages import ListOffsetsRequest, ListOffsetsResponse
 from kafka_txn_broker.formats.messages.gc_pause import bulk
 from kafka_txn_broker.formats.messages.plain import ListOffsetsAnswer, PartitionOffset
+from kafka_txn_broker.formats.partitioning import hash_map_order, topic_partition_hash
 from kafka_txn_broker.log.unified_log import UnifiedLog
 from kafka_txn_broker.metadata.topics import TopicState
 from kafka_txn_broker.replica.partition import Partition
@@ -110,7 +112,22 @@ async def handle(ctx: RequestContext, req: Any) -> ListOffsetsAnswer:
             topic, error = _topic(ctx, t.name)
             answer.topics.append((t.name, [_partition(ctx, topic, error, t.name, p, read_committed, twice)
                                            for p in t.partitions]))
+        if not twice:
+            answer.topics = in_kafka_order(answer.topics)
     return answer
+
+
+def in_kafka_order(topics: list[tuple[str, list[PartitionOffset]]]) -> list[tuple[str, list[PartitionOffset]]]:
+    """Kafka collects the answers in a HashMap by TopicPartition and answers in its iteration order: the
+    partitions in that order, each topic where its first partition comes (formats.partitioning)."""
+    flat = [(name, p) for name, parts in topics for p in parts]
+    if len(flat) < 2:
+        return topics
+    grouped: dict[str, list[PartitionOffset]] = {}
+    for i in hash_map_order([topic_partition_hash(name, p[0]) for name, p in flat]):
+        name, p = flat[i]
+        grouped.setdefault(name, []).append(p)
+    return list(grouped.items())
 
 
 def _partition(ctx: RequestContext, topic: TopicState | None, topic_error: Exception | None, topic_name: str, p: Any,

@@ -55,7 +55,7 @@ def _auto_create(ctx: RequestContext, name: str) -> TopicState | None:
         return None
 
 
-@api(MetadataRequest, MetadataResponse, 0, 12)
+@api(MetadataRequest, MetadataResponse, 0, 13)  # v13 (KIP-1102): a top-level ErrorCode, 0 here
 async def handle(ctx: RequestContext, req: Any) -> Any:
     meta = ctx.broker.metadata
     allow_auto = getattr(req, "allow_auto_topic_creation", True) and ctx.broker.config["auto.create.topics.enable"]

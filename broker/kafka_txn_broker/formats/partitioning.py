@@ -31,3 +31,22 @@ def java_abs(value: int) -> int:
 
 def partition_for(key: str, partitions: int) -> int:
     return java_abs(java_string_hash(key)) % partitions
+
+
+def topic_partition_hash(topic: str, partition: int) -> int:
+    """Java's TopicPartition.hashCode (31 * (31 + partition) + topic.hashCode()), as an unsigned 32-bit int."""
+    return (31 * (31 + partition) + java_string_hash(topic)) & 0xFFFFFFFF
+
+
+def hash_map_order(hashes: list[int]) -> list[int]:
+    """The order in which a java.util.HashMap filled with keys of these hashes (unsigned 32-bit, inserted in
+    this order, distinct keys) iterates them, as indexes into `hashes`: by bucket (the spread hash masked to
+    the table size, which doubles from 16 whenever it is more than 3/4 full), ties in insertion order.
+
+    Kafka answers some requests in such a map's order rather than the request's: ListOffsets groups its
+    partitions by TopicPartition, so clients see the partitions (and the topics, by their first partition) in
+    this order (checked against real brokers by tests/external/fidelity)."""
+    size = 16
+    while len(hashes) > size * 3 // 4:
+        size *= 2
+    return sorted(range(len(hashes)), key=lambda i: ((hashes[i] ^ (hashes[i] >> 16)) & (size - 1), i))

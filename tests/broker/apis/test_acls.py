@@ -277,6 +277,15 @@ def test_offset_commit_needs_read_on_group_and_topic(env: Env) -> None:
     assert commit("bob-group") == {"orders": GROUP_AUTH, "hidden": GROUP_AUTH}
 
 
+def test_describe_groups_refuses_a_group_with_the_bare_error_code(env: Env) -> None:
+    """As Apache Kafka 4.4.0 answers (tests/external/fidelity): GROUP_AUTHORIZATION_FAILED, no message."""
+    from kafka.protocol.admin import DescribeGroupsRequest, DescribeGroupsResponse
+
+    req = DescribeGroupsRequest[6](groups=["bob-group"], include_authorized_operations=False)
+    group = env.as_user("alice", req, DescribeGroupsResponse).groups[0]
+    assert (group.error_code, group.error_message) == (GROUP_AUTH, None)
+
+
 # ---- producers -----------------------------------------------------------------------------------------
 def test_init_producer_id(env: Env) -> None:
     def init(user: str, txn_id: str | None) -> int:

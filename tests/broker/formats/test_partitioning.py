@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_txn_broker.formats.partitioning import java_string_hash, partition_for
+from kafka_txn_broker.formats.partitioning import hash_map_order, java_string_hash, partition_for, topic_partition_hash
 
 
 def test_java_hash_overflow_and_min_value() -> None:
@@ -22,3 +22,20 @@ def test_hash_runs_over_utf16_code_units(key: str, hash_code: int) -> None:
 @pytest.mark.parametrize(("tid", "partition"), [("my-unique-static-tid", 33), ("kafka-txn-0", 30)])
 def test_transaction_state_partitions_of_formats_md(tid: str, partition: int) -> None:
     assert partition_for(tid, 50) == partition
+
+
+# ListOffsets answers of Apache Kafka 4.4.0 (one node; partitions 0-4 asked in order): the partitions come back
+# in java.util.HashMap order of their TopicPartitions (tests/external/fidelity recorded these).
+@pytest.mark.parametrize(("topic", "answered"), [
+    ("wm", [4, 3, 2, 1, 0]), ("lo-plain", [4, 2, 3, 0, 1]), ("alpha", [4, 2, 3, 0, 1]), ("orders", [0, 1, 2, 3, 4]),
+    ("payments-7", [1, 2, 3, 4, 0]),
+])
+def test_hash_map_order_is_kafkas_list_offsets_order(topic: str, answered: list[int]) -> None:
+    assert hash_map_order([topic_partition_hash(topic, p) for p in range(5)]) == answered
+
+
+def test_list_offsets_topics_come_in_order_of_their_first_partition() -> None:
+    from kafka_txn_broker.apis.list_offsets import in_kafka_order
+
+    asked = [(name, [(0, 0, -1, 0, 0)]) for name in ("wm", "alpha", "orders", "x1")]
+    assert [name for name, _ in in_kafka_order(asked)] == ["alpha", "wm", "orders", "x1"]  # as Kafka 4.4.0 answered
