@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shlex
 import shutil
 import subprocess
 import sys
@@ -142,6 +143,16 @@ class Demo:
             for line in (out.stdout + out.stderr).rstrip().splitlines():
                 if not line.startswith(_JVM_NOISE):
                     self.say("     " + line)
+        return out
+
+    def run_printed(self, line: str, *extra: str) -> subprocess.CompletedProcess[str]:
+        """A command line exactly as the tool printed it (plus `extra`: --yes, as no terminal confirms here)."""
+        argv = shlex.split(line)
+        self.say("   $ " + " ".join([line, *extra]))
+        out = subprocess.run([sys.executable, "-m", "kafka_txn_tools", *argv[1:], *extra], capture_output=True,
+                             text=True, timeout=600, env={**os.environ, "COLUMNS": "160"})
+        for shown in (out.stdout + out.stderr).rstrip().splitlines():
+            self.say("     " + shown)
         return out
 
     def close(self) -> None:
@@ -309,13 +320,19 @@ def _sweep(demo: Demo, dump: Path) -> bool:
     if not _java_available():
         say("8. (sweep skipped: java not found; `bash scripts/dev.sh demo` installs a JRE 17)")
         return False
-    say("8. The nightly sweep: Spark over the dump captured during the incident, then its abort plan.")
+    say("8. The nightly sweep: Spark over the dump captured during the incident, then its abort plan, applied with")
+    say("   the command the sweep printed: the dump recorded the cluster, so its commands reach it as printed.")
     res = demo.kafka_txn("sweep", str(dump), "--out", str(out))
     if res.returncode != 0:
         return False
     summary: dict[str, Any] = json.loads((out / "summary.json").read_text())
     say(f"   report: {out / 'report.html'}  summary: {json.dumps(summary.get('counts_by_reason', summary))[:160]}")
-    plan = demo.kafka_txn("abort", "--plan", str(out / "abort-plan.yaml"), "--yes")
+    printed = [line.strip() for line in res.stdout.splitlines() if line.strip().startswith("kafka-txn abort --plan")]
+    apply = [line for line in printed if "--dry-run" not in line]
+    if not apply:
+        say("   the sweep printed no command that applies its plan")
+        return False
+    plan = demo.run_printed(apply[0], "--yes")
     # The first entry was aborted by hand in step 6: the plan re-validates it and reports it as done.
     return plan.returncode in (0, 4)
 

@@ -47,6 +47,19 @@ def installation(tmp_path_factory: pytest.TempPathFactory) -> Installation:
 
 
 @pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    """One local SparkSession for the whole run (sweeps in-process reuse the active one: Spark is slow to start),
+    for the Spark tests and the end-to-end sweeps alike."""
+    from kafka_txn_tools.spark.session import JAVA_MISSING, find_java, get_session
+
+    if find_java() is None:
+        pytest.skip(f"Spark tests need java: {JAVA_MISSING}")
+    session = get_session("local[2]", app_name="kafka-txn-tests")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
 def kdc() -> Iterator[Realm]:
     """One throwaway MIT Kerberos realm (KAFKA.TEST) per session; this process uses its krb5.conf."""
     from tests.broker.security.kerberos import Realm, missing_binaries

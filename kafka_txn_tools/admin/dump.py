@@ -27,6 +27,7 @@ class DumpRows:
     errors: list[Row] = field(default_factory=list)
     brokers: list[int] = field(default_factory=list)
     cluster_id: str | None = None  # as Metadata reports it: plans made from the dump record it
+    connection: dict[str, Any] | None = None  # how it was reached, no secret (dumps/schema.py's Manifest)
 
 
 def producer_rows(replicas: list[PartitionProducers], cluster: ClusterInfo, capture_ms: int) -> list[Row]:
@@ -108,6 +109,14 @@ def _collect_transactions(client: ScanClient, cluster: ClusterInfo, now_ms: Call
         })
 
 
+def connection_record(client: Any, inv: Any) -> dict[str, Any]:
+    """How `client` reached the cluster, as a dump records it: `inv` (admin/advice.py's Invocation) holds the
+    options printed commands repeat; the settings give the resolved servers and the non-secret properties."""
+    settings = client.settings
+    return {"bootstrap_server": inv.bootstrap_server, "profile": inv.profile, "command_config": inv.command_config,
+            "bootstrap_servers": settings.bootstrap_servers, "properties": dict(settings.described)}
+
+
 def write_dump(rows: DumpRows, out: Path, fmt: str, capture_time_ms: int) -> Any:
     """Write the rows as a dump directory (layout: kafka_txn_tools/dumps/schema.py); its manifest."""
     from kafka_txn_tools.dumps.schema import ERRORS, PRODUCERS, TRANSACTIONS, DumpWriter
@@ -118,4 +127,5 @@ def write_dump(rows: DumpRows, out: Path, fmt: str, capture_time_ms: int) -> Any
     writer.add(ERRORS, rows.errors)
     writer.brokers.update(rows.brokers)
     writer.cluster_id = rows.cluster_id
+    writer.connection = rows.connection
     return writer.close()

@@ -33,6 +33,12 @@ _HARMLESS = frozenset({
     "ssl.secure.random.implementation", "ssl.provider",
 })
 
+# Properties that describe the connection without giving anything away: no password, token or key material,
+# only names and file paths. `kafka-txn dump` records them with the cluster it read.
+# (security.protocol and sasl.mechanism are recorded as resolved, defaults included.)
+DESCRIBED = ("ssl.truststore.location", "ssl.truststore.type",
+             "ssl.keystore.location", "ssl.keystore.type", "ssl.endpoint.identification.algorithm")
+
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")
 
@@ -52,6 +58,8 @@ class ClientSettings:
     # Who the cluster authenticates us as, once known (the audit log records it): the SASL username, the
     # Kerberos principal, or the OAuth token's subject.
     principal: str | None = None
+    # The properties that say how the cluster is reached, never a secret (`DESCRIBED`): a dump records them.
+    described: dict[str, str] = field(default_factory=dict)
 
     @property
     def cluster_name(self) -> str:
@@ -189,6 +197,11 @@ def settings_from_properties(props: Mapping[str, str], source: str = "--command-
         _apply_sasl(props, take, settings, source)
     if protocol in ("SSL", "SASL_SSL"):
         _apply_ssl(take, kw, source)
+    tls = protocol in ("SSL", "SASL_SSL")  # ssl.* under PLAINTEXT are leftovers: not how it connects
+    settings.described = {"security.protocol": protocol, **{
+        k: str(props[k]).strip() for k in DESCRIBED if props.get(k) and (tls or not k.startswith("ssl."))}}
+    if "sasl_mechanism" in kw:
+        settings.described["sasl.mechanism"] = kw["sasl_mechanism"]  # the default (GSSAPI) too
 
     for key in sorted(set(props) - consumed):
         if key.startswith("sasl.") or key.startswith("ssl.") or key in _HARMLESS:

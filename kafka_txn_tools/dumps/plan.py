@@ -6,6 +6,10 @@ YAML, one document::
     kind: kafka-txn-abort-plan
     generated_by: kafka-txn sweep
     cluster_id: 7ZyqV1DkQ3aHh1hWm2sJ9A # the cluster it was made on (Metadata's cluster id; null: unknown)
+    connection:                        # how that cluster is reached, when known (optional; never a secret)
+      bootstrap_server: kafka-1:9092   # the options its commands carry: bootstrap_server, profile,
+      profile: null                    # command_config (an absolute path)
+      command_config: /etc/kafka/admin.properties
     capture_time_ms: 1700000000000     # when the state was read (the scan, the dump, the log dirs' copy)
     as_of_ms: 1700000000000            # the "now" the verdicts were made at
     max_transaction_timeout_ms: 900000
@@ -37,6 +41,7 @@ last_timestamp_ms in its entries. Version 1 (before cluster_id and capture_time_
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -78,6 +83,16 @@ class AbortPlan:
     version: int = PLAN_VERSION
     cluster_id: str | None = None  # None: not recorded (a version 1 or hand-written plan, or inputs without one)
     capture_time_ms: int | None = None
+    # How the cluster is reached (bootstrap_server, profile, command_config: the options its commands carry;
+    # the sweep adds what a dump recorded). Informational: `abort --plan` connects with its own options.
+    connection: dict[str, Any] | None = None
+
+    def options(self) -> list[str]:
+        """The connection options of `connection`, as command-line arguments."""
+        c = self.connection or {}
+        pairs = (("--profile", c.get("profile")), ("--bootstrap-server", c.get("bootstrap_server")),
+                 ("--command-config", c.get("command_config")))
+        return [arg for option, value in pairs if value for arg in (option, str(value))]
 
 
 # The identifiers `abort --plan` checks against the live transaction; every one is required.
@@ -151,6 +166,11 @@ def plan_from_dict(data: Any) -> AbortPlan:
     cluster_id = data.get("cluster_id")
     if cluster_id is not None and (not isinstance(cluster_id, str) or not cluster_id):
         raise PlanError(f"plan.cluster_id: {cluster_id!r} is not a cluster id")
+    connection = data.get("connection")
+    if connection is not None and (not isinstance(connection, Mapping)
+                                   or not all(isinstance(v, str | None) for v in connection.values())):
+        raise PlanError(f"plan.connection: {connection!r} is not a mapping of bootstrap_server, profile and "
+                        "command_config")
     return AbortPlan(
         entries=[_entry(i, e) for i, e in enumerate(entries)],
         as_of_ms=header.get("as_of_ms", 0),
@@ -159,6 +179,7 @@ def plan_from_dict(data: Any) -> AbortPlan:
         version=version,
         cluster_id=cluster_id,
         capture_time_ms=header.get("capture_time_ms"),
+        connection=dict(connection) if connection is not None else None,
     )
 
 
@@ -168,6 +189,7 @@ def plan_to_dict(plan: AbortPlan) -> dict[str, Any]:
         "kind": PLAN_KIND,
         "generated_by": plan.generated_by,
         "cluster_id": plan.cluster_id,
+        **({"connection": plan.connection} if plan.connection is not None else {}),
         "capture_time_ms": plan.capture_time_ms,
         "as_of_ms": plan.as_of_ms,
         "max_transaction_timeout_ms": plan.max_transaction_timeout_ms,
@@ -197,9 +219,11 @@ def plan_yaml(plan: AbortPlan) -> str:
     made = f"cluster {plan.cluster_id}" if plan.cluster_id else "an unrecorded cluster"
     when = f", captured {iso_utc(plan.capture_time_ms)}" if plan.capture_time_ms is not None else ""
     count = len(plan.entries)
+    reach = "".join(f" {shlex.quote(arg)}" for arg in plan.options())
     head = (f"# Abort plan made by {plan.generated_by or 'hand'} on {made}{when}: {count} "
             f"{'entry' if count == 1 else 'entries'}.\n"
-            "# Check it with `kafka-txn abort --plan FILE --dry-run`; apply it with `kafka-txn abort --plan FILE`.\n")
+            f"# Check it with `kafka-txn abort --plan FILE --dry-run{reach}`; apply it with "
+            f"`kafka-txn abort --plan FILE{reach}`.\n")
     return head + str(yaml.safe_dump(plan_to_dict(plan), sort_keys=False, default_flow_style=None))
 
 

@@ -280,6 +280,11 @@ class Manifest:
     # The cluster the rows were read from (Metadata's cluster id; None: not known): the sweep's abort
     # plan records it, and `abort --plan` refuses to apply the plan to another cluster.
     cluster_id: str | None = None
+    # How the dump reached the cluster, never a secret (None: not recorded, a dump made before this field):
+    # {"bootstrap_server", "profile", "command_config"}: the options the sweep's printed commands repeat;
+    # "bootstrap_servers": the servers they resolved to; "properties": security.protocol, sasl.mechanism and
+    # the TLS file paths (connection/config.py's DESCRIBED).
+    connection: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -291,6 +296,7 @@ class Manifest:
             "source": self.source,
             "max_capture_time_ms": self.max_capture_time_ms,
             "cluster_id": self.cluster_id,
+            "connection": self.connection,
         }
 
     @classmethod
@@ -309,11 +315,21 @@ class Manifest:
                 if data.get("max_capture_time_ms") is None
                 else int(data["max_capture_time_ms"]),
                 cluster_id=None if data.get("cluster_id") is None else str(data["cluster_id"]),
+                connection=_connection(data.get("connection")),
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise DumpFormatError(
                 f"cannot read {path}: {exc}; a dump manifest needs capture_time_ms and format"
             ) from exc
+
+
+def _connection(raw: Any) -> dict[str, Any] | None:
+    """A manifest's connection record; anything but a mapping is refused (a hand-edited manifest)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise TypeError(f"connection is {type(raw).__name__}, not a mapping")
+    return raw
 
 
 class DumpWriter:
@@ -334,6 +350,7 @@ class DumpWriter:
         self.brokers: set[int] = set()
         self.max_capture_time_ms: int | None = None
         self.cluster_id: str | None = None
+        self.connection: dict[str, Any] | None = None
         self._files = {kind: 0 for kind in KINDS}
         for kind in KINDS:
             (self.directory / kind).mkdir(parents=True, exist_ok=True)
@@ -386,6 +403,7 @@ class DumpWriter:
             dict(self.counts),
             max_capture_time_ms=self.max_capture_time_ms,
             cluster_id=self.cluster_id,
+            connection=self.connection,
         )
         (self.directory / MANIFEST).write_text(json.dumps(manifest.to_json(), indent=2) + "\n", encoding="utf-8")
         return manifest

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,8 @@ class InputSpec:
     # The clusters the input comes from: a dump's manifest, log dirs' meta.properties; empty: not known
     # (kafka-dump-log.sh text, a dump made before manifests recorded it).
     cluster_ids: frozenset[str] = frozenset()
+    # How a dump reached its cluster (its manifest's connection record; None: not recorded).
+    connection: dict[str, Any] | None = field(default=None, compare=False)
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"path": self.path, "kind": self.kind}
@@ -55,7 +57,8 @@ def classify_input(path: str) -> InputSpec:
         manifest = dschema.Manifest.read(p) if (p / dschema.MANIFEST).is_file() else None
         capture = manifest.max_capture_time_ms if manifest else None
         ids = frozenset([manifest.cluster_id] if manifest and manifest.cluster_id else [])
-        return InputSpec(str(p), "dump", formats.pop() if formats else "parquet", capture, ids)
+        return InputSpec(str(p), "dump", formats.pop() if formats else "parquet", capture, ids,
+                         manifest.connection if manifest else None)
     if p.is_dir():
         from kafka_txn_tools.dumps.logdir import cluster_ids
 

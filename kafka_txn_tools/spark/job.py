@@ -28,6 +28,7 @@ from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOU
 from kafka_txn_tools.dumps.plan import AbortPlan, AbortPlanEntry, write_plan
 from kafka_txn_tools.durations import parse_duration_ms
 from kafka_txn_tools.spark.executors import check_executors, ship_package
+from kafka_txn_tools.spark.origin import Origin, choose
 from kafka_txn_tools.spark.session import get_session, require_java
 
 if TYPE_CHECKING:
@@ -144,10 +145,13 @@ def run_sweep(
     executor_python: str | None = None,
     invocation: Invocation | None = None,
     history: str | os.PathLike[str] | None = None,
+    env_bootstrap: str | None = None,
 ) -> SweepResult:
     """Sweep `inputs` (dump dirs, log-dir trees, dump-log text files) and write the outputs to out_dir.
     `executor_python`: the interpreter a cluster's executors run (local workers run this one). `history`: a
-    `kafka-txn history --export` directory, whose trends per cluster and topic the report shows."""
+    `kafka-txn history --export` directory, whose trends per cluster and topic the report shows.
+    `invocation`: the connection options given to the sweep, over what a dump recorded, over `env_bootstrap`
+    ($KAFKA_BOOTSTRAP_SERVERS): the printed commands carry them (spark/origin.py)."""
     from kafka_txn_tools.spark import classify as C
     from kafka_txn_tools.spark.gather import gather
     from kafka_txn_tools.spark.history import check_export
@@ -158,6 +162,7 @@ def run_sweep(
         raise SweepError(f"max transaction timeout must be positive, got {max_transaction_timeout_ms} ms")
     specs = [classify_input(path) for path in inputs]  # bad paths fail before Spark starts
     cluster_id = plan_cluster_id(specs)
+    origin = choose(invocation, [spec.connection for spec in specs], cluster_id, env_bootstrap)
     if history is not None:
         check_export(history)
     require_java()
@@ -179,16 +184,14 @@ def run_sweep(
         params = C.SweepParams(now, max_transaction_timeout_ms, include_late)
         if max_prepare_ms is not None:
             params = replace(params, max_prepare_ms=max_prepare_ms)
-        if invocation is not None:
-            params = replace(params, invocation=invocation)
+        params = replace(params, invocation=origin.invocation)
         # Spark reduces the inputs to the few partitions that matter; the verdicts are plain Python.
         gathered = gather(ingested.producers, ingested.transactions, params)
         analysis = C.analyze(gathered.open_rows, gathered.replicas, gathered.coordinators, params, gathered.stuck,
                              gathered.owners)
-        origin = (cluster_id, capture)
         trends = history_trends(session, history, now) if history is not None else None
         return _write_outputs(Path(out_dir), ingested, params, as_of_ms is not None, brokers, gathered, analysis,
-                              origin, trends)
+                              origin, capture, trends)
     finally:
         if own:
             session.stop()
@@ -249,15 +252,21 @@ def _write_outputs(
     brokers: set[int],
     gathered: Gathered,
     analysis: Analysis,
-    origin: tuple[str | None, int | None] = (None, None),
+    origin: Origin | None = None,
+    capture_ms: int | None = None,
     trends: dict[str, Any] | None = None,
 ) -> SweepResult:
     from kafka_txn_tools.spark import classify as C
     from kafka_txn_tools.spark.report import render_report
 
     out.mkdir(parents=True, exist_ok=True)
+    origin = origin or Origin(params.invocation)
     candidates = analysis.verdicts  # late by find-hanging's rule, in report order
     rows = C.reported(candidates, params.include_late)
+    stuck = [s.to_row() for s in analysis.stuck]
+    if not origin.reaches_cluster:  # a command without a cluster is refused as printed: print none (origin.py)
+        rows = [{**r, "commands": []} for r in rows]
+        stuck = [{**s, "commands": []} for s in stuck]
     _write_late_transactions(out, rows)
     divergence_rows = [
         {**asdict(d), "broker_ids": ",".join(str(b) for b in d.broker_ids)} for d in analysis.divergence
@@ -266,14 +275,17 @@ def _write_outputs(
     per_broker = C.late_partition_counts(analysis.late)
     brokers |= {c.leader_broker_id for c in per_broker}
     late_counts = {c.leader_broker_id: c.late_partitions for c in per_broker}
-    write_plan(_plan(rows, params.now_ms, params.max_transaction_timeout_ms, *origin), out / "abort-plan.yaml")
-    stuck = [s.to_row() for s in analysis.stuck]
+    plan = _plan(rows, params.now_ms, params.max_transaction_timeout_ms, origin.cluster_id, capture_ms)
+    plan.connection = origin.plan_connection()
+    write_plan(plan, out / "abort-plan.yaml")
     (out / "stuck_transactions.json").write_text(json.dumps(stuck, indent=2) + "\n", encoding="utf-8")
     histogram = gathered.age_histogram
     summary = {
         "as_of_ms": params.now_ms,
         "as_of_given": as_of_given,
-        "cluster_id": origin[0],
+        "cluster_id": origin.cluster_id,
+        "cluster": origin.to_json(),
+        "apply_plan": apply_plan_commands(out / "abort-plan.yaml", origin) if plan.entries else [],
         "max_transaction_timeout_ms": params.max_transaction_timeout_ms,
         "max_prepare_time_ms": params.max_prepare_ms,
         "include_late": params.include_late,
@@ -300,8 +312,18 @@ def _write_outputs(
         "outputs": {name: str(out / name) for name in OUTPUT_FILES},
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
-    (out / "report.html").write_text(render_report(summary, rows, histogram, stuck=stuck), encoding="utf-8")
+    (out / "report.html").write_text(render_report(summary, rows, histogram, stuck=stuck,
+                                                               divergence=divergence_rows), encoding="utf-8")
     return SweepResult(out, summary, rows, stuck)
+
+
+def apply_plan_commands(plan: Path, origin: Origin) -> list[str]:
+    """The plan's check and its application, as complete command lines; none when no cluster is known (a
+    command without one is refused as printed: the sweep says in prose what to add instead)."""
+    if not origin.reaches_cluster:
+        return []
+    inv, path = origin.invocation, str(plan.resolve())
+    return [inv.line("abort", "--plan", path, "--dry-run"), inv.line("abort", "--plan", path)]
 
 
 OUTPUT_FILES = (

@@ -21,3 +21,12 @@ def test_demo_finds_aborts_and_sweeps(tmp_path: Path) -> None:
     assert "find-hanging again: 0 hanging" in text
     assert (tmp_path / "sweep" / "report.html").stat().st_size > 1000
     assert (tmp_path / "sweep" / "abort-plan.yaml").exists()
+    # Step 8: the sweep's commands carry the cluster the dump was taken from (none would be refused as printed,
+    # `no cluster to connect to`), and the plan is applied with the very line the sweep printed.
+    bootstrap = next(line.split("=", 1)[1] for line in lines if line.strip().startswith("BOOTSTRAP="))
+    step8 = text[text.index("8. The nightly sweep"):text.index("9. find-hanging again")]
+    printed = [line.strip() for line in step8.splitlines() if line.strip().startswith("kafka-txn ")]
+    assert printed and all(line.endswith(f"--bootstrap-server {bootstrap}") for line in printed), step8
+    plan = tmp_path / "sweep" / "abort-plan.yaml"
+    assert f"kafka-txn abort --plan {plan} --bootstrap-server {bootstrap}" in printed
+    assert f"$ kafka-txn abort --plan {plan} --bootstrap-server {bootstrap} --yes" in step8

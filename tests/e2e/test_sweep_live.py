@@ -31,7 +31,8 @@ def sweep(inputs: list[Path], out: Path) -> set[Verdict]:
     return verdicts(result.hanging)
 
 
-def test_sweep_matches_live_find_hanging_and_its_plan_unblocks_consumers(tmp_path: Path) -> None:
+def test_sweep_matches_live_find_hanging_and_its_plan_unblocks_consumers(spark: object, tmp_path: Path) -> None:
+    # `spark`: the run's one session (tests/conftest.py), which run_sweep reuses instead of starting its own.
     data = tmp_path / "kafka"
     with EmbeddedCluster(nodes=3, data_dir=data, config=CONFIG) as cluster:
         bs = cluster.bootstrap_servers

@@ -15,7 +15,7 @@ import typer
 from kafka_txn_tools.cli import exit_codes
 from kafka_txn_tools.cli.errors import KafkaTxnCommand, fail, user_errors, warn
 from kafka_txn_tools.cli.options import BootstrapOpt, CommandConfigOpt, ProfileOpt, TimeoutOpt
-from kafka_txn_tools.cli.session import Connection, connect, now_ms
+from kafka_txn_tools.cli.session import Connection, connect, invocation_of, now_ms
 
 EXAMPLES = """\b
 Examples:
@@ -51,7 +51,7 @@ def dump_command(
     timeout: TimeoutOpt = None,
 ) -> None:
     """Dump producer state of every replica and every coordinator's transactions (input of `sweep`)."""
-    from kafka_txn_tools.admin.dump import collect, write_dump
+    from kafka_txn_tools.admin.dump import collect, connection_record, write_dump
     from kafka_txn_tools.cli.progress import progress_bar
 
     if not dump_all:
@@ -61,6 +61,9 @@ def dump_command(
         with connect(Connection(bootstrap_server, command_config, profile, timeout)) as client, \
                 progress_bar("dumping producer state") as (advance, set_total):
             rows = collect(client, now_ms, progress=advance, on_total=set_total)
+            # The sweep's commands reach the cluster with the options this dump was given (no secret).
+            rows.connection = connection_record(
+                client, invocation_of(client, bootstrap_server, profile, command_config))
         from kafka_txn_tools.dumps.schema import ERRORS, PRODUCERS, TRANSACTIONS
 
         try:

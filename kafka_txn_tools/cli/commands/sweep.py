@@ -52,7 +52,7 @@ def _parse_timeout(text: str) -> int:
 
 def _run(inputs: list[Path], out: Path, master: str, timeout_ms: int, as_of: int | None,
          include_late: bool, max_prepare_ms: int, executor_python: str | None, invocation: Any,
-         history: Path | None = None) -> Any:
+         history: Path | None = None, env_bootstrap: str | None = None) -> Any:
     from kafka_txn_tools.dumps.dump_log_text import DumpLogTextError
     from kafka_txn_tools.dumps.logdir import LogDirError
     from kafka_txn_tools.dumps.schema import DumpFormatError
@@ -65,7 +65,7 @@ def _run(inputs: list[Path], out: Path, master: str, timeout_ms: int, as_of: int
     try:
         return run_sweep([str(p) for p in inputs], out, master, timeout_ms, as_of, include_late,
                          max_prepare_ms=max_prepare_ms, executor_python=executor_python, invocation=invocation,
-                         history=history)
+                         history=history, env_bootstrap=env_bootstrap)
     except (InputError, DumpFormatError, LogDirError, DumpLogTextError, HistoryInputError) as exc:
         fail(str(exc), exit_codes.USAGE)
     except (JavaNotFoundError, SweepError, ExecutorPythonError) as exc:
@@ -102,7 +102,8 @@ def sweep_command(
     bootstrap_server: Annotated[str | None, typer.Option(
         "--bootstrap-server", "-b", metavar="HOST:PORT[,...]", rich_help_panel=CONNECTION,
         help="the cluster the inputs were captured from: the printed commands reach it with this (default: "
-             "--profile, then $KAFKA_BOOTSTRAP_SERVERS); the sweep itself connects to nothing")] = None,
+             "--profile, then what a kafka-txn dump recorded, then $KAFKA_BOOTSTRAP_SERVERS); the sweep itself "
+             "connects to nothing")] = None,
     command_config: CommandConfigOpt = None,
     profile: ProfileOpt = None,
     history: Annotated[Path | None, typer.Option(
@@ -125,9 +126,10 @@ def sweep_command(
              f"Python ({sys.executable}): drop the option, or pass --master spark://HOST:PORT", exit_codes.USAGE)
     from kafka_txn_tools.admin.advice import Invocation
 
-    invocation = Invocation.of(bootstrap_server, profile, command_config, os.environ.get("KAFKA_BOOTSTRAP_SERVERS"))
+    # Given options override what a dump recorded; the environment comes last (spark/origin.py).
+    given = Invocation.of(bootstrap_server, profile, command_config)
     result = _run(inputs, out, master, timeout_ms, as_of, include_late, max_prepare_ms, executor_python,
-                  invocation, history)
+                  given if given.options() else None, history, os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or None)
     _print(result, output)
 
 
@@ -144,10 +146,15 @@ def _print(result: Any, output: SweepOutput) -> None:
         kind="transactions", rows=result.rows, columns=columns, extra={"stuck": result.stuck, "summary": summary},
         empty_message=nothing_found("hanging transactions"), footer=_next_steps(result), verbatim=is_command_line,
     )
+    note = no_cluster_note(result)
     if output is SweepOutput.json:
         doc.emit(OutputFormat.json)
+        if note:
+            say(note)
         return
     doc.emit(OutputFormat.table)
+    if note:
+        say(note)
     per_broker = ", ".join(f"{b}: {n}" for b, n in summary["late_partitions_by_broker"].items()) or "none"
     say(
         f"{summary['hanging']} hanging, {summary['stuck']} stuck at their coordinator, "
@@ -166,7 +173,23 @@ def _next_steps(result: Any) -> str:
     for s in result.stuck:
         lines += [f"{s['transactional_id']!r} ({s['state']}): {s['action']}",
                   *(["  run:"] if s["commands"] else []), *(f"    {c}" for c in s["commands"])]
+    if result.summary["apply_plan"]:
+        lines += ["the abort plan (every entry checked first, then written all or nothing):", "  run:",
+                  *(f"    {c}" for c in result.summary["apply_plan"])]
     return "\n" + "\n".join(lines) + "\n" if lines else ""
+
+
+def no_cluster_note(result: Any) -> str | None:
+    """Said once when the inputs do not tell how to reach their cluster: a command line without one would be
+    refused as printed, so none is printed, and this says in prose what to add."""
+    summary = result.summary
+    if summary["cluster"]["reaches_cluster"] or not (result.rows or result.stuck):
+        return None
+    plan = summary["outputs"]["abort-plan.yaml"]
+    return ("no command is printed: these inputs do not record the cluster they came from (a kafka-txn dump "
+            "does). Sweep again with -b/--bootstrap-server, --profile or --command-config to have them printed, "
+            f"or check the plan with abort --plan {plan} --dry-run plus your cluster's connection options, then "
+            "apply it without --dry-run")
 
 
 def register(app: typer.Typer) -> None:

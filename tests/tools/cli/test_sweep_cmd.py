@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -99,7 +100,8 @@ def test_sweep_json_output(tmp_path):
     gen.write_logdirs(gen.GeneratorConfig(seed=2, topics=2, partitions_per_topic=4), tmp_path / "logs")
     truth = json.loads((tmp_path / "logs" / "ground-truth.json").read_text())
     result = CliRunner().invoke(app, ["sweep", str(tmp_path / "logs"), "--out", str(tmp_path / "out"),
-                                      "--master", "local[2]", "--max-transaction-timeout", "15", "--output", "json"])
+                                      "--master", "local[2]", "--max-transaction-timeout", "15", "--output", "json"],
+                                env={k: None for k in os.environ if k.startswith(("KAFKA_TXN_", "KAFKA_BOOTSTRAP"))})
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     hanging = {(r["topic"], r["partition"], r["producer_id"], r["reason"]) for r in truth["expected"]
@@ -107,3 +109,11 @@ def test_sweep_json_output(tmp_path):
     assert {(r["topic"], r["partition"], r["producer_id"], r["reason"]) for r in doc["transactions"]} == hanging
     assert doc["summary"]["hanging"] == len(hanging)
     assert (tmp_path / "out" / "abort-plan.yaml").is_file()
+    # Log dirs do not record how to reach their cluster, and the sweep was given none: a command line without a
+    # cluster is refused as printed (`no cluster to connect to`), so none is printed, anywhere; it says once in
+    # prose what to add instead.
+    assert all(r["commands"] == [] for r in doc["transactions"])
+    assert "kafka-txn abort" not in result.stdout + result.stderr
+    assert result.stderr.count("no command is printed: these inputs do not record the cluster") == 1
+    plan = (tmp_path / "out" / "abort-plan.yaml").read_text()
+    assert "commands: []" in plan and "connection:" not in plan

@@ -128,3 +128,26 @@ def test_jaas_parse() -> None:
     jaas = parse_jaas(SCRAM)
     assert jaas.login_module.endswith("ScramLoginModule") and set(jaas.options) == {"username", "password"}
     assert "s3cr3t" not in repr(jaas)
+
+
+def test_described_names_how_it_connects_and_no_secret() -> None:
+    # What `kafka-txn dump` records with its cluster: the protocol, the mechanism, the TLS files; never a
+    # password, a key password or a JAAS line.
+    from tests.broker.security.support import KEY_PASSWORD, certificates
+
+    certs = certificates()
+    key_and_cert = certs.dir / "client-described.pem"
+    key_and_cert.write_bytes(certs.server_key_encrypted.read_bytes() + certs.server_cert.read_bytes())
+    s = settings_from_properties({
+        "security.protocol": "sasl_ssl", "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required username="ops" '
+                            'password="s3cret-pw";',
+        "ssl.truststore.location": str(certs.ca), "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(key_and_cert), "ssl.key.password": KEY_PASSWORD})
+    assert s.described == {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+                           "ssl.truststore.location": str(certs.ca), "ssl.keystore.type": "PEM",
+                           "ssl.keystore.location": str(key_and_cert)}
+    assert "s3cret-pw" not in repr(s.described) and KEY_PASSWORD not in repr(s.described)
+    # ssl.* under PLAINTEXT is a shared file's leftover, not how it connects; GSSAPI is SASL's default mechanism.
+    assert settings_from_properties({"ssl.truststore.location": "/x.pem"}).described == {
+        "security.protocol": "PLAINTEXT"}

@@ -30,6 +30,21 @@ def test_roundtrip(tmp_path):
                            "2023-11-14T22:13:19Z: 1 entry.\n# Check it with `kafka-txn abort --plan FILE --dry-run`")
 
 
+def test_a_plan_records_how_its_cluster_is_reached(tmp_path):
+    connection = {"bootstrap_server": "kafka-1:9092", "profile": None, "command_config": "/etc/kafka/a b.properties"}
+    original = plan.AbortPlan([ENTRY], as_of_ms=1, max_transaction_timeout_ms=900_000, cluster_id="c",
+                              connection=connection)
+    path = tmp_path / "abort-plan.yaml"
+    plan.write_plan(original, path)
+    assert plan.load_plan(path) == original
+    assert path.read_text().splitlines()[1] == (
+        "# Check it with `kafka-txn abort --plan FILE --dry-run --bootstrap-server kafka-1:9092 --command-config "
+        "'/etc/kafka/a b.properties'`; apply it with `kafka-txn abort --plan FILE --bootstrap-server kafka-1:9092 "
+        "--command-config '/etc/kafka/a b.properties'`.")
+    with pytest.raises(plan.PlanError, match="plan.connection: .* is not a mapping of bootstrap_server"):
+        plan.load_plan(write(tmp_path, {**doc(), "connection": "kafka-1:9092"}))
+
+
 def test_a_version_1_plan_is_read_without_a_cluster_id(tmp_path):
     loaded = plan.load_plan(write(tmp_path, {**doc(), "as_of_ms": 5}))
     assert (loaded.version, loaded.cluster_id, loaded.capture_time_ms, loaded.as_of_ms) == (1, None, None, 5)

@@ -1,32 +1,14 @@
-"""One local SparkSession for the whole test run, and generated data sets with ground truth."""
+"""Generated data sets with ground truth (the local SparkSession of the whole run, `spark`, is tests/conftest.py's)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from kafka_txn_tools.spark.session import JAVA_MISSING, find_java
-
 # Small but complete: every injected case, replication 3, several brokers.
 GEN_CONFIG: dict[str, Any] = {"seed": 5, "brokers": 3, "topics": 3, "partitions_per_topic": 6}
-
-
-def require_java() -> None:
-    if find_java() is None:
-        pytest.skip(f"Spark tests need java: {JAVA_MISSING}")
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    require_java()
-    from kafka_txn_tools.spark.session import get_session
-
-    session = get_session("local[2]", app_name="kafka-txn-tests")
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="session")
