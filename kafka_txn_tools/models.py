@@ -278,6 +278,9 @@ class HangingTransaction:
     stalled_groups: tuple[StalledGroup, ...] | None = None  # None: not looked up
     # The complete command lines that resolve it, in order, each accepted as printed (admin/advice.py).
     commands: tuple[str, ...] = ()
+    # The row (admin/dependent_rows.py `row_name`) whose commands end this row's transaction too: this row
+    # clears when that one does, and is printed after it.
+    cleared_by: str | None = None
 
     kind = RowKind.PARTITION
 
@@ -303,6 +306,7 @@ class HangingTransaction:
             "high_watermark": self.offsets.high_watermark if self.offsets else None,
             "brokers": list(self.brokers),
             "stalled_groups": _groups(self.stalled_groups),
+            "cleared_by": self.cleared_by,
         }
 
 
@@ -352,6 +356,10 @@ class StuckTransaction:
     pending_partitions: tuple[PendingPartition, ...]
     stalled_groups: tuple[StalledGroup, ...] | None = None
     commands: tuple[str, ...] = ()  # as HangingTransaction's
+    cleared_by: str | None = None  # as HangingTransaction's
+    # The upstream bug (KAFKA-19999, KAFKA-20090) whose fix is the remaining step, when a broker upgrade is;
+    # None otherwise.
+    upgrade_for: str | None = None
 
     kind = RowKind.COORDINATOR
 
@@ -376,6 +384,8 @@ class StuckTransaction:
             "commands": list(self.commands),
             "pending_partitions": [p.to_row() for p in self.pending_partitions],
             "stalled_groups": _groups(self.stalled_groups),
+            "cleared_by": self.cleared_by,
+            "upgrade_for": self.upgrade_for,
         }
 
 

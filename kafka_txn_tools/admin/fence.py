@@ -24,7 +24,7 @@ from kafka_txn_tools.admin.api import ClusterApi
 from kafka_txn_tools.connection.capabilities import missing_api_error, require
 from kafka_txn_tools.durations import format_duration_ms
 from kafka_txn_tools.errors import BrokerError, ConnectionFailed, Refused
-from kafka_txn_tools.models import EXHAUSTED_EPOCH, TWO_PHASE_COMMIT_TIMEOUT_MS, TransactionDescription
+from kafka_txn_tools.models import EXHAUSTED_EPOCH, LAST_EPOCH, TWO_PHASE_COMMIT_TIMEOUT_MS, TransactionDescription
 
 IDLE_STATES = frozenset({"Empty", "CompleteCommit", "CompleteAbort"})
 
@@ -94,6 +94,11 @@ def _judge(d: TransactionDescription, now_ms: int) -> tuple[str | None, bool]:
     if d.timeout_ms >= TWO_PHASE_COMMIT_TIMEOUT_MS:
         return (f"{d.transactional_id!r} is a prepared two-phase-commit transaction (KIP-939, no timeout): its "
                 "external transaction manager must complete it"), True
+    if d.state == "Ongoing" and d.producer_epoch >= LAST_EPOCH:
+        # Not live: at Short.MAX_VALUE its producer cannot end it and its coordinator's timeout abort does not
+        # either (KAFKA-20090), so "it ends by itself" would be false. A coordinator with the fixes fences it; one
+        # without answers UNKNOWN_SERVER_ERROR, which `fence` explains (nothing is written either way).
+        return None, False
     if d.start_time_ms >= 0 and now_ms - d.start_time_ms <= d.timeout_ms:
         left = d.timeout_ms - (now_ms - d.start_time_ms)
         return (f"{d.transactional_id!r} is {d.state} and live: started {_minutes(now_ms - d.start_time_ms)} ago, "

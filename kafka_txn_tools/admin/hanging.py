@@ -64,9 +64,9 @@ offset is at or beyond the partition's LSO).
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from kafka_txn_broker.formats.partitioning import TXN_TOPIC
+from kafka_txn_broker.formats.partitioning import SHARE_STATE_TOPIC, TXN_TOPIC
 from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 from kafka_txn_tools.admin import advice
 from kafka_txn_tools.models import (
@@ -251,6 +251,12 @@ def _detail(why: HangingReason, candidate: OpenTransaction, view: CoordinatorVie
 def partition_action(reason: HangingReason, tp: TopicPartition, start_offset: int, transactional_id: str | None
                      ) -> str:
     """What to do about a partition row, and why (its commands: `partition_commands`)."""
+    if reason is HangingReason.LATE and tp.topic == SHARE_STATE_TOPIC:
+        return (f"end it now with the command below: {transactional_id!r} stages share-group acknowledgements "
+                f"(KIP-1289) on {tp}, and until it ends their records stay TX_PENDING: no member can have them and "
+                "the group cannot pass them. Fencing the id aborts the transaction (--force: its coordinator still "
+                "runs it; its producer fails and must restart), and the records are delivered again once their "
+                "lock runs out; waiting for its producer or its timeout keeps the group held")
     if reason is HangingReason.LATE:
         return (f"wait: the coordinator of {transactional_id!r} still owns it and ends it by itself (its producer "
                 "commits or aborts it, or the coordinator aborts it at its timeout), and the command below exits "
@@ -266,10 +272,13 @@ def partition_action(reason: HangingReason, tp: TopicPartition, start_offset: in
 
 def partition_commands(reason: HangingReason, tp: TopicPartition, start_offset: int,
                        invocation: advice.Invocation,
-                       max_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS) -> tuple[str, ...]:
+                       max_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
+                       transactional_id: str | None = None) -> tuple[str, ...]:
     """The commands that resolve a partition row: the abort of a hanging transaction; for a live one (late:
     its coordinator ends it; prepared 2PC: its external transaction manager decides) the watch that waits
     for that end, since the owner ends it and nothing here should (its action names the last resort)."""
+    if reason is HangingReason.LATE and tp.topic == SHARE_STATE_TOPIC and transactional_id is not None:
+        return (advice.force_terminate(invocation, transactional_id, force=True),)  # partition_action says why
     if not reason.is_hanging:
         own = None if max_timeout_ms == DEFAULT_MAX_TRANSACTION_TIMEOUT_MS else max_timeout_ms
         return (advice.watch_until_ended(invocation, tp, own),)
@@ -343,7 +352,8 @@ def to_results(
             action=partition_action(v.reason, v.candidate.partition, v.candidate.producer.current_txn_start_offset,
                                     v.transactional_id),
             commands=partition_commands(v.reason, v.candidate.partition,
-                                        v.candidate.producer.current_txn_start_offset, invocation, max_timeout_ms))
+                                        v.candidate.producer.current_txn_start_offset, invocation, max_timeout_ms,
+                                        v.transactional_id))
         for v, brokers in merged.values()
     ]
     rows.sort(key=lambda h: (h.partition, h.producer.current_txn_start_offset, h.producer.producer_id))
@@ -438,6 +448,13 @@ def pending_partition(tp: TopicPartition, view: LeaderView, txn: CoordinatorTxn,
                                               f"{txn.producer_id}, yet the coordinator still waits for its marker")
 
 
+def at_last_epoch(state: str, producer_epoch: int) -> bool:
+    """Ongoing at Short.MAX_VALUE: its producer cannot end it and a coordinator without the KAFKA-20090 fixes
+    cannot fence it, whatever its age, so the first scan that sees it says so (a "wait" first and "it cannot
+    end" a minute later would be a reversal)."""
+    return state == ONGOING and producer_epoch >= LAST_EPOCH
+
+
 def _exhausted_past_recovery(txn: CoordinatorTxn, age_ms: int) -> bool:
     if txn.producer_epoch >= LAST_EPOCH:
         return True  # a producer never holds Short.MAX_VALUE: nothing can end it, whatever its age
@@ -452,8 +469,8 @@ def judge_coordinator(txn: CoordinatorTxn, leaders: Mapping[TopicPartition, Lead
     """The coordinator-side verdict for one transaction (module docstring); None when it is not stuck, or
     how long it has been in its state cannot be told."""
     age, source = time_in_state(txn, now_ms)
-    if age is None or age <= max_prepare_ms:
-        return None
+    if age is None or (age <= max_prepare_ms and not at_last_epoch(txn.state, txn.producer_epoch)):
+        return None  # (at the last epoch nothing ends it, however young: reported from the first scan)
     if txn.state in PREPARE_STATES:
         pending = _pending(txn, leaders, coordinator_waits)
         reason = StuckReason.MARKERS_PENDING if pending else StuckReason.COMPLETION_PENDING
@@ -468,7 +485,7 @@ def judge_coordinator(txn: CoordinatorTxn, leaders: Mapping[TopicPartition, Lead
         producer_epoch=txn.producer_epoch, coordinator_id=txn.coordinator_id, timeout_ms=txn.timeout_ms,
         time_in_state_ms=age, time_in_state_source=source, reason=reason,
         detail=_stuck_detail(txn, reason, pending), action=action, pending_partitions=tuple(pending),
-        commands=commands)
+        commands=commands, upgrade_for=upgrade_for(txn, reason, pending))
 
 
 def _pending(txn: CoordinatorTxn, leaders: Mapping[TopicPartition, LeaderView],
@@ -562,13 +579,48 @@ def _move(txn: CoordinatorTxn, invocation: advice.Invocation) -> tuple[str, tupl
         advice.move_coordinator(invocation, txn.transactional_id),)
 
 
+def _rejected_after_move(txn: CoordinatorTxn, rejected: Sequence[PendingPartition]) -> bool:
+    """The markers were rejected again by a coordinator that loaded the transaction anew (a newer coordinator
+    epoch than the one that wrote them): moving it again changes nothing, the leaders need the fix."""
+    now = txn.coordinator_epoch_now
+    return bool(rejected) and now is not None and all(
+        p.marker_coordinator_epoch is not None and p.marker_coordinator_epoch < now for p in rejected)
+
+
+KAFKA_19999, KAFKA_20090 = "KAFKA-19999", "KAFKA-20090"
+
+
+def upgrade_for(txn: CoordinatorTxn, reason: StuckReason, pending: Sequence[PendingPartition]) -> str | None:
+    """The upstream bug whose fix is the remaining step (a broker upgrade), or None when something else is."""
+    if reason is StuckReason.EPOCH_EXHAUSTED:
+        return KAFKA_20090
+    rejected = [p for p in pending if p.reason is PendingReason.MARKER_REJECTED]
+    return KAFKA_19999 if reason is StuckReason.MARKERS_PENDING and _rejected_after_move(txn, rejected) else None
+
+
+def with_upgrade_command(row: StuckTransaction, upgrade: str) -> StuckTransaction:
+    """A row whose remaining step is a broker upgrade (`upgrade_for`), on a cluster where the tool can do the
+    upgrade (the embedded broker emulating that bug: admin/emulation.py): the command `upgrade`, in the place
+    the upgrade takes. KAFKA-19999: first the upgrade, then the printed move, which the fixed leaders now
+    accept; KAFKA-20090: first the aborts that free the LSO now, then the upgrade, after which the fixed
+    coordinator's timeout abort ends the transaction by itself."""
+    if row.upgrade_for is None or upgrade in row.commands:
+        return row
+    first = row.upgrade_for == KAFKA_19999
+    commands = (upgrade, *row.commands) if first else (*row.commands, upgrade)
+    then = ("; then the move below, whose new coordinator sends the markers again to leaders that now accept them"
+            if first and row.commands else "")
+    where = "first" if first or not row.commands else "last"
+    action = (f"{row.action}. This cluster is the embedded broker, emulating Kafka before the {row.upgrade_for} "
+              f"fix (its test-only fault.injection): its upgrade is the {where} command below (kafka-txn broker "
+              f"upgrade){then}")
+    return replace(row, action=action, commands=commands)
+
+
 def _rejected_advice(txn: CoordinatorTxn, rejected: Sequence[PendingPartition],
                      move: tuple[str, tuple[str, ...]]) -> tuple[str, tuple[str, ...]]:
     leaders = _listed(sorted({p.leader for p in rejected if p.leader is not None}))
-    now = txn.coordinator_epoch_now
-    resent = now is not None and all(p.marker_coordinator_epoch is not None and p.marker_coordinator_epoch < now
-                                     for p in rejected)
-    if resent:
+    if _rejected_after_move(txn, rejected):
         return (f"remaining step: a broker upgrade. The markers landed, but broker {leaders} rejects every retry at "
                 "the same epoch (KAFKA-19999), and rejected them again after the coordinator moved: upgrade it to "
                 "a release with the KAFKA-19999 fix (a rolling restart moves the coordinator too); if the row is "
@@ -639,3 +691,55 @@ def stalled_groups(tp: TopicPartition, offsets: PartitionOffsets | None,
     found = [StalledGroup(c.group_id, c.group_type, tp, c.offset, None if hw is None else max(hw - c.offset, 0))
              for c in committed if c.partition == tp and c.offset >= lso]
     return tuple(sorted(found, key=lambda g: (g.group_type, g.group_id)))
+
+
+# ---- what holds a partition but is not reported, and why ------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Unreported:
+    """Something a scan saw holding a partition's LSO (or in a Prepare state) and did not report, because it is
+    younger than the scan's threshold: said in the summary, with the command that reports it now."""
+
+    name: str  # the partition, or the transactional id
+    holder: str  # "producer 1001", or the Prepare state
+    age_ms: int | None  # how long it has held it (None: not known)
+
+
+def young_holds(replicas: Iterable[PartitionProducers], now_ms: int, max_timeout_ms: int,
+                reported: Collection[TopicPartition]) -> list[Unreported]:
+    """The partitions an open transaction holds whose last write is within `max_timeout_ms` (not candidates:
+    `select_candidates`' rule), other than those with a row; one entry a partition (its oldest such hold)."""
+    oldest: dict[TopicPartition, tuple[int, int]] = {}
+    for r in replicas:
+        if r.partition in reported:
+            continue
+        for p in r.producers:
+            age = now_ms - p.last_timestamp_ms
+            if p.has_open_transaction and age <= max_timeout_ms and age > oldest.get(r.partition, (-1, 0))[0]:
+                oldest[r.partition] = (age, p.producer_id)
+    return [Unreported(str(tp), f"producer {pid}", age) for tp, (age, pid) in sorted(oldest.items())]
+
+
+def unreported_summary(holds: Sequence[Unreported], prepares: Sequence[Unreported], max_timeout_ms: int,
+                       max_prepare_ms: int, report_holds: str, report_prepares: str) -> list[str]:
+    """What a summary adds about what it did not report: what holds it, why it is not reported, and the exact
+    command that reports it now (`report_holds`, `report_prepares`: find-hanging with a zero threshold)."""
+    from kafka_txn_tools.durations import format_duration_ms as human
+
+    out = []
+    if holds:
+        names = ", ".join(f"{h.name} ({h.holder}, {human(h.age_ms or 0)})" for h in holds[:5])
+        more = f" and {len(holds) - 5} more" if len(holds) > 5 else ""
+        n = len(holds)
+        out.append(f"{n} partition{'s' if n != 1 else ''} held by {'transactions' if n != 1 else 'a transaction'} "
+                   f"younger than the max transaction timeout ({human(max_timeout_ms)}), not reported: {names}{more}. "
+                   "Within that timeout its producer or its coordinator still ends it; to report "
+                   f"{'them' if n != 1 else 'it'} now (--max-transaction-timeout 0):")
+        out.append(f"  {report_holds}")
+    if prepares:
+        names = ", ".join(f"{p.name!r} ({p.holder})" for p in prepares[:5])
+        n = len(prepares)
+        out.append(f"{n} transaction{'s' if n != 1 else ''} in a Prepare state for less than --max-prepare-time "
+                   f"({human(max_prepare_ms)}), not reported: {names}. A coordinator normally completes one within "
+                   f"seconds; to report {'them' if n != 1 else 'it'} now (--max-prepare-time 0):")
+        out.append(f"  {report_prepares}")
+    return out

@@ -35,6 +35,7 @@ from kafka_txn_tools.errors import UsageError
 from kafka_txn_tools.models import (
     DEFAULT_MAX_PREPARE_MS,
     ONGOING_STATES,
+    PREPARE_STATES,
     ClusterInfo,
     HangingReason,
     HangingTransaction,
@@ -129,6 +130,10 @@ class ScanReport:
     now_ms: int = 0
     # The first pass (admin/lso_prefilter.py): None when the scan asked every replica without one.
     first_pass: lso_prefilter.PassSummary | None = None
+    # Seen but younger than the thresholds, so not reported: partitions an open transaction holds, and
+    # transactions in a Prepare state (the summary says what and why: admin/hanging.py `unreported_summary`).
+    young_holds: list[hanging.Unreported] = field(default_factory=list)
+    young_prepares: list[hanging.Unreported] = field(default_factory=list)
 
     @property
     def hanging(self) -> list[HangingTransaction]:
@@ -270,6 +275,8 @@ def _scan(client: ScanClient, scope: Scope, now_ms: Callable[[], int], options: 
                                             options.invocation, options.max_timeout_ms)
         return report
     _both_sides(client, cluster, scope, options, confirmed, described, report, first_reads, memory)
+    reported = {r.partition for r in report.results} | {p.partition for r in report.stuck for p in r.pending_partitions}
+    report.young_holds = hanging.young_holds(replicas, report.now_ms, options.max_timeout_ms, reported)
     return report
 
 
@@ -300,6 +307,8 @@ def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options:
     found, errors = stuck.candidates(client, cluster.broker_ids(), now, options.max_prepare_ms,
                                      lambda d: _in_scope(d, scope, cluster), described, listed, coordinators)
     report.errors.extend(errors)
+    found += _exhausted(described, found, scope, cluster)
+    report.young_prepares = _young_prepares(client, cluster, options, {*listed, *(d.transactional_id for d in found)})
     orphans = [v for v in confirmed if v.reason is HangingReason.NO_TRANSACTIONAL_ID]
     txn_meta = _txn_topic(client, cluster) if found or orphans else None
     log = _read_transaction_state(client, txn_meta, orphans, found, options, report) if txn_meta else None
@@ -324,6 +333,27 @@ def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options:
         if r.reason is HangingReason.NO_TRANSACTIONAL_ID else None) for r in results]
     report.stuck = [replace(r, stalled_groups=_joined(held, (p.partition for p in r.pending_partitions)))
                     for r in rows]
+
+
+def _young_prepares(client: ScanClient, cluster: ClusterInfo, options: ScanOptions, listed: set[str]
+                    ) -> list[hanging.Unreported]:
+    """Transactions in a Prepare state for less than --max-prepare-time (the coordinator side lists only the older
+    ones): named in the summary, not reported. One ListTransactions a broker, of the Prepare states only."""
+    if options.max_prepare_ms <= 0:
+        return []
+    young = client.list_transactions(cluster.broker_ids(), states=sorted(PREPARE_STATES))
+    return [hanging.Unreported(t.transactional_id, t.state, None)
+            for t in sorted(young.listings, key=lambda t: t.transactional_id) if t.transactional_id not in listed]
+
+
+def _exhausted(described: dict[str, TransactionDescription], found: list[TransactionDescription], scope: Scope,
+               cluster: ClusterInfo) -> list[TransactionDescription]:
+    """The partition side's transactions Ongoing at the last producer epoch that the coordinator side's listing
+    (by time in state) left out: nothing ends them, so they are coordinator rows however young."""
+    listed = {d.transactional_id for d in found}
+    return sorted((d for d in described.values() if d.transactional_id not in listed
+                   and hanging.at_last_epoch(d.state, d.producer_epoch) and _in_scope(d, scope, cluster)),
+                  key=lambda d: d.transactional_id)
 
 
 def _live_long(client: ScanClient, listed: dict[str, TransactionDescription], stuck_ids: set[str],

@@ -56,13 +56,15 @@ class ShareHold:
     oldest_age_ms: int
     action: str = ""
     commands: tuple[str, ...] = ()
+    cleared_by: str | None = None  # as HangingTransaction's
 
     def to_row(self) -> dict[str, Any]:
         return {"kind": RowKind.SHARE.value, "reason": SHARE_ACKS_PENDING, "node": self.node, "group": self.group,
                 "topic": self.topic, "partition": self.partition, "producer_id": self.producer_id,
                 "transactional_id": self.transactional_id, "records": self.records,
                 "oldest_age_ms": self.oldest_age_ms, "stalled_groups": [self.group],
-                "action": self.action or unjudged_action(self), "commands": list(self.commands)}
+                "action": self.action or unjudged_action(self), "commands": list(self.commands),
+                "cleared_by": self.cleared_by}
 
 
 def unjudged_action(h: ShareHold) -> str:

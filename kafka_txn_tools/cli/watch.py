@@ -36,23 +36,32 @@ class Finding:
 
 def findings(report: ScanReport, count_held: bool = False) -> dict[Key, Finding]:
     """Every row of a scan by a key that stays the same from one scan to the next while the finding lasts."""
+    from kafka_txn_tools.admin.dependent_rows import grouped
+    from kafka_txn_tools.admin.share_pending import ShareHold
+    from kafka_txn_tools.models import HangingTransaction, StuckTransaction
+
     out: dict[Key, Finding] = {}
-    for h in report.results:
-        p = h.producer
-        txn = h.transactional_id or h.last_known_transactional_id
-        key: Key = ("partition", h.partition.topic, h.partition.partition, p.producer_id, p.current_txn_start_offset)
-        out[key] = Finding(key, h.to_row(), h.reason.is_hanging or count_held,
-                           f"{h.partition} producer {p.producer_id} from offset {p.current_txn_start_offset}: "
-                           f"{h.reason.value}" + (f" ({txn})" if txn else ""))
-    for s in report.stuck:
-        key = ("coordinator", s.transactional_id, s.producer_id, s.producer_epoch, s.state)
-        out[key] = Finding(key, s.to_row(), True, f"{s.transactional_id!r} {s.state}: {s.reason.value}")
-    for held in report.share:
-        key = ("share", held.group, held.topic, held.partition, held.producer_id, held.node)
-        who = held.transactional_id or f"producer {held.producer_id}"
-        out[key] = Finding(key, held.to_row(), True,
-                           f"{held.topic}-{held.partition} share group {held.group}: {held.records} records "
-                           f"TX_PENDING by {who}")
+    # The order their commands run in (find-hanging linked the rows of one transaction: admin/dependent_rows.py).
+    for row in grouped([*report.results, *report.stuck, *report.share]):
+        if isinstance(row, HangingTransaction):
+            h, p = row, row.producer
+            txn = h.transactional_id or h.last_known_transactional_id
+            key: Key = ("partition", h.partition.topic, h.partition.partition, p.producer_id,
+                        p.current_txn_start_offset)
+            out[key] = Finding(key, h.to_row(), h.reason.is_hanging or count_held,
+                               f"{h.partition} producer {p.producer_id} from offset {p.current_txn_start_offset}: "
+                               f"{h.reason.value}" + (f" ({txn})" if txn else ""))
+        elif isinstance(row, StuckTransaction):
+            s = row
+            key = ("coordinator", s.transactional_id, s.producer_id, s.producer_epoch, s.state)
+            out[key] = Finding(key, s.to_row(), True, f"{s.transactional_id!r} {s.state}: {s.reason.value}")
+        elif isinstance(row, ShareHold):
+            held = row
+            key = ("share", held.group, held.topic, held.partition, held.producer_id, held.node)
+            who = held.transactional_id or f"producer {held.producer_id}"
+            out[key] = Finding(key, held.to_row(), True,
+                               f"{held.topic}-{held.partition} share group {held.group}: {held.records} records "
+                               f"TX_PENDING by {who}")
     return out
 
 

@@ -1,35 +1,38 @@
-"""The on-call flow end to end, per kind of stuck transaction: find it, run the commands the finding prints -
-exactly as printed, plus --yes, each in a process of its own - and see it clear.
+"""The on-call flow end to end, per kind of stuck transaction, as a newcomer takes it: stage the incident with
+`kafka-txn broker scenario` (as the runbook's "Rehearse it" says), run the scan it prints (`find-hanging --all`,
+default thresholds), then every command printed, verbatim and in the printed order (plus --yes where a prompt
+would come), each within a time limit, and scan again until nothing is printed to run (tests/e2e/newcomer.py).
+That includes the broker upgrade where the remedy is one: on the embedded broker it is a printed command.
 
-Every scenario of `kafka-txn broker scenario` (partition-side, coordinator-side, 2pc-prepared) runs against one
-small cluster; find-hanging runs with no flag beyond the scenario's short timeouts (--max-prepare-time 0 for
-the coordinator side: its transactions are seconds old). Afterwards the partition's LSO is its high
-watermark, the group held back at the LSO reads on past it, and a new scan has no row for the transaction -
-or, where a broker upgrade is what is left (the emulated upstream bugs), only its coordinator row, saying so.
-The leader offline during a commit is in test_cli_stuck.py, the share-side scenarios in
-test_share_scenarios.py; move-coordinator's refusals and --watch are here too.
+What "cleared" means comes from Kafka, not from the tool's tables: the partition's LSO is its high watermark,
+the read_committed group held back at the LSO reads on past it, the coordinator holds the id as completed and
+its producer can start again. Every scenario gets a cluster of its own (nothing of another scenario's in its
+scans) and is staged alone (`--no-healthy`: a scenario's healthy open transaction runs for 10 minutes and is,
+rightly, only reported as held; a newcomer following every printed command would wait for it).
+The leader offline during a commit is in test_cli_stuck.py; move-coordinator's refusals and --watch are here too.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kafka_txn_broker import EmbeddedCluster
-from kafka_txn_broker.formats.partitioning import TXN_TOPIC, partition_for
+from kafka_txn_broker.formats.partitioning import SHARE_STATE_TOPIC, TXN_TOPIC, partition_for
 from kafka_txn_broker.testing.raw_client import RawKafkaClient
 from kafka_txn_broker.testing.scenarios import (
-    HANGING_PARTITION,
     HangingTransaction,
+    PreparedTransaction,
     ScenarioOptions,
-    StuckTransaction,
     complete_prepared,
     run_scenario,
 )
 from kafka_txn_tools.cli import exit_codes
+from tests.e2e import newcomer
 from tests.e2e.cli_support import (
     ZOMBIE_TIMEOUT_MS,
     group_reads_to_the_end,
@@ -44,6 +47,7 @@ from tests.e2e.cli_support import (
 
 CONFIG = {"transaction.partition.verification.enable": False,  # the partition-side incidents need it off
           "transaction.two.phase.commit.enable": True,
+          "share.transactional.acknowledgement.enable": True,
           "transaction.abort.timed.out.transaction.cleanup.interval.ms": 200,
           "transaction.state.log.num.partitions": 5, "offsets.topic.num.partitions": 3}
 BACKDATE_MS = 30 * 60_000  # the misbehaving batches were built before the pause that made them late
@@ -53,6 +57,32 @@ BACKDATE_MS = 30 * 60_000  # the misbehaving batches were built before the pause
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedCluster]:
     with EmbeddedCluster(nodes=3, data_dir=tmp_path_factory.mktemp("runbook"), config=CONFIG) as c:
         yield c
+
+
+@pytest.fixture
+def fresh(tmp_path: Path) -> Iterator[EmbeddedCluster]:
+    """A cluster for one newcomer's rehearsal."""
+    with EmbeddedCluster(nodes=3, data_dir=tmp_path, config=CONFIG) as c:
+        yield c
+
+
+@pytest.fixture
+def one_node(tmp_path: Path) -> Iterator[EmbeddedCluster]:
+    """For the 32,766 epoch bumps of epoch-exhaustion: each is a __transaction_state write, replicated nowhere."""
+    with EmbeddedCluster(nodes=1, data_dir=tmp_path, config=CONFIG) as c:
+        yield c
+
+
+def stage(cluster: EmbeddedCluster, name: str, *options: str) -> tuple[dict[str, Any], str]:
+    """`kafka-txn broker scenario NAME` as the runbook says (its defaults: backdated 30 minutes), staged alone:
+    its ground truth, and the scan it prints for finding it."""
+    bs = cluster.bootstrap_servers
+    r = invoke_printed(f"kafka-txn broker scenario {name} --bootstrap-server {bs} --no-healthy", *options)
+    assert r.code == 0, r.err
+    doc = r.json()
+    [result] = doc["scenarios"]
+    assert doc["find"] == f"kafka-txn find-hanging --all --bootstrap-server {bs}"
+    return result, doc["find"]
 
 
 def scenario(cluster: EmbeddedCluster, name: str, **options: Any) -> Any:
@@ -79,120 +109,109 @@ def run_all(row: dict[str, Any]) -> None:
         run_printed(command)
 
 
+def described(bs: str, txn_id: str) -> dict[str, Any]:
+    return dict(kafka_txn(bs, "describe", "-t", txn_id, "-o", "json").json()["transactions"][0])
+
+
+def split(topic_partition: str) -> tuple[str, int]:
+    topic, part = topic_partition.rsplit("-", 1)
+    return topic, int(part)
+
+
 # ---- partition side: an open transaction no coordinator will end -----------------------------------------
 @pytest.mark.parametrize("name", ["late-write-after-abort", "zombie-after-timeout", "unregistered-partition-commit"])
-def test_a_partition_side_hang_is_cleared_by_its_printed_abort(cluster: EmbeddedCluster, name: str) -> None:
-    bs = cluster.bootstrap_servers
-    truth: HangingTransaction = scenario(cluster, name)
-    # Its coordinator holds the id as completed (the ground truth): no marker is coming.
-    assert truth.coordinator_state in ("CompleteAbort", "CompleteCommit")
-    reason = "transaction-not-ongoing"
-    topic, part = truth.topic, truth.partition
+def test_a_newcomer_clears_a_partition_side_hang_with_what_the_first_scan_prints(fresh: EmbeddedCluster,
+                                                                                 name: str) -> None:
+    bs = fresh.bootstrap_servers
+    result, find = stage(fresh, name, "--zombie-timeout-ms", str(ZOMBIE_TIMEOUT_MS))
+    [truth] = result["hanging"]
+    assert truth["coordinator_state"] in ("CompleteAbort", "CompleteCommit")  # no marker is coming
+    topic, part, start = truth["topic"], truth["partition"], truth["start_offset"]
     end, lso = log_offsets(bs, topic, part)
-    assert lso == truth.start_offset < end
+    assert lso == start < end
     group = f"{name}-readers"
     hold_group(bs, topic, part, group)
-    [row] = rows_of(scan(bs), truth.transactional_id, truth.producer_id)
-    assert (row["kind"], row["reason"], row["start_offset"]) == ("partition", reason, truth.start_offset)
-    assert [g["group_id"] for g in row["stalled_groups"]] == [group]
-    assert row["commands"] == [f"kafka-txn abort --topic {topic} --partition {part} --start-offset "
-                               f"{truth.start_offset} --bootstrap-server {bs}"]
-    run_all(row)
+    trail = newcomer.clear(find)
+    assert trail.ran[1] == (f"kafka-txn abort --topic {topic} --partition {part} --start-offset {start} "
+                            f"--bootstrap-server {bs}"), trail  # found by the first scan, at default thresholds
     end, lso = log_offsets(bs, topic, part)
     assert lso == end
     group_reads_to_the_end(bs, topic, part, group)
-    assert rows_of(scan(bs), truth.transactional_id, truth.producer_id) == []
 
 
-# ---- coordinator side: the emulated upstream bugs -----------------------------------------------------------
-def test_marker_retry_rejected_its_move_then_the_upgrade_clears_it(cluster: EmbeddedCluster) -> None:
-    # KAFKA-19999: the marker landed, its retries are rejected and the coordinator gave up. Moving the
-    # coordinator makes the new one send it again; a leader without the fix rejects it again, and the row then
-    # says the remaining step is an upgrade. With the fault off (the upgrade), the same command clears it.
-    bs = cluster.bootstrap_servers
-    truth: StuckTransaction = scenario(cluster, "marker-retry-rejected", healthy=True)
-    rows = scan(bs, "--max-prepare-time", "0")
-    run_id = truth.transactional_id.split("-")[1]  # the scenario's ids: scenario-<run>-<role>
-    assert [r["transactional_id"] for r in rows if f"-{run_id}-" in str(r.get("transactional_id"))] == [
-        truth.transactional_id]  # its healthy neighbours (committed, aborted, open within its timeout): no row
-    [row] = rows_of(rows, truth.transactional_id, truth.producer_id)
-    assert (row["kind"], row["reason"], row["state"]) == ("coordinator", "markers-pending", "PrepareCommit")
-    assert [p["reason"] for p in row["pending_partitions"]] == ["marker-rejected"]
-    assert row["commands"] == [f"kafka-txn move-coordinator --transactional-id {truth.transactional_id} "
-                               f"--bootstrap-server {bs}"]
-    described = kafka_txn(bs, "describe", "-t", truth.transactional_id, "-o", "json").json()["transactions"][0]
-    assert (described["stuck_reason"], described["commands"]) == ("markers-pending", row["commands"])
-    before = _coordinator(bs, truth.transactional_id)
-    run_all(row)
-    assert _coordinator(bs, truth.transactional_id) != before  # it moved, and the leader rejected it again
-    [row] = rows_of(scan(bs, "--max-prepare-time", "0"), truth.transactional_id, truth.producer_id)
-    assert row["action"].startswith("remaining step: a broker upgrade.") and "KAFKA-19999" in row["action"]
-    with RawKafkaClient(bs) as raw:
-        assert raw.set_broker_configs({"fault.injection": ""})[0] == 0  # the upgrade
-    run_all(row)
-    assert rows_of(scan(bs, "--max-prepare-time", "0"), truth.transactional_id, truth.producer_id) == []
-    state = kafka_txn(bs, "describe", "-t", truth.transactional_id, "-o", "json").json()["transactions"][0]
-    assert state["state"] == "CompleteCommit"
-    end, lso = log_offsets(bs, truth.pending_partitions[0].rsplit("-", 1)[0], HANGING_PARTITION)
+# ---- coordinator side: the emulated upstream bugs, up to their upgrade -------------------------------------------
+def test_a_newcomer_clears_marker_retry_rejected_up_to_the_upgrade(fresh: EmbeddedCluster) -> None:
+    # KAFKA-19999: the marker landed, its retries are rejected and the coordinator gave up. Seconds in
+    # PrepareCommit, it is below --max-prepare-time: the first scan names it and prints the scan that reports
+    # it now. Its move makes a new coordinator send the marker again, which a leader without the fix rejects
+    # again; the row then says the remaining step is the upgrade, and on the embedded broker prints it.
+    bs = fresh.bootstrap_servers
+    result, find = stage(fresh, "marker-retry-rejected")
+    [truth] = result["stuck"]
+    txn_id = truth["transactional_id"]
+    topic, part = split(truth["pending_partitions"][0])
+    assert described(bs, txn_id)["state"] == "PrepareCommit"
+    trail = newcomer.clear(find)
+    first = trail.outputs[0].out
+    assert txn_id in first and "--max-prepare-time 0" in first, trail  # named by the first scan, with why
+    upgrades = [c for c in trail.ran if c.startswith("kafka-txn broker upgrade")]
+    moves = [c for c in trail.ran if c.startswith("kafka-txn move-coordinator")]
+    assert upgrades == [f"kafka-txn broker upgrade --bootstrap-server {bs}"] and len(moves) == 2, trail
+    assert trail.ran[trail.ran.index(upgrades[0]) + 1] == moves[0]  # the upgrade, then the move that now lands
+    assert described(bs, txn_id)["state"] == "CompleteCommit"
+    end, lso = log_offsets(bs, topic, part)
     assert lso == end
     with RawKafkaClient(bs) as raw:  # its producer can work again (no more CONCURRENT_TRANSACTIONS)
-        assert raw.init_producer_id(truth.transactional_id, 60_000)[0] == 0
+        assert raw.init_producer_id(txn_id, 60_000)[0] == 0
 
 
-def _coordinator(bs: str, txn_id: str) -> int:
-    return int(kafka_txn(bs, "describe", "-t", txn_id, "-o", "json").json()["transactions"][0]["coordinator_id"])
-
-
-@pytest.fixture
-def one_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedCluster]:
-    """For the 32,766 epoch bumps of epoch-exhaustion: each is a __transaction_state write, replicated nowhere."""
-    with EmbeddedCluster(nodes=1, data_dir=tmp_path_factory.mktemp("one"), config=CONFIG) as c:
-        yield c
-
-
-def test_epoch_exhaustion_frees_the_lso_now_and_says_the_rest_is_an_upgrade(one_node: EmbeddedCluster) -> None:
-    # KAFKA-20090: Ongoing at Short.MAX_VALUE; the coordinator cannot fence it. The printed abort frees the LSO
-    # now; what is left is the upgrade (the row says so and prints nothing more: force-terminate would fail).
+def test_a_newcomer_is_told_epoch_exhaustion_at_once_and_clears_it_up_to_the_upgrade(one_node: EmbeddedCluster
+                                                                                    ) -> None:
+    # KAFKA-20090: Ongoing at Short.MAX_VALUE; its producer cannot end it, the coordinator cannot fence it. The
+    # first scan says so (no "wait" that a later scan takes back), frees the LSO with its abort and upgrades.
     cluster = one_node
     bs = cluster.bootstrap_servers
-    truth: StuckTransaction = scenario(cluster, "epoch-exhaustion", zombie_timeout_ms=300)
-    topic = truth.pending_partitions[0].rsplit("-", 1)[0]
+    result, find = stage(cluster, "epoch-exhaustion")
+    [truth] = result["stuck"]
+    txn_id, start = truth["transactional_id"], truth["start_offset"]
+    topic, part = split(truth["pending_partitions"][0])
     group = "exhausted-readers"
-    hold_group(bs, topic, HANGING_PARTITION, group)
-    [row] = rows_of(scan(bs, "--max-prepare-time", "0"), truth.transactional_id, truth.producer_id)
+    hold_group(bs, topic, part, group)
+    held = log_offsets(bs, topic, part)
+    assert held[1] == start < held[0]
+    # force-terminate cannot fence it: it says why (not a bare error code) and writes nothing, with or without
+    # --force; abort without --force is refused (its coordinator holds it as Ongoing), writing nothing.
+    for force in ([], ["--force"]):
+        fence = kafka_txn(bs, "force-terminate", "-t", txn_id, *force, "--yes")
+        assert fence.code == exit_codes.ERROR and "KAFKA-20090" in fence.err and "nothing was written" in fence.err
+        assert "UNKNOWN_SERVER_ERROR" not in fence.err.split(":")[0]
+    refused = kafka_txn(bs, "abort", "--topic", topic, "--partition", str(part), "--start-offset", str(start), "--yes")
+    assert refused.code == exit_codes.ERROR
+    assert log_offsets(bs, topic, part) == held
+    [row] = rows_of(scan(bs), txn_id, truth["producer_id"])  # default thresholds: what the first scan says
     assert (row["kind"], row["reason"], row["producer_epoch"]) == ("coordinator", "epoch-exhausted", 32767)
-    assert row["commands"] == [f"kafka-txn abort --topic {topic} --partition {HANGING_PARTITION} --start-offset "
-                               f"{truth.start_offset} --force --bootstrap-server {bs}"]
+    assert row["commands"] == [f"kafka-txn abort --topic {topic} --partition {part} --start-offset {start} --force "
+                               f"--bootstrap-server {bs}", f"kafka-txn broker upgrade --bootstrap-server {bs}"]
+    assert "force-terminate" not in row["action"] and not row["action"].startswith("wait")
     assert [g["group_id"] for g in row["stalled_groups"]] == [group]
-    assert [(p["reason"], p["start_offset"]) for p in row["pending_partitions"]] == [
-        ("open-transaction", truth.start_offset)]
-    held = log_offsets(bs, topic, HANGING_PARTITION)
-    assert held[1] == truth.start_offset < held[0]
-    # Not printed, and why: the coordinator cannot fence it; force-terminate says so, not a bare error code.
-    fence = kafka_txn(bs, "force-terminate", "-t", truth.transactional_id, "--yes")
-    assert fence.code == exit_codes.ERROR and "KAFKA-20090" in fence.err and "nothing was written" in fence.err
-    assert log_offsets(bs, topic, HANGING_PARTITION) == held
-    # Without --force the abort is refused (its coordinator holds it as Ongoing), and writes nothing.
-    refused = kafka_txn(bs, "abort", "--topic", topic, "--partition", str(HANGING_PARTITION), "--start-offset",
-                        str(truth.start_offset), "--yes")
-    assert refused.code == exit_codes.ERROR and log_offsets(bs, topic, HANGING_PARTITION) == held
-    run_all(row)
-    end, lso = log_offsets(bs, topic, HANGING_PARTITION)
+    trail = newcomer.clear(find)
+    assert trail.ran[1:3] == row["commands"], trail  # the first scan's advice is what cleared it
+    end, lso = log_offsets(bs, topic, part)
     assert lso == end
-    group_reads_to_the_end(bs, topic, HANGING_PARTITION, group)
-    [row] = rows_of(scan(bs, "--max-prepare-time", "0"), truth.transactional_id, truth.producer_id)
-    assert row["action"].startswith("remaining step: a broker upgrade") and row["commands"] == []
+    group_reads_to_the_end(bs, topic, part, group)
+    # The fixed coordinator's timeout abort ends it and frees the id.
+    until(lambda: described(bs, txn_id)["state"] != "Ongoing", "the fixed coordinator's timeout abort")
     with RawKafkaClient(bs) as raw:
-        assert raw.set_broker_configs({"fault.injection": ""})[0] == 0  # the upgrade: its timeout abort ends it
-    until(lambda: rows_of(scan(bs, "--max-prepare-time", "0"), truth.transactional_id, truth.producer_id) == [],
-          "the fixed coordinator's timeout abort")
+        assert raw.init_producer_id(txn_id, 60_000)[0] == 0
 
 
-# ---- a prepared 2PC transaction ---------------------------------------------------------------------------
-def test_a_prepared_2pc_transaction_is_named_not_counted_and_its_manager_ends_it(
-        cluster: EmbeddedCluster, monkeypatch: pytest.MonkeyPatch) -> None:
-    bs = cluster.bootstrap_servers
-    truth = scenario(cluster, "2pc-prepared")
+# ---- a prepared 2PC transaction -------------------------------------------------------------------------------
+def test_a_newcomer_waits_for_a_prepared_2pc_transactions_manager_and_is_not_counted(
+        fresh: EmbeddedCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    bs = fresh.bootstrap_servers
+    result, find = stage(fresh, "2pc-prepared")
+    [raw_truth] = result["prepared"]
+    truth = PreparedTransaction(**raw_truth)
     topic, part = truth.topic, truth.partition
     group = "xa-readers"
     hold_group(bs, topic, part, group)
@@ -204,7 +223,7 @@ def test_a_prepared_2pc_transaction_is_named_not_counted_and_its_manager_ends_it
     assert row["action"].startswith("held by its external transaction manager")
     assert [g["group_id"] for g in row["stalled_groups"]] == [group]
     # Its one command writes nothing: it watches the partition until the manager has ended the transaction
-    # (which the manager does here in the watch's first pause), then exits 0.
+    # (which the manager does here in the watch's first pause, as the row says it must), then exits 0.
     [watch] = row["commands"]
     end_before, lso_before = log_offsets(bs, topic, part)
     pauses: list[float] = []
@@ -216,17 +235,57 @@ def test_a_prepared_2pc_transaction_is_named_not_counted_and_its_manager_ends_it
         pauses.append(seconds)
 
     monkeypatch.setattr("kafka_txn_tools.cli.commands.find_hanging.watch_sleep", manager_acts)
-    r = invoke_printed(watch)  # in this process, where the pause is this test's
-    assert r.code == exit_codes.OK and pauses == [10.0], (r.out, r.err)
-    events = [json.loads(line)["event"] for line in r.out.splitlines()]
+    trail = newcomer.clear(find)
+    assert trail.ran[1] == watch and pauses == [10.0], trail
+    events = [json.loads(line)["event"] for line in trail.outputs[1].out.splitlines()]
     assert events[0] == "appeared" and events[-1] == "clear" and "resolved" in events
     end, lso = log_offsets(bs, topic, part)
     assert lso == end
     group_reads_to_the_end(bs, topic, part, group)
-    assert rows_of(scan(bs), truth.transactional_id, truth.producer_id) == []
 
 
-# ---- --watch ------------------------------------------------------------------------------------------------
+# ---- share side (KIP-1289) -----------------------------------------------------------------------------------
+def state_partitions_free(bs: str, share: dict[str, Any]) -> None:
+    """The transaction's staging on the group's `__share_group_state` partitions ended: LSO == high watermark
+    (the newcomer's cluster has no other transaction there)."""
+    for name in share["share_state_partitions"]:
+        end, lso = log_offsets(bs, SHARE_STATE_TOPIC, split(name)[1])
+        assert lso == end, (name, end, lso)
+
+
+@pytest.mark.parametrize("name", ["share-ack-stalled", "share-ack-leadership-move"])
+def test_a_newcomer_frees_a_share_group_held_by_a_live_transaction(fresh: EmbeddedCluster, name: str) -> None:
+    # Staged seconds ago under a 10-minute timeout: the first scan does not report it, but says which partition
+    # is held, by what, why it is not reported, and prints the scan that reports it; that row prints the fence
+    # (a command, not words), and HELD BACK's '-' is explained (the share groups are in the brokers' metrics).
+    bs = fresh.bootstrap_servers
+    result, find = stage(fresh, name)
+    [share] = result["share"]
+    assert described(bs, share["transactional_id"])["state"] == "Ongoing"
+    [state_partition] = share["share_state_partitions"]
+    trail = newcomer.clear(find)
+    first = trail.outputs[0].out
+    assert f"{state_partition} (producer {share['producer_id']}," in first and "not reported" in first, trail
+    assert trail.ran[1] == f"kafka-txn find-hanging --all --max-transaction-timeout 0 --bootstrap-server {bs}"
+    assert trail.ran[2] == (f"kafka-txn force-terminate --transactional-id {share['transactional_id']} --force "
+                            f"--bootstrap-server {bs}"), trail
+    assert "known only from the brokers' metrics" in trail.outputs[1].out
+    assert described(bs, share["transactional_id"])["state"] in ("CompleteAbort", "Empty")  # fenced: aborted
+    until(lambda: state_partitions_free(bs, share) is None, "the ABORT marker on the share state partition")
+
+
+def test_a_producer_that_dies_holding_a_share_group_leaves_the_newcomer_nothing_to_do(fresh: EmbeddedCluster
+                                                                                     ) -> None:
+    bs = fresh.bootstrap_servers
+    result, find = stage(fresh, "share-ack-producer-dies")
+    [share] = result["share"]
+    # Its timeout (--zombie-timeout-ms, 1 s) ends it: the coordinator's abort, before anyone looks.
+    until(lambda: described(bs, share["transactional_id"])["state"] == "CompleteAbort", "its timeout abort")
+    until(lambda: state_partitions_free(bs, share) is None, "the ABORT marker on the share state partition")
+    trail = newcomer.clear(find)
+    assert trail.ran == [find], trail
+
+
 def test_watch_reports_what_appears_and_what_is_resolved_and_exits_once_clear(
         cluster: EmbeddedCluster, monkeypatch: pytest.MonkeyPatch) -> None:
     # The pause between two scans is where a person would act: here it runs the printed command.

@@ -30,7 +30,11 @@ def start(
     data_dir: Path = typer.Option(..., "--data-dir", help="log dirs go to DIR/node-<id>/"),
     config: Path | None = typer.Option(None, "--config", help="YAML file of broker properties",
                                         exists=True, dir_okay=False),
-    sets: list[str] = typer.Option([], "--set", help="broker property override key=value (repeatable)"),
+    sets: list[str] = typer.Option(
+        [], "--set", help="broker property override key=value (repeatable). The rehearsals (`broker scenario`) need: "
+                          "transaction.partition.verification.enable=false (partition side), "
+                          "share.transactional.acknowledgement.enable=true (share side, KIP-1289), "
+                          "transaction.two.phase.commit.enable=true (2pc-prepared)"),
     metrics_port: int | None = typer.Option(None, "--metrics-port", help="serve Prometheus metrics here"),
 ) -> None:
     """Start N nodes in this process; print `bootstrap.servers=...` once all are ready; stop on SIGTERM/SIGINT."""
@@ -71,9 +75,11 @@ def scenario(
         help="Java client .properties for a secured cluster: security.protocol, sasl.*, ssl.* (as kafka-txn's "
              "other commands take them)"),
     topic_prefix: str = typer.Option("scenario", "--topic-prefix", help="prefix of the new topic and ids"),
-    backdate_minutes: float = typer.Option(0.0, "--backdate-minutes", min=0,
+    backdate_minutes: float = typer.Option(30.0, "--backdate-minutes", min=0,
                                            help="CreateTime of the misbehaving batches this long before sending "
-                                                "(a paused producer's batch is old when it lands)"),
+                                                "(a paused producer's batch is old when it lands); the default, "
+                                                "past the brokers' default max transaction timeout (15m), makes "
+                                                "the first `find-hanging --all` show them"),
     healthy: bool = typer.Option(True, "--healthy/--no-healthy",
                                  help="also create healthy committed, aborted and open transactions"),
     zombie_timeout_ms: int = typer.Option(1000, "--zombie-timeout-ms", min=1,
@@ -87,14 +93,16 @@ def scenario(
                                        help="how long to wait for the coordinator's timeout abort"),
     output: str = typer.Option("json", "--output", "-o", help="json or table"),
 ) -> None:
-    """Create real hanging transactions through the protocol and print their ground truth.
+    """Create real hanging transactions through the protocol and print their ground truth, and the command
+    that finds them.
 
     The partition-side ones need a broker that does not verify transactional writes (Kafka < 3.6, or
     `--set transaction.partition.verification.enable=false` on the embedded broker); the coordinator-side
     ones emulate an upstream bug (KAFKA-19999, KAFKA-20090) with the embedded broker's test-only
-    `fault.injection`, switched on for their own transactional id. The share-side ones (KIP-1289) need
-    `--set share.transactional.acknowledgement.enable=true`, 2pc-prepared (KIP-939)
-    `--set transaction.two.phase.commit.enable=true`.
+    `fault.injection`, switched on for their own transactional id (`kafka-txn broker upgrade` is their fix).
+    The share-side ones (KIP-1289) need the brokers started with
+    `kafka-txn broker start --set share.transactional.acknowledgement.enable=true`, 2pc-prepared (KIP-939)
+    with `--set transaction.two.phase.commit.enable=true`.
     """
     import json
 
@@ -113,9 +121,11 @@ def scenario(
     except (ScenarioError, RawClientError) as exc:
         typer.echo(f"error: scenario {name}: {exc}", err=True)
         raise typer.Exit(exit_codes.ERROR) from None
+    find = _find_command(bootstrap_server, command_config)
     if output == "json":
-        typer.echo(json.dumps({"scenarios": [r.to_dict() for r in results]}, indent=2))
+        typer.echo(json.dumps({"scenarios": [r.to_dict() for r in results], "find": find}, indent=2))
         return
+    typer.echo(f"# find it: {find}")
     for r in results:
         typer.echo(f"# {r.name}: {r.incident}")
         for h in r.hanging:
@@ -137,6 +147,62 @@ def scenario(
         for ok in r.healthy:
             typer.echo(f"HEALTHY  {ok.topic}-{ok.partition} producerId={ok.producer_id} {ok.state} "
                        f"transactionalId={ok.transactional_id}")
+
+
+@broker_app.command("upgrade")
+def upgrade(
+    bootstrap_server: str | None = typer.Option(None, "--bootstrap-server", "-b", help="host:port of any broker"),
+    command_config: Path | None = typer.Option(None, "--command-config", metavar="FILE",
+                                               help="Java client .properties for a secured cluster"),
+    profile: str | None = typer.Option(None, "--profile", help="a named connection profile"),
+    yes: bool = typer.Option(False, "--yes", "-y", help="do not ask for confirmation"),
+) -> None:
+    """Upgrade the embedded cluster to the fixed release of the upstream bug it emulates.
+
+    A rehearsal of KAFKA-19999 or KAFKA-20090 (`broker scenario marker-retry-rejected`, `epoch-exhaustion`)
+    runs the embedded broker as Kafka before the fix (its test-only, dynamic `fault.injection`). Where
+    find-hanging's remedy is a broker upgrade, this is it: the emulation goes off at the cluster default and on
+    every broker (a restart keeps it: the property is kept in the cluster's metadata), so the leaders accept a
+    retried marker and the coordinator fences the last epoch from then on. Refused, writing nothing, on a
+    cluster that emulates no bug (any Apache Kafka: upgrade it with your release process)."""
+    from kafka_txn_tools.admin import emulation
+    from kafka_txn_tools.cli.errors import fail, user_errors
+    from kafka_txn_tools.cli.session import Connection, connect
+
+    with user_errors(), connect(Connection(bootstrap_server, command_config, profile, None)) as client:
+        brokers = client.metadata([]).broker_ids()
+        found = emulation.emulations(client, brokers)
+        if not found:
+            fail(f"nothing to upgrade on {client.cluster_name}: no broker emulates an upstream bug (the embedded "
+                 "broker's fault.injection is empty, or this is not the embedded broker: upgrade a real cluster "
+                 "with its release process)", exit_codes.ERROR)
+        bugs = ", ".join(sorted({e.bug for e in found}))
+        if not yes and not _confirm_upgrade(client.cluster_name, bugs, brokers):
+            fail("not upgraded: nothing was written", exit_codes.ERROR)
+        emulation.switch_off(client, brokers)
+        left = emulation.emulations(client, brokers)
+    if left:
+        fail(f"broker {', '.join(str(e.broker_id) for e in left)} still emulates {left[0].bug}", exit_codes.ERROR)
+    typer.echo(f"upgraded brokers {', '.join(map(str, brokers))} to the release with the {bugs} fix "
+               "(fault.injection off)")
+
+
+def _confirm_upgrade(cluster: str, bugs: str, brokers: list[int]) -> bool:
+    from kafka_txn_tools.cli.prompt import Confirmation, NoTerminal, ask
+    from kafka_txn_tools.errors import UsageError
+
+    try:
+        return ask(Confirmation(cluster, [f"switch off the emulation of {bugs} (fault.injection) on brokers "
+                                          f"{', '.join(map(str, brokers))}"], action="make"))
+    except NoTerminal:
+        raise UsageError("refusing to upgrade without confirmation: not a terminal", "pass --yes") from None
+
+
+def _find_command(bootstrap_server: str, command_config: Path | None) -> str:
+    """The scan a person runs first, with the scenario's connection options."""
+    from kafka_txn_tools.admin.advice import Invocation
+
+    return Invocation.of(bootstrap_server, None, command_config).line("find-hanging", "--all")
 
 
 def _transport(bootstrap_server: str, command_config: Path) -> Any:

@@ -119,26 +119,76 @@ def _share_cells(h: ShareHold) -> dict[str, Any]:
             "lso": None, "high_watermark": None, "held_back": h.group}
 
 
+def _cells(row: Any) -> dict[str, Any]:
+    from kafka_txn_tools.admin.share_pending import ShareHold
+    from kafka_txn_tools.models import HangingTransaction
+
+    if isinstance(row, HangingTransaction):
+        return _partition_cells(row)
+    return _share_cells(row) if isinstance(row, ShareHold) else _coordinator_cells(row)
+
+
 def _commands(commands: tuple[str, ...] | list[str]) -> list[str]:
     """`run:`, then each command on its own line, indented under its row (cli/render keeps these lines whole)."""
     return ["  run:", *(f"    {c}" for c in commands)] if commands else []
 
 
+def in_order(report: ScanReport) -> list[Any]:
+    """Every result row in the printed order: the rows of one transaction together, the one whose command ends
+    it first (admin/dependent_rows.py)."""
+    from kafka_txn_tools.admin.dependent_rows import ordered
+
+    return ordered([*report.results, *report.stuck, *report.share])
+
+
+def _block(row: Any) -> list[str]:
+    """One row's lines under the table: its verdict detail, what to do and why, and the commands that do it."""
+    from kafka_txn_tools.admin.dependent_rows import row_name
+    from kafka_txn_tools.admin.share_pending import ShareHold
+    from kafka_txn_tools.models import HangingTransaction
+
+    if isinstance(row, HangingTransaction):
+        lines = [f"{row_name(row)}: {row.detail}"]
+    elif isinstance(row, ShareHold):
+        lines = [f"{row_name(row)} (broker {row.node}): holds {row.records} records of share group "
+                 f"{row.group!r} TX_PENDING"]
+    else:
+        lines = [f"{row_name(row)}: {row.detail}",
+                 *(f"  {p.partition} (leader {p.leader}): {p.detail}" for p in row.pending_partitions)]
+    action = row.to_row()["action"] if isinstance(row, ShareHold) else row.action
+    return [*lines, f"  do: {action}", *_commands(row.commands)]
+
+
 def _next_steps(report: ScanReport) -> str:
-    """After the table: each row's verdict detail, what to do and why, and the commands that do it."""
-    lines = []
-    for h in report.results:
-        lines.append(f"{h.partition} producer {h.producer.producer_id}: {h.detail}")
-        lines += [f"  do: {h.action}", *_commands(h.commands)]
-    for s in report.stuck:
-        lines.append(f"{s.transactional_id!r} ({s.state}): {s.detail}")
-        lines += [f"  {p.partition} (leader {p.leader}): {p.detail}" for p in s.pending_partitions]
-        lines += [f"  do: {s.action}", *_commands(s.commands)]
-    for held in report.share:
-        lines.append(f"{held.topic}-{held.partition} producer {held.producer_id} (broker {held.node}): holds "
-                     f"{held.records} records of share group {held.group!r} TX_PENDING")
-        lines += [f"  do: {held.to_row()['action']}", *_commands(held.commands)]
+    """After the table: each row's block, in the order its commands run."""
+    lines = [line for row in in_order(report) for line in _block(row)]
     return "\n" + "\n".join(lines) + "\n" if lines else ""
+
+
+def unreported_lines(report: ScanReport, scope: Any, invocation: Any, max_timeout_ms: int,
+                     max_prepare_ms: int) -> list[str]:
+    """What the scan saw and did not report (younger than its thresholds), why, and the command that reports it."""
+    from kafka_txn_tools.admin.hanging import unreported_summary
+
+    where = ["--all"] if scope.all else [
+        *(["--broker-id", str(scope.broker_id)] if scope.broker_id is not None else []),
+        *(["--topic", scope.topic] if scope.topic is not None else []),
+        *(["--partition", str(scope.partition)] if scope.partition is not None else [])]
+    return unreported_summary(report.young_holds, report.young_prepares, max_timeout_ms, max_prepare_ms,
+                              invocation.line("find-hanging", *where, "--max-transaction-timeout", "0"),
+                              invocation.line("find-hanging", *where, "--max-prepare-time", "0"))
+
+
+def held_back_note(report: ScanReport, with_metrics: bool) -> str:
+    """The footnote that says why HELD BACK shows no share group for a transaction staging share
+    acknowledgements: no Kafka API lists them; the brokers' metrics do (--metrics-url)."""
+    from kafka_txn_broker.formats.partitioning import SHARE_STATE_TOPIC
+
+    if with_metrics or not any(r.partition.topic == SHARE_STATE_TOPIC for r in report.results):
+        return ""
+    return (f"note: HELD BACK lists groups at the LSO; the share groups whose records a row on {SHARE_STATE_TOPIC} "
+            "holds TX_PENDING (KIP-1289) are known only from the brokers' metrics, which this scan did not read: "
+            "add --metrics-url with each broker's Prometheus endpoint to name them\n")
 
 
 def empty_message(report: ScanReport) -> str:
@@ -160,8 +210,7 @@ def empty_message(report: ScanReport) -> str:
 
 def finding_rows(report: ScanReport) -> list[dict[str, Any]]:
     """Every result row of a scan, as the machine formats print them."""
-    return [*(h.to_row() for h in report.results), *(s.to_row() for s in report.stuck),
-            *(h.to_row() for h in report.share)]
+    return [row.to_row() for row in in_order(report)]
 
 
 def _extra(report: ScanReport, max_timeout_ms: int, max_prepare_ms: int) -> dict[str, Any]:
@@ -181,7 +230,7 @@ def findings_document(report: ScanReport, max_timeout_ms: int, max_prepare_ms: i
 
 
 def _emit(report: ScanReport, fmt: FindHangingFormat, max_timeout_ms: int, max_prepare_ms: int, wide: bool,
-          cluster_id: str | None = None) -> None:
+          cluster_id: str | None = None, unreported: list[str] | None = None, footnote: str = "") -> None:
     from kafka_txn_tools.admin.advice import is_command_line
     from kafka_txn_tools.cli.render import Column, Output, human_duration, none_as_dash
     from kafka_txn_tools.cli.upstream.format import HANGING_HEADERS, hanging_row
@@ -192,8 +241,7 @@ def _emit(report: ScanReport, fmt: FindHangingFormat, max_timeout_ms: int, max_p
     extra = _extra(report, max_timeout_ms, max_prepare_ms)
     Output(
         kind="hanging", rows=finding_rows(report),
-        table_rows=[*map(_partition_cells, report.results), *map(_coordinator_cells, report.stuck),
-                    *map(_share_cells, report.share)],
+        table_rows=[_cells(row) for row in in_order(report)],
         columns=[Column("kind", "KIND", drop=8), Column("where", "PARTITIONS"),
                  Column("producer_id", "PRODUCER ID", drop=2), Column("producer_epoch", "EPOCH", drop=4),
                  Column("start_offset", "START OFFSET", none_as_dash), Column("age", "AGE", human_duration, drop=3),
@@ -201,8 +249,9 @@ def _emit(report: ScanReport, fmt: FindHangingFormat, max_timeout_ms: int, max_p
                  Column("lso", "LSO", none_as_dash, drop=6), Column("high_watermark", "HW", none_as_dash, drop=7),
                  Column("held_back", "HELD BACK", none_as_dash, drop=9)],
         kafka_headers=HANGING_HEADERS, kafka_rows=[hanging_row(h, report.now_ms) for h in report.results],
-        errors=[e.to_row() for e in report.errors], extra=extra, empty_message=empty_message(report),
-        footer=_next_steps(report), verbatim=is_command_line,
+        errors=[e.to_row() for e in report.errors], extra=extra,
+        empty_message="\n".join([empty_message(report), *(unreported or [])]),
+        footer=_next_steps(report) + footnote, verbatim=is_command_line,
     ).emit(OutputFormat(fmt.value), wide=wide)
 
 
@@ -295,6 +344,8 @@ def find_hanging_command(
                     report = find_hanging(client, scope, now_ms, options, progress=advance, on_total=set_total)
                 if metrics_url:
                     _add_share_holds(client, report, metrics_url, scope, max_timeout_ms, timeout, options)
+                _add_upgrades(client, report, options)
+                _link(report)
                 return report
 
             if interval_s is not None:
@@ -307,11 +358,16 @@ def find_hanging_command(
         if history is not None:
             _record_history(history, cluster, scope, report, now_ms() - began)
     report_errors(report.errors)
+    unreported = unreported_lines(report, scope, options.invocation, max_timeout_ms, max_prepare_ms)
+    if in_order(report) or fmt is not FindHangingFormat.table:
+        report.notes += [" ".join(line.split()) for line in unreported]  # the summary's own lines only in a table
+        unreported = []
     for text in report.notes:
         note(text)
     if acl_warning is not None:
         warn(acl_warning)
-    _emit(report, fmt, max_timeout_ms, max_prepare_ms, wide, cluster_id)
+    _emit(report, fmt, max_timeout_ms, max_prepare_ms, wide, cluster_id, unreported,
+          held_back_note(report, bool(metrics_url)))
     if report.partial:
         raise typer.Exit(exit_codes.PARTIAL)  # wins over FOUND: part of the answer is missing
     if exit_code and report.counted(count_held):
@@ -353,6 +409,31 @@ def _add_share_holds(client: Any, report: ScanReport, urls: list[str], scope: An
         h, described.descriptions.get(h.transactional_id) if described and h.transactional_id else None,
         bool(described and h.transactional_id in described.not_found), now, options.invocation, report.results)
         for h in held]
+
+
+def _add_upgrades(client: Any, report: ScanReport, options: ScanOptions) -> None:
+    """Where a row's remaining step is a broker upgrade and the cluster is the embedded broker emulating that
+    bug, the upgrade is a command (admin/emulation.py says how the brokers tell)."""
+    from kafka_txn_tools.admin import emulation, hanging
+
+    if not any(r.upgrade_for for r in report.stuck):
+        return
+    found = emulation.emulations(client, client.metadata([]).broker_ids())
+    upgrade = options.invocation.line("broker", "upgrade")
+    report.stuck = [hanging.with_upgrade_command(r, upgrade)
+                    if r.upgrade_for and emulation.applies(found, r.upgrade_for, r.transactional_id) else r
+                    for r in report.stuck]
+
+
+def _link(report: ScanReport) -> None:
+    """The rows of one transaction linked (admin/dependent_rows.py): the dependents say which row clears them."""
+    from kafka_txn_tools.admin.share_pending import ShareHold
+    from kafka_txn_tools.models import HangingTransaction, StuckTransaction
+
+    rows = in_order(report)
+    report.results = [r for r in rows if isinstance(r, HangingTransaction)]
+    report.stuck = [r for r in rows if isinstance(r, StuckTransaction)]
+    report.share = [r for r in rows if isinstance(r, ShareHold)]
 
 
 DEFAULT_WATCH = "10s"
