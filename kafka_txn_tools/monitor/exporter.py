@@ -20,7 +20,7 @@ import time
 import traceback
 from collections import Counter, deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -117,7 +117,8 @@ class Monitor:
         since = now - (self._last_end if self._last_end is not None else self._started)
         last = self._snapshot.last
         detail: dict[str, Any] = {"status": "ok", "last_scan": last.result if last else None,
-                                  "seconds_since_last_scan": round(since, 3), "stale": self._snapshot.stale}
+                                  "seconds_since_last_scan": round(since, 3), "stale": self._snapshot.stale,
+                                  "history": self._history_problem or ("ok" if self.history else "off")}
         if not alive:
             detail["status"] = "the scan loop has stopped"
         elif since > grace:
@@ -162,7 +163,8 @@ class Monitor:
                                   failure=message)
         self._snapshot = after_scan(self._snapshot, outcome)
         self._last_end = self._monotonic()
-        self._record(outcome)
+        if not self._record(outcome):
+            self._snapshot = replace(self._snapshot, history_write_errors=self._snapshot.history_write_errors + 1)
         self._say(outcome)
         return outcome
 
@@ -191,7 +193,9 @@ class Monitor:
                 client.close()
 
     # -- history and log --------------------------------------------------------------------------
-    def _record(self, outcome: ScanOutcome) -> None:
+    def _record(self, outcome: ScanOutcome) -> bool:
+        """The scan into the chart and the history; False if the history could not take it (the scan's
+        incidents are recorded by the next scan that can write: each scan records what it sees whole)."""
         from kafka_txn_tools.admin.history import ScanRecord, held_count, record, record_failed_scan
 
         cluster = self._snapshot.cluster
@@ -199,15 +203,17 @@ class Monitor:
         self._points.append(ScanPoint(outcome.time_ms, outcome.result, held))
         store = self.history
         if store is None:
-            return
+            return True
         duration_ms = int(outcome.duration_s * 1000)
         if outcome.result == FAILED:
-            self._read_history(lambda: record_failed_scan(store, cluster, outcome.time_ms, duration_ms, "monitor"),
-                               None)
-            return
+            def failed() -> bool:
+                record_failed_scan(store, cluster, outcome.time_ms, duration_ms, "monitor")
+                return True
+
+            return bool(self._read_history(failed, False))
         scan = ScanRecord(cluster, outcome.time_ms, duration_ms, outcome.result == COMPLETE, outcome.rows,
                           unread=outcome.unread)
-        self._read_history(lambda: record(store, scan, self.config.audit_log), None)
+        return bool(self._read_history(lambda: record(store, scan, self.config.audit_log) or True, False))
 
     def _read_history(self, call: Callable[[], Any], default: Any) -> Any:
         import sqlite3
@@ -215,11 +221,14 @@ class Monitor:
         try:
             result = call()
         except (sqlite3.Error, OSError) as exc:
-            problem = f"warning: the history file {self.history.path if self.history else ''} could not be used: {exc}"
+            problem = f"the history file {self.history.path if self.history else ''} could not be used: {exc}"
             if problem != self._history_problem:  # once, not every scan
-                self._log(problem)
+                self._log(f"warning: {problem}; scanning goes on, and the next scan that can write records "
+                          "what it sees")
             self._history_problem = problem
             return default
+        if self._history_problem is not None:
+            self._log(f"the history file {self.history.path if self.history else ''} can be used again")
         self._history_problem = None
         return result
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from kafka_txn_tools.cli import exit_codes
-from kafka_txn_tools.cli.errors import KafkaTxnCommand, fail, user_errors, warn
+from kafka_txn_tools.cli.errors import KafkaTxnCommand, fail, note, user_errors, warn
 from kafka_txn_tools.cli.options import BootstrapOpt, CommandConfigOpt, ProfileOpt, TimeoutOpt, duration_ms
 
 DEFAULT_PORT = 8797
@@ -27,9 +27,9 @@ the alert rules), or open http://HOST:{DEFAULT_PORT}/ in a browser.
 Endpoints: /metrics (Prometheus), /healthz, /api/findings (find-hanging's
 JSON), / (status page). No option is required; the default port is
 {DEFAULT_PORT}. --web-config FILE adds TLS and basic auth (Prometheus
-exporter-toolkit's format); without it, a warning says the findings are
-served to anyone who can reach a non-loopback address. It only reads: a principal with DESCRIBE and READ is enough
-(docs/monitor.md lists the ACLs). SIGTERM or Ctrl-C stops it.
+exporter-toolkit's format); without it, a warning says when the findings
+are served beyond loopback. It only reads: a principal with DESCRIBE and
+READ is enough (docs/monitor.md lists the ACLs). SIGTERM or Ctrl-C stops it.
 """
 
 
@@ -147,7 +147,7 @@ def _run(listening: Listening, interval_ms: int, max_timeout_ms: int, max_prepar
     # As find-hanging: what holds an LSO is never hidden, and the findings' commands repeat the connection options.
     options = ScanOptions(max_timeout_ms, True, max_prepare_ms=max_prepare_ms, invocation=invocation)
     config = MonitorConfig(interval_ms / 1000, options, top, audit_log or audit.default_path())
-    store = None if no_history else _open_history(history or default_path())
+    claim, store = (None, None) if no_history else _open_history(history or default_path())
     monitor = Monitor(cluster, lambda: _connect(conn), lambda report: _document(report, max_timeout_ms,
                                                                                max_prepare_ms), config, store)
     server = _listen(listening, monitor.source(render_json))
@@ -167,11 +167,13 @@ def _run(listening: Listening, interval_ms: int, max_timeout_ms: int, max_prepar
         typer.echo("kafka-txn monitor: stopping", err=True)
     finally:
         stop.set()
-        restore()
         server.stop()
         monitor.join(timeout=10)
         if store is not None:
-            store.close()
+            store.close()  # waits for a history write under way: it commits whole or not at all
+        if claim is not None:
+            claim.release()
+        restore()  # last: a second SIGTERM during the shutdown must not cut a history write short
 
 
 def _connection(bootstrap: str | None, command_config: Path | None, profile: str | None, timeout: str | None
@@ -201,15 +203,33 @@ def _document(report: Any, max_timeout_ms: int, max_prepare_ms: int) -> dict[str
     return findings_document(report, max_timeout_ms, max_prepare_ms)
 
 
-def _open_history(path: Path) -> Any:
+def _open_history(path: Path) -> tuple[Any, Any]:
+    """The monitor's claim on its history file and the store: a second monitor on the file, a damaged file
+    or one from a newer version stop it at start, before it serves."""
     import sqlite3
 
-    from kafka_txn_tools.monitor.history_store import HistoryStore
+    from kafka_txn_tools.monitor.history_lock import HistoryInUse, MonitorClaim
+    from kafka_txn_tools.monitor.history_store import HistoryFileError, HistoryStore
 
+    claim = MonitorClaim(path)
     try:
-        return HistoryStore(path)
+        claim.acquire()
+    except HistoryInUse as exc:
+        fail(f"the history file {path} is in use by another kafka-txn monitor ({exc}); one monitor per history "
+             "file: stop that one, or give this one its own --history FILE (or --no-history)")
+    except OSError as exc:
+        fail(f"cannot open the history file {path}: {exc.strerror or exc}; pass --history FILE, or --no-history")
+    try:
+        store = HistoryStore(path, check=True)
+    except HistoryFileError as exc:
+        claim.release()
+        fail(f"the history file {exc}")
     except (sqlite3.Error, OSError) as exc:
+        claim.release()
         fail(f"cannot open the history file {path}: {exc}; pass --history FILE, or --no-history")
+    if store.migrated_from is not None:
+        note(f"the history file {path} was migrated from schema {store.migrated_from} to the current one")
+    return claim, store
 
 
 def _listen(listening: Listening, source: Any) -> Any:
