@@ -34,6 +34,12 @@ if TYPE_CHECKING:
     from kafka_txn_tools.monitor.server import Source
 
 CHART_WINDOW_MS = 86_400_000
+# The chart keeps a point per scan only when something changed (result, held partitions) or CHART_STEP_MS
+# has passed since the last point it kept: what it draws is the same step line, and a short --interval
+# no longer fills it with identical points. Bounded at CHART_POINTS (the step's points over the window,
+# twice: room for the changes), about 0.6 MB of ScanPoints.
+CHART_STEP_MS = 30_000
+CHART_POINTS = 2 * CHART_WINDOW_MS // CHART_STEP_MS
 INCIDENT_WINDOW_MS = 7 * 86_400_000
 RECENT_INCIDENTS = 25
 RECONNECT_ON = frozenset({"BROKER_UNREACHABLE", "REQUEST_TIMED_OUT"})
@@ -88,11 +94,10 @@ class Monitor:
         self._thread: threading.Thread | None = None
         self._said: tuple[str, list[str]] | None = None
         self._history_problem: str | None = None
-        size = max(10, min(20_000, int(CHART_WINDOW_MS / 1000 / max(config.interval_s, 0.1))))
-        self._points: deque[ScanPoint] = deque(maxlen=size)
+        self._points: deque[ScanPoint] = deque(maxlen=CHART_POINTS)
         if history is not None:
-            self._points.extend(self._read_history(lambda: history.scans(cluster, self.clock() - CHART_WINDOW_MS),
-                                                   []))
+            for point in self._read_history(lambda: history.scans(cluster, self.clock() - CHART_WINDOW_MS), []):
+                self._chart(point)
 
     # -- what the endpoints read ------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
@@ -200,7 +205,7 @@ class Monitor:
 
         cluster = self._snapshot.cluster
         held = None if outcome.result == FAILED else held_count(outcome.rows)
-        self._points.append(ScanPoint(outcome.time_ms, outcome.result, held))
+        self._chart(ScanPoint(outcome.time_ms, outcome.result, held))
         store = self.history
         if store is None:
             return True
@@ -214,6 +219,12 @@ class Monitor:
         scan = ScanRecord(cluster, outcome.time_ms, duration_ms, outcome.result == COMPLETE, outcome.rows,
                           unread=outcome.unread)
         return bool(self._read_history(lambda: record(store, scan, self.config.audit_log) or True, False))
+
+    def _chart(self, point: ScanPoint) -> None:
+        last = self._points[-1] if self._points else None
+        if (last is None or point.time_ms - last.time_ms >= CHART_STEP_MS
+                or (point.result, point.held_partitions) != (last.result, last.held_partitions)):
+            self._points.append(point)
 
     def _read_history(self, call: Callable[[], Any], default: Any) -> Any:
         import sqlite3

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 2
 SCAN_RETENTION_MS = 35 * 86_400_000
 BUSY_TIMEOUT_S = 10.0
+CACHE_KIB = 2000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS incidents (
@@ -162,6 +163,7 @@ class HistoryStore:
         except sqlite3.DatabaseError as exc:
             raise _damaged(self.path, str(exc)) from None
         self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")  # SQLite's default, stated: the page cache's bound
         with self._transaction() as db:
             version = db.execute("PRAGMA user_version").fetchone()[0]
             fresh = not db.execute("SELECT 1 FROM sqlite_master WHERE name='incidents'").fetchone()
