@@ -20,7 +20,7 @@ import time
 import traceback
 from collections import Counter, deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -34,6 +34,12 @@ if TYPE_CHECKING:
     from kafka_txn_tools.monitor.server import Source
 
 CHART_WINDOW_MS = 86_400_000
+# The chart keeps a point per scan only when something changed (result, held partitions) or CHART_STEP_MS
+# has passed since the last point it kept: what it draws is the same step line, and a short --interval
+# no longer fills it with identical points. Bounded at CHART_POINTS (the step's points over the window,
+# twice: room for the changes), about 0.6 MB of ScanPoints.
+CHART_STEP_MS = 30_000
+CHART_POINTS = 2 * CHART_WINDOW_MS // CHART_STEP_MS
 INCIDENT_WINDOW_MS = 7 * 86_400_000
 RECENT_INCIDENTS = 25
 RECONNECT_ON = frozenset({"BROKER_UNREACHABLE", "REQUEST_TIMED_OUT"})
@@ -88,11 +94,10 @@ class Monitor:
         self._thread: threading.Thread | None = None
         self._said: tuple[str, list[str]] | None = None
         self._history_problem: str | None = None
-        size = max(10, min(20_000, int(CHART_WINDOW_MS / 1000 / max(config.interval_s, 0.1))))
-        self._points: deque[ScanPoint] = deque(maxlen=size)
+        self._points: deque[ScanPoint] = deque(maxlen=CHART_POINTS)
         if history is not None:
-            self._points.extend(self._read_history(lambda: history.scans(cluster, self.clock() - CHART_WINDOW_MS),
-                                                   []))
+            for point in self._read_history(lambda: history.scans(cluster, self.clock() - CHART_WINDOW_MS), []):
+                self._chart(point)
 
     # -- what the endpoints read ------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
@@ -117,7 +122,8 @@ class Monitor:
         since = now - (self._last_end if self._last_end is not None else self._started)
         last = self._snapshot.last
         detail: dict[str, Any] = {"status": "ok", "last_scan": last.result if last else None,
-                                  "seconds_since_last_scan": round(since, 3), "stale": self._snapshot.stale}
+                                  "seconds_since_last_scan": round(since, 3), "stale": self._snapshot.stale,
+                                  "history": self._history_problem or ("ok" if self.history else "off")}
         if not alive:
             detail["status"] = "the scan loop has stopped"
         elif since > grace:
@@ -162,7 +168,8 @@ class Monitor:
                                   failure=message)
         self._snapshot = after_scan(self._snapshot, outcome)
         self._last_end = self._monotonic()
-        self._record(outcome)
+        if not self._record(outcome):
+            self._snapshot = replace(self._snapshot, history_write_errors=self._snapshot.history_write_errors + 1)
         self._say(outcome)
         return outcome
 
@@ -191,23 +198,33 @@ class Monitor:
                 client.close()
 
     # -- history and log --------------------------------------------------------------------------
-    def _record(self, outcome: ScanOutcome) -> None:
+    def _record(self, outcome: ScanOutcome) -> bool:
+        """The scan into the chart and the history; False if the history could not take it (the scan's
+        incidents are recorded by the next scan that can write: each scan records what it sees whole)."""
         from kafka_txn_tools.admin.history import ScanRecord, held_count, record, record_failed_scan
 
         cluster = self._snapshot.cluster
         held = None if outcome.result == FAILED else held_count(outcome.rows)
-        self._points.append(ScanPoint(outcome.time_ms, outcome.result, held))
+        self._chart(ScanPoint(outcome.time_ms, outcome.result, held))
         store = self.history
         if store is None:
-            return
+            return True
         duration_ms = int(outcome.duration_s * 1000)
         if outcome.result == FAILED:
-            self._read_history(lambda: record_failed_scan(store, cluster, outcome.time_ms, duration_ms, "monitor"),
-                               None)
-            return
+            def failed() -> bool:
+                record_failed_scan(store, cluster, outcome.time_ms, duration_ms, "monitor")
+                return True
+
+            return bool(self._read_history(failed, False))
         scan = ScanRecord(cluster, outcome.time_ms, duration_ms, outcome.result == COMPLETE, outcome.rows,
                           unread=outcome.unread)
-        self._read_history(lambda: record(store, scan, self.config.audit_log), None)
+        return bool(self._read_history(lambda: record(store, scan, self.config.audit_log) or True, False))
+
+    def _chart(self, point: ScanPoint) -> None:
+        last = self._points[-1] if self._points else None
+        if (last is None or point.time_ms - last.time_ms >= CHART_STEP_MS
+                or (point.result, point.held_partitions) != (last.result, last.held_partitions)):
+            self._points.append(point)
 
     def _read_history(self, call: Callable[[], Any], default: Any) -> Any:
         import sqlite3
@@ -215,11 +232,14 @@ class Monitor:
         try:
             result = call()
         except (sqlite3.Error, OSError) as exc:
-            problem = f"warning: the history file {self.history.path if self.history else ''} could not be used: {exc}"
+            problem = f"the history file {self.history.path if self.history else ''} could not be used: {exc}"
             if problem != self._history_problem:  # once, not every scan
-                self._log(problem)
+                self._log(f"warning: {problem}; scanning goes on, and the next scan that can write records "
+                          "what it sees")
             self._history_problem = problem
             return default
+        if self._history_problem is not None:
+            self._log(f"the history file {self.history.path if self.history else ''} can be used again")
         self._history_problem = None
         return result
 

@@ -9,6 +9,11 @@ The file is opened in WAL mode, so the monitor's scan thread writes while `kafka
 - `scans`: one row per scan (time, duration, complete / partial / failed, held partitions): the status
   page's chart and the gaps in it. Rows older than `SCAN_RETENTION_MS` are dropped as new ones come.
 
+The file's schema version is SQLite's `user_version`. An older file is migrated when opened (each step in
+`MIGRATIONS`, in one transaction with the new version); a newer one is refused, never rewritten. A file that
+is not a SQLite database, or (with `check=True`, as the monitor opens it) fails SQLite's quick_check, is
+refused with what to do, and left as it is.
+
 Threading: one connection, shared by the threads of one process under a lock (the monitor's scan thread
 and its HTTP threads); other processes open their own, and SQLite's locking (busy timeout) orders them.
 """
@@ -19,7 +24,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,9 +32,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kafka_txn_tools.admin.history import AuditedWrite, Sighting
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCAN_RETENTION_MS = 35 * 86_400_000
 BUSY_TIMEOUT_S = 10.0
+CACHE_KIB = 2000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS incidents (
@@ -66,6 +72,15 @@ CREATE TABLE IF NOT EXISTS scans (
 );
 CREATE INDEX IF NOT EXISTS scans_time ON scans (cluster, time_ms);
 """
+# version -> the statements that bring a file of the version before it there.
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    # Version 1's files have no index for the status page's newest incidents.
+    2: ("CREATE INDEX IF NOT EXISTS incidents_recent ON incidents (cluster, first_seen_ms)",),
+}
+
+
+class HistoryFileError(sqlite3.DatabaseError):
+    """The history file cannot be used as it is; the message says why and what to do."""
 
 
 @dataclass(frozen=True)
@@ -126,18 +141,51 @@ class ScanPoint:
 class HistoryStore:
     """One history file; use as a context manager (or `close()`)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, check: bool = False) -> None:
         self.path = path
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self.migrated_from: int | None = None  # the schema version the file had, when opening migrated it
         self._db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        try:
+            self._open(check)
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _open(self, check: bool) -> None:
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            if check:
+                self._quick_check()
+        except HistoryFileError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise _damaged(self.path, str(exc)) from None
         self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")  # SQLite's default, stated: the page cache's bound
         with self._transaction() as db:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            fresh = not db.execute("SELECT 1 FROM sqlite_master WHERE name='incidents'").fetchone()
+            if version > SCHEMA_VERSION:
+                raise HistoryFileError(
+                    f"{self.path} was written by a newer kafka-txn (history schema {version}; this one knows up "
+                    f"to {SCHEMA_VERSION}); upgrade kafka-txn, or give another --history FILE (the file is left "
+                    "as it is)")
             # One statement at a time: executescript() would commit on its own.
             for statement in filter(str.strip, _SCHEMA.split(";")):
                 db.execute(statement)
-            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            for step in range(SCHEMA_VERSION + 1 if fresh else max(version, 1) + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[step]:
+                    db.execute(statement)
+            if version != SCHEMA_VERSION:
+                db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        self.migrated_from = None if fresh or version == SCHEMA_VERSION else version
+
+    def _quick_check(self) -> None:
+        rows = [r[0] for r in self._db.execute("PRAGMA quick_check(5)").fetchall()]
+        if rows != ["ok"]:
+            raise _damaged(self.path, "; ".join(rows))
 
     def __enter__(self) -> HistoryStore:
         return self
@@ -155,10 +203,14 @@ class HistoryStore:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
+                self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                # A failed COMMIT (a full disk) can leave the transaction open: end it, or every later
+                # BEGIN would fail as nested.
+                if self._db.in_transaction:
+                    with suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
 
     # -- writes ----------------------------------------------------------------------------------
     def record_scan(self, cluster: str, time_ms: int, seen: Sequence[Sighting],
@@ -233,6 +285,12 @@ class HistoryStore:
     def all_scans(self) -> list[tuple[Any, ...]]:
         with self._lock:
             return self._db.execute("SELECT * FROM scans ORDER BY cluster, time_ms").fetchall()
+
+
+def _damaged(path: Path, what: str) -> HistoryFileError:
+    return HistoryFileError(
+        f"{path} is not a usable history file ({what}); it is left as it is: move it aside to start a new "
+        "history there, or restore a copy, or give another --history FILE (or --no-history)")
 
 
 def _incident(r: Sequence[Any]) -> Incident:

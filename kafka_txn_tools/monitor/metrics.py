@@ -61,6 +61,8 @@ METRICS: dict[str, tuple[str, str]] = {
     "kafka_txn_last_scan_timestamp_seconds": (GAUGE, "When the last scan ended (Unix time)."),
     "kafka_txn_last_good_scan_timestamp_seconds": (GAUGE, "When the last complete scan ended (Unix time)."),
     "kafka_txn_scan_interval_seconds": (GAUGE, "The monitor's --interval."),
+    "kafka_txn_history_write_errors_total": (COUNTER, "Scans the history file could not record (a full disk, a "
+                                                      "lock held too long, ...); scanning goes on."),
     "process_resident_memory_bytes": (GAUGE, "Resident memory of the monitor process."),
 }
 
@@ -163,6 +165,7 @@ def _health(out: _Text, snapshot: Snapshot) -> None:
     good = snapshot.last_good_ms
     out.one("kafka_txn_last_good_scan_timestamp_seconds", good / 1000 if good is not None else None)
     out.one("kafka_txn_scan_interval_seconds", snapshot.interval_s)
+    out.one("kafka_txn_history_write_errors_total", snapshot.history_write_errors)
 
 
 def resident_memory_bytes() -> int | None:

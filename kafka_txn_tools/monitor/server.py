@@ -7,13 +7,19 @@
 - `/`: the status page (page.py).
 
 Everything else is 404; anything but GET and HEAD is 405. Nothing here changes the monitor's state.
-Threading: one thread per request (ThreadingHTTPServer, daemon threads); each reads the `Source`'s current
-snapshot, which the scan thread swaps whole (state.py).
+With a web config (web_config.py), the TLS handshake happens on the connection's own thread (a slow or
+hostile client never holds up the accepting thread), and every path but those in `open_paths` asks for
+basic auth (401 with a challenge).
+Threading: one thread per connection (ThreadingHTTPServer, daemon threads); each reads the `Source`'s
+current snapshot, which the scan thread swaps whole (state.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
+import ssl
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +28,9 @@ from typing import Any
 
 from kafka_txn_tools.monitor.history_store import Incident, ScanPoint
 from kafka_txn_tools.monitor.state import Snapshot
+from kafka_txn_tools.monitor.web_config import WebConfig
+
+HANDSHAKE_TIMEOUT_S = 10.0
 
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -41,7 +50,10 @@ class Source:
 
 class _Handler(BaseHTTPRequestHandler):
     source: Source  # set on the subclass made per server
+    web: WebConfig | None
+    open_paths: frozenset[str]
     server_version = "kafka-txn-monitor"
+    timeout = 30  # a connection idle this long is closed (a keep-alive scraper reconnects)
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
         self._serve(body=True)
@@ -59,6 +71,11 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         route = {"/metrics": self._metrics, "/healthz": self._healthz, "/api/findings": self._findings,
                  "/": self._page}.get(path)
+        auth = self.web.auth if self.web is not None else None
+        if auth is not None and path not in self.open_paths and not auth.check(self.headers.get("Authorization")):
+            self._send(401, "text/plain; charset=utf-8", "unauthorized: this monitor asks for basic auth\n", body,
+                       extra={"WWW-Authenticate": 'Basic realm="kafka-txn monitor", charset="UTF-8"'})
+            return
         if route is None:
             self._send(404, "text/plain; charset=utf-8", f"not found: {path} (try /, /metrics, /healthz, "
                                                          "/api/findings)\n", body)
@@ -105,13 +122,48 @@ class _Handler(BaseHTTPRequestHandler):
         return  # scrapes every few seconds would drown the log
 
 
-class MonitorServer:
-    """The HTTP server on its own thread: `start()`, then `stop()`."""
+class _Server(ThreadingHTTPServer):
+    """Accepts on one thread; wraps each connection in TLS on that connection's thread."""
 
-    def __init__(self, host: str, port: int, source: Source) -> None:
-        handler = type("Handler", (_Handler,), {"source": source})
-        self._server = ThreadingHTTPServer((host, port), handler)
-        self._server.daemon_threads = True
+    daemon_threads = True
+    tls: ssl.SSLContext | None = None
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        if self.tls is None:
+            super().finish_request(request, client_address)
+            return
+        request.settimeout(HANDSHAKE_TIMEOUT_S)
+        try:
+            wrapped = self.tls.wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError):
+            # A refused client certificate, plain HTTP on the TLS port, a scanner: the client sees the
+            # handshake fail; nothing to serve and nothing worth a line in the monitor's log.
+            with contextlib.suppress(OSError):
+                request.close()
+            return
+        try:
+            super().finish_request(wrapped, client_address)
+        finally:
+            with contextlib.suppress(OSError):
+                wrapped.shutdown(socket.SHUT_RDWR)
+            wrapped.close()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], (OSError, ssl.SSLError)):
+            return  # a client that went away mid-answer: not the monitor's error
+        super().handle_error(request, client_address)  # a bug: its trace on stderr
+
+
+class MonitorServer:
+    """The HTTP(S) server on its own thread: `start()`, then `stop()`."""
+
+    def __init__(self, host: str, port: int, source: Source, web: WebConfig | None = None,
+                 open_paths: frozenset[str] = frozenset()) -> None:
+        handler = type("Handler", (_Handler,), {"source": source, "web": web, "open_paths": open_paths})
+        self._server = _Server((host, port), handler)
+        self._server.tls = web.tls if web is not None else None
         self._thread = threading.Thread(target=self._server.serve_forever, name="monitor-http", daemon=True)
 
     @property

@@ -52,6 +52,7 @@ class Snapshot:
     errors: Mapping[str, int] = field(default_factory=dict)  # since start, by cause
     last: ScanOutcome | None = None
     last_good_ms: int | None = None  # the last complete scan
+    history_write_errors: int = 0  # scans the history could not record, since start
 
     @property
     def stale(self) -> bool:

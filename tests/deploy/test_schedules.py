@@ -12,6 +12,7 @@ import re
 import shlex
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -185,25 +186,57 @@ def test_the_sweep_service_lines_run_as_systemd_runs_them(hanging: tuple[str, Sc
 
 def test_the_monitor_service_line_runs_and_stops_on_sigterm(hanging: tuple[str, ScenarioResult],
                                                             tmp_path: Path) -> None:
+    """The unit's command line with the shipped web config installed: https, a client certificate and basic
+    auth on every endpoint, /healthz included."""
+    import bcrypt
+
+    from tests.support.pki import make_pki, shipped_web_config
+
     bootstrap, _ = hanging
     variables, execs, _ = unit(UNITS / "kafka-txn-monitor.service")
     edits = setting(tmp_path, bootstrap)
-    assert variables["LISTEN"] == "0.0.0.0:8797"
+    assert variables["LISTEN"] == "0.0.0.0:8797" and variables["WEB_CONFIG"] == "/etc/kafka-txn/web-config.yml"
+    pki = make_pki(tmp_path / "pki")
+    web = shipped_web_config(pki, tmp_path / "etc", bcrypt.hashpw(b"pw", bcrypt.gensalt(rounds=4)).decode())
     env = {**base_env(tmp_path), "PATH": os.environ["PATH"], **variables,
            **{k: v for k, v in edits.items() if k in variables}, "KAFKA_TXN_PROFILES": edits["KAFKA_TXN_PROFILES"],
-           "LISTEN": "127.0.0.1:0", "PYTHONUNBUFFERED": "1"}
+           "LISTEN": "127.0.0.1:0", "PYTHONUNBUFFERED": "1", "WEB_CONFIG": str(web)}
     [(_, argv)] = execs
     proc = subprocess.Popen(run_as(expand(argv, env), edits["BIN"]), env=env, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None
         line = ""
-        while "serving http://" not in line:
+        while "serving https://" not in line:
             line = proc.stderr.readline()
             assert line or proc.poll() is None, "the monitor exited"
         url = line.split("serving ", 1)[1].split("/ ", 1)[0]
-        health = http_get(url + "/healthz")
+        context = ssl.create_default_context(cafile=str(pki.ca))
+        context.load_cert_chain(pki.client_cert, pki.client_key)
+        assert http_get(url + "/healthz", context=context)[0] == 401
+        health = http_get(url + "/healthz", context=context, auth=("prometheus", "pw"))
         assert health[0] == 200, health
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(30)
     assert code == 0
+
+
+def test_the_shipped_web_config_refuses_to_start_until_its_placeholder_is_replaced(tmp_path: Path) -> None:
+    from tests.support.pki import PLACEHOLDER, make_pki, shipped_web_config
+
+    web = shipped_web_config(make_pki(tmp_path / "pki"), tmp_path / "etc", PLACEHOLDER)  # installed, not edited
+    done = subprocess.run([sys.executable, "-m", "kafka_txn_tools", "monitor", "-b", "127.0.0.1:1", "--no-history",
+                           "--listen", "127.0.0.1:0", "--web-config", str(web)], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "basic_auth_users.prometheus is not a bcrypt hash" in done.stderr, done.stderr
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool comes with Debian's prometheus package")
+def test_promtool_accepts_the_shipped_scrape_config(tmp_path: Path) -> None:
+    from tests.support.pki import make_pki, shipped_scrape_config
+
+    config = shipped_scrape_config(make_pki(tmp_path / "pki"), tmp_path / "prom", "pw", "127.0.0.1:8797")
+    done = subprocess.run(["promtool", "check", "config", str(config)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SUCCESS" in done.stdout + done.stderr

@@ -3,11 +3,13 @@ Debian's Prometheus with a generated config, and headless Chromium reading the s
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -38,9 +40,13 @@ def wait_for(what: str, check: Callable[[], T | None], timeout: float = 60.0, ev
     raise AssertionError(f"timed out after {timeout:g}s waiting for {what} (last: {last!r})")
 
 
-def http_get(url: str, timeout: float = 10.0) -> tuple[int, str]:
+def http_get(url: str, timeout: float = 10.0, context: ssl.SSLContext | None = None,
+             auth: tuple[str, str] | None = None) -> tuple[int, str]:
+    request = urllib.request.Request(url)  # noqa: S310 (a local test server)
+    if auth is not None:
+        request.add_header("Authorization", "Basic " + base64.b64encode(":".join(auth).encode()).decode())
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (a local test server)
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as response:  # noqa: S310
             return response.status, response.read().decode("utf-8")
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode("utf-8")
@@ -63,6 +69,8 @@ class MonitorProcess:
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
         self.stderr: list[str] = []
+        self.context: ssl.SSLContext | None = None  # how get() connects over https
+        self.auth: tuple[str, str] | None = None  # and the basic auth it sends
 
     def __enter__(self) -> MonitorProcess:
         self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -72,7 +80,7 @@ class MonitorProcess:
         while time.monotonic() < deadline:
             line = self.proc.stderr.readline()
             self.stderr.append(line)
-            if "serving http://" in line:
+            if "serving http" in line:
                 self.url = line.split("serving ", 1)[1].split("/ ", 1)[0]
                 return self
             if not line and self.proc.poll() is not None:
@@ -85,7 +93,7 @@ class MonitorProcess:
             self.proc.wait(10)
 
     def get(self, path: str) -> tuple[int, str]:
-        return http_get(self.url + path)
+        return http_get(self.url + path, context=self.context, auth=self.auth)
 
     def findings(self) -> dict[str, Any] | None:
         status, body = self.get("/api/findings")
@@ -114,13 +122,15 @@ class PrometheusProcess:
     """Debian's `prometheus` with a generated config: 1 s scrapes and rule evaluations, a temp TSDB, a free
     port; scraping `targets` as job kafka-txn-monitor (the job the shipped rules name)."""
 
-    def __init__(self, workdir: Path, targets: Sequence[str], rule_files: Sequence[Path]) -> None:
+    def __init__(self, workdir: Path, targets: Sequence[str], rule_files: Sequence[Path],
+                 scrape_configs: Sequence[dict[str, Any]] | None = None) -> None:
         self.workdir = workdir
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        jobs = list(scrape_configs) if scrape_configs is not None else [
+            {"job_name": "kafka-txn-monitor", "static_configs": [{"targets": list(targets)}]}]
         config = {"global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
-                  "rule_files": [str(p) for p in rule_files],
-                  "scrape_configs": [{"job_name": "kafka-txn-monitor", "static_configs": [{"targets": list(targets)}]}]}
+                  "rule_files": [str(p) for p in rule_files], "scrape_configs": jobs}
         self.config = workdir / "prometheus.yml"
         self.config.write_text(yaml.safe_dump(config))
         self.proc: subprocess.Popen[bytes] | None = None
@@ -184,13 +194,13 @@ def dashboard_queries() -> list[str]:
     return [e.replace("$__rate_interval", "1m").replace('"$instance"', '".*"') for e in exprs]
 
 
-def chromium_dom(url: str, profile: Path, timeout: float = 60.0) -> str:
+def chromium_dom(url: str, profile: Path, timeout: float = 60.0, *flags: str) -> str:
     """The status page's DOM as headless Chromium renders it."""
     binary = shutil.which("chromium")
     assert binary is not None
     done = subprocess.run(
         [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-         "--dump-dom", url], capture_output=True, text=True, timeout=timeout)
+         *flags, "--dump-dom", url], capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout

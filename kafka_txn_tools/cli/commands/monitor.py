@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from kafka_txn_tools.cli import exit_codes
-from kafka_txn_tools.cli.errors import KafkaTxnCommand, fail, user_errors, warn
+from kafka_txn_tools.cli.errors import KafkaTxnCommand, fail, note, user_errors, warn
 from kafka_txn_tools.cli.options import BootstrapOpt, CommandConfigOpt, ProfileOpt, TimeoutOpt, duration_ms
 
 DEFAULT_PORT = 8797
@@ -25,8 +26,10 @@ the alert rules), or open http://HOST:{DEFAULT_PORT}/ in a browser.
 \b
 Endpoints: /metrics (Prometheus), /healthz, /api/findings (find-hanging's
 JSON), / (status page). No option is required; the default port is
-{DEFAULT_PORT}. It only reads: a principal with DESCRIBE and READ is enough
-(docs/monitor.md lists the ACLs). SIGTERM or Ctrl-C stops it.
+{DEFAULT_PORT}. --web-config FILE adds TLS and basic auth (Prometheus
+exporter-toolkit's format); without it, a warning says when the findings
+are served beyond loopback. It only reads: a principal with DESCRIBE and
+READ is enough (docs/monitor.md lists the ACLs). SIGTERM or Ctrl-C stops it.
 """
 
 
@@ -63,6 +66,15 @@ def monitor_command(
         "--audit-log", metavar="FILE",
         help="the audit log whose writes explain resolutions (default as `abort`'s: $KAFKA_TXN_AUDIT_LOG, "
              "else ~/.local/state/kafka-txn/audit.log)")] = None,
+    web_config: Annotated[Path | None, typer.Option(
+        "--web-config", metavar="FILE",
+        help="TLS and basic auth for every endpoint, in Prometheus exporter-toolkit's web config format "
+             "(tls_server_config, basic_auth_users with bcrypt hashes); docs/monitor.md#securing-the-endpoints"
+    )] = None,
+    open_healthz: Annotated[bool, typer.Option(
+        "--open-healthz",
+        help="serve /healthz without basic auth, for liveness probes (TLS and a required client certificate "
+             "still apply: they are the connection's)")] = False,
     bootstrap_server: BootstrapOpt = None,
     command_config: CommandConfigOpt = None,
     profile: ProfileOpt = None,
@@ -71,15 +83,57 @@ def monitor_command(
     """Watch the cluster: run find-hanging every --interval and serve the result to Prometheus (/metrics),
     scripts (/api/findings) and people (a status page), with the incident history. Read-only."""
     host, port = parse_listen(listen)
+    web = _web_config(web_config, open_healthz)
     interval_ms = duration_ms(interval, "--interval", bare_unit="s", allow_zero=False)
     max_timeout_ms = duration_ms(max_timeout, "--max-transaction-timeout", bare_unit="m")
     max_prepare_ms = duration_ms(max_prepare, "--max-prepare-time", bare_unit="s")
     with user_errors():
-        _run(host, port, interval_ms, max_timeout_ms, max_prepare_ms, top, None if no_history else history,
-             no_history, audit_log, bootstrap_server, command_config, profile, timeout)
+        _run(Listening(host, port, web, frozenset({"/healthz"}) if open_healthz else frozenset()), interval_ms,
+             max_timeout_ms, max_prepare_ms, top, None if no_history else history, no_history, audit_log,
+             bootstrap_server, command_config, profile, timeout)
 
 
-def _run(host: str, port: int, interval_ms: int, max_timeout_ms: int, max_prepare_ms: int, top: int,
+@dataclass(frozen=True)
+class Listening:
+    """Where and how the endpoints are served."""
+
+    host: str
+    port: int
+    web: Any  # web_config.WebConfig | None
+    open_paths: frozenset[str]
+
+
+LOOPBACK = ("127.", "::1", "localhost")
+
+
+def _web_config(path: Path | None, open_healthz: bool) -> Any:
+    """The checked web config (a bad one is a usage error naming the key, before anything starts)."""
+    if path is None:
+        return None
+    from kafka_txn_tools.errors import UsageError
+    from kafka_txn_tools.monitor.web_config import load
+
+    try:
+        web = load(path)
+    except UsageError as exc:
+        fail(str(exc), exit_codes.USAGE)
+    if open_healthz and web.auth is None:
+        warn("--open-healthz has no effect: the web config asks for no basic auth")
+    return web
+
+
+def _exposure_warning(listening: Listening) -> None:
+    """Exporters listen on every interface by default, and so does the monitor; but what it serves names
+    topics, transactional ids and the commands to run, so say so when nothing protects it."""
+    if listening.web is not None or listening.host.startswith(LOOPBACK):
+        return
+    warn(f"serving findings (topics, transactional ids, commands) on {listening.host}:{listening.port} "
+         "without TLS or authentication; protect them with --web-config FILE "
+         "(docs/monitor.md#securing-the-endpoints) or listen on loopback only with --listen "
+         f"127.0.0.1:{listening.port}")
+
+
+def _run(listening: Listening, interval_ms: int, max_timeout_ms: int, max_prepare_ms: int, top: int,
          history: Path | None, no_history: bool, audit_log: Path | None, *connection: Any) -> None:
     import threading
 
@@ -93,28 +147,33 @@ def _run(host: str, port: int, interval_ms: int, max_timeout_ms: int, max_prepar
     # As find-hanging: what holds an LSO is never hidden, and the findings' commands repeat the connection options.
     options = ScanOptions(max_timeout_ms, True, max_prepare_ms=max_prepare_ms, invocation=invocation)
     config = MonitorConfig(interval_ms / 1000, options, top, audit_log or audit.default_path())
-    store = None if no_history else _open_history(history or default_path())
+    claim, store = (None, None) if no_history else _open_history(history or default_path())
     monitor = Monitor(cluster, lambda: _connect(conn), lambda report: _document(report, max_timeout_ms,
                                                                                max_prepare_ms), config, store)
-    server = _listen(host, port, monitor.source(render_json))
+    server = _listen(listening, monitor.source(render_json))
+    _exposure_warning(listening)
     stop = threading.Event()
     restore = _on_signals(stop)
     try:
         server.start()
         bound_host, bound_port = server.address
+        scheme = listening.web.scheme if listening.web is not None else "http"
+        secured = f"; {', '.join(listening.web.summary)}" if listening.web is not None else ""
         typer.echo(f"kafka-txn monitor: watching {cluster} every {interval_ms / 1000:g}s; serving "
-                   f"http://{bound_host}:{bound_port}/ (/metrics, /healthz, /api/findings)", err=True)
+                   f"{scheme}://{bound_host}:{bound_port}/ (/metrics, /healthz, /api/findings){secured}", err=True)
         monitor.start(stop)
         while not stop.wait(0.5):
             pass
         typer.echo("kafka-txn monitor: stopping", err=True)
     finally:
         stop.set()
-        restore()
         server.stop()
         monitor.join(timeout=10)
         if store is not None:
-            store.close()
+            store.close()  # waits for a history write under way: it commits whole or not at all
+        if claim is not None:
+            claim.release()
+        restore()  # last: a second SIGTERM during the shutdown must not cut a history write short
 
 
 def _connection(bootstrap: str | None, command_config: Path | None, profile: str | None, timeout: str | None
@@ -144,22 +203,41 @@ def _document(report: Any, max_timeout_ms: int, max_prepare_ms: int) -> dict[str
     return findings_document(report, max_timeout_ms, max_prepare_ms)
 
 
-def _open_history(path: Path) -> Any:
+def _open_history(path: Path) -> tuple[Any, Any]:
+    """The monitor's claim on its history file and the store: a second monitor on the file, a damaged file
+    or one from a newer version stop it at start, before it serves."""
     import sqlite3
 
-    from kafka_txn_tools.monitor.history_store import HistoryStore
+    from kafka_txn_tools.monitor.history_lock import HistoryInUse, MonitorClaim
+    from kafka_txn_tools.monitor.history_store import HistoryFileError, HistoryStore
 
+    claim = MonitorClaim(path)
     try:
-        return HistoryStore(path)
+        claim.acquire()
+    except HistoryInUse as exc:
+        fail(f"the history file {path} is in use by another kafka-txn monitor ({exc}); one monitor per history "
+             "file: stop that one, or give this one its own --history FILE (or --no-history)")
+    except OSError as exc:
+        fail(f"cannot open the history file {path}: {exc.strerror or exc}; pass --history FILE, or --no-history")
+    try:
+        store = HistoryStore(path, check=True)
+    except HistoryFileError as exc:
+        claim.release()
+        fail(f"the history file {exc}")
     except (sqlite3.Error, OSError) as exc:
+        claim.release()
         fail(f"cannot open the history file {path}: {exc}; pass --history FILE, or --no-history")
+    if store.migrated_from is not None:
+        note(f"the history file {path} was migrated from schema {store.migrated_from} to the current one")
+    return claim, store
 
 
-def _listen(host: str, port: int, source: Any) -> Any:
+def _listen(listening: Listening, source: Any) -> Any:
     from kafka_txn_tools.monitor.server import MonitorServer
 
+    host, port = listening.host, listening.port
     try:
-        return MonitorServer(host, port, source)
+        return MonitorServer(host, port, source, listening.web, listening.open_paths)
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another with --listen HOST:PORT")
 

@@ -215,3 +215,20 @@ def test_a_partition_refused_for_good_does_not_keep_what_ended_elsewhere(tmp_pat
     assert monitor.snapshot().findings == ()
     assert [(i.partition, i.resolution) for i in monitor.incidents() if i.resolved_ms] == [(0, "by itself")]
     store.close()
+
+
+def test_the_chart_keeps_a_point_per_step_or_change_not_per_scan() -> None:
+    """A 1 s interval for 100 s with nothing changing keeps a point every 30 s; a change is kept at once."""
+    from kafka_txn_tools.monitor.exporter import CHART_STEP_MS
+
+    fake = hanging_cluster()
+    now = [NOW]
+    monitor = Monitor("fake:9092", lambda: fake, document, MonitorConfig(1.0, SCAN, top=50), clock=lambda: now[0])
+    for _ in range(100):
+        monitor.scan_once()
+        now[0] += 1000
+    points = monitor.scan_points()
+    assert [p.time_ms - NOW for p in points] == [0, CHART_STEP_MS, 2 * CHART_STEP_MS, 3 * CHART_STEP_MS]
+    fake.complete(T0, 10)
+    monitor.scan_once()
+    assert [p.held_partitions for p in monitor.scan_points()] == [1, 1, 1, 1, 0]
