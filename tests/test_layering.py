@@ -120,3 +120,33 @@ def test_no_package_imports_itself_through_another() -> None:
                           for chain in sorted(graph.find_shortest_chains(a, b, as_packages=True))[:1]]
                 problems.append(f"{package}: {cycle}\n    " + "\n    ".join(chains))
     assert problems == [], "\n".join(problems)
+
+
+# kafka-python's private names the tools could reach for: its admin client's connection manager and request
+# path, and its producer's transaction manager.
+KAFKA_PYTHON_PRIVATE = {"_manager", "_conns", "_net", "_send", "_run", "_start", "_client", "_transaction_manager",
+                        "_lock", "_current_state", "_transaction_started", "_sender", "_accumulator"}
+# The one module outside connection/ allowed them, and why: the transactional share producer extends
+# kafka-python's own producer transaction (its state and lock), which no public API exposes (pinned version).
+PRIVATE_ALLOWED = {"kafka_txn_tools/clients/producer.py"}
+
+
+def test_only_the_connection_package_touches_kafka_pythons_private_names() -> None:
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "kafka_txn_tools").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith("kafka_txn_tools/connection/") or rel in PRIVATE_ALLOWED:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), rel)):
+            # `self._x` is the class's own attribute; any other object's private attribute is someone else's.
+            if (isinstance(node, ast.Attribute) and node.attr in KAFKA_PYTHON_PRIVATE
+                    and not (isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"})):
+                found.append(f"{rel}:{node.lineno}: .{node.attr}")
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+                    and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
+                    and node.args[1].value in KAFKA_PYTHON_PRIVATE):
+                found.append(f"{rel}:{node.lineno}: getattr {node.args[1].value}")
+    assert not found, "kafka-python's private names outside connection/ (use connection.transport's send()):\n" + \
+        "\n".join(found)

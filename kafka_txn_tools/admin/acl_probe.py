@@ -130,11 +130,8 @@ def acls_enforced(client: AdminClient) -> bool | None:
 def describe_acls(client: AdminClient) -> AclAnswer:
     import kafka.errors as kerrors
 
-    async def go() -> Any:
-        return await client._send(probe_request())  # the admin client's own request path
-
     try:
-        answer = client._run(go)
+        answer = client.send(probe_request())
     except kerrors.KafkaError:
         return AclAnswer(None)
     found = bindings_of(answer)
@@ -152,12 +149,8 @@ def super_users(client: AdminClient) -> list[str]:
             return []
         resource = DescribeConfigsRequest.DescribeConfigsResource(
             resource_type=BROKER_CONFIG, resource_name=str(broker[0]), configuration_keys=["super.users"])
-
-        async def go() -> Any:
-            return await client._send(DescribeConfigsRequest(resources=[resource], include_synonyms=False,
-                                                             include_documentation=False), broker[0])
-
-        answer = client._run(go)
+        answer = client.send(DescribeConfigsRequest(resources=[resource], include_synonyms=False,
+                                                    include_documentation=False), broker[0])
     except (kerrors.KafkaError, OSError, ValueError):  # no proof: the warning stays
         return []
     values = [c.value for r in answer.results if not r.error_code for c in r.configs

@@ -48,11 +48,8 @@ def applies(emulations: list[Emulation], bug: str, transactional_id: str) -> boo
 
 
 def _call(client: AdminClient, request: Any, node: int | None, what: str) -> Any:
-    async def go() -> Any:
-        return await client._send(request, node)
-
     try:
-        return client._run(go)
+        return client.send(request, node)
     except kerrors.KafkaError as exc:
         raise BrokerError(f"{what} failed: {exc}", type(exc).__name__) from None
 

@@ -106,11 +106,8 @@ def describe_share_group(client: AdminClient, group: str) -> ShareGroupView:
 
 # ---- requests -----------------------------------------------------------------------------------------
 def _call(client: AdminClient, request: Any, node: int | None, what: str) -> Any:
-    async def go() -> Any:
-        return await client._send(request, node)
-
     try:
-        return client._run(go)
+        return client.send(request, node)
     except kerrors.KafkaError as exc:
         raise BrokerError(f"{what} failed: {exc}", type(exc).__name__) from None
 

@@ -16,6 +16,8 @@ from typing import Any
 
 from kafka.admin import KafkaAdminClient
 
+from kafka_txn_tools.connection.transport import Transport
+
 METADATA_WITH_TOPIC_IDS = 10  # Metadata v10+ answers each topic's id (KIP-516); librdkafka asks v12
 
 
@@ -34,33 +36,25 @@ class Network:
     """Blocking requests to chosen brokers; close() when done."""
 
     def __init__(self, **configs: Any) -> None:
-        self._admin = KafkaAdminClient(**connection_settings(configs))
-        self._manager = self._admin._manager  # kafka-python 3.0.12's connection manager (pinned)
+        settings = connection_settings(configs)
+        self._transport = Transport(KafkaAdminClient(**settings), settings.get("request_timeout_ms", 30_000))
 
     def close(self) -> None:
-        self._admin.close()
+        self._transport.close()
 
     def send(self, request: Any, node_id: int | None, timeout_ms: int | None = None) -> Any:
         """The broker's response; kafka-python errors (transport, no common version) are raised as they are."""
-        manager = self._manager
-
-        async def call() -> Any:
-            return await manager.send(request, node_id=node_id, request_timeout_ms=timeout_ms)
-
-        return manager.run(call)
+        return self._transport.send(request, node_id, timeout_ms)
 
     def advertises(self, api_key: int) -> bool:
         """Whether the broker we bootstrapped from lists `api_key` in its ApiVersions answer."""
-        data = self._manager.broker_version_data
-        return data is not None and data.api_versions is not None and api_key in data.api_versions
+        known = self._transport.api_versions()
+        return known is not None and api_key in known
 
     def broker_advertises(self, node_id: int, api_key: int) -> bool | None:
         """Whether broker `node_id` lists `api_key`; None before we have talked to it."""
-        conn = self._manager._conns.get(node_id)
-        data = getattr(conn, "broker_version_data", None) if conn is not None else None
-        if data is None or data.api_versions is None:
-            return None
-        return api_key in data.api_versions
+        known = self._transport.api_versions(node_id)
+        return None if known is None else api_key in known
 
     def topics(self, names: Iterable[str]) -> dict[str, TopicLayout | int]:
         """Each topic's id and partition leaders (or its error code), from one Metadata request (v10+)."""
@@ -71,7 +65,7 @@ class Network:
                                   allow_auto_topic_creation=False, include_topic_authorized_operations=False,
                                   min_version=METADATA_WITH_TOPIC_IDS)
         response = self.send(request, None)
-        self._manager.cluster.update_metadata(response)  # so connections to any new leader can be made
+        self._transport.update_metadata(response)  # so connections to any new leader can be made
         out: dict[str, TopicLayout | int] = {}
         for t in response.topics:
             if t.error_code:

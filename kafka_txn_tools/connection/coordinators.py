@@ -69,3 +69,8 @@ class CoordinatorCache:
         again = [k for k in keys if k in served]
         served.difference_update(again)
         return [] if last else again
+
+
+def or_fresh(coordinators: CoordinatorCache | None) -> CoordinatorCache:
+    """A one-off call's: remembers for itself alone."""
+    return coordinators if coordinators is not None else CoordinatorCache()

@@ -19,6 +19,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from kafka_txn_broker.formats.bytes import Reader
 from kafka_txn_broker.formats.messages.plain import (
     ListOffsetsAnswer,
     PartitionQuery,
@@ -39,37 +40,26 @@ class _ResponseHeader:
 
 
 class _Reader:
-    """What kafka-python's parser calls the response class: the header, then the body, from one frame."""
+    """What kafka-python's parser calls the response class: the header, then the body, from one frame. The
+    frame is read whole by `parse_header` with formats.bytes' Reader (the response header v1's tagged fields
+    skipped by its codec); `decode` reads the body that follows."""
 
     def __init__(self, flexible: bool, read_body: Callable[[bytes], Any]) -> None:
         self._flexible = flexible
         self._read_body = read_body
+        self._body = b""
 
     def parse_header(self, buffer: Any) -> _ResponseHeader:
-        (correlation_id,) = _INT32.unpack(buffer.read(4))
-        if self._flexible:  # response header v1: tagged fields (none is defined), skipped
-            for _ in range(_varint(buffer)):
-                _varint(buffer)  # the tag
-                buffer.read(_varint(buffer))
+        frame = Reader(buffer.read(), flexible=self._flexible)
+        correlation_id = frame.int32("the response header's correlation id")
+        if self._flexible:
+            frame.tags()  # none is defined for the response header
+        self._body = bytes(frame.data[frame.pos:])
         return _ResponseHeader(correlation_id)
 
     def decode(self, buffer: Any) -> Any:
-        return self._read_body(buffer.read())
-
-
-def _varint(buffer: Any) -> int:
-    """An unsigned varint read from a file-like buffer, a byte at a time (a header's are one byte)."""
-    value = shift = 0
-    while True:
-        byte = buffer.read(1)
-        if not byte:
-            raise ValueError("response header ends too soon")
-        value |= (byte[0] & 0x7F) << shift
-        if byte[0] < 0x80:
-            return value
-        shift += 7
-        if shift > 28:
-            raise ValueError("varint longer than 5 bytes")
+        rest = buffer.read()  # empty: parse_header read the frame
+        return self._read_body(self._body + rest)
 
 
 class _RequestHeader:

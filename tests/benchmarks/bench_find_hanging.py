@@ -73,9 +73,9 @@ if strategy != "kafka-python":
 
     original_start = client_module.AdminClient._start
 
-    def counting(self, request, node_id=None):
+    def counting(self, request, *rest):
         sent[type(request).__name__.removesuffix("Request").split("_")[0]] += 1
-        return original_start(self, request, node_id)
+        return original_start(self, request, *rest)
 
     client_module.AdminClient._start = counting
     original_recv = transport.KafkaTCPTransport._sock_recv

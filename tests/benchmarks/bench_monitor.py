@@ -43,9 +43,9 @@ def broker_cpu():
 from kafka_txn_tools.connection import client as client_module
 sent = collections.Counter()
 original = client_module.AdminClient._start
-def counting(self, request, node_id=None):
+def counting(self, request, *rest):
     sent[type(request).__name__.removesuffix("Request").split("_")[0]] += 1
-    return original(self, request, node_id)
+    return original(self, request, *rest)
 client_module.AdminClient._start = counting
 from kafka.net import transport
 received = [0]

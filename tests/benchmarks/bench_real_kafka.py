@@ -114,9 +114,9 @@ start = time.perf_counter()
 sent = [0]
 from kafka_txn_tools.connection import client as client_module
 original = client_module.AdminClient._start
-def counting(self, request, node_id=None):
+def counting(self, request, *rest):
     sent[0] += 1
-    return original(self, request, node_id)
+    return original(self, request, *rest)
 client_module.AdminClient._start = counting
 atexit.register(lambda: print("TIMED " + json.dumps({"in_runtime_s": time.perf_counter() - start,
                                                     "requests": sent[0]}), file=sys.stderr))

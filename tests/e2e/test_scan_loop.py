@@ -76,9 +76,9 @@ class Loop:
         self.last: ScanReport | None = None
         real = self.admin._start
 
-        def counting(request: Any, node_id: int | None = None) -> Any:
+        def counting(request: Any, *rest: Any) -> Any:
             self.sent[type(request).__name__.removesuffix("Request").split("_")[0]] += 1
-            return real(request, node_id)
+            return real(request, *rest)
 
         self.admin._start = counting  # type: ignore[method-assign]
 

@@ -40,7 +40,7 @@ from kafka_txn_broker.formats.messages import (
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
-from kafka_txn_broker.formats.messages.gc_pause import bulk
+from kafka_txn_broker.gc_pause import bulk
 from kafka_txn_broker.metadata.topics import validate_topic_name
 from kafka_txn_broker.replica.partition import Partition
 from kafka_txn_broker.txn.java_regex import JavaRegexError, compile_java_regex

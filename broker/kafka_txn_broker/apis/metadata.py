@@ -15,7 +15,7 @@ from kafka_txn_broker.formats.errors import (
     InvalidTopicError,
 )
 from kafka_txn_broker.formats.messages import MetadataRequest, MetadataResponse, new_struct
-from kafka_txn_broker.formats.messages.gc_pause import bulk
+from kafka_txn_broker.gc_pause import bulk
 from kafka_txn_broker.metadata.topics import INTERNAL_TOPICS, TopicState
 
 R = MetadataResponse

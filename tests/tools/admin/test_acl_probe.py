@@ -63,7 +63,7 @@ OTHERS = [acl(acl_probe.TOPIC, "orders", "User:alice", acl_probe.READ)] * 3
 
 
 class FakeClient:
-    """The private hooks the probe uses: DescribeAcls answered with `code` and `resources`, DescribeConfigs
+    """The transport's send() the probe uses: DescribeAcls answered with `code` and `resources`, DescribeConfigs
     of a broker with `super_users` (None: the value is sensitive, as Apache Kafka reports it)."""
 
     def __init__(self, code: int, resources: list[Any] | None = None, user: str | None = None,
@@ -76,21 +76,13 @@ class FakeClient:
         self.sent: list[Any] = []
         self.metadata = lambda topics: ClusterInfo((BrokerInfo(3, "h", 1),), ())
 
-    async def _send(self, request: Any, node: int | None = None) -> Any:
+    def send(self, request: Any, node: int | None = None) -> Any:
         self.sent.append(request)
         if type(request).__name__.startswith("DescribeConfigs"):
             value = SimpleNamespace(name="super.users", value=self.super_users,
                                     is_sensitive=self.super_users is None)
             return SimpleNamespace(results=[SimpleNamespace(error_code=0, configs=[value])])
         return SimpleNamespace(error_code=self.code, resources=self.resources)
-
-    def _run(self, fn: Any) -> Any:
-        coro = fn()
-        try:
-            coro.send(None)
-        except StopIteration as done:
-            return done.value
-        raise AssertionError("the fake never suspends")
 
 
 def test_the_warning_needs_an_enforcing_cluster() -> None:

@@ -33,7 +33,7 @@ import struct
 import types
 from typing import Any
 
-from kafka_txn_broker.formats.messages.gc_pause import bulk
+from kafka_txn_broker.gc_pause import bulk
 from kafka_txn_broker.formats.messages.plain import PlainResponse
 from kafka_txn_broker.formats.messages.validate import null_violation
 

@@ -1,4 +1,4 @@
-"""formats.messages.gc_pause: the collector is off inside a bulk section, back on after the last one ends (across
+"""kafka_txn_broker.gc_pause: the collector is off inside a bulk section, back on after the last one ends (across
 threads), and left off when it was off before."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kafka_txn_broker.formats.messages.gc_pause import bulk
+from kafka_txn_broker.gc_pause import bulk
 
 
 @pytest.fixture(autouse=True)
