@@ -6,7 +6,10 @@ transaction; after each, the history holds the incident exactly once:
   SIGTERM while a scan waits on the dark network: a clean exit, and the next start loses nothing;
 - SIGTERM while a history write waits for the file's lock: the write completes whole, a clean exit;
 - the history file on a full disk (a 4 MiB tmpfs, below SQLite's 4 MB write-ahead log checkpoint): the
-  error is reported, scanning goes on, and once there is room again the history catches up.
+  error is reported, scanning goes on, and once there is room again the history catches up;
+- a broker of three, leading a hanging transaction's partition (RF 3), stopped and started again while the
+  monitor scans: partial scans, then complete ones in the same process, each hang one incident throughout.
+  (The embedded broker runs in this process, so it is stopped rather than killed with -9.)
 """
 
 from __future__ import annotations
@@ -191,3 +194,39 @@ def test_history_on_a_full_disk_reports_and_scans_on_then_catches_up(tmp_path: P
         assert incident["producer_id"] == truth.producer_id
         assert incident["resolution"] == "audited write", incident
         os.sync()
+
+
+def test_a_broker_stopped_and_restarted_while_the_monitor_scans(tmp_path: Path) -> None:
+    """3 nodes, two hangs on partitions of RF 3: the node leading the first stops (its leaders move) and
+    comes back; the scans go partial and complete again in the same process, and each hang stays one incident."""
+    with EmbeddedCluster(nodes=3, data_dir=tmp_path / "kafka", config=CONFIG) as cluster:
+        bs = cluster.bootstrap_servers
+        hangs = [hang(bs, replication_factor=3).hanging[0] for _ in range(2)]
+        history = tmp_path / "history.db"
+        with MonitorProcess(bs, history, "--timeout", "3s") as monitor:
+            wait_for("both hangs", lambda: len((monitor.findings() or {}).get("hanging", [])) == 2)
+            assert cluster.cluster is not None
+            victim = cluster.cluster.metadata.leader(hangs[0].topic, hangs[0].partition)
+            assert victim is not None and victim >= 0
+            cluster.stop_node(victim)  # its leaders move to the other replicas
+
+            def scans(result: str) -> float:
+                return metric(monitor.get("/metrics")[1], "kafka_txn_scans_total", result=result) or 0
+
+            wait_for("a partial scan", lambda: scans("partial") >= 1, timeout=90)
+            cluster.start_node(victim)
+            complete_before = scans("complete")
+
+            def recovered() -> bool:
+                text = monitor.get("/metrics")[1]
+                return (scans("complete") > complete_before + 1 and metric(text, "kafka_txn_scan_stale") == 0
+                        and metric(text, "kafka_txn_findings", kind="partition",
+                                   reason="transaction-not-ongoing") == 2)
+
+            wait_for("complete scans with both findings after the restart", recovered, timeout=120)
+            code, log = monitor.terminate()
+    assert code == 0 and "Traceback" not in log, log
+    recorded = incidents(history)
+    assert sorted((i["topic"], i["partition"], i["producer_id"]) for i in recorded) == sorted(
+        (h.topic, h.partition, h.producer_id) for h in hangs)
+    assert all(i["resolved_ms"] is None for i in recorded)

@@ -125,7 +125,12 @@ def _web_config(path: Path | None, open_healthz: bool) -> Any:
 def _exposure_warning(listening: Listening) -> None:
     """Exporters listen on every interface by default, and so does the monitor; but what it serves names
     topics, transactional ids and the commands to run, so say so when nothing protects it."""
-    if listening.web is not None or listening.host.startswith(LOOPBACK):
+    if listening.host.startswith(LOOPBACK):
+        return
+    if listening.web is not None:
+        if listening.web.tls is None and listening.web.auth is not None:
+            warn(f"basic auth without TLS on {listening.host}:{listening.port}: passwords cross the network in "
+                 "clear; add tls_server_config to the web config")
         return
     warn(f"serving findings (topics, transactional ids, commands) on {listening.host}:{listening.port} "
          "without TLS or authentication; protect them with --web-config FILE "
