@@ -353,3 +353,41 @@ def test_fencing_keeps_the_transaction_timeout_the_id_had(cluster: EmbeddedClust
     assert (d["state"], d["timeout_ms"]) in {("CompleteAbort", 600_000), ("Empty", 600_000)}
     assert "transaction timeout is now" not in fenced.err  # nothing changed, nothing to say
     del producer  # fenced: it cannot end anything any more
+
+
+# ---- rows held by one transaction: the root first, the dependent names it ----------------------------------------
+def test_rows_of_one_transaction_print_the_root_first_and_the_dependent_names_it(fresh: EmbeddedCluster) -> None:
+    # share-ack-stalled with the brokers' metrics: the share group's records held TX_PENDING (kind "share", its
+    # command ends the transaction) and the transaction's staging on `__share_group_state` (kind "partition").
+    # Printed in kind order, a newcomer ran the state partition's watch first, which waits for what only the
+    # share row's command does. Now the share row comes first, and the other says it clears with it.
+    from kafka_txn_broker.server import metrics
+
+    bs = fresh.bootstrap_servers
+    server = fresh.call(metrics.serve_metrics(fresh.cluster, "127.0.0.1", 0))
+    try:
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/metrics"
+        result, _find = stage(fresh, "share-ack-stalled")
+        [share] = result["share"]
+        [state_partition] = share["share_state_partitions"]
+        r = kafka_txn(bs, "find-hanging", "--all", "--max-transaction-timeout", "0", "--metrics-url", url, "-o", "json")
+        assert r.code == exit_codes.OK, r.err
+        rows = rows_of(r.json()["hanging"], share["transactional_id"], share["producer_id"])
+        assert [(x["kind"], x.get("group") or f"{x['topic']}-{x['partition']}") for x in rows] == [
+            ("share", share["group"]), ("partition", state_partition)]
+        root, dependent = rows
+        fence = (f"kafka-txn force-terminate --transactional-id {share['transactional_id']} --force "
+                 f"--bootstrap-server {bs}")
+        name = f"{share['topic']}-{share['partition']} producer {share['producer_id']} (share group {share['group']!r})"
+        assert (root["commands"], root["cleared_by"]) == ([fence], None)
+        assert (dependent["commands"], dependent["cleared_by"]) == ([], name)
+        assert dependent["action"].startswith(f"cleared by {name}")
+        table = kafka_txn(bs, "find-hanging", "--all", "--max-transaction-timeout", "0", "--metrics-url", url).out
+        assert newcomer.printed_commands(table) == [fence]
+        assert table.index(f"{name} (broker") < table.index(f"{state_partition} producer {share['producer_id']}:")
+        trail = newcomer.Trail()
+        for command in newcomer.printed_commands(table):  # in the printed order, each within its limit
+            newcomer.run_as_printed(command, trail)
+        until(lambda: state_partitions_free(bs, share) is None, "the ABORT marker on the share state partition")
+    finally:
+        fresh.call_soon(server.close)
