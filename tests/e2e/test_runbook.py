@@ -151,7 +151,15 @@ def test_a_newcomer_clears_marker_retry_rejected_up_to_the_upgrade(fresh: Embedd
     txn_id = truth["transactional_id"]
     topic, part = split(truth["pending_partitions"][0])
     assert described(bs, txn_id)["state"] == "PrepareCommit"
-    trail = newcomer.clear(find)
+    said: list[list[str]] = []
+
+    def before(command: str) -> None:  # describe prints the same commands for the same finding
+        if command.startswith("kafka-txn broker upgrade"):
+            said.append(described(bs, txn_id)["commands"])
+
+    trail = newcomer.clear(find, before)
+    assert said == [[f"kafka-txn broker upgrade --bootstrap-server {bs}",
+                     f"kafka-txn move-coordinator --transactional-id {txn_id} --bootstrap-server {bs}"]]
     first = trail.outputs[0].out
     assert txn_id in first and "--max-prepare-time 0" in first, trail  # named by the first scan, with why
     upgrades = [c for c in trail.ran if c.startswith("kafka-txn broker upgrade")]
