@@ -151,6 +151,8 @@ def test_a_newcomer_clears_marker_retry_rejected_up_to_the_upgrade(fresh: Embedd
     txn_id = truth["transactional_id"]
     topic, part = split(truth["pending_partitions"][0])
     assert described(bs, txn_id)["state"] == "PrepareCommit"
+    unasked = invoke_printed(f"kafka-txn broker upgrade --bootstrap-server {bs}")  # no terminal, no --yes: refused
+    assert unasked.code == exit_codes.USAGE and "pass --yes" in unasked.err  # (the flow below still needs it)
     said: list[list[str]] = []
 
     def before(command: str) -> None:  # describe prints the same commands for the same finding
@@ -171,6 +173,8 @@ def test_a_newcomer_clears_marker_retry_rejected_up_to_the_upgrade(fresh: Embedd
     assert lso == end
     with RawKafkaClient(bs) as raw:  # its producer can work again (no more CONCURRENT_TRANSACTIONS)
         assert raw.init_producer_id(txn_id, 60_000)[0] == 0
+    again = invoke_printed(f"kafka-txn broker upgrade --bootstrap-server {bs}", "--yes")
+    assert again.code == exit_codes.ERROR and "nothing to upgrade" in again.err
 
 
 def test_a_newcomer_is_told_epoch_exhaustion_at_once_and_clears_it_up_to_the_upgrade(one_node: EmbeddedCluster
