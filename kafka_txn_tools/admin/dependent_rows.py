@@ -9,8 +9,9 @@ a later row's command does, and wait forever.
 
 So the rows of one transaction (one producer id) are printed together, the root first: a row whose
 commands write (end the transaction, abort a partition, move a coordinator...) comes before a row that
-only watches. A row whose commands are all already printed by an earlier row of its transaction, or that
-only watches while another row of it writes, is dependent: `cleared_by` names that earlier row (by
+only watches, and among those a row `--exit-code` counts (hanging, stuck, a share hold) before one of a
+live transaction (a late row). A row whose commands are all already printed by an earlier row of its
+transaction, or that only watches while another row of it writes, is dependent: `cleared_by` names that earlier row (by
 `row_name`, the words its own block starts with), its action says so, and it repeats no write (running
 the same fence twice would fence the producer's next attempt too). A dependent's watch stays: run after
 the root's command, it exits once the partition is clear. Transactions keep the order of their first row.
@@ -58,7 +59,14 @@ def _groups(rows: Sequence[Finding]) -> list[list[Finding]]:
     groups: dict[int, list[Finding]] = {}
     for row in rows:
         groups.setdefault(_producer_id(row), []).append(row)
-    return [[*filter(_writes, members), *(r for r in members if not _writes(r))] for members in groups.values()]
+    return [sorted(members, key=_rank) for members in groups.values()]  # a stable sort: the scan's order otherwise
+
+
+def _rank(row: Finding) -> int:
+    """Roots first: a row that writes and that --exit-code counts (hanging, stuck, a share hold), then one that
+    writes for a live transaction (a late staging of share acknowledgements), then one that only watches."""
+    counted = row.reason.is_hanging if isinstance(row, HangingTransaction) else True
+    return (0 if counted else 1) if _writes(row) else 2
 
 
 def grouped(rows: Sequence[Finding]) -> list[Finding]:

@@ -26,7 +26,9 @@ import kafka.errors as kerrors
 from kafka_txn_tools.errors import BrokerError
 
 if TYPE_CHECKING:
+    from kafka_txn_tools.admin.advice import Invocation
     from kafka_txn_tools.connection.client import AdminClient
+    from kafka_txn_tools.models import StuckTransaction
 
 FAULT = "fault.injection"
 FAULT_PREFIX = "fault.injection.transactional.id.prefix"
@@ -92,3 +94,18 @@ def switch_off(client: AdminClient, broker_ids: list[int]) -> None:
             raise BrokerError(f"broker {name or '(cluster default)'} refused {FAULT}= "
                               f"({kerrors.for_code(answer.error_code).__name__}: {answer.error_message})",
                               kerrors.for_code(answer.error_code).__name__)
+
+
+def with_upgrades(client: AdminClient, rows: list[StuckTransaction], invocation: Invocation
+                  ) -> list[StuckTransaction]:
+    """`rows`, with `kafka-txn broker upgrade` as a command where the remaining step is an upgrade and the
+    brokers emulate that bug for the row's transactional id (find-hanging and describe alike). The brokers are
+    asked only when some row's remedy is an upgrade."""
+    from kafka_txn_tools.admin.hanging import with_upgrade_command
+
+    if not any(r.upgrade_for for r in rows):
+        return rows
+    found = emulations(client, client.metadata([]).broker_ids())
+    upgrade = invocation.line("broker", "upgrade")
+    return [with_upgrade_command(r, upgrade) if r.upgrade_for and applies(found, r.upgrade_for, r.transactional_id)
+            else r for r in rows]

@@ -245,6 +245,9 @@ def _detail(why: HangingReason, candidate: OpenTransaction, view: CoordinatorVie
     if why is HangingReason.PREPARED_2PC:
         return (f"{txn!r} is a prepared two-phase-commit transaction (KIP-939, no timeout) with this partition: "
                 "an external transaction manager owns it and will commit or abort it")
+    if candidate.partition.topic == SHARE_STATE_TOPIC:
+        return (f"{txn!r} is {view.state} with this partition, staging share-group acknowledgements (KIP-1289): "
+                "their records stay TX_PENDING until it ends")
     return f"{txn!r} is {view.state} with this partition; its coordinator will complete it"
 
 

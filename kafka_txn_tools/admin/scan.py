@@ -311,7 +311,11 @@ def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options:
     report.young_prepares = _young_prepares(client, cluster, options, {*listed, *(d.transactional_id for d in found)})
     orphans = [v for v in confirmed if v.reason is HangingReason.NO_TRANSACTIONAL_ID]
     txn_meta = _txn_topic(client, cluster) if found or orphans else None
-    log = _read_transaction_state(client, txn_meta, orphans, found, options, report) if txn_meta else None
+    # An Ongoing row's time in state is its start (DescribeTransactions): only Prepare states and orphans need the
+    # log, and an exhausted epoch's log holds its ~32k InitProducerId bumps, seconds to read for nothing.
+    asked = [d for d in found if d.state != hanging.ONGOING]
+    log = _read_transaction_state(client, txn_meta, orphans, asked, options, report) if txn_meta and (
+        asked or orphans) else None
     wanted = {tp: d.producer_id for d in found for tp in d.partitions}
     views = stuck.leader_views(client, wanted, cluster if _covers(cluster, wanted) else None)
     rows = stuck.confirm(client, stuck.judge(found, log, views, now, options.max_prepare_ms, txn_meta,

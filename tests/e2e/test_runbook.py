@@ -151,7 +151,17 @@ def test_a_newcomer_clears_marker_retry_rejected_up_to_the_upgrade(fresh: Embedd
     txn_id = truth["transactional_id"]
     topic, part = split(truth["pending_partitions"][0])
     assert described(bs, txn_id)["state"] == "PrepareCommit"
-    trail = newcomer.clear(find)
+    unasked = invoke_printed(f"kafka-txn broker upgrade --bootstrap-server {bs}")  # no terminal, no --yes: refused
+    assert unasked.code == exit_codes.USAGE and "pass --yes" in unasked.err  # (the flow below still needs it)
+    said: list[list[str]] = []
+
+    def before(command: str) -> None:  # describe prints the same commands for the same finding
+        if command.startswith("kafka-txn broker upgrade"):
+            said.append(described(bs, txn_id)["commands"])
+
+    trail = newcomer.clear(find, before)
+    assert said == [[f"kafka-txn broker upgrade --bootstrap-server {bs}",
+                     f"kafka-txn move-coordinator --transactional-id {txn_id} --bootstrap-server {bs}"]]
     first = trail.outputs[0].out
     assert txn_id in first and "--max-prepare-time 0" in first, trail  # named by the first scan, with why
     upgrades = [c for c in trail.ran if c.startswith("kafka-txn broker upgrade")]
@@ -163,6 +173,8 @@ def test_a_newcomer_clears_marker_retry_rejected_up_to_the_upgrade(fresh: Embedd
     assert lso == end
     with RawKafkaClient(bs) as raw:  # its producer can work again (no more CONCURRENT_TRANSACTIONS)
         assert raw.init_producer_id(txn_id, 60_000)[0] == 0
+    again = invoke_printed(f"kafka-txn broker upgrade --bootstrap-server {bs}", "--yes")
+    assert again.code == exit_codes.ERROR and "nothing to upgrade" in again.err
 
 
 def test_a_newcomer_is_told_epoch_exhaustion_at_once_and_clears_it_up_to_the_upgrade(one_node: EmbeddedCluster
@@ -353,3 +365,41 @@ def test_fencing_keeps_the_transaction_timeout_the_id_had(cluster: EmbeddedClust
     assert (d["state"], d["timeout_ms"]) in {("CompleteAbort", 600_000), ("Empty", 600_000)}
     assert "transaction timeout is now" not in fenced.err  # nothing changed, nothing to say
     del producer  # fenced: it cannot end anything any more
+
+
+# ---- rows held by one transaction: the root first, the dependent names it ----------------------------------------
+def test_rows_of_one_transaction_print_the_root_first_and_the_dependent_names_it(fresh: EmbeddedCluster) -> None:
+    # share-ack-stalled with the brokers' metrics: the share group's records held TX_PENDING (kind "share", its
+    # command ends the transaction) and the transaction's staging on `__share_group_state` (kind "partition").
+    # Printed in kind order, a newcomer ran the state partition's watch first, which waits for what only the
+    # share row's command does. Now the share row comes first, and the other says it clears with it.
+    from kafka_txn_broker.server import metrics
+
+    bs = fresh.bootstrap_servers
+    server = fresh.call(metrics.serve_metrics(fresh.cluster, "127.0.0.1", 0))
+    try:
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/metrics"
+        result, _find = stage(fresh, "share-ack-stalled")
+        [share] = result["share"]
+        [state_partition] = share["share_state_partitions"]
+        r = kafka_txn(bs, "find-hanging", "--all", "--max-transaction-timeout", "0", "--metrics-url", url, "-o", "json")
+        assert r.code == exit_codes.OK, r.err
+        rows = rows_of(r.json()["hanging"], share["transactional_id"], share["producer_id"])
+        assert [(x["kind"], x.get("group") or f"{x['topic']}-{x['partition']}") for x in rows] == [
+            ("share", share["group"]), ("partition", state_partition)]
+        root, dependent = rows
+        fence = (f"kafka-txn force-terminate --transactional-id {share['transactional_id']} --force "
+                 f"--bootstrap-server {bs}")
+        name = f"{share['topic']}-{share['partition']} producer {share['producer_id']} (share group {share['group']!r})"
+        assert (root["commands"], root["cleared_by"]) == ([fence], None)
+        assert (dependent["commands"], dependent["cleared_by"]) == ([], name)
+        assert dependent["action"].startswith(f"cleared by {name}")
+        table = kafka_txn(bs, "find-hanging", "--all", "--max-transaction-timeout", "0", "--metrics-url", url).out
+        assert newcomer.printed_commands(table) == [fence]
+        assert table.index(f"{name} (broker") < table.index(f"{state_partition} producer {share['producer_id']}:")
+        trail = newcomer.Trail()
+        for command in newcomer.printed_commands(table):  # in the printed order, each within its limit
+            newcomer.run_as_printed(command, trail)
+        until(lambda: state_partitions_free(bs, share) is None, "the ABORT marker on the share state partition")
+    finally:
+        fresh.call_soon(server.close)

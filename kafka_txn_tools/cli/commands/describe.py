@@ -69,6 +69,7 @@ def describe_command(
     Prepare state, the partitions still waiting for their marker and why."""
     from kafka_txn_tools.admin.advice import is_command_line
     from kafka_txn_tools.admin.describe import advise, describe_transactions
+    from kafka_txn_tools.admin.emulation import with_upgrades
     from kafka_txn_tools.admin.share_pending import hold_row, of_transaction
     from kafka_txn_tools.cli.render import Column, Output, human_duration, nothing_found
     from kafka_txn_tools.cli.upstream.format import DESCRIBE_HEADERS, describe_row
@@ -81,7 +82,10 @@ def describe_command(
     with user_errors(), connect(Connection(bootstrap_server, command_config, profile, timeout)) as client:
         described = describe_transactions(client, ids, describe_all)
         now = now_ms()
-        advise(client, described, now, invocation_of(client, bootstrap_server, profile, command_config))
+        invocation = invocation_of(client, bootstrap_server, profile, command_config)
+        advise(client, described, now, invocation)
+        upgraded = with_upgrades(client, list(described.stuck.values()), invocation)  # as find-hanging's rows
+        described.stuck.update((r.transactional_id, r) for r in upgraded)
     held = _share_holds(metrics_url, timeout, described.errors)
     report_errors(described.errors)
     pending = described.pending

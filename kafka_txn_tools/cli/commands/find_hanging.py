@@ -412,17 +412,10 @@ def _add_share_holds(client: Any, report: ScanReport, urls: list[str], scope: An
 
 
 def _add_upgrades(client: Any, report: ScanReport, options: ScanOptions) -> None:
-    """Where a row's remaining step is a broker upgrade and the cluster is the embedded broker emulating that
-    bug, the upgrade is a command (admin/emulation.py says how the brokers tell)."""
-    from kafka_txn_tools.admin import emulation, hanging
+    """Where a row's remaining step is a broker upgrade the embedded broker can take, it is a command."""
+    from kafka_txn_tools.admin.emulation import with_upgrades
 
-    if not any(r.upgrade_for for r in report.stuck):
-        return
-    found = emulation.emulations(client, client.metadata([]).broker_ids())
-    upgrade = options.invocation.line("broker", "upgrade")
-    report.stuck = [hanging.with_upgrade_command(r, upgrade)
-                    if r.upgrade_for and emulation.applies(found, r.upgrade_for, r.transactional_id) else r
-                    for r in report.stuck]
+    report.stuck = with_upgrades(client, report.stuck, options.invocation)
 
 
 def _link(report: ScanReport) -> None:
