@@ -47,6 +47,12 @@ class Release:
         return self.at_least(4, 1)
 
     @property
+    def two_phase_commit(self) -> bool:
+        """KIP-939's InitProducerId v6 (Enable2Pc): 4.4.0 still serves it only as an unstable API (a request
+        at v6 closes the connection: "disabled api"), and older releases do not have it. No tested release."""
+        return False
+
+    @property
     def share_groups(self) -> bool:  # KIP-932 (preview 4.0, production 4.1)
         return self.at_least(4, 1)
 
