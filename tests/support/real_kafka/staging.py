@@ -56,7 +56,8 @@ class Release:
     def skips_markers_of_offline_leaders(self) -> bool:
         """Whether the coordinator drops a partition with no leader from a completing transaction ("likely
         deleted already and hence can be skipped") instead of retrying its marker until the leader returns:
-        seen on 4.4.0, not on 3.9.2 or 3.3.2 (tests/external/real_kafka/test_coordinator_side_real.py)."""
+        seen on 4.4.0, not on 3.9.2 or 3.3.2 (tests/external/real_kafka/test_coordinator_side_real.py; 4.0 to
+        4.3 untested)."""
         return self.at_least(4, 0)
 
     @property
