@@ -1,14 +1,16 @@
 """A partition leader down while a transaction commits, on a real 3-node cluster: what Apache Kafka does, and
-what the tools make of it.
+what the tools make of it. Releases differ (staging.Release.skips_markers_of_offline_leaders):
 
-The design expected a coordinator-side stuck transaction here (PrepareCommit, the marker pending until the
-leader returns). Real Kafka does otherwise: its TransactionMarkerChannelManager finds no leader endpoint for the
-offline partition, logs "these partitions are likely deleted already and hence can be skipped", drops the
-partition from the transaction and completes it (CompleteCommit) within seconds. When the broker comes back, the
-partition still holds the producer's open transaction, which no coordinator will end: a partition-side hang
-(transaction-not-ongoing), found alike by `kafka-txn find-hanging` and by upstream's, and cleared by the printed
-abort. The coordinator had committed it: the abort discards records the application committed (reported; the
-tools cannot tell this case from a late write without the transaction log's PrepareCommit record).
+- 3.x keeps retrying the marker: the transaction stays in PrepareCommit with the offline partition pending, a
+  coordinator-side stuck transaction. `kafka-txn find-hanging` reports it (kind coordinator, markers-pending,
+  leader-offline) without a write command; upstream's find-hanging has no such row. The broker's return clears it.
+- 4.x does otherwise: its TransactionMarkerChannelManager finds no leader endpoint for the offline partition,
+  logs "these partitions are likely deleted already and hence can be skipped", drops the partition from the
+  transaction and completes it (CompleteCommit) within seconds. When the broker comes back, the partition still
+  holds the producer's open transaction, which no coordinator will end: a partition-side hang
+  (transaction-not-ongoing), found alike by `kafka-txn find-hanging` and by upstream's, and cleared by the printed
+  abort. The coordinator had committed it: the abort discards records the application committed (reported; the
+  tools cannot tell this case from a late write without the transaction log's PrepareCommit record).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from kafka_txn_broker.testing.raw_client import RawKafkaClient
 from kafka_txn_broker.testing.scenarios import _retry as retried
 from tests.e2e.cli_support import invoke_printed, kafka_txn
 from tests.support.real_kafka import KafkaCluster, UpstreamTool
-from tests.support.real_kafka.staging import offsets, ready_topic, warm_up
+from tests.support.real_kafka.staging import Release, offsets, ready_topic, warm_up
 
 DOWN = 3  # the broker down while the transaction commits
 
@@ -65,6 +67,10 @@ def test_a_commit_with_a_leader_down_completes_without_its_marker_and_hangs_that
         cluster.kill(DOWN)
         assert client.end_txn(txn_id, pe, commit=True) == 0  # PrepareCommit written; one leader is down
 
+    if not Release(cluster.version).skips_markers_of_offline_leaders:
+        stuck_at_the_coordinator_until_the_leader_returns(cluster, upstream, topic, txn_id, down_partition,
+                                                          up_partition)
+        return
     # Within seconds the coordinator completes the commit without the offline partition's marker.
     with RawKafkaClient(live_servers(cluster)) as client:
         until(lambda: client.describe_transaction(txn_id).transaction_state == "CompleteCommit",
@@ -98,3 +104,35 @@ def live_servers(cluster: KafkaCluster) -> str:
 def _stable(bs: str, topic: str, partition: int) -> Any:
     now = offsets(bs, topic, partition)
     return now if now.lso == now.high_watermark else None
+
+
+def stuck_at_the_coordinator_until_the_leader_returns(cluster: KafkaCluster, upstream: UpstreamTool, topic: str,
+                                                      txn_id: str, down: int, up: int) -> None:
+    """Releases whose coordinator keeps retrying the marker: PrepareCommit with the offline partition pending.
+    kafka-txn reports it (kind coordinator, markers-pending, leader-offline) with no write command; upstream's
+    find-hanging has no such row (it reads open transactions only, and the partition has no leader to ask).
+    Starting the broker again lets the retried marker land: CompleteCommit, both LSOs at the high watermark."""
+    live = live_servers(cluster)
+    row = until(lambda: _stuck_row(live, txn_id), "find-hanging to report the stuck transaction")
+    assert (row["kind"], row["reason"], row["state"]) == ("coordinator", "markers-pending", "PrepareCommit")
+    assert [(p["topic"], p["partition"], p["reason"]) for p in row["pending_partitions"]] == [
+        (topic, down, "leader-offline")]
+    assert not any(" abort " in c or "force-terminate" in c for c in row["commands"]), row["commands"]
+    theirs = upstream.run("--bootstrap-server", live, "find-hanging", "--topic", topic, "--partition", str(up),
+                          "--max-transaction-timeout", "0")
+    assert theirs.returncode == 0 and theirs.stdout.splitlines()[1:] == [], theirs.stdout + theirs.stderr
+    cluster.restart(DOWN)
+    bs = cluster.bootstrap_servers
+    with RawKafkaClient(bs) as client:
+        until(lambda: client.describe_transaction(txn_id).transaction_state == "CompleteCommit",
+              "the coordinator's retried marker")
+    for partition in (down, up):
+        now = until(lambda p=partition: _stable(bs, topic, p), f"{topic}-{partition} stable")
+        assert now.lso == now.high_watermark
+    assert _stuck_row(bs, txn_id) is None
+
+
+def _stuck_row(bs: str, txn_id: str) -> dict[str, Any] | None:
+    r = kafka_txn(bs, "find-hanging", "--all", "--max-prepare-time", "0s", "-o", "json")
+    rows = [h for h in r.json()["hanging"] if h.get("transactional_id") == txn_id and h["kind"] == "coordinator"]
+    return rows[0] if rows else None

@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 
-from kafka_txn_broker.testing.raw_client import RawKafkaClient
-from kafka_txn_broker.testing.scenarios import HANGING_PARTITION
+from kafka_txn_broker.testing.raw_client import RawClientError, RawKafkaClient
+from kafka_txn_broker.testing.scenarios import HANGING_PARTITION, complete_prepared
 from kafka_txn_tools.cli import exit_codes
 from tests.e2e.cli_support import invoke_printed, kafka_txn
+from tests.external.real_kafka.conftest import RELEASE
 from tests.support.real_kafka import KafkaCluster
-from tests.support.real_kafka.staging import Offsets, offsets, ready_topic, stage, warm_up
+from tests.support.real_kafka.staging import Offsets, Release, offsets, ready_topic, stage, warm_up
 
 BACKDATE_MS = 30 * 60_000
 
@@ -166,3 +167,30 @@ def test_a_write_outside_an_ongoing_transaction_is_cleared_and_the_transaction_s
         clear_by_printed_commands(bs, row)
         assert client.end_txn(txn_id, pe, commit=True) == 0
         until_stable(bs, topic, 0)
+
+
+def test_a_prepared_two_phase_commit_transaction_is_held_not_hanging_and_its_manager_ends_it(
+        real_kafka: KafkaCluster) -> None:
+    """KIP-939 (4.2+): a transaction under an external transaction manager never times out. However old its
+    batch, find-hanging lists it as held (prepared-2pc), with no write command and not counted by --exit-code;
+    the manager recovers it (KeepPreparedTxn) and commits, and the LSO reaches the high watermark."""
+    if not Release(RELEASE).two_phase_commit:
+        pytest.skip(f"Apache Kafka {RELEASE} does not serve two-phase commit (KIP-939's InitProducerId v6): "
+                    "test_two_phase_commit_is_refused_where_the_release_lacks_it checks that")
+    bs = real_kafka.bootstrap_servers
+    truth = stage(bs, "2pc-prepared", backdate_ms=BACKDATE_MS).prepared[0]
+    row = only_row(scan(bs, truth.topic), truth.partition)
+    assert (row["kind"], row["reason"], row["producer_id"], row["start_offset"]) == (
+        "partition", "prepared-2pc", truth.producer_id, truth.start_offset)
+    assert all(" abort " not in c and "force" not in c for c in row["commands"]), row
+    assert kafka_txn(bs, "find-hanging", "--topic", truth.topic, "--exit-code").code == 0
+    assert complete_prepared(bs, truth, commit=True) == 0
+    until_stable(bs, truth.topic, truth.partition)
+
+
+def test_two_phase_commit_is_refused_where_the_release_lacks_it(real_kafka: KafkaCluster) -> None:
+    """The fact the skip above rests on: this release refuses an InitProducerId with Enable2Pc (v6)."""
+    if Release(RELEASE).two_phase_commit:
+        pytest.skip(f"Apache Kafka {RELEASE} serves two-phase commit")
+    with pytest.raises(RawClientError, match="closed the connection"):
+        stage(real_kafka.bootstrap_servers, "2pc-prepared", backdate_ms=BACKDATE_MS)

@@ -47,6 +47,20 @@ class Release:
         return self.at_least(4, 1)
 
     @property
+    def two_phase_commit(self) -> bool:
+        """KIP-939's InitProducerId v6 (Enable2Pc): 4.4.0 still serves it only as an unstable API (a request
+        at v6 closes the connection: "disabled api"), and older releases do not have it. No tested release."""
+        return False
+
+    @property
+    def skips_markers_of_offline_leaders(self) -> bool:
+        """Whether the coordinator drops a partition with no leader from a completing transaction ("likely
+        deleted already and hence can be skipped") instead of retrying its marker until the leader returns:
+        seen on 4.4.0, not on 3.9.2 or 3.3.2 (tests/external/real_kafka/test_coordinator_side_real.py; 4.0 to
+        4.3 untested)."""
+        return self.at_least(4, 0)
+
+    @property
     def share_groups(self) -> bool:  # KIP-932 (preview 4.0, production 4.1)
         return self.at_least(4, 1)
 
