@@ -7,7 +7,8 @@
 - LATEST_TIERED (-5, v9) and EARLIEST_PENDING_UPLOAD (-6, v11): offset -1, as Kafka answers without
   tiered storage.
 - A timestamp: the first record at or after it, from the log start offset on.
-The answer lists partitions in the order Kafka's HashMap of them iterates (in_kafka_order), not the request's.
+The answer lists partitions in the order Kafka's HashMap of them iterates (in_kafka_order), not the request's
+(emulating a release before 3.9: the request's, as Kafka 3.3.2 answered).
 A lookup that finds nothing below the last fetchable offset (high watermark, or LSO for read_committed)
 answers offset -1 and timestamp -1 without an error. CurrentLeaderEpoch (v4+) fences stale clients.
 """
@@ -112,9 +113,18 @@ async def handle(ctx: RequestContext, req: Any) -> ListOffsetsAnswer:
             topic, error = _topic(ctx, t.name)
             answer.topics.append((t.name, [_partition(ctx, topic, error, t.name, p, read_committed, twice)
                                            for p in t.partitions]))
-        if not twice:
+        if not twice and _hash_ordered(ctx.broker.config["kafka.version.emulate"]):
             answer.topics = in_kafka_order(answer.topics)
     return answer
+
+
+# Kafka 3.9.2 and 4.4.0 answer in a HashMap's order; 3.3.2 answered in the request's (releases between are
+# untested: taken to follow 3.9).
+HASH_ORDER_SINCE = (3, 9)
+
+
+def _hash_ordered(release: str) -> bool:
+    return not release or tuple(int(p) for p in release.split(".")) >= HASH_ORDER_SINCE
 
 
 def in_kafka_order(topics: list[tuple[str, list[PartitionOffset]]]) -> list[tuple[str, list[PartitionOffset]]]:

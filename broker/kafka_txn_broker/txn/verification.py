@@ -184,7 +184,8 @@ def _to_produce_error(code: int, produce_version: int) -> Exception | None:
         return InvalidProducerEpochError("the producer epoch was fenced by the transaction coordinator")
     if code == E.TRANSACTION_ABORTABLE:
         if produce_version >= GENERIC_ERROR_PRODUCE_VERSION:
-            return TransactionAbortableError("the partition is not in the producer's open transaction")
+            # No message: Kafka 4.4.0 answers this one with the bare code (tests/external/fidelity).
+            return TransactionAbortableError()
         code = E.INVALID_TXN_STATE
     if code == E.INVALID_TXN_STATE:
         return InvalidTxnStateError("Partition was not added to the transaction")

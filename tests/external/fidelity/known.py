@@ -17,6 +17,10 @@ _ORDER_3X = ("Kafka 3.x answers the partitions of this case in another order tha
 # Differences of older releases only (release "major.minor" -> case -> reason).
 KNOWN_IN_RELEASE: dict[str, dict[str, str]] = {
     "3.9": {"metadata": _ORDER_3X, "group-offsets": _ORDER_3X},
+    "3.3": {"metadata": _ORDER_3X, "group-offsets": _ORDER_3X,
+            "concurrent-transactions": "Kafka 3.3.2 keeps the aborted transaction's start time in "
+                                       "DescribeTransactions after InitProducerId fenced it; the embedded broker "
+                                       "answers -1 (as Kafka 4.4.0 does)"},
 }
 
 
