@@ -14,7 +14,8 @@ from typing import Any
 
 import kafka_txn_broker.formats.messages as m
 from kafka_txn_broker.formats.record_batch import build_batch
-from tests.external.fidelity.runner import Case, CaseFailed, Session
+from tests.external.fidelity.normalise import normalise, plain
+from tests.external.fidelity.runner import Case, CaseFailed, Exchange, Session
 
 TXN, GROUP = 1, 0  # FindCoordinator key types
 LATEST, EARLIEST = -1, -2
@@ -433,8 +434,6 @@ def group_offsets(s: Session) -> None:
     answer = s.send("ListGroups", label="list", record=False, to=node, **fields)
     # Other cases' groups may live on this coordinator too: keep only this case's.
     answer.groups = [g for g in answer.groups if g.group_id.startswith("go-")]
-    from tests.external.fidelity.normalise import normalise, plain
-    from tests.external.fidelity.runner import Exchange
     s.exchanges.append(Exchange("list (this case's groups)", "ListGroups", s.version("ListGroups"),
                                 normalise(plain(answer), s.symbols)))
 
