@@ -8,7 +8,7 @@
   tiered storage.
 - A timestamp: the first record at or after it, from the log start offset on.
 The answer lists partitions in the order Kafka's HashMap of them iterates (in_kafka_order), not the request's
-(emulating a release before 3.9: the request's, as Kafka 3.3.2 answered).
+(emulating a release before 4.0: the request's, as Kafka 3.3.2 answered).
 A lookup that finds nothing below the last fetchable offset (high watermark, or LSO for read_committed)
 answers offset -1 and timestamp -1 without an error. CurrentLeaderEpoch (v4+) fences stale clients.
 """
@@ -118,9 +118,9 @@ async def handle(ctx: RequestContext, req: Any) -> ListOffsetsAnswer:
     return answer
 
 
-# Kafka 3.9.2 and 4.4.0 answer in a HashMap's order; 3.3.2 answered in the request's (releases between are
-# untested: taken to follow 3.9).
-HASH_ORDER_SINCE = (3, 9)
+# Kafka 4.4.0 answers in a HashMap's order, run after run; 3.3.2 answered in the request's; 3.9.2 in either,
+# from one run to the next (releases between are untested: the request's order up to 3.9).
+HASH_ORDER_SINCE = (4, 0)
 
 
 def _hash_ordered(release: str) -> bool:
