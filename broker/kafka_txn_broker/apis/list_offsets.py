@@ -15,6 +15,7 @@ answers offset -1 and timestamp -1 without an error. CurrentLeaderEpoch (v4+) fe
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 from kafka_txn_broker.apis.context import RequestContext
@@ -25,7 +26,7 @@ from kafka_txn_broker.formats.errors import InvalidRequestError, error_code
 from kafka_txn_broker.formats.messages import ListOffsetsRequest, ListOffsetsResponse
 from kafka_txn_broker.formats.messages.gc_pause import bulk
 from kafka_txn_broker.formats.messages.plain import ListOffsetsAnswer, PartitionOffset
-from kafka_txn_broker.formats.partitioning import hash_map_order, topic_partition_hash
+from kafka_txn_broker.formats.partitioning import hash_map_mask, java_string_hash
 from kafka_txn_broker.log.unified_log import UnifiedLog
 from kafka_txn_broker.metadata.topics import TopicState
 from kafka_txn_broker.replica.partition import Partition
@@ -130,12 +131,19 @@ def _hash_ordered(release: str) -> bool:
 def in_kafka_order(topics: list[tuple[str, list[PartitionOffset]]]) -> list[tuple[str, list[PartitionOffset]]]:
     """Kafka collects the answers in a HashMap by TopicPartition and answers in its iteration order: the
     partitions in that order, each topic where its first partition comes (formats.partitioning)."""
-    flat = [(name, p) for name, parts in topics for p in parts]
-    if len(flat) < 2:
+    count = sum(len(parts) for _, parts in topics)
+    if count < 2:
         return topics
+    mask = hash_map_mask(count)
+    keyed = []  # (bucket, topic, answer); hashed inline: a leader may be asked for thousands of partitions
+    for name, parts in topics:
+        base = java_string_hash(name)
+        for p in parts:
+            h = (31 * (31 + p[0]) + base) & 0xFFFFFFFF
+            keyed.append(((h ^ (h >> 16)) & mask, name, p))
+    keyed.sort(key=itemgetter(0))  # stable: ties keep the request's order, as a HashMap's bucket lists do
     grouped: dict[str, list[PartitionOffset]] = {}
-    for i in hash_map_order([topic_partition_hash(name, p[0]) for name, p in flat]):
-        name, p = flat[i]
+    for _bucket, name, p in keyed:
         grouped.setdefault(name, []).append(p)
     return list(grouped.items())
 
