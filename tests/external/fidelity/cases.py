@@ -367,7 +367,12 @@ def produce_unverified(s: Session) -> None:
     p = Producer(s, "pu-app")
     codes: list[int] = []
     s.wait(lambda: _ok(codes, p.init(record=False).error_code), "InitProducerId pu-app")
-    p.produce("pu", 0, 1, label="Produce v11- without AddPartitionsToTxn", version=min(11, s.version("Produce")))
+    v = min(11, s.version("Produce"))
+    # Kafka's leader may first answer NOT_LEADER_OR_FOLLOWER (6) while it reaches the coordinator; a client
+    # retries that, and so does the case, until the verification's own answer.
+    s.wait(lambda: p.produce("pu", 0, 1, version=v, record=False).responses[0].partition_responses[0].error_code
+           != 6, "the leader to reach the coordinator")
+    p.produce("pu", 0, 1, label="Produce v11- without AddPartitionsToTxn", version=v)
     describe_producers(s, "pu", [0], "DescribeProducers after it")
     p.end(commit=False, record=False)
 
