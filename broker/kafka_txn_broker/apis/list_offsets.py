@@ -7,13 +7,15 @@
 - LATEST_TIERED (-5, v9) and EARLIEST_PENDING_UPLOAD (-6, v11): offset -1, as Kafka answers without
   tiered storage.
 - A timestamp: the first record at or after it, from the log start offset on.
-The answer lists partitions in the order Kafka's HashMap of them iterates (in_kafka_order), not the request's.
+The answer lists partitions in the order Kafka's HashMap of them iterates (in_kafka_order), not the request's
+(emulating a release before 4.0: the request's, as Kafka 3.3.2 answered).
 A lookup that finds nothing below the last fetchable offset (high watermark, or LSO for read_committed)
 answers offset -1 and timestamp -1 without an error. CurrentLeaderEpoch (v4+) fences stale clients.
 """
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 from kafka_txn_broker.apis.context import RequestContext
@@ -24,7 +26,7 @@ from kafka_txn_broker.formats.errors import InvalidRequestError, error_code
 from kafka_txn_broker.formats.messages import ListOffsetsRequest, ListOffsetsResponse
 from kafka_txn_broker.gc_pause import bulk
 from kafka_txn_broker.formats.messages.plain import ListOffsetsAnswer, PartitionOffset
-from kafka_txn_broker.formats.partitioning import hash_map_order, topic_partition_hash
+from kafka_txn_broker.formats.partitioning import hash_map_mask, java_string_hash
 from kafka_txn_broker.log.unified_log import UnifiedLog
 from kafka_txn_broker.metadata.topics import TopicState
 from kafka_txn_broker.replica.partition import Partition
@@ -112,20 +114,36 @@ async def handle(ctx: RequestContext, req: Any) -> ListOffsetsAnswer:
             topic, error = _topic(ctx, t.name)
             answer.topics.append((t.name, [_partition(ctx, topic, error, t.name, p, read_committed, twice)
                                            for p in t.partitions]))
-        if not twice:
+        if not twice and _hash_ordered(ctx.broker.config["kafka.version.emulate"]):
             answer.topics = in_kafka_order(answer.topics)
     return answer
+
+
+# Kafka 4.4.0 answers in a HashMap's order, run after run; 3.3.2 answered in the request's; 3.9.2 in either,
+# from one run to the next (releases between are untested: the request's order up to 3.9).
+HASH_ORDER_SINCE = (4, 0)
+
+
+def _hash_ordered(release: str) -> bool:
+    return not release or tuple(int(p) for p in release.split(".")) >= HASH_ORDER_SINCE
 
 
 def in_kafka_order(topics: list[tuple[str, list[PartitionOffset]]]) -> list[tuple[str, list[PartitionOffset]]]:
     """Kafka collects the answers in a HashMap by TopicPartition and answers in its iteration order: the
     partitions in that order, each topic where its first partition comes (formats.partitioning)."""
-    flat = [(name, p) for name, parts in topics for p in parts]
-    if len(flat) < 2:
+    count = sum(len(parts) for _, parts in topics)
+    if count < 2:
         return topics
+    mask = hash_map_mask(count)
+    keyed = []  # (bucket, topic, answer); hashed inline: a leader may be asked for thousands of partitions
+    for name, parts in topics:
+        base = java_string_hash(name)
+        for p in parts:
+            h = (31 * (31 + p[0]) + base) & 0xFFFFFFFF
+            keyed.append(((h ^ (h >> 16)) & mask, name, p))
+    keyed.sort(key=itemgetter(0))  # stable: ties keep the request's order, as a HashMap's bucket lists do
     grouped: dict[str, list[PartitionOffset]] = {}
-    for i in hash_map_order([topic_partition_hash(name, p[0]) for name, p in flat]):
-        name, p = flat[i]
+    for _bucket, name, p in keyed:
         grouped.setdefault(name, []).append(p)
     return list(grouped.items())
 

@@ -46,7 +46,14 @@ def hash_map_order(hashes: list[int]) -> list[int]:
     Kafka answers some requests in such a map's order rather than the request's: ListOffsets groups its
     partitions by TopicPartition, so clients see the partitions (and the topics, by their first partition) in
     this order (checked against real brokers by tests/external/fidelity)."""
+    mask = hash_map_mask(len(hashes))
+    buckets = [(h ^ (h >> 16)) & mask for h in hashes]
+    return sorted(range(len(hashes)), key=buckets.__getitem__)  # a stable sort: ties stay in insertion order
+
+
+def hash_map_mask(entries: int) -> int:
+    """The bucket mask of a java.util.HashMap holding `entries` keys (its table doubles from 16 past 3/4)."""
     size = 16
-    while len(hashes) > size * 3 // 4:
+    while entries > size * 3 // 4:
         size *= 2
-    return sorted(range(len(hashes)), key=lambda i: ((hashes[i] ^ (hashes[i] >> 16)) & (size - 1), i))
+    return size - 1

@@ -273,7 +273,9 @@ class UnifiedLog:
                 continue
             meta = self._psm.find_duplicate(header)
             if meta is not None:
-                return AppendInfo(meta.first_offset, meta.last_offset, -1, self.log_start_offset, True,
+                # Kafka answers a retried batch with the original's offsets and, as its log append time, the
+                # original's timestamp (Kafka 3.3.2 does, even on a CreateTime topic: tests/external/fidelity).
+                return AppendInfo(meta.first_offset, meta.last_offset, meta.timestamp, self.log_start_offset, True,
                                   header.record_count, meta.timestamp)
         return None
 

@@ -39,3 +39,10 @@ def test_list_offsets_topics_come_in_order_of_their_first_partition() -> None:
 
     asked = [(name, [(0, 0, -1, 0, 0)]) for name in ("wm", "alpha", "orders", "x1")]
     assert [name for name, _ in in_kafka_order(asked)] == ["alpha", "wm", "orders", "x1"]  # as Kafka 4.4.0 answered
+
+
+@pytest.mark.parametrize(("release", "hashed"), [("", True), ("4.4", True), ("4.0", True), ("3.3", False)])
+def test_list_offsets_order_follows_the_emulated_release(release: str, hashed: bool) -> None:
+    from kafka_txn_broker.apis.list_offsets import _hash_ordered
+
+    assert _hash_ordered(release) is hashed  # Kafka 3.3.2 answered [0, 1] of `wm` in the request's order

@@ -114,6 +114,14 @@ def test_verification_disabled_tv2_add_answer_reaches_the_producer() -> None:
     assert isinstance(leader.produce(12), InvalidProducerEpochError)
 
 
+@pytest.mark.parametrize(("release", "verifies"), [("3.3", False), ("3.5", False), ("3.6", True), ("4.4", True)])
+def test_an_emulated_release_before_kip_890_appends_unverified(release: str, verifies: bool) -> None:
+    # KIP-890 part 1 shipped in Kafka 3.6; Kafka 3.3.2 appended such a write (tests/external/fidelity saw it).
+    leader = Leader(**{"kafka.version.emulate": release})
+    leader.produce(11)
+    assert leader.asked_nothing() is not verifies
+
+
 def test_the_config_is_read_at_each_request() -> None:
     leader = Leader()
     leader.config.set("transaction.partition.verification.enable", False)  # as a dynamic change would
@@ -212,7 +220,9 @@ def test_the_verify_question_reaches_a_real_coordinator() -> None:
     replicas.host(*TP)
     verifier = ProduceVerifier(fake.config, replicas, fake.coord)
     records = batch(pid=pid, epoch=epoch)
-    assert isinstance(verifier.verify(TXN_ID, 11, *TP, records), TransactionAbortableError)
+    abortable = verifier.verify(TXN_ID, 11, *TP, records)
+    assert isinstance(abortable, TransactionAbortableError)
+    assert abortable.args == ()  # no message, as Kafka 4.4.0 answers (tests/external/fidelity)
     assert isinstance(verifier.verify(TXN_ID, 10, *TP, records), InvalidTxnStateError)
     assert verifier.verify(TXN_ID, 12, *TP, records) is None
     metadata = fake.metadata(TXN_ID)

@@ -14,7 +14,8 @@ from typing import Any
 
 import kafka_txn_broker.formats.messages as m
 from kafka_txn_broker.formats.record_batch import build_batch
-from tests.external.fidelity.runner import Case, CaseFailed, Session
+from tests.external.fidelity.normalise import normalise, plain
+from tests.external.fidelity.runner import Case, CaseFailed, Exchange, Session
 
 TXN, GROUP = 1, 0  # FindCoordinator key types
 LATEST, EARLIEST = -1, -2
@@ -42,16 +43,16 @@ class Producer:
         return a
 
     def produce(self, topic: str, partition: int, values: int, sequence: int = 0, label: str = "Produce",
-                record: bool = True) -> Any:
+                record: bool = True, version: int | None = None) -> Any:
         """Produce at the negotiated version: v12+ adds the partition to the transaction (KIP-890)."""
         s = self.session
         batch = build_batch([(None, b"v%d" % i) for i in range(values)], timestamp_ms=NOW_MS,
                             producer_id=self.producer_id, producer_epoch=self.epoch, base_sequence=sequence,
                             transactional=True)
         D = m.ProduceRequest.TopicProduceData
-        v = s.version("Produce")
+        v = s.version("Produce") if version is None else version
         topic_fields: dict[str, Any] = {"topic_id": s.topic_id(topic)} if v >= 13 else {"name": topic}
-        return s.send("Produce", label=label, record=record, to=s.leader(topic, partition),
+        return s.send("Produce", label=label, record=record, to=s.leader(topic, partition), version=v,
                       transactional_id=self.transactional_id, acks=-1, timeout_ms=30000,
                       topic_data=[D(**topic_fields, partition_data=[D.PartitionProduceData(index=partition,
                                                                                            records=batch)])])
@@ -71,10 +72,24 @@ class Producer:
         codes: list[int] = []
         self.session.wait(lambda: _ok(codes, self.init(record=False).error_code),
                           f"InitProducerId {self.transactional_id} (last errors {codes[-3:]})")
+        if self.session.version("Produce") < 12:  # before KIP-890 part 2 the client adds the partitions itself
+            self.session.wait(lambda: _ok(codes, self.add(topic, partitions)),
+                              f"AddPartitionsToTxn {self.transactional_id} (last errors {codes[-3:]})")
         for p in partitions:
             self.session.wait(lambda p=p: _ok(codes, self.produce(topic, p, values, record=False)  # type: ignore[misc]
                                               .responses[0].partition_responses[0].error_code),
                               f"Produce to {topic}-{p} (last errors {codes[-3:]})")
+
+    def add(self, topic: str, partitions: list[int]) -> int:
+        """AddPartitionsToTxn as a client sends it (v3 at most): the first partition error, or 0."""
+        A = m.AddPartitionsToTxnRequest
+        a = self.session.send("AddPartitionsToTxn", record=False, to=self.session.coordinator(
+            self.transactional_id, TXN), version=min(3, self.session.version("AddPartitionsToTxn")),
+            v3_and_below_transactional_id=self.transactional_id, v3_and_below_producer_id=self.producer_id,
+            v3_and_below_producer_epoch=self.epoch,
+            v3_and_below_topics=[A.AddPartitionsToTxnTopic(name=topic, partitions=partitions)])
+        return next((r.partition_error_code for t in a.results_by_topic_v3_and_below for r in t.results_by_partition
+                     if r.partition_error_code), 0)
 
     def complete(self) -> None:
         """Until the coordinator has written every marker (Complete*: Kafka answers EndTxn before that)."""
@@ -344,6 +359,24 @@ def end_txn_cases(s: Session) -> None:
     ghost.end(commit=True, label="unknown transactional id")
 
 
+def produce_unverified(s: Session) -> None:
+    """A transactional write to a partition never added to the transaction, by a client before KIP-890 part 2
+    (Produce v11 at most): a leader that verifies (Kafka 3.6+) refuses it; older ones append it (the way
+    partitions used to hang)."""
+    s.create_topic("pu", 1)
+    p = Producer(s, "pu-app")
+    codes: list[int] = []
+    s.wait(lambda: _ok(codes, p.init(record=False).error_code), "InitProducerId pu-app")
+    v = min(11, s.version("Produce"))
+    # Kafka's leader may first answer NOT_LEADER_OR_FOLLOWER (6) while it reaches the coordinator; a client
+    # retries that, and so does the case, until the verification's own answer.
+    s.wait(lambda: p.produce("pu", 0, 1, version=v, record=False).responses[0].partition_responses[0].error_code
+           != 6, "the leader to reach the coordinator")
+    p.produce("pu", 0, 1, label="Produce v11- without AddPartitionsToTxn", version=v)
+    describe_producers(s, "pu", [0], "DescribeProducers after it")
+    p.end(commit=False, record=False)
+
+
 def concurrent_transactions(s: Session) -> None:
     """InitProducerId while the transaction is ongoing: the coordinator aborts it first, and the client is
     told to retry while the abort completes (CONCURRENT_TRANSACTIONS), then gets a new epoch."""
@@ -406,8 +439,6 @@ def group_offsets(s: Session) -> None:
     answer = s.send("ListGroups", label="list", record=False, to=node, **fields)
     # Other cases' groups may live on this coordinator too: keep only this case's.
     answer.groups = [g for g in answer.groups if g.group_id.startswith("go-")]
-    from tests.external.fidelity.normalise import normalise, plain
-    from tests.external.fidelity.runner import Exchange
     s.exchanges.append(Exchange("list (this case's groups)", "ListGroups", s.version("ListGroups"),
                                 normalise(plain(answer), s.symbols)))
 
@@ -449,6 +480,8 @@ CASES: list[Case] = [
     Case("add-partitions", ("AddPartitionsToTxn",), add_partitions_cases,
          "ok, unknown partition/topic, fenced epoch, wrong pid, unknown id"),
     Case("end-txn", ("EndTxn",), end_txn_cases, "commit, abort, invalid txn state, fenced, empty, unknown id"),
+    Case("produce-unverified", ("Produce", "DescribeProducers"), produce_unverified,
+         "a transactional write outside the transaction (partition verification)"),
     Case("concurrent-transactions", ("InitProducerId", "DescribeTransactions"), concurrent_transactions,
          "InitProducerId while ongoing"),
     Case("write-txn-markers", ("WriteTxnMarkers", "DescribeProducers", "ListOffsets"), write_markers,
@@ -618,8 +651,12 @@ def epoch_exhaustion(s: Session) -> None:
     p.init(label="InitProducerId past the last epoch")
     q = Producer(s, "ex-end")
     q.init(label="InitProducerId to 32765 (ex-end)")
+    if s.version("Produce") < 12:
+        q.add("ex", [0])
     q.produce("ex", 0, 1, label="Produce at 32765")
     q.end(commit=True, label="EndTxn at 32765")
+    if s.version("Produce") < 12:
+        q.add("ex", [0])
     q.produce("ex", 0, 1, label="Produce at the last epoch")
     q.end(commit=True, label="EndTxn at the last epoch")
     describe_txns(s, ["ex-end"], "after the last epoch")

@@ -241,5 +241,8 @@ def compare(cases: Sequence[Case], real: dict[str, list[Exchange]],
                          f"embedded={[(e.label, e.version) for e in b]}")
         for x, y in zip(a, b, strict=False):  # a length difference is reported above
             diffs += [f"{x.label} v{x.version}{d}" for d in differences(x.answer, y.answer)]
+        # A case that did not run to its end proves nothing, even when both sides stopped alike.
+        diffs += [f"the case stopped on {side}: {e.answer}" for side, exchanges in (("Kafka", a), ("embedded", b))
+                  for e in exchanges if e.label == "raised"]
         results.append(CaseResult(case, diffs))
     return results

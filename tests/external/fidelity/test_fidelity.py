@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.external.fidelity.cases import ACL_CASES, CASES, TWO_NODE_CASES
-from tests.external.fidelity.known import known
+from tests.external.fidelity.known import known, varies
 from tests.external.fidelity.runner import CaseResult
 from tests.external.fidelity.sides import RELEASE
 
@@ -31,6 +31,8 @@ def test_same_answers_as_apache_kafka_on_two_nodes(fidelity_two_node_results: di
 
 def check(result: CaseResult) -> None:
     name = result.case.name
+    if varies(name, RELEASE):
+        return  # Kafka's own answer varies from run to run (known.py): shown by the report, not asserted
     reason = known(name, RELEASE)
     if reason:
         assert result.diffs, f"{name} now answers as Kafka {RELEASE} does: remove it from known.py ({reason})"
