@@ -22,8 +22,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from kafka_txn_broker.gc_pause import bulk
 from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, LATE_TRANSACTION_BUFFER_MS
+from kafka_txn_broker.gc_pause import bulk
 from kafka_txn_tools.admin import advice, hanging, lso_prefilter, scan_memory, stuck, transaction_state
 from kafka_txn_tools.admin.api import ClusterApi
 from kafka_txn_tools.admin.lso_prefilter import LsoPrefilter

@@ -24,9 +24,9 @@ from kafka_txn_broker.apis.partitions import authorized_topic, leader
 from kafka_txn_broker.apis.registry import api
 from kafka_txn_broker.formats.errors import InvalidRequestError, error_code
 from kafka_txn_broker.formats.messages import ListOffsetsRequest, ListOffsetsResponse
-from kafka_txn_broker.gc_pause import bulk
 from kafka_txn_broker.formats.messages.plain import ListOffsetsAnswer, PartitionOffset
 from kafka_txn_broker.formats.partitioning import hash_map_mask, java_string_hash
+from kafka_txn_broker.gc_pause import bulk
 from kafka_txn_broker.log.unified_log import UnifiedLog
 from kafka_txn_broker.metadata.topics import TopicState
 from kafka_txn_broker.replica.partition import Partition

@@ -33,9 +33,9 @@ import struct
 import types
 from typing import Any
 
-from kafka_txn_broker.gc_pause import bulk
 from kafka_txn_broker.formats.messages.plain import PlainResponse
 from kafka_txn_broker.formats.messages.validate import null_violation
+from kafka_txn_broker.gc_pause import bulk
 
 MESSAGES = frozenset(f"{api}{kind}" for api in (
     "ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge", "DescribeShareGroupOffsets",
