@@ -5,5 +5,5 @@
 - page.py: the status page (HTML, inline SVG, no external assets);
 - server.py: the HTTP endpoints (/metrics, /healthz, /api/findings, /);
 - exporter.py: the scan loop (connect, scan, snapshot, history);
-- history_store.py: the incident history's SQLite file (admin/history.py is its flow).
+- the incident history lives in kafka_txn_tools/history (store, lock, incidents).
 """

@@ -1,5 +1,5 @@
 """The monitor's scan loop: every interval, find-hanging over the whole cluster (admin/scan.py's flow,
-read-only), then a new snapshot (state.py) and a history record (admin/history.py).
+read-only), then a new snapshot (state.py) and a history record (history/incidents.py).
 
 The loop never dies of a scan: a cluster that cannot be reached, a refused login or a broker down makes
 a failed or partial scan, counted by cause, and the next scan tries again on a fresh connection. It
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka_txn_tools.errors import BrokerError, ConnectionFailed, KafkaTxnError, MissingApi
-from kafka_txn_tools.monitor.history_store import HistoryStore, Incident, ScanPoint
+from kafka_txn_tools.history.store import HistoryStore, Incident, ScanPoint
 from kafka_txn_tools.monitor.state import COMPLETE, FAILED, PARTIAL, ScanOutcome, Snapshot, after_scan
 
 if TYPE_CHECKING:
@@ -174,8 +174,8 @@ class Monitor:
         return outcome
 
     def _scan(self, began: float) -> ScanOutcome:
-        from kafka_txn_tools.admin.history import Unread, incident_rows
         from kafka_txn_tools.admin.scan import Scope, find_hanging
+        from kafka_txn_tools.history.incidents import Unread, incident_rows
 
         if self._client is None:
             self._client = self._connect()
@@ -201,7 +201,7 @@ class Monitor:
     def _record(self, outcome: ScanOutcome) -> bool:
         """The scan into the chart and the history; False if the history could not take it (the scan's
         incidents are recorded by the next scan that can write: each scan records what it sees whole)."""
-        from kafka_txn_tools.admin.history import ScanRecord, held_count, record, record_failed_scan
+        from kafka_txn_tools.history.incidents import ScanRecord, held_count, record, record_failed_scan
 
         cluster = self._snapshot.cluster
         held = None if outcome.result == FAILED else held_count(outcome.rows)

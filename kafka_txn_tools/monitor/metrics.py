@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from kafka_txn_tools import __version__
-from kafka_txn_tools.admin.history import Sighting
+from kafka_txn_tools.history.incidents import Sighting
 from kafka_txn_tools.models import HANGING_REASONS, SHARE_ACKS_PENDING, StuckReason
 from kafka_txn_tools.monitor.state import RESULTS, Snapshot, held_groups, held_partitions
 

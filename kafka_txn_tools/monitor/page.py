@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from kafka_txn_tools.admin.history import Sighting
-from kafka_txn_tools.monitor.history_store import Incident, ScanPoint
+from kafka_txn_tools.history.incidents import Sighting
+from kafka_txn_tools.history.store import Incident, ScanPoint
 from kafka_txn_tools.monitor.state import FAILED, Snapshot
 
 _STYLE = """

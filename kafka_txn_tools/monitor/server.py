@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from kafka_txn_tools.monitor.history_store import Incident, ScanPoint
+from kafka_txn_tools.history.store import Incident, ScanPoint
 from kafka_txn_tools.monitor.state import Snapshot
 from kafka_txn_tools.monitor.web_config import WebConfig
 

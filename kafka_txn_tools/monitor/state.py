@@ -5,7 +5,7 @@ snapshot is current; only the scan thread makes new ones, so no lock is needed b
 A scan ends one of three ways:
 - complete: its findings replace the previous ones;
 - partial (a broker down, a refusal): what it found is shown, and what an earlier scan found but this one
-  did not see is kept where it may be on what could not be read (admin/history.py `Unread`), counted as
+  did not see is kept where it may be on what could not be read (history/incidents.py `Unread`), counted as
   stale; a partition finding none of the scan's errors could hide is gone, as after a complete scan (else
   a cluster with one broker down for days would keep every finding of those days);
 - failed (no connection, an authentication refusal): everything is kept, and all of it is stale.
@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kafka_txn_tools.admin.history import Sighting, Unread, sighting
+from kafka_txn_tools.history.incidents import Sighting, Unread, sighting
 
 COMPLETE, PARTIAL, FAILED = "complete", "partial", "failed"
 RESULTS = (COMPLETE, PARTIAL, FAILED)

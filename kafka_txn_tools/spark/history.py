@@ -1,6 +1,6 @@
 """The sweep's view of the incident history: trends per cluster and topic from `kafka-txn history --export`.
 
-The export (admin/history.py `export_parquet`) holds one row per incident: when it was first seen, when and
+The export (history/incidents.py `export_parquet`) holds one row per incident: when it was first seen, when and
 how it was resolved, how long it held its partition. Spark reads it and reduces it to what the report shows:
 
 - per cluster and topic: incidents, still open, resolved by an audited write (abort, force-terminate) or

@@ -80,7 +80,7 @@ if mode.startswith("find-hanging"):
     print(json.dumps(stats))
 else:
     from kafka_txn_tools.admin.scan import ScanOptions
-    from kafka_txn_tools.cli.commands.find_hanging import findings_document
+    from kafka_txn_tools.admin.findings import findings_document
     from kafka_txn_tools.cli.session import Connection, connect
     from kafka_txn_tools.monitor.exporter import Monitor, MonitorConfig
     options = ScanOptions()

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
 from confluent_kafka import Consumer
@@ -19,6 +20,7 @@ from confluent_kafka import TopicPartition as CTopicPartition
 
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.testing.scenarios import HANGING_PARTITION, ScenarioOptions, ScenarioResult, run_scenario
+from kafka_txn_tools.admin import findings
 from kafka_txn_tools.cli import exit_codes
 from tests.e2e.cli_support import ZOMBIE_TIMEOUT_MS, invoke_printed, kafka_transactions, kafka_txn, open_transaction
 
@@ -96,6 +98,7 @@ def test_find_hanging_reports_exactly_the_hanging_ones_and_abort_unblocks_consum
         r = kafka_txn(bs, "find-hanging", "--all", "--max-transaction-timeout", timeout, "--exit-code", "-o", "json")
         assert r.code == exit_codes.FOUND, r.err
         doc = r.json()
+        jsonschema.validate(doc, findings.schema())  # the document users validate against (admin/findings.py)
         rows = [h for h in doc["hanging"] if h["reason"] != "late"]
         assert found(rows) == expected and doc["errors"] == []
         # With every open transaction a candidate, the healthy open ones are named too: late but live, nothing

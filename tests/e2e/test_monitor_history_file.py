@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from kafka_txn_broker import EmbeddedCluster
-from kafka_txn_tools.monitor.history_store import SCHEMA_VERSION, HistoryStore
+from kafka_txn_tools.history.store import SCHEMA_VERSION, HistoryStore
 from tests.e2e.monitor_support import MonitorProcess, wait_for
 from tests.e2e.test_monitor import hang
 from tests.e2e.test_monitor_faults import CONFIG, incidents

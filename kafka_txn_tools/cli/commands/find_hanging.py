@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from kafka_txn_tools.admin import findings
 from kafka_txn_tools.admin.lso_prefilter import DEFAULT_FULL_SCAN_EVERY
 from kafka_txn_tools.cli import exit_codes
 from kafka_txn_tools.cli.errors import KafkaTxnCommand, fail, note, report_errors, user_errors, warn
@@ -133,12 +134,7 @@ def _commands(commands: tuple[str, ...] | list[str]) -> list[str]:
     return ["  run:", *(f"    {c}" for c in commands)] if commands else []
 
 
-def in_order(report: ScanReport) -> list[Any]:
-    """Every result row in the printed order: the rows of one transaction together, the one whose command ends
-    it first (admin/dependent_rows.py)."""
-    from kafka_txn_tools.admin.dependent_rows import ordered
-
-    return ordered([*report.results, *report.stuck, *report.share])
+in_order = findings.in_order  # the printed order is the document's
 
 
 def _block(row: Any) -> list[str]:
@@ -208,27 +204,6 @@ def empty_message(report: ScanReport) -> str:
     return f"no hanging transactions found ({read})"
 
 
-def finding_rows(report: ScanReport) -> list[dict[str, Any]]:
-    """Every result row of a scan, as the machine formats print them."""
-    return [row.to_row() for row in in_order(report)]
-
-
-def _extra(report: ScanReport, max_timeout_ms: int, max_prepare_ms: int) -> dict[str, Any]:
-    return {"as_of_ms": report.now_ms, "max_transaction_timeout_ms": max_timeout_ms,
-            "max_prepare_time_ms": max_prepare_ms,
-            "scanned_replicas": report.scanned_replicas, "read_replicas": report.read_replicas,
-            "candidates": report.candidates, "partial": report.partial, "notes": report.notes,
-            "first_pass": report.first_pass.to_row() if report.first_pass is not None else None}
-
-
-def findings_document(report: ScanReport, max_timeout_ms: int, max_prepare_ms: int) -> dict[str, Any]:
-    """The document `find-hanging -o json` prints (and the monitor serves at /api/findings)."""
-    from kafka_txn_tools.cli.render import to_document
-
-    return to_document("hanging", finding_rows(report), [e.to_row() for e in report.errors],
-                       _extra(report, max_timeout_ms, max_prepare_ms))
-
-
 def _emit(report: ScanReport, fmt: FindHangingFormat, max_timeout_ms: int, max_prepare_ms: int, wide: bool,
           cluster_id: str | None = None, unreported: list[str] | None = None, footnote: str = "") -> None:
     from kafka_txn_tools.admin.advice import is_command_line
@@ -238,9 +213,10 @@ def _emit(report: ScanReport, fmt: FindHangingFormat, max_timeout_ms: int, max_p
     if fmt is FindHangingFormat.plan:
         typer.echo(write_plan(report, max_timeout_ms, cluster_id), nl=False)
         return
-    extra = _extra(report, max_timeout_ms, max_prepare_ms)
+    doc = findings.findings_document(report, max_timeout_ms, max_prepare_ms)
+    extra = {k: v for k, v in doc.items() if k not in (findings.ROWS, "errors")}
     Output(
-        kind="hanging", rows=finding_rows(report),
+        kind=findings.ROWS, rows=doc[findings.ROWS],
         table_rows=[_cells(row) for row in in_order(report)],
         columns=[Column("kind", "KIND", drop=8), Column("where", "PARTITIONS"),
                  Column("producer_id", "PRODUCER ID", drop=2), Column("producer_epoch", "EPOCH", drop=4),
@@ -249,7 +225,7 @@ def _emit(report: ScanReport, fmt: FindHangingFormat, max_timeout_ms: int, max_p
                  Column("lso", "LSO", none_as_dash, drop=6), Column("high_watermark", "HW", none_as_dash, drop=7),
                  Column("held_back", "HELD BACK", none_as_dash, drop=9)],
         kafka_headers=HANGING_HEADERS, kafka_rows=[hanging_row(h, report.now_ms) for h in report.results],
-        errors=[e.to_row() for e in report.errors], extra=extra,
+        errors=doc["errors"], extra=extra,
         empty_message="\n".join([empty_message(report), *(unreported or [])]),
         footer=_next_steps(report) + footnote, verbatim=is_command_line,
     ).emit(OutputFormat(fmt.value), wide=wide)
@@ -450,10 +426,10 @@ def _record_history(path: Path, cluster: str, scope: Any, report: ScanReport, du
     import sqlite3
 
     from kafka_txn_tools.admin.audit import default_path
-    from kafka_txn_tools.admin.history import ScanRecord, Unread, incident_rows, record, scope_covers
-    from kafka_txn_tools.monitor.history_store import HistoryStore
+    from kafka_txn_tools.history.incidents import ScanRecord, Unread, incident_rows, record, scope_covers
+    from kafka_txn_tools.history.store import HistoryStore
 
-    rows = incident_rows(finding_rows(report))
+    rows = incident_rows(findings.finding_rows(report))
     scan = ScanRecord(cluster, report.now_ms, duration_ms, not report.partial, rows, scope_covers(scope),
                       source="find-hanging", unread=Unread.of(report.errors))
     try:

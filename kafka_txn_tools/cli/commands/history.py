@@ -50,8 +50,8 @@ def history_command(
 ) -> None:
     """List incidents: each finding's life from first seen to resolved, and how it ended (by itself, or an
     audited abort or force-terminate: who, and the command)."""
-    from kafka_txn_tools.admin.history import default_path
     from kafka_txn_tools.cli.session import now_ms
+    from kafka_txn_tools.history.incidents import default_path
 
     window = duration_ms(since, "--since", bare_unit="d") if since is not None else None
     path = history or default_path()
@@ -72,7 +72,7 @@ def history_command(
 def _open(path: Path) -> Any:
     import sqlite3
 
-    from kafka_txn_tools.monitor.history_store import HistoryStore
+    from kafka_txn_tools.history.store import HistoryStore
 
     try:
         return HistoryStore(path)
@@ -81,7 +81,7 @@ def _open(path: Path) -> Any:
 
 
 def _export(store: Any, directory: Path, since_ms: int | None) -> None:
-    from kafka_txn_tools.admin.history import export_parquet
+    from kafka_txn_tools.history.incidents import export_parquet
 
     if directory.exists() and not directory.is_dir():
         fail(f"--export {directory} is a file: give a directory", exit_codes.USAGE)

@@ -143,9 +143,9 @@ def _run(listening: Listening, interval_ms: int, max_timeout_ms: int, max_prepar
     import threading
 
     from kafka_txn_tools.admin import audit
-    from kafka_txn_tools.admin.history import default_path
     from kafka_txn_tools.admin.scan import ScanOptions
     from kafka_txn_tools.cli.render import render_json
+    from kafka_txn_tools.history.incidents import default_path
     from kafka_txn_tools.monitor.exporter import Monitor, MonitorConfig
 
     conn, cluster, invocation = _connection(*connection)  # a bad profile or properties file: a usage error, at once
@@ -203,7 +203,7 @@ def _connect(conn: Any) -> Any:
 
 
 def _document(report: Any, max_timeout_ms: int, max_prepare_ms: int) -> dict[str, Any]:
-    from kafka_txn_tools.cli.commands.find_hanging import findings_document
+    from kafka_txn_tools.admin.findings import findings_document
 
     return findings_document(report, max_timeout_ms, max_prepare_ms)
 
@@ -213,8 +213,8 @@ def _open_history(path: Path) -> tuple[Any, Any]:
     or one from a newer version stop it at start, before it serves."""
     import sqlite3
 
-    from kafka_txn_tools.monitor.history_lock import HistoryInUse, MonitorClaim
-    from kafka_txn_tools.monitor.history_store import HistoryFileError, HistoryStore
+    from kafka_txn_tools.history.lock import HistoryInUse, MonitorClaim
+    from kafka_txn_tools.history.store import HistoryFileError, HistoryStore
 
     claim = MonitorClaim(path)
     try:

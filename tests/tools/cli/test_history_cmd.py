@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kafka_txn_tools.admin import history as H
 from kafka_txn_tools.cli import exit_codes
 from kafka_txn_tools.cli.app import app
 from kafka_txn_tools.cli.session import now_ms
-from kafka_txn_tools.monitor.history_store import HistoryStore
-from tests.tools.admin.test_history import CLUSTER, coordinator_row, partition_row
+from kafka_txn_tools.history import incidents as H
+from kafka_txn_tools.history.store import HistoryStore
+from tests.tools.history.test_incidents import CLUSTER, coordinator_row, partition_row
 from tests.tools.monitor.test_exporter import T0 as ORDERS_0
 from tests.tools.monitor.test_exporter import hanging_cluster
 

@@ -13,18 +13,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from typer.testing import CliRunner
 
+from kafka_txn_tools.admin import findings
 from kafka_txn_tools.admin.advice import Invocation
+from kafka_txn_tools.admin.findings import findings_document
 from kafka_txn_tools.admin.scan import ScanOptions
 from kafka_txn_tools.cli.app import app
-from kafka_txn_tools.cli.commands.find_hanging import findings_document
 from kafka_txn_tools.cli.render import render_json
 from kafka_txn_tools.errors import ConnectionFailed
+from kafka_txn_tools.history.store import HistoryStore
 from kafka_txn_tools.models import TopicPartition
 from kafka_txn_tools.monitor.exporter import Monitor, MonitorConfig
-from kafka_txn_tools.monitor.history_store import HistoryStore
 from kafka_txn_tools.monitor.server import MonitorServer
 from tests.tools.admin.fakes import MIN, NOW, FakeCluster, cluster, producer, txn
 
@@ -88,6 +90,7 @@ def test_api_findings_is_exactly_what_find_hanging_prints(served: tuple[Monitor,
     monkeypatch.setattr("kafka_txn_tools.admin.acl_probe.scan_warning", lambda *args: None)  # no DescribeAcls here
     printed = CliRunner().invoke(app, ["find-hanging", "--all", "-o", "json", "-b", "fake:9092"]).stdout
     assert body == printed
+    jsonschema.validate(json.loads(body), findings.schema())  # the document's one JSON Schema
     # The forgotten one, and the live one shown too (late, its coordinator will end it): nothing holding an LSO
     # is hidden.
     assert [(r["topic"], r["partition"], r["producer_id"], r["reason"]) for r in json.loads(body)["hanging"]] == [
@@ -182,8 +185,9 @@ def test_a_history_that_cannot_be_written_is_a_warning_once_and_never_stops_the_
 def test_the_status_page_reads_only_the_recent_incidents_however_many_the_history_holds(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A monitor runs for weeks: each page view must not load (and parse) every incident of its window."""
-    from kafka_txn_tools.admin import history as H
-    from kafka_txn_tools.monitor import exporter, history_store
+    from kafka_txn_tools.history import incidents as H
+    from kafka_txn_tools.history import store as history_store
+    from kafka_txn_tools.monitor import exporter
 
     store = HistoryStore(tmp_path / "history.db")
     for i in range(3 * exporter.RECENT_INCIDENTS):  # one incident per minute, each ended by the next scan

@@ -11,7 +11,7 @@ import pytest
 from kafka_txn_tools.admin.share_pending import samples
 from kafka_txn_tools.monitor.metrics import METRICS, escape, render
 from kafka_txn_tools.monitor.state import COMPLETE, FAILED, PARTIAL, ScanOutcome, Snapshot, after_scan
-from tests.tools.admin.test_history import coordinator_row, partition_row
+from tests.tools.history.test_incidents import coordinator_row, partition_row
 
 START = Snapshot("prod (kafka-1:9092)", 30.0, 0)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 
-from kafka_txn_tools.monitor.history_store import Incident, ScanPoint
+from kafka_txn_tools.history.store import Incident, ScanPoint
 from kafka_txn_tools.monitor.page import commands_of, held_chart, render
 from kafka_txn_tools.monitor.state import COMPLETE, FAILED, PARTIAL, ScanOutcome, Snapshot, after_scan
-from tests.tools.admin.test_history import partition_row
+from tests.tools.history.test_incidents import partition_row
 
 NOW = 1_700_000_000_000
 START = Snapshot("prod (kafka-1:9092)", 30.0, NOW)

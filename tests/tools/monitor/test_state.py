@@ -15,7 +15,7 @@ from kafka_txn_tools.monitor.state import (
     held_groups,
     held_partitions,
 )
-from tests.tools.admin.test_history import coordinator_row, partition_row
+from tests.tools.history.test_incidents import coordinator_row, partition_row
 
 START = Snapshot("kafka-1:9092", 30.0, 0)
 
@@ -45,7 +45,7 @@ def test_a_partial_scan_keeps_what_it_did_not_see_as_stale() -> None:
 def test_a_partial_scan_forgets_a_partition_finding_none_of_its_errors_could_hide() -> None:
     """One broker down or one partition refused for days: what ended elsewhere meanwhile must go (else every
     finding of those days stays, stale, in memory and in the metrics)."""
-    from kafka_txn_tools.admin.history import Unread
+    from kafka_txn_tools.history.incidents import Unread
 
     rows = [partition_row(partition=1, start=1, brokers=[0, 1]), partition_row(partition=2, start=2, brokers=[0, 2]),
             partition_row(partition=3, start=3, brokers=[0, 1]), coordinator_row()]

@@ -3,7 +3,7 @@
 The file is opened in WAL mode, so the monitor's scan thread writes while `kafka-txn history`, a
 `find-hanging --history` run from cron, or the status page read it. Two tables:
 
-- `incidents`: one row per finding's life (admin/history.py says when one starts and ends): first seen,
+- `incidents`: one row per finding's life (history/incidents.py says when one starts and ends): first seen,
   last seen, resolved at, how (`by itself`, or an audited write: who and which command), its latest
   find-hanging row as JSON. At most one open incident per (cluster, finding key).
 - `scans`: one row per scan (time, duration, complete / partial / failed, held partitions): the status
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kafka_txn_tools.admin.history import AuditedWrite, Sighting
+    from kafka_txn_tools.history.incidents import AuditedWrite, Sighting
 
 SCHEMA_VERSION = 2
 SCAN_RETENTION_MS = 35 * 86_400_000
@@ -217,7 +217,7 @@ class HistoryStore:
                     resolutions: Sequence[tuple[int, AuditedWrite | None]],
                     scan: tuple[int, str, int | None, str]) -> None:
         """One scan, atomically: sightings (new incidents or seen again), resolutions, the scan log."""
-        from kafka_txn_tools.admin.history import AUDITED_WRITE, BY_ITSELF
+        from kafka_txn_tools.history.incidents import AUDITED_WRITE, BY_ITSELF
 
         with self._transaction() as db:
             for s in seen:

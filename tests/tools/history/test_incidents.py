@@ -1,4 +1,4 @@
-"""The incident history's flow (admin/history.py) over a real SQLite file (monitor/history_store.py): when an
+"""The incident history's flow (history/incidents.py) over a real SQLite file (history/store.py): when an
 incident starts, is seen again, and ends; how it ended, from the audit log's lines as `kafka-txn abort` and
 `force-terminate` write them (admin/audit.py); what a partial or scoped scan may not conclude."""
 
@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from kafka_txn_tools.admin import history as H
 from kafka_txn_tools.admin.audit import AuditLog, AuditRecord
 from kafka_txn_tools.admin.scan import Scope
-from kafka_txn_tools.monitor.history_store import HistoryStore
+from kafka_txn_tools.history import incidents as H
+from kafka_txn_tools.history.store import HistoryStore
 
 CLUSTER = "kafka-1:9092,kafka-2:9092"
 T0 = 1_700_000_000_000

@@ -1,7 +1,7 @@
 """Incident history: the life of every finding, kept between scans.
 
 A scan (the monitor's, or `find-hanging --history`) hands over its findings as find-hanging's JSON rows
-(`to_row()` dicts). `record` turns them into incidents in the history store (monitor/history_store.py,
+(`to_row()` dicts). `record` turns them into incidents in the history store (history/store.py,
 one SQLite file):
 
 - a finding not open in the store starts an incident (first seen = this scan);
@@ -51,7 +51,7 @@ Row = Mapping[str, Any]
 
 
 class HistoryStore(Protocol):
-    """What the flows need of the history's storage (monitor/history_store.py's SQLite store). A protocol, so
+    """What the flows need of the history's storage (history/store.py's SQLite store). A protocol, so
     the flows do not import the monitor package that also runs them (the tools' layers)."""
 
     def open_incidents(self, cluster: str) -> Sequence[Any]: ...
