@@ -16,7 +16,7 @@ GEN_CONFIG: dict[str, Any] = {"seed": 5, "brokers": 3, "topics": 3, "partitions_
 
 def require_java() -> None:
     if find_java() is None:
-        pytest.skip(f"Spark tests need java: {JAVA_MISSING}")
+        pytest.fail(f"Spark tests need java: {JAVA_MISSING}; `bash scripts/dev.sh setup` installs it", pytrace=False)
 
 
 @pytest.fixture(scope="session")
