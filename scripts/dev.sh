@@ -97,7 +97,9 @@ case "$cmd" in
   test) test_setup; npm_install; kafka_jars; lint
         exec python3 -m pytest -q --cov --cov-report=term --durations=25 "$@" ;;
   # A developer's loop: ruff and the unit tier (no server, no broker, no child process; docs/contributing.md).
-  test-fast) test_setup; python3 -m ruff check .; exec python3 -m pytest -q -m unit "$@" ;;
+  # tests/e2e and tests/external hold no unit test: not even collected.
+  test-fast) test_setup; python3 -m ruff check .
+             exec python3 -m pytest -q -m unit --ignore=tests/e2e --ignore=tests/external "$@" ;;
   lint) test_setup; lint ;;
   *) echo "usage: bash scripts/dev.sh demo|test|test-fast|lint|setup" >&2; exit 2 ;;
 esac

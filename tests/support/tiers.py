@@ -118,7 +118,7 @@ def tier_of(item: pytest.Item) -> str:
     if _uses_external(item):
         return "external"
     names = set(getattr(item, "fixturenames", ()))
-    if names & E2E_FIXTURES or any(E2E_SOURCE.search(text) for text in _sources(item)):
+    if names & E2E_FIXTURES or any(_says(key, E2E_SOURCE) for key in _sources(item)):
         return "e2e"
     return "unit"
 
@@ -132,38 +132,55 @@ def _uses_external(item: pytest.Item) -> bool:
         return True
     if set(getattr(item, "fixturenames", ())) & EXTERNAL_FIXTURES:
         return True
-    return any(EXTERNAL_SOURCE.search(text) for text in _sources(item))
+    return any(_says(key, EXTERNAL_SOURCE) for key in _sources(item))
 
 
 _SOURCE_CACHE: dict[str, str] = {}
+_SAYS: dict[tuple[str, str], bool] = {}
 
 
 def _source_of(obj: Any) -> str:
+    """A key for obj's source text, read once (a module's, a function's)."""
     key = f"{getattr(obj, '__module__', '')}:{getattr(obj, '__qualname__', getattr(obj, '__name__', id(obj)))}"
     if key not in _SOURCE_CACHE:
         try:
             _SOURCE_CACHE[key] = inspect.getsource(obj)
         except (OSError, TypeError):
             _SOURCE_CACHE[key] = ""
-    return _SOURCE_CACHE[key]
+    return key
+
+
+def _says(key: str, pattern: re.Pattern[str]) -> bool:
+    """Whether the source of `key` matches `pattern` (searched once per source: thousands of tests share
+    a few hundred sources)."""
+    found = _SAYS.get((key, pattern.pattern))
+    if found is None:
+        found = _SAYS[(key, pattern.pattern)] = pattern.search(_SOURCE_CACHE[key]) is not None
+    return found
 
 
 def _sources(item: pytest.Item) -> Iterator[str]:
-    """The test module's source, the tests.* support modules it imports (not the conftests: a conftest
+    """Keys of the test module's source, the tests.* support modules it imports (not the conftests: a conftest
     serves many tiers), and the code of every fixture the test uses that is defined under tests/."""
     module = getattr(item, "module", None)
     if isinstance(module, ModuleType):
-        yield _source_of(module)
-        for value in list(vars(module).values()):
-            support = _support_module(value)
-            if support is not None:
-                yield _source_of(support)
+        yield from _module_sources(module)
     info = getattr(item, "_fixtureinfo", None)
     for defs in getattr(info, "name2fixturedefs", {}).values():
         for fixturedef in defs:
             func = getattr(fixturedef, "func", None)
             if func is not None and str(getattr(func, "__module__", "")).startswith("tests."):
                 yield _source_of(func)
+
+
+_MODULE_KEYS: dict[str, list[str]] = {}
+
+
+def _module_sources(module: ModuleType) -> list[str]:
+    if module.__name__ not in _MODULE_KEYS:
+        supports = {_support_module(value) for value in list(vars(module).values())} - {None}
+        _MODULE_KEYS[module.__name__] = [_source_of(module), *(_source_of(m) for m in supports)]
+    return _MODULE_KEYS[module.__name__]
 
 
 def _support_module(value: Any) -> ModuleType | None:
