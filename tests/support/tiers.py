@@ -11,10 +11,11 @@ A test's tier is the first that applies of: a tier marker of its own (`@pytest.m
 embedded broker; what its module (and the test-support modules it imports, and its fixtures' code) says it
 uses; otherwise `unit`. So a test added anywhere gets its tier without anyone editing a list.
 
-The guard: while a `unit` test (its set-up included) runs, opening a TCP/IP socket or starting a child process
-fails it, naming what it did; `KAFKA_TXN_TIER_AUDIT=<file>` writes such tests to the file instead of failing
-them (to audit the classification). Threads alive before the test (another module's server, say) are exempt:
-their sockets are not the test's.
+The guard: while a `unit` test (its set-up included) runs, binding a TCP/IP socket, connecting one (a refused
+connection reaches no server and is allowed) or starting a child process fails it, naming what it did;
+`KAFKA_TXN_TIER_AUDIT=<file>` writes such tests to the file instead of failing them (to audit the
+classification). Threads alive before the test (another module's server, say) are exempt: their sockets
+are not the test's.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ EXTERNAL_SOURCE = re.compile(
 E2E_SOURCE = re.compile(
     r"\bEmbeddedCluster\b|\bmake_harness\b|\bconfluent_kafka\b|\baiokafka\b|\bsubprocess\b|\bsys\.executable\b"
     r"|\bKafkaAdminClient\(|\bKafkaProducer\(|\bKafkaConsumer\(|\bsocket\.create_connection\b|\bHTTPServer\b"
-    r"|\bstart_server\b|\.bind\(\(")
+    r"|\bstart_server\b|\.bind\(\(|\bMonitorServer\(|\burlopen\(")
 
 
 def _binary(name: str) -> Callable[[], bool]:
@@ -234,9 +235,18 @@ class UnitGuard:
         guard = self
 
         def wrapped(sock: socket.socket, address: Any, *rest: Any) -> Any:
-            if sock.family in (socket.AF_INET, socket.AF_INET6) and guard._ours():
+            if sock.family not in (socket.AF_INET, socket.AF_INET6) or not guard._ours():
+                return original(sock, address, *rest)
+            try:
+                result = original(sock, address, *rest)
+            except ConnectionRefusedError:
+                raise  # nobody listening: a test of a refused connection reaches no server
+            except BlockingIOError:
+                guard.done.append(f"socket.{name}({address!r})")  # in progress: it may well reach one
+                raise
+            if result in (None, 0):
                 guard.done.append(f"socket.{name}({address!r})")
-            return original(sock, address, *rest)
+            return result
 
         self._patch(socket.socket, name, wrapped)
 
