@@ -1,32 +1,37 @@
 #!/usr/bin/env bash
 # One entry point for a fresh machine (Python 3.11, root, no venv): installs what is missing, then
 #   bash scripts/dev.sh demo    the end-to-end demo on an embedded 3-node cluster
-#   bash scripts/dev.sh test    lint (ruff, mypy, the layering contracts) and the default test suite
+#   bash scripts/dev.sh test    lint (ruff, mypy, the layering contracts) and the full test suite (CI runs it)
+#   bash scripts/dev.sh test-fast   ruff and the unit tier only (under 2 minutes)
 #   bash scripts/dev.sh lint    lint only
 #   bash scripts/dev.sh test-kafka-matrix [pytest args]
 #                               tests/external/real_kafka once per tested Apache Kafka release (docs/compatibility.md)
+#   bash scripts/dev.sh setup   the tests' set-up only (apt and pip packages, npm, real Kafka's jars)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 apt_install() {
-  # Debian packages, only when missing: a JRE 17 for Spark and kcat; MIT Kerberos (a KDC the GSSAPI tests
-  # start, kinit, and the headers the Python gssapi package builds against); libfaketime (a KDC whose clock
-  # is off, for the clock-skew test); node and npm (the OpenID provider of the OAUTHBEARER tests); prometheus
-  # (prometheus and promtool for the monitor's alert rules and its end-to-end test) and chromium (the status
-  # page in a real browser).
+  # Debian packages, only when missing. $1 = demo: a JRE 17 (the demo's sweep step runs Spark); nothing else.
+  # $1 = test adds what the tests run for real: kcat and maven (the real Apache Kafka's jars); MIT Kerberos (a
+  # KDC the GSSAPI tests start, kinit, and the headers the Python gssapi package builds against); libfaketime
+  # (a KDC whose clock is off, for the clock-skew test); node and npm (the OpenID provider of the OAUTHBEARER
+  # tests); prometheus (prometheus and promtool for the monitor's alert rules and its end-to-end test) and
+  # chromium (the status page in a real browser).
   local missing=()
   command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
-  command -v kcat >/dev/null 2>&1 || missing+=(kcat)
-  command -v mvn >/dev/null 2>&1 || missing+=(maven)
-  [ -x /usr/sbin/krb5kdc ] || missing+=(krb5-kdc)
-  [ -x /usr/sbin/kadmin.local ] || missing+=(krb5-admin-server)
-  command -v kinit >/dev/null 2>&1 || missing+=(krb5-user)
-  [ -x /usr/bin/krb5-config ] || missing+=(libkrb5-dev)
-  [ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || [ "$(uname -m)" != x86_64 ] || missing+=(faketime)
-  command -v node >/dev/null 2>&1 || missing+=(nodejs)
-  command -v npm >/dev/null 2>&1 || missing+=(npm)
-  { command -v prometheus && command -v promtool; } >/dev/null 2>&1 || missing+=(prometheus)
-  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+  if [ "$1" = test ]; then
+    command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+    command -v mvn >/dev/null 2>&1 || missing+=(maven)
+    [ -x /usr/sbin/krb5kdc ] || missing+=(krb5-kdc)
+    [ -x /usr/sbin/kadmin.local ] || missing+=(krb5-admin-server)
+    command -v kinit >/dev/null 2>&1 || missing+=(krb5-user)
+    [ -x /usr/bin/krb5-config ] || missing+=(libkrb5-dev)
+    [ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || [ "$(uname -m)" != x86_64 ] || missing+=(faketime)
+    command -v node >/dev/null 2>&1 || missing+=(nodejs)
+    command -v npm >/dev/null 2>&1 || missing+=(npm)
+    { command -v prometheus && command -v promtool; } >/dev/null 2>&1 || missing+=(prometheus)
+    command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+  fi
   if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: installing ${missing[*]} with apt-get" >&2
     export DEBIAN_FRONTEND=noninteractive
@@ -35,16 +40,27 @@ apt_install() {
   fi
 }
 
+# The extras each command installs: the demo's (its librdkafka clients and Spark) and the tests' (everything).
+DEMO_EXTRAS=demo,spark
+TEST_EXTRAS=dev,spark,kerberos
+
 pip_install() {
-  # Re-install only when pyproject.toml changed since the last successful install.
-  local stamp=".setup-stamp" want
-  want=$(sha1sum pyproject.toml | cut -d' ' -f1)-$(python3 --version 2>&1)
-  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && python3 -c "import kafka_txn_tools, kafka_txn_broker, gssapi" 2>/dev/null; then
+  # pip install -e .[$1], again only when pyproject.toml changed since the last successful install of these
+  # extras or of the tests' (which hold the demo's). $2: modules that must import afterwards.
+  local extras=$1 modules=$2 stamp=".setup-stamp" want
+  want=$(sha1sum pyproject.toml | cut -d' ' -f1)-$(python3 --version 2>&1 | tr ' ' _)
+  if [ -f "$stamp" ] && { grep -qxF "$extras $want" "$stamp" || grep -qxF "$TEST_EXTRAS $want" "$stamp"; } \
+      && python3 -c "import $modules" 2>/dev/null; then
     return
   fi
-  echo "setup: pip install -e .[dev,spark,kerberos] (first run builds pyspark and gssapi: a minute or two)" >&2
-  python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[dev,spark,kerberos]'
-  echo "$want" > "$stamp"
+  echo "setup: pip install -e .[$extras] (a first run builds pyspark$([ "$extras" = "$TEST_EXTRAS" ] && echo ' and gssapi'): a minute or two)" >&2
+  python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e ".[$extras]"
+  { grep -F " $want" "$stamp" 2>/dev/null || true; echo "$extras $want"; } > "$stamp.new" && mv "$stamp.new" "$stamp"
+}
+
+test_setup() {
+  apt_install test
+  pip_install "$TEST_EXTRAS" "kafka_txn_tools, kafka_txn_broker, confluent_kafka, gssapi, pyspark"
 }
 
 npm_install() {
@@ -88,14 +104,21 @@ kafka_matrix() {
 cmd=${1:-test}
 shift || true
 case "$cmd" in
-  setup) apt_install; pip_install; npm_install; kafka_jars ;;
-  demo) apt_install; pip_install; exec kafka-txn demo "$@" ;;
-  # Coverage of both packages with branches, child processes included (pyproject's [tool.coverage]).
-  test) apt_install; pip_install; npm_install; kafka_jars; lint; exec python3 -m pytest -q --cov --cov-report=term "$@" ;;
-  lint) apt_install; pip_install; lint ;;
-  test-kafka-matrix) apt_install; pip_install; kafka_matrix "$@" ;;
+  setup) test_setup; npm_install; kafka_jars ;;
+  demo) apt_install demo; pip_install "$DEMO_EXTRAS" "kafka_txn_tools, kafka_txn_broker, confluent_kafka, pyspark"
+        exec kafka-txn demo "$@" ;;
+  # The full run CI calls: every tier, coverage of both packages with branches, child processes included
+  # (pyproject's [tool.coverage]), and the 25 slowest tests at the end.
+  test) test_setup; npm_install; kafka_jars; lint
+        exec python3 -m pytest -q --cov --cov-report=term --durations=25 "$@" ;;
+  # A developer's loop: ruff and the unit tier (no server, no broker, no child process; docs/contributing.md).
+  # tests/e2e and tests/external hold no unit test: not even collected.
+  test-fast) test_setup; python3 -m ruff check .
+             exec python3 -m pytest -q -m unit --ignore=tests/e2e --ignore=tests/external "$@" ;;
+  lint) test_setup; lint ;;
+  test-kafka-matrix) test_setup; kafka_matrix "$@" ;;
   # The embedded broker against real Apache Kafka, case by case (docs/broker.md#fidelity-against-apache-kafka):
   # `fidelity [--release 3.9.2] [--markdown]`.
   fidelity) kafka_jars; exec python3 -m tests.external.fidelity.report "$@" ;;
-  *) echo "usage: bash scripts/dev.sh demo|test|lint|setup|test-kafka-matrix|fidelity" >&2; exit 2 ;;
+  *) echo "usage: bash scripts/dev.sh demo|test|test-fast|lint|setup|test-kafka-matrix|fidelity" >&2; exit 2 ;;
 esac

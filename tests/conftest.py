@@ -3,12 +3,14 @@ kafka-python is imported as the kafka_cluster fixture imports it, before any tes
 schema loader's deprecation warnings, see kafka_txn_broker.formats.messages.kafka_python). Servers and builds some tests
 share, one of each per session: a Kerberos KDC (`kdc`), an OpenID provider (`oidc`), and `installation` (this
 checkout built and installed into a fresh venv, for the tests of the installed package,
-tests/support/installed.py)."""
+tests/support/installed.py). Every test gets a tier marker, `unit`, `e2e` or `external`, from its folder, its
+fixtures and what its module uses (tests/support/tiers.py); a unit test that opens a socket or a child process
+fails. confluent-kafka clients log through Python logging (tests/support/librdkafka_logs.py)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,9 +18,12 @@ import pytest
 from hypothesis import settings
 
 from kafka_txn_broker.formats.messages import kafka_python
+from tests.support import librdkafka_logs, tiers
 from tests.support.installed import Installation, build_and_install
 
 kafka_python.load()
+# librdkafka's log lines go to Python logging (captured per test), not to the run's stderr.
+librdkafka_logs.route()
 
 # The property tests draw the same examples on every default run (a run's verdict is the code's, never the
 # draw's); `HYPOTHESIS_PROFILE=explore` draws new ones, more of them, to look for what the fixed draw misses.
@@ -30,6 +35,37 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default-run"))
 if TYPE_CHECKING:
     from tests.broker.security.kerberos import Realm
     from tests.broker.security.oidc import Provider
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    tiers.configure(config)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tiers.classify(items)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    """A missing program the test `needs` fails it; a unit test's set-up is held to the unit tier's rule."""
+    needs = [name for marker in item.iter_markers("needs") for name in marker.args]
+    if needs:
+        tiers.require(*needs)
+    yield from _guarded(item)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    yield from _guarded(item)
+
+
+def _guarded(item: pytest.Item) -> Generator[None, None, None]:
+    if item.get_closest_marker("unit") is None:
+        return (yield)
+    with tiers.UnitGuard() as guard:
+        result = yield
+    tiers.judge(item, guard)
+    return result
 
 
 @pytest.fixture(autouse=True)
@@ -52,8 +88,8 @@ def spark() -> Iterator[object]:
     for the Spark tests and the end-to-end sweeps alike."""
     from kafka_txn_tools.spark.session import JAVA_MISSING, find_java, get_session
 
-    if find_java() is None:
-        pytest.skip(f"Spark tests need java: {JAVA_MISSING}")
+    if find_java() is None:  # a missing server fails, never skips (`dev.sh setup` installs it)
+        pytest.fail(f"Spark tests need java: {JAVA_MISSING}; `bash scripts/dev.sh setup` installs it", pytrace=False)
     session = get_session("local[2]", app_name="kafka-txn-tests")
     yield session
     session.stop()

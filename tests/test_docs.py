@@ -110,6 +110,17 @@ def test_pages_do_not_tell_how_the_project_was_built() -> None:
     assert not found, "build history in user-facing pages:\n" + "\n".join(found)
 
 
+def test_tests_say_what_they_prove_not_how_they_were_built() -> None:
+    """A test's docstrings and comments name what it proves; which issue or branch brought it is git's."""
+    found = [f"{_rel(path)}:{n}: {m.group(0)!r}"
+             for path in sorted((ROOT / "tests").rglob("*.py"))
+             if "node_modules" not in path.parts and path != Path(__file__).resolve()
+             for n, line in enumerate(path.read_text().splitlines(), 1)
+             for pattern in BUILD_HISTORY
+             if (m := pattern.search(line))]
+    assert not found, "build history in tests:\n" + "\n".join(found)
+
+
 def test_pages_name_no_path_of_one_machine() -> None:
     checkout = str(ROOT)
     found = [f"{_rel(page)}:{n}: {line.strip()[:100]}"

@@ -12,8 +12,8 @@ within a bound derived from Kafka:
   (producer state on every replica, the coordinator's metadata, its connection) once Kafka forgets it:
   after producer.id.expiration.ms and transactional.id.expiration.ms, which pass on the manual clock.
 Driven by transaction counts, never by time. Measured: about 9 B (steady producers) and -7..16 B
-(short-lived ones) against bounds of 37 and 50; main before issue 17 left 274 and 672 B (index entries as
-tuples, aborted transactions as objects).
+(short-lived ones) against bounds of 37 and 50; keeping index entries as tuples and aborted transactions as
+objects costs 274 and 672 B, which the bounds refuse.
 """
 
 from __future__ import annotations

@@ -4,7 +4,6 @@ carries a runbook naming the kafka-txn command to run."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -16,8 +15,7 @@ RULES = ROOT / "deploy" / "prometheus"
 HERE = Path(__file__).resolve().parent
 RULE_FILES = sorted(RULES.glob("*-rules.yml"))  # kafka-txn-scrape.yml is a scrape config
 
-pytestmark = pytest.mark.skipif(shutil.which("promtool") is None,
-                                reason="promtool comes with Debian's prometheus package (dev.sh installs it)")
+pytestmark = pytest.mark.needs("promtool")
 
 
 def alerts(path: Path) -> list[dict]:

@@ -20,7 +20,7 @@ import pytest
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.testing.scenarios import HangingTransaction
 from kafka_txn_tools.cli import exit_codes
-from tests.broker.security.kerberos import FAKETIME_LIB, REALM, Realm
+from tests.broker.security.kerberos import REALM, Realm
 from tests.broker.security.support import certificates
 from tests.e2e.auth_support import (
     audit_lines,
@@ -34,7 +34,7 @@ from tests.e2e.auth_support import (
     secure_config,
 )
 
-pytest.importorskip("gssapi")
+pytestmark = pytest.mark.needs("gssapi")
 
 FAST_S = 20.0  # one round trip to the KDC and one to the broker, on a loaded 2-core machine
 
@@ -170,7 +170,7 @@ def test_each_kerberos_failure_is_one_line_at_once(incident: tuple[EmbeddedClust
     assert expected.format(keytab=keytabs[keytab]) in err and took < FAST_S
 
 
-@pytest.mark.skipif(not FAKETIME_LIB.exists(), reason="libfaketime (Debian: faketime) shifts a KDC's clock")
+@pytest.mark.needs("faketime")  # shifts the KDC's clock
 def test_clock_skew_is_named(incident: tuple[EmbeddedCluster, list[HangingTransaction]], kdc: Realm,
                              keytabs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A KDC 10 minutes behind: MIT's client sets its clock by the KDC's, so its authenticator is 10 minutes old

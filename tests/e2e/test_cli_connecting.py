@@ -9,7 +9,6 @@ command that converts it), PEM.
 from __future__ import annotations
 
 import http.server
-import shutil
 import socket
 import subprocess
 import threading
@@ -23,6 +22,7 @@ from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_tools.cli import exit_codes
 from tests.broker.security.support import USERS, broker_config, certificates
 from tests.e2e.cli_support import Result
+from tests.support.tiers import require
 
 # Every answer here is known within a round trip or two; --timeout is 60 s. The bound tells the two apart
 # with room for a loaded 2-core machine (a CLI run there took over 5 s).
@@ -196,8 +196,7 @@ def keytool(*args: str) -> None:
 @pytest.fixture(scope="module")
 def java_stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Stores made by Java's keytool and openssl, as operators have them."""
-    if shutil.which("keytool") is None or shutil.which("openssl") is None:
-        pytest.skip("keytool and openssl make the Java stores of this test")
+    require("keytool", "openssl")
     d, certs = tmp_path_factory.mktemp("stores"), certificates()
     stores = {"trust.p12": d / "trust.p12", "client.p12": d / "client.p12", "trust.jks": d / "trust.jks"}
     keytool("-importcert", "-noprompt", "-alias", "ca", "-file", str(certs.ca), "-keystore",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -10,7 +9,7 @@ import pytest
 from kafka_txn_tools.demo import run
 
 
-@pytest.mark.skipif(shutil.which("java") is None, reason="the demo's sweep step needs a JRE (dev.sh installs it)")
+@pytest.mark.needs("java")  # the demo's sweep step runs Spark
 def test_demo_finds_aborts_and_sweeps(tmp_path: Path) -> None:
     lines: list[str] = []
     assert run(lines.append, tmp_path) is True, "\n".join(lines)

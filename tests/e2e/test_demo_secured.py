@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from kafka_txn_tools.cli import exit_codes
@@ -15,6 +14,7 @@ from tests.broker.security.kerberos import REALM, Realm
 from tests.broker.security.oidc import Provider
 from tests.broker.security.support import certificates
 from tests.e2e.auth_support import audit_lines, doc_block
+from tests.support.tiers import require
 
 
 def run_demo(tmp_path: Path, broker_yaml: str, client_properties: str) -> tuple[str, Path]:
@@ -34,7 +34,7 @@ def run_demo(tmp_path: Path, broker_yaml: str, client_properties: str) -> tuple[
 
 
 def test_the_demo_with_kerberos(kdc: Realm, tmp_path: Path, _private_audit_log: Path) -> None:
-    pytest.importorskip("gssapi")
+    require("gssapi")
     broker_keytab, ops_keytab = kdc.principal("kafka/127.0.0.1"), kdc.principal("ops")
     broker = doc_block("gssapi-broker", {
         "/etc/kafka/broker.pem": str(certificates().server), "/etc/security/keytabs/kafka.keytab": str(broker_keytab),

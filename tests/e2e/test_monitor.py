@@ -7,7 +7,6 @@ unauthorized topic and a refused login are counted by cause; nothing is written)
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -45,7 +44,7 @@ def hang(bs: str, **options: object) -> ScenarioResult:
 
 
 # ---- the status page ---------------------------------------------------------------------------------------
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium (dev.sh installs it)")
+@pytest.mark.needs("chromium")
 def test_status_page_in_a_browser_shows_the_held_partition_and_its_command(tmp_path: Path) -> None:
     with EmbeddedCluster(nodes=1, data_dir=tmp_path / "kafka", config=CONFIG) as cluster:
         bs = cluster.bootstrap_servers

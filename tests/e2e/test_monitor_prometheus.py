@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -32,8 +31,7 @@ from tests.e2e.monitor_support import (
     wait_for,
 )
 
-pytestmark = pytest.mark.skipif(shutil.which("prometheus") is None,
-                                reason="needs Debian's prometheus package (dev.sh installs it)")
+pytestmark = pytest.mark.needs("prometheus")
 
 BACKDATE_MS = 30 * 60_000
 CONFIG = {"transaction.partition.verification.enable": False}

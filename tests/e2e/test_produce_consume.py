@@ -1,4 +1,4 @@
-"""Issue 2 acceptance: real clients produce and consume through a 3-node embedded cluster."""
+"""Real clients produce and consume through a 3-node embedded cluster."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_txn_broker import EmbeddedCluster
 from tests.e2e.helpers import BrokerProcess, consume_all, free_port_block
+from tests.support.tiers import require
 
 
 def _create(bootstrap: str, topic: str, partitions: int, rf: int) -> None:
@@ -72,9 +73,8 @@ def test_idempotent_100k_records_read_back_by_consumer_group(cluster: EmbeddedCl
 
 
 def test_kcat_lists_metadata(cluster: EmbeddedCluster) -> None:
-    kcat = shutil.which("kcat")
-    if kcat is None:
-        pytest.skip("kcat is not installed (bash scripts/dev.sh setup installs it)")
+    require("kcat")
+    kcat = str(shutil.which("kcat"))
     _create(cluster.bootstrap_servers, "listed", 3, 2)
     out = subprocess.run([kcat, "-L", "-b", cluster.bootstrap_servers], capture_output=True, text=True,
                          timeout=30, check=True).stdout

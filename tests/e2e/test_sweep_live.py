@@ -1,10 +1,9 @@
-"""Issue 5 acceptance against the embedded broker: the sweep gives the same verdicts as a live
+"""Against the embedded broker: the sweep gives the same verdicts as a live
 `find-hanging --all`, from a `kafka-txn dump` and from the broker's own data dir, and its abort plan
 unblocks the stalled read_committed consumers."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ from kafka_txn_tools.cli import exit_codes
 from tests.e2e.cli_support import kafka_txn
 from tests.e2e.test_cli_hanging import CONFIG, committed_after_hang, read_committed, scenarios, truth
 
-pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="the sweep needs a JRE (dev.sh installs it)")
+pytestmark = pytest.mark.needs("java")  # the sweep runs Spark
 
 Verdict = tuple[str, int, int, int, str]
 

@@ -1,4 +1,4 @@
-"""Issue 3 acceptance: transactions with real clients (confluent-kafka / librdkafka, kafka-python admin)."""
+"""Transactions with real clients (confluent-kafka / librdkafka, kafka-python admin)."""
 
 from __future__ import annotations
 

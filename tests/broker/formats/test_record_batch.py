@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import contextlib
 import struct
 
 import pytest
@@ -242,8 +241,40 @@ def test_sequence_wrap(seq, delta) -> None:
 @given(st.binary(min_size=1, max_size=120), st.integers(0, 200))
 @example(b"\x0c\x00\x80\x80\x80\x80\x00", 0)  # the timestamp delta runs to the record's end (IndexError)
 def test_garbage_records_with_valid_crc_raise_kafka_errors_only(garbage, count) -> None:
-    """A CRC-valid batch whose records section is nonsense must be refused with a Kafka error."""
-    body = struct.pack(">hiqqqhii", 0, max(count, 1) - 1, TS, TS, -1, -1, -1, max(count, 1)) + garbage
+    """A CRC-valid batch whose records section is nonsense is refused with a Kafka error (never another
+    exception), and one that is accepted really holds its records: kafka-python's reader, an independent
+    one, walks exactly the declared number of them, offset deltas 0, 1, ..."""
+    declared = max(count, 1)
+    body = struct.pack(">hiqqqhii", 0, declared - 1, TS, TS, -1, -1, -1, declared) + garbage
     raw = struct.pack(">qiibI", 0, len(body) + 9, 0, 2, rb.crc32c(body)) + body
-    with contextlib.suppress(CorruptRecordError, InvalidRecordError):
+    try:
         rb.validate_client_batch(raw, 1 << 20)
+    except (CorruptRecordError, InvalidRecordError):
+        return
+    offsets = [record.offset for record in DefaultRecordBatch(raw)]
+    assert offsets == list(range(declared))
+
+
+@pytest.mark.parametrize("edit", ["length past the end", "trailing bytes", "offset delta"])
+def test_records_that_do_not_fill_their_batch_are_refused(edit: str) -> None:
+    """The records section is walked: one record's length running past the batch, trailing bytes after the
+    last record, and an offset delta out of order are each refused, though the CRC is valid."""
+    good = bytearray(kafka_python_batch(2))
+    first = rb.HEADER_SIZE  # record 0: its length, attributes, timestamp delta, offset delta (one byte each)
+    raw = {"length past the end": lambda: _edited(good, first, b"\x7e"),
+           "trailing bytes": lambda: _recrc(bytes(good) + b"\x00"),
+           "offset delta": lambda: _edited(good, first + 3, b"\x02")}[edit]()
+    with pytest.raises((CorruptRecordError, InvalidRecordError)):
+        rb.validate_client_batch(raw, 1 << 20)
+
+
+def _edited(batch: bytearray, at: int, new: bytes) -> bytes:
+    edited = bytearray(batch)
+    edited[at:at + len(new)] = new
+    return _recrc(bytes(edited))
+
+
+def _recrc(batch: bytes) -> bytes:
+    """The batch with its length and CRC-32C made to match its bytes again."""
+    body = batch[21:]
+    return batch[:8] + struct.pack(">i", len(batch) - 12) + batch[12:17] + struct.pack(">I", rb.crc32c(body)) + body

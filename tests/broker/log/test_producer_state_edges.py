@@ -1,5 +1,5 @@
-"""Edges of the producer state (issue 16's surviving mutants): snapshot bookkeeping, replicated markers,
-idleness after a load, each checked against Kafka's ProducerStateManager."""
+"""Edges of the producer state, each pinned because other tests let a change of it pass: snapshot
+bookkeeping, replicated markers, idleness after a load, each checked against Kafka's ProducerStateManager."""
 
 from __future__ import annotations
 

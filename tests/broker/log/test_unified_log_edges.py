@@ -1,6 +1,6 @@
-"""Edges of the log's producer-state paths (issue 16's surviving mutants): markers appended as batches by the
-coordinator, markers replicated from their append result, the map end offset after a load, the refusal of a
-read below the log start."""
+"""Edges of the log's producer-state paths, each pinned because other tests let a change of it pass: markers
+appended as batches by the coordinator, markers replicated from their append result, the map end offset
+after a load, the refusal of a read below the log start."""
 
 from __future__ import annotations
 

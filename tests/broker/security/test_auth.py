@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import ssl
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -204,8 +205,31 @@ def test_inline_pem_and_encrypted_keys(tmp_path: Path) -> None:
     for i, extra in enumerate(variants):
         cfg = {**broker_config("SSL"), "ssl.keystore.location": "", **extra}
         with EmbeddedCluster(nodes=1, data_dir=tmp_path / str(i), config=cfg) as c:
+            assert served_certificate(c.bootstrap_servers) == first_certificate(certs.server_cert), extra
+            c.create_topic(f"inline-{i}")
             admin = KafkaAdminClient(bootstrap_servers=c.bootstrap_servers, **kafka_python_config("SSL"))
-            admin.close()
+            try:
+                assert admin.list_topics() == [f"inline-{i}"]
+            finally:
+                admin.close()
+
+
+def served_certificate(bootstrap: str) -> bytes:
+    """The certificate (DER) the first listener of `bootstrap` presents in its TLS handshake."""
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # what is presented is checked below, not whether it is trusted
+    with socket.create_connection((host, int(port)), timeout=10) as raw, \
+            context.wrap_socket(raw, server_hostname=host) as tls:
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return der
+
+
+def first_certificate(pem_file: Path) -> bytes:
+    return ssl.PEM_cert_to_DER_cert(pem_file.read_text().split("-----END CERTIFICATE-----")[0]
+                                    + "-----END CERTIFICATE-----\n")
 
 
 @pytest.mark.parametrize("extra, words", [

@@ -17,11 +17,11 @@ from kafka.protocol.sasl import SaslAuthenticateRequest, SaslAuthenticateRespons
 from kafka_txn_broker.configs.broker_config import BrokerConfig, ConfigError
 from kafka_txn_broker.embedded import EmbeddedCluster
 from kafka_txn_broker.security.auth import ClusterSecurity
-from tests.broker.security.kerberos import FAKETIME_LIB, REALM, Realm
+from tests.broker.security.kerberos import REALM, Realm
 from tests.broker.security.test_auth import closed, handshake
 from tests.broker.wire import connect, recv_frame, send_request
 
-pytest.importorskip("gssapi")
+pytestmark = pytest.mark.needs("gssapi")
 
 
 def gssapi_config(keytab: Path, protocol: str = "SASL_PLAINTEXT", **extra: Any) -> dict[str, Any]:
@@ -96,7 +96,7 @@ def test_a_ticket_for_another_service_is_refused_by_name(cluster: EmbeddedCluste
                        "broker is kafka/127.0.0.1@KAFKA.TEST: set sasl.kerberos.service.name=kafka on the client")
 
 
-@pytest.mark.skipif(not FAKETIME_LIB.exists(), reason="libfaketime (Debian: faketime) shifts a KDC's clock")
+@pytest.mark.needs("faketime")  # shifts the KDC's clock
 def test_clock_skew_between_client_and_broker_is_named(cluster: EmbeddedCluster, kdc: Realm,
                                                        keytabs: dict[str, Path], tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:

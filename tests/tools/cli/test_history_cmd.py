@@ -70,7 +70,7 @@ def test_history_without_a_file_says_how_to_make_one(tmp_path: Path) -> None:
 
 
 def test_history_export_writes_parquet(history: Path, tmp_path: Path) -> None:
-    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow.parquet as pq
     code, _, err = run("history", "--history", str(history), "--export", str(tmp_path / "out"))
     assert code == 0 and "incidents.parquet (3 rows)" in err
     assert pq.read_table(tmp_path / "out" / "incidents.parquet").num_rows == 3

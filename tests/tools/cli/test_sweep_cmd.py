@@ -92,9 +92,8 @@ def test_cli_start_does_not_import_pyspark():
 
 
 @pytest.mark.spark
+@pytest.mark.needs("java")
 def test_sweep_json_output(tmp_path):
-    if session.find_java() is None:
-        pytest.skip(session.JAVA_MISSING)
     from tests.support import generator as gen
 
     gen.write_logdirs(gen.GeneratorConfig(seed=2, topics=2, partitions_per_topic=4), tmp_path / "logs")

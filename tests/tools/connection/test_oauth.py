@@ -21,6 +21,7 @@ import pytest
 from kafka_txn_tools.connection.config import settings_from_properties
 from kafka_txn_tools.connection.security.oauth import TokenProvider, unsecured_token
 from kafka_txn_tools.errors import ConfigError, ConnectionFailed
+from tests.support.tiers import require
 
 JAAS = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId="kafka-admin" '
         'clientSecret="S3cret-oauth" scope="kafka" extension_logicalCluster="lkc-1";')
@@ -121,7 +122,7 @@ def test_oauth_configuration_errors_name_the_property(endpoint: str, jaas: str, 
 
 def test_gssapi_maps_the_jaas_options_to_a_login(tmp_path: Path) -> None:
     """The login itself runs against a real KDC in tests/e2e/test_auth_kerberos.py."""
-    pytest.importorskip("gssapi")
+    require("gssapi")
     from kafka_txn_tools.connection.security.jaas import parse_jaas
     from kafka_txn_tools.connection.security.kerberos import apply_gssapi
 

@@ -183,7 +183,7 @@ def test_the_file_is_one_sqlite_database_in_wal_mode_and_survives_a_reopen(tmp_p
 
 
 def test_export_writes_parquet_the_sweep_can_read(store: HistoryStore, tmp_path: Path) -> None:
-    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow.parquet as pq
     scan(store, T0, [partition_row(), coordinator_row()])
     scan(store, T0 + MIN, [coordinator_row()])
     H.record_failed_scan(store, CLUSTER, T0 + 2 * MIN, 30_000, "monitor")

@@ -3,7 +3,6 @@ counters' _total, help texts, duplicates); values follow the findings; labels st
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import pytest
@@ -30,7 +29,7 @@ def many(n: int) -> list[dict]:
                           high_watermark=40 + i) for i in range(n)]
 
 
-@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool comes with Debian's prometheus package")
+@pytest.mark.needs("promtool")
 @pytest.mark.parametrize("result", [COMPLETE, PARTIAL])
 def test_prometheus_lints_it_clean(result: str) -> None:
     text = render(snapshot([*many(3), coordinator_row()], result, BROKER_UNREACHABLE=2), top=2, rss_bytes=1 << 20)

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from kafka_txn_tools.spark.executors import INSTALL_HINT
-from kafka_txn_tools.spark.session import find_java
+from kafka_txn_tools.spark.session import JAVA_MISSING, find_java
 from tests.support.installed import Installation
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -48,7 +48,7 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
     """(master URL, the worker's work dir)."""
     java = find_java()
     if java is None:
-        pytest.skip("java not found: install a JRE 17, e.g. apt-get install openjdk-17-jre-headless")
+        pytest.fail(f"{JAVA_MISSING}; `bash scripts/dev.sh setup` installs it", pytrace=False)
     import pyspark
 
     home = Path(pyspark.__file__).parent
