@@ -41,10 +41,12 @@ def test_the_tools_layers_are_declared() -> None:
     silently (the contracts themselves are checked by the test above)."""
     contracts = {c["id"]: c for c in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
                  ["contracts"]}
-    layers = contracts["tools-connection-under-flows"]
-    assert layers["containers"] == ["kafka_txn_tools"]
-    assert [set(layer.replace(" ", "").split(":")) for layer in layers["layers"]] == [
-        {"cli", "(monitor)", "spark", "admin", "dumps"}, {"connection"}]
+    layers = contracts["tools-layers"]
+    assert layers["containers"] == ["kafka_txn_tools"] and layers["exhaustive"] is True
+    # A strict order, each a layer of its own (no `:`, which would let siblings import each other).
+    assert [set(layer.replace(" ", "").split("|")) for layer in layers["layers"]] == [
+        {"__main__"}, {"cli"}, {"demo"}, {"monitor"}, {"spark"}, {"history"}, {"admin"}, {"dumps"}, {"clients"},
+        {"connection"}, {"models", "errors", "batches", "timestamps"}, {"durations"}]
     flows = contracts["flows-under-cli"]
     assert (flows["source_modules"], flows["forbidden_modules"]) == (["kafka_txn_tools.admin"], ["kafka_txn_tools.cli"])
     bottom = contracts["tools-vocabulary-at-the-bottom"]

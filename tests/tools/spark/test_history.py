@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.tools.history.test_incidents import partition_row
 
 from kafka_txn_tools.history import incidents as H
 from kafka_txn_tools.history.store import HistoryStore
 from kafka_txn_tools.spark.history import DAY_MS, HistoryInputError, check_export, trends
 from kafka_txn_tools.spark.job import run_sweep
 from kafka_txn_tools.spark.report import render_report
+from tests.tools.history.test_incidents import partition_row
 
 pytestmark = pytest.mark.spark
 
