@@ -164,7 +164,7 @@ SHARE_ACKS_PENDING = "share-acks-pending"
 
 
 class StuckReason(StrEnum):
-    """Why the coordinator holds a transaction it cannot finish (admin/hanging.py `judge_coordinator`)."""
+    """Why the coordinator holds a transaction it cannot finish (admin/coordinator_rules.py `judge_coordinator`)."""
 
     # PrepareCommit / PrepareAbort / PrepareEpochFence too long, some partitions without their marker.
     MARKERS_PENDING = "markers-pending"
@@ -338,7 +338,7 @@ class PendingPartition:
 @dataclass(frozen=True, slots=True)
 class StuckTransaction:
     """One find-hanging result row of kind "coordinator": a transaction its coordinator holds and cannot
-    finish (admin/hanging.py `judge_coordinator`)."""
+    finish (admin/coordinator_rules.py `judge_coordinator`)."""
 
     transactional_id: str
     state: str

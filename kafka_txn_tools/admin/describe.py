@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from kafka_txn_tools.admin import coordinator_rules
 from kafka_txn_tools.admin.advice import Invocation
 from kafka_txn_tools.admin.api import ClusterApi
 from kafka_txn_tools.connection.capabilities import require
@@ -75,7 +76,7 @@ def advise(client: ClusterApi, out: Described, now_ms: int, invocation: Invocati
     """Judge the described transactions as find-hanging's coordinator side does, whatever their time in the
     state (describe answers about the ids asked for): a Prepare state with partitions still waiting for their
     marker, or Ongoing at an exhausted epoch past its timeout, gets its verdict, action and commands."""
-    from kafka_txn_tools.admin import hanging, stuck
+    from kafka_txn_tools.admin import stuck
 
     candidates = [d for d in out.descriptions if (d.state in PREPARE_STATES and out.pending.get(d.transactional_id))
                   or (d.state == stuck.ONGOING and d.producer_epoch >= EXHAUSTED_EPOCH)]
@@ -84,7 +85,7 @@ def advise(client: ClusterApi, out: Described, now_ms: int, invocation: Invocati
     txn_meta = client.metadata([stuck.TXN_TOPIC])
     views = stuck.leader_views(client, {tp: d.producer_id for d in candidates for tp in d.partitions})
     for d in candidates:
-        row = hanging.judge_coordinator(stuck.as_coordinator_txn(d, None, txn_meta), views, now_ms, -1,
+        row = coordinator_rules.judge_coordinator(stuck.as_coordinator_txn(d, None, txn_meta), views, now_ms, -1,
                                         invocation=invocation)
         if row is not None and row.reason is not StuckReason.COMPLETION_PENDING:
             out.stuck[d.transactional_id] = row

@@ -24,7 +24,15 @@ from dataclasses import dataclass, field, replace
 
 from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, LATE_TRANSACTION_BUFFER_MS
 from kafka_txn_broker.gc_pause import bulk
-from kafka_txn_tools.admin import advice, hanging, lso_prefilter, scan_memory, stuck, transaction_state
+from kafka_txn_tools.admin import (
+    advice,
+    coordinator_rules,
+    hanging,
+    lso_prefilter,
+    scan_memory,
+    stuck,
+    transaction_state,
+)
 from kafka_txn_tools.admin.api import ClusterApi
 from kafka_txn_tools.admin.lso_prefilter import LsoPrefilter
 from kafka_txn_tools.admin.scan_memory import ScanMemory
@@ -356,7 +364,7 @@ def _exhausted(described: dict[str, TransactionDescription], found: list[Transac
     (by time in state) left out: nothing ends them, so they are coordinator rows however young."""
     listed = {d.transactional_id for d in found}
     return sorted((d for d in described.values() if d.transactional_id not in listed
-                   and hanging.at_last_epoch(d.state, d.producer_epoch) and _in_scope(d, scope, cluster)),
+                   and coordinator_rules.at_last_epoch(d.state, d.producer_epoch) and _in_scope(d, scope, cluster)),
                   key=lambda d: d.transactional_id)
 
 
@@ -435,7 +443,7 @@ CLOCK_SLACK_MS = 60_000
 
 
 def _offsets(client: ScanClient, cluster: ClusterInfo, partitions: Iterable[TopicPartition],
-             views: dict[TopicPartition, hanging.LeaderView] | None = None,
+             views: dict[TopicPartition, coordinator_rules.LeaderView] | None = None,
              known: lso_prefilter.Reads | None = None) -> dict[TopicPartition, PartitionOffsets]:
     """The LSO and high watermark of each partition: as this scan's first pass read them from the same leader
     (`known`), else read now."""

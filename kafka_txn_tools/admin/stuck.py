@@ -1,5 +1,5 @@
 """find-hanging's coordinator side: transactions their coordinator holds and cannot finish (rows of kind
-"coordinator"; the rules are admin/hanging.py's `judge_coordinator`). The I/O between the rules:
+"coordinator"; the rules are admin/coordinator_rules.py's `judge_coordinator`). The I/O between the rules:
 
 1. ListTransactions on every broker: states Ongoing and Prepare*, running longer than --max-prepare-time
    (DurationFilter, Kafka 3.8+; older brokers answer all and the start time is checked after describing).
@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC, partition_for
-from kafka_txn_tools.admin import advice, hanging
+from kafka_txn_tools.admin import advice, coordinator_rules
 from kafka_txn_tools.admin.api import ClusterApi
 from kafka_txn_tools.admin.transaction_state import TxnStateRead
 from kafka_txn_tools.connection.coordinators import CoordinatorCache
@@ -73,7 +73,7 @@ def candidates(client: ClusterApi, broker_ids: list[int], now_ms: int, max_prepa
 
 
 def leader_views(client: ClusterApi, wanted: Mapping[TopicPartition, int], cluster: ClusterInfo | None = None
-                 ) -> dict[TopicPartition, hanging.LeaderView]:
+                 ) -> dict[TopicPartition, coordinator_rules.LeaderView]:
     """Step 4: what each partition's leader shows of the producer id given for it."""
     if not wanted:
         return {}
@@ -81,14 +81,14 @@ def leader_views(client: ClusterApi, wanted: Mapping[TopicPartition, int], clust
     live = set(cluster.broker_ids())
     infos = {i.partition: i for i in cluster.partitions}
     by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
-    views: dict[TopicPartition, hanging.LeaderView] = {}
+    views: dict[TopicPartition, coordinator_rules.LeaderView] = {}
     for tp in wanted:
         info = infos.get(tp)
         if info is None:
-            views[tp] = hanging.LeaderView(None)
+            views[tp] = coordinator_rules.LeaderView(None)
         elif info.leader < 0 or info.leader not in live:
             down = tuple(r for r in info.replicas if r not in live)
-            views[tp] = hanging.LeaderView(info.leader, online=False, offline_replicas=down)
+            views[tp] = coordinator_rules.LeaderView(info.leader, online=False, offline_replicas=down)
         else:
             by_leader[info.leader].append(tp)
     replicas, errors = client.describe_producers(dict(by_leader)) if by_leader else ([], [])
@@ -98,13 +98,13 @@ def leader_views(client: ClusterApi, wanted: Mapping[TopicPartition, int], clust
             got = answered.get((leader, tp))
             producer = None if got is None else next(
                 (p for p in got.producers if p.producer_id == wanted[tp]), None)
-            views[tp] = hanging.LeaderView(leader, read=got is not None, producer=producer)
+            views[tp] = coordinator_rules.LeaderView(leader, read=got is not None, producer=producer)
     del errors  # a leader that did not answer shows as read=False, which the verdict says
     return views
 
 
 def as_coordinator_txn(d: TransactionDescription, log: TxnStateRead | None, txn_meta: ClusterInfo | None
-                       ) -> hanging.CoordinatorTxn:
+                       ) -> coordinator_rules.CoordinatorTxn:
     """The rules' view of one description; `txn_meta`: `__transaction_state`'s metadata (its partition count,
     and the id's partition now: its leader epoch and in-sync replicas), when known."""
     entered, epoch = (None, None) if log is None else log.entered(d.transactional_id, d.state, d.producer_id,
@@ -112,7 +112,7 @@ def as_coordinator_txn(d: TransactionDescription, log: TxnStateRead | None, txn_
     count = txn_partition_count(txn_meta) if txn_meta is not None else None
     home = partition_for(d.transactional_id, count) if count else None
     info = txn_meta.partition(TopicPartition(TXN_TOPIC, home)) if txn_meta is not None and home is not None else None
-    return hanging.CoordinatorTxn(
+    return coordinator_rules.CoordinatorTxn(
         d.transactional_id, d.state, d.producer_id, d.producer_epoch, d.timeout_ms, d.start_time_ms,
         tuple(sorted(d.partitions)), d.coordinator_id, entered, epoch, home,
         coordinator_epoch_now=info.leader_epoch if info is not None and info.leader_epoch >= 0 else None,
@@ -126,13 +126,13 @@ def movable(info: PartitionInfo) -> bool:
 
 
 def judge(descriptions: Iterable[TransactionDescription], log: TxnStateRead | None,
-          views: Mapping[TopicPartition, hanging.LeaderView], now_ms: int, max_prepare_ms: int,
+          views: Mapping[TopicPartition, coordinator_rules.LeaderView], now_ms: int, max_prepare_ms: int,
           txn_meta: ClusterInfo | None, invocation: advice.Invocation = advice.Invocation()
           ) -> list[StuckTransaction]:
     """Step 5's verdicts."""
     rows = []
     for d in descriptions:
-        row = hanging.judge_coordinator(as_coordinator_txn(d, log, txn_meta), views, now_ms, max_prepare_ms,
+        row = coordinator_rules.judge_coordinator(as_coordinator_txn(d, log, txn_meta), views, now_ms, max_prepare_ms,
                                         invocation=invocation)
         if row is not None:
             rows.append(row)
@@ -149,16 +149,16 @@ def confirm(client: ClusterApi, rows: list[StuckTransaction], coordinators: Coor
             and (d.state, d.producer_id, d.producer_epoch) == (r.state, r.producer_id, r.producer_epoch)]
 
 
-def pending_of(d: TransactionDescription, views: Mapping[TopicPartition, hanging.LeaderView]
+def pending_of(d: TransactionDescription, views: Mapping[TopicPartition, coordinator_rules.LeaderView]
                ) -> list[PendingPartition] | None:
     """describe: the partitions a Prepare state still waits for, each with why (None: not a Prepare state)."""
     if d.state not in PREPARE_STATES:
         return None
-    txn = hanging.CoordinatorTxn(d.transactional_id, d.state, d.producer_id, d.producer_epoch, d.timeout_ms,
+    txn = coordinator_rules.CoordinatorTxn(d.transactional_id, d.state, d.producer_id, d.producer_epoch, d.timeout_ms,
                                  d.start_time_ms, tuple(sorted(d.partitions)), d.coordinator_id)
     out = []
     for tp in txn.partitions:
-        found = hanging.pending_partition(tp, views.get(tp, hanging.LeaderView(None)), txn)
+        found = coordinator_rules.pending_partition(tp, views.get(tp, coordinator_rules.LeaderView(None)), txn)
         if found is not None:
             out.append(found)
     return out

@@ -64,14 +64,12 @@ from kafka_txn_broker.formats.transactions import (
     NO_PRODUCER_EPOCH,
 )
 from kafka_txn_tools.admin.advice import Invocation
+from kafka_txn_tools.admin.coordinator_rules import CoordinatorTxn, LeaderView, judge_coordinator
 from kafka_txn_tools.admin.hanging import (
     LIVE,
-    CoordinatorTxn,
     CoordinatorView,
-    LeaderView,
     Ownership,
     judge,
-    judge_coordinator,
     last_known_owner,
     partition_action,
     partition_commands,

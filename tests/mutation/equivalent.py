@@ -25,7 +25,7 @@ TXN_COORDINATOR = "broker/kafka_txn_broker/txn/coordinator.py"
 EQUIVALENTS: tuple[Equivalent, ...] = (
     Equivalent("kafka_txn_tools/admin/hanging.py", "_view", "found=None)",
                "`found` is read only as `if not view.found` (reason_against): None and False are both false"),
-    Equivalent("kafka_txn_tools/admin/hanging.py", "judge_coordinator", "coordinator_waits=None)",
+    Equivalent("kafka_txn_tools/admin/coordinator_rules.py", "judge_coordinator", "coordinator_waits=None)",
                "pending_partition reads it only as `if not coordinator_waits`: None and False are both false"),
     Equivalent("kafka_txn_tools/admin/hanging.py", "last_known_owner", "key[1] <= best[1]",
                "equal time and equal id is the same key: replacing best with it changes nothing"),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from kafka_txn_tools.admin import hanging
+from kafka_txn_tools.admin import coordinator_rules, hanging
 from kafka_txn_tools.models import (
     BrokerInfo,
     ClusterInfo,
@@ -194,8 +194,8 @@ def find_hanging_stuck(held: Held) -> tuple[str | None, list[tuple[TopicPartitio
     views = {}
     for tp in listed:
         seen = _leader_state(held, tp)
-        views[tp] = (hanging.LeaderView(None) if seen == ABSENT else
-                     hanging.LeaderView(1, producer=ProducerState(PID, held.epoch, 3, OLD, 2, START)))
+        views[tp] = (coordinator_rules.LeaderView(None) if seen == ABSENT else
+                     coordinator_rules.LeaderView(1, producer=ProducerState(PID, held.epoch, 3, OLD, 2, START)))
     rows = stuck.judge([d], log, views, NOW, MAX_PREPARE, TXN_META)
     if not rows:
         return None, []

@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kafka_txn_tools.admin import advice, dependent_rows, emulation, fence, hanging
-from kafka_txn_tools.admin.hanging import CoordinatorTxn, LeaderView
+from kafka_txn_tools.admin import coordinator_rules as rules
+from kafka_txn_tools.admin.coordinator_rules import CoordinatorTxn, LeaderView
 from kafka_txn_tools.admin.share_pending import ShareHold
 from kafka_txn_tools.models import (
     HangingReason,
@@ -112,14 +113,14 @@ def test_the_summary_says_what_holds_it_why_it_is_not_reported_and_the_command()
 def test_ongoing_at_the_last_epoch_is_stuck_from_the_first_scan_however_young() -> None:
     young = CoordinatorTxn("app", "Ongoing", 10, 32767, 1_000, NOW - 2_000, (ORDERS,), 0)
     open_on = {ORDERS: LeaderView(0, producer=producer(10, 4, 2_000, epoch=32767))}
-    row = hanging.judge_coordinator(young, open_on, NOW, MIN, invocation=INV)
+    row = rules.judge_coordinator(young, open_on, NOW, MIN, invocation=INV)
     assert row is not None and row.reason is StuckReason.EPOCH_EXHAUSTED and row.upgrade_for == "KAFKA-20090"
     assert row.commands == ("kafka-txn abort --topic orders --partition 1 --start-offset 4 --force "
                             "--bootstrap-server b:9092",)
     # One epoch below, its coordinator's timeout abort may still end it: only past timeout + abort scan.
-    assert hanging.judge_coordinator(CoordinatorTxn("app", "Ongoing", 10, 32766, 1_000, NOW - 2_000, (ORDERS,), 0),
+    assert rules.judge_coordinator(CoordinatorTxn("app", "Ongoing", 10, 32766, 1_000, NOW - 2_000, (ORDERS,), 0),
                                      open_on, NOW, MIN) is None
-    assert hanging.at_last_epoch("Ongoing", 32767) and not hanging.at_last_epoch("PrepareAbort", 32767)
+    assert rules.at_last_epoch("Ongoing", 32767) and not rules.at_last_epoch("PrepareAbort", 32767)
 
 
 def test_force_terminate_does_not_promise_a_timeout_abort_at_the_last_epoch() -> None:
@@ -151,22 +152,22 @@ def test_the_upgrade_is_a_command_where_the_broker_emulates_that_bug() -> None:
 
 
 def test_the_upgrade_goes_where_it_takes_effect() -> None:
-    exhausted = hanging.judge_coordinator(CoordinatorTxn("app", "Ongoing", 10, 32767, 1_000, NOW - 2_000, (ORDERS,),
+    exhausted = rules.judge_coordinator(CoordinatorTxn("app", "Ongoing", 10, 32767, 1_000, NOW - 2_000, (ORDERS,),
                                                          0),
                                           {ORDERS: LeaderView(0, producer=producer(10, 4, 2_000, epoch=32767))},
                                           NOW, MIN, invocation=INV)
     assert exhausted is not None
-    upgraded = hanging.with_upgrade_command(exhausted, UPGRADE)
+    upgraded = rules.with_upgrade_command(exhausted, UPGRADE)
     assert upgraded.commands == (*exhausted.commands, UPGRADE)  # free the LSO now, then the fixed coordinator
     assert upgraded.action.startswith(exhausted.action) and "its upgrade is the last command below" in upgraded.action
-    assert hanging.with_upgrade_command(upgraded, UPGRADE) == upgraded
+    assert rules.with_upgrade_command(upgraded, UPGRADE) == upgraded
     rejected = replace(exhausted, upgrade_for="KAFKA-19999", commands=("kafka-txn move-coordinator x",),
                        action="remaining step: a broker upgrade. ...")
-    again = hanging.with_upgrade_command(rejected, UPGRADE)
+    again = rules.with_upgrade_command(rejected, UPGRADE)
     assert again.commands == (UPGRADE, "kafka-txn move-coordinator x")  # the fixed leaders, then the move
     assert again.action.startswith("remaining step: a broker upgrade.")
     none = replace(exhausted, upgrade_for=None)
-    assert hanging.with_upgrade_command(none, UPGRADE) == none
+    assert rules.with_upgrade_command(none, UPGRADE) == none
 
 
 def test_the_remaining_step_of_markers_rejected_after_a_move_is_the_kafka_19999_upgrade() -> None:
@@ -175,7 +176,7 @@ def test_the_remaining_step_of_markers_rejected_after_a_move_is_the_kafka_19999_
     landed = LeaderView(1, producer=producer(10, -1, MIN, epoch=5, coordinator_epoch=3))
     moved = CoordinatorTxn("app", "PrepareCommit", 10, 5, 60_000, NOW - 20 * MIN, (ORDERS,), 2,
                            entered_ms=NOW - 10 * MIN, coordinator_epoch=3, txn_partition=7, coordinator_epoch_now=4)
-    row = hanging.judge_coordinator(moved, {ORDERS: landed}, NOW, MIN)
+    row = rules.judge_coordinator(moved, {ORDERS: landed}, NOW, MIN)
     assert row is not None and row.upgrade_for == "KAFKA-19999" and row.action.startswith("remaining step")
-    first = hanging.judge_coordinator(replace(moved, coordinator_epoch_now=3), {ORDERS: landed}, NOW, MIN)
+    first = rules.judge_coordinator(replace(moved, coordinator_epoch_now=3), {ORDERS: landed}, NOW, MIN)
     assert first is not None and first.upgrade_for is None  # the move comes first: a fixed leader takes it

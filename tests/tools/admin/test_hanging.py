@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kafka_txn_tools.admin import advice, hanging
+from kafka_txn_tools.admin import coordinator_rules as rules
 from kafka_txn_tools.models import (
     HangingReason,
     OpenTransaction,
@@ -117,38 +118,38 @@ P1 = TopicPartition("orders", 1)
 
 def prepared(state: str = "PrepareCommit", epoch: int = 4, entered_ago: int | None = 5 * MIN,
              coordinator_epoch: int | None = 3, partitions: tuple[TopicPartition, ...] = (P1,)
-             ) -> hanging.CoordinatorTxn:
-    return hanging.CoordinatorTxn("app", state, 7, epoch, 60_000, NOW - 20 * MIN, partitions, 2,
+             ) -> rules.CoordinatorTxn:
+    return rules.CoordinatorTxn("app", state, 7, epoch, 60_000, NOW - 20 * MIN, partitions, 2,
                                   None if entered_ago is None else NOW - entered_ago, coordinator_epoch, 17)
 
 
-def one_pending(view: hanging.LeaderView, txn: hanging.CoordinatorTxn | None = None):
-    row = hanging.judge_coordinator(txn or prepared(), {P1: view}, NOW, MIN)
+def one_pending(view: rules.LeaderView, txn: rules.CoordinatorTxn | None = None):
+    row = rules.judge_coordinator(txn or prepared(), {P1: view}, NOW, MIN)
     assert row is not None
     [p] = row.pending_partitions
     return row, p
 
 
 def test_a_partition_without_a_leader_names_its_offline_replica_and_the_action_says_bring_it_back() -> None:
-    row, p = one_pending(hanging.LeaderView(-1, online=False, offline_replicas=(2,)))
+    row, p = one_pending(rules.LeaderView(-1, online=False, offline_replicas=(2,)))
     assert p.reason is PendingReason.LEADER_OFFLINE and p.offline_replicas == (2,)
     assert row.reason is StuckReason.MARKERS_PENDING
     assert row.action.startswith("bring broker 2 back or reassign orders-1 to live brokers")
 
 
 def test_a_leader_the_metadata_still_names_on_a_stopped_broker_is_offline_too() -> None:
-    row, p = one_pending(hanging.LeaderView(2, online=False, offline_replicas=(2,)))
+    row, p = one_pending(rules.LeaderView(2, online=False, offline_replicas=(2,)))
     assert (p.leader, p.reason, p.offline_replicas) == (2, PendingReason.LEADER_OFFLINE, (2,))
     assert row.action.startswith("bring broker 2 back")
 
 
 def test_the_leader_still_showing_the_transaction_open_means_move_the_coordinator() -> None:
-    row, p = one_pending(hanging.LeaderView(1, producer=producer(7, 40, 20 * MIN, epoch=3)))
+    row, p = one_pending(rules.LeaderView(1, producer=producer(7, 40, 20 * MIN, epoch=3)))
     assert p.reason is PendingReason.OPEN_TRANSACTION and p.start_offset == 40
     assert "another replica of __transaction_state-17 takes it over" in row.action
     assert row.commands == ("kafka-txn move-coordinator --transactional-id app",)
     # With no other in-sync replica to take it over, the coordinator's broker is restarted instead: no command.
-    row, _ = one_pending(hanging.LeaderView(1, producer=producer(7, 40, 20 * MIN, epoch=3)),
+    row, _ = one_pending(rules.LeaderView(1, producer=producer(7, 40, 20 * MIN, epoch=3)),
                          replace(prepared(), movable=False))
     assert row.action.startswith("restart broker 2: __transaction_state-17 has no other in-sync replica")
     assert row.commands == ()
@@ -156,41 +157,41 @@ def test_the_leader_still_showing_the_transaction_open_means_move_the_coordinato
 
 def test_a_marker_that_landed_while_the_coordinator_still_waits_is_rejected_kafka_19999() -> None:
     # TV2: the coordinator's epoch 4 is the marker's; the leader has the producer at 4 with nothing open.
-    row, p = one_pending(hanging.LeaderView(1, producer=producer(7, -1, 0, epoch=4)))
+    row, p = one_pending(rules.LeaderView(1, producer=producer(7, -1, 0, epoch=4)))
     assert p.reason is PendingReason.MARKER_REJECTED and "KAFKA-19999" in p.detail
     assert "KAFKA-19999" in row.action and "__transaction_state-17" in row.action
     assert row.commands == ("kafka-txn move-coordinator --transactional-id app",)
     # An older entry with nothing open would take the marker: why it is missing cannot be told.
-    _, unknown = one_pending(hanging.LeaderView(1, producer=producer(7, -1, 0, epoch=3)))
+    _, unknown = one_pending(rules.LeaderView(1, producer=producer(7, -1, 0, epoch=3)))
     assert unknown.reason is None
 
 
 def test_a_leader_holding_a_newer_coordinator_epoch_fences_the_marker() -> None:
-    _, p = one_pending(hanging.LeaderView(1, producer=producer(7, 40, 20 * MIN, epoch=3, coordinator_epoch=9)))
+    _, p = one_pending(rules.LeaderView(1, producer=producer(7, 40, 20 * MIN, epoch=3, coordinator_epoch=9)))
     assert p.reason is PendingReason.COORDINATOR_FENCED and "TRANSACTION_COORDINATOR_FENCED" in p.detail
 
 
 def test_a_leader_that_did_not_answer_gives_no_reason() -> None:
-    _, p = one_pending(hanging.LeaderView(1, read=False))
+    _, p = one_pending(rules.LeaderView(1, read=False))
     assert p.reason is None and "did not answer" in p.detail
 
 
 def test_time_in_state_is_exact_from_the_record_else_a_lower_bound() -> None:
-    assert hanging.time_in_state(prepared(), NOW) == (5 * MIN, "transaction-log")
+    assert rules.time_in_state(prepared(), NOW) == (5 * MIN, "transaction-log")
     # Entered at the latest at start (20 min ago) + timeout (1 min) + the reaper's 10 s.
-    assert hanging.time_in_state(prepared(entered_ago=None), NOW) == (20 * MIN - MIN - 10_000, "lower-bound")
+    assert rules.time_in_state(prepared(entered_ago=None), NOW) == (20 * MIN - MIN - 10_000, "lower-bound")
     ongoing = prepared("Ongoing", entered_ago=None)
-    assert hanging.time_in_state(ongoing, NOW) == (20 * MIN, "transaction-start")
+    assert rules.time_in_state(ongoing, NOW) == (20 * MIN, "transaction-start")
 
 
 def test_exactly_the_threshold_is_not_stuck() -> None:
-    assert hanging.judge_coordinator(prepared(entered_ago=MIN), {}, NOW, MIN) is None
-    assert hanging.judge_coordinator(prepared(entered_ago=MIN + 1), {}, NOW, MIN) is not None
+    assert rules.judge_coordinator(prepared(entered_ago=MIN), {}, NOW, MIN) is None
+    assert rules.judge_coordinator(prepared(entered_ago=MIN + 1), {}, NOW, MIN) is not None
 
 
 def test_epoch_exhaustion_says_upgrade_and_how_to_free_each_lso() -> None:
     txn = prepared("Ongoing", epoch=32767, entered_ago=None)
-    row = hanging.judge_coordinator(txn, {P1: hanging.LeaderView(1, producer=producer(7, 40, 20 * MIN, 32767))},
+    row = rules.judge_coordinator(txn, {P1: rules.LeaderView(1, producer=producer(7, 40, 20 * MIN, 32767))},
                                     NOW, MIN)
     assert row is not None and row.reason is StuckReason.EPOCH_EXHAUSTED
     assert row.action.startswith("free the LSO now with the abort below (--force: the coordinator still holds the "

@@ -18,6 +18,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_txn_tools.admin import advice, hanging
+from kafka_txn_tools.admin import coordinator_rules as rules
 from kafka_txn_tools.models import (
     ABORT_SCAN_INTERVAL_MS,
     EXHAUSTED_EPOCH,
@@ -40,8 +41,8 @@ TIMEOUT = 60_000
 
 def txn(state: str = "PrepareCommit", *, epoch: int = 5, start_ms: int | None = NOW - 3_600_000,
         entered_ms: int | None = None, timeout_ms: int | None = TIMEOUT, coordinator_epoch: int | None = 7,
-        partitions: tuple[TopicPartition, ...] = (TP,)) -> hanging.CoordinatorTxn:
-    return hanging.CoordinatorTxn("app-1", state, 4000, epoch, timeout_ms, start_ms, partitions, coordinator_id=2,
+        partitions: tuple[TopicPartition, ...] = (TP,)) -> rules.CoordinatorTxn:
+    return rules.CoordinatorTxn("app-1", state, 4000, epoch, timeout_ms, start_ms, partitions, coordinator_id=2,
                                   entered_ms=entered_ms, coordinator_epoch=coordinator_epoch, txn_partition=11)
 
 
@@ -51,30 +52,30 @@ def producer(epoch: int = 5, coordinator_epoch: int = 7, start: int = -1) -> Pro
 
 # ---- time in state ------------------------------------------------------------------------------------
 def test_a_start_at_time_zero_is_a_time_and_minus_one_is_none() -> None:
-    assert hanging.time_in_state(txn("Ongoing", start_ms=0), NOW) == (NOW, "transaction-start")
-    assert hanging.time_in_state(txn("Ongoing", start_ms=-1), NOW) == (None, "unknown")
-    assert hanging.time_in_state(txn("Ongoing", start_ms=None), NOW) == (None, "unknown")
+    assert rules.time_in_state(txn("Ongoing", start_ms=0), NOW) == (NOW, "transaction-start")
+    assert rules.time_in_state(txn("Ongoing", start_ms=-1), NOW) == (None, "unknown")
+    assert rules.time_in_state(txn("Ongoing", start_ms=None), NOW) == (None, "unknown")
 
 
 def test_the_state_record_time_zero_is_exact() -> None:
-    assert hanging.time_in_state(txn(entered_ms=0), NOW) == (NOW, "transaction-log")
-    assert hanging.time_in_state(txn(entered_ms=-1, start_ms=-1), NOW) == (None, "unknown")
+    assert rules.time_in_state(txn(entered_ms=0), NOW) == (NOW, "transaction-log")
+    assert rules.time_in_state(txn(entered_ms=-1, start_ms=-1), NOW) == (None, "unknown")
 
 
 def test_the_lower_bound_needs_a_finite_timeout_and_never_goes_below_zero() -> None:
     start = NOW - 100_000
-    assert hanging.time_in_state(txn(start_ms=start, timeout_ms=None), NOW) == (None, "unknown")
-    assert hanging.time_in_state(txn(start_ms=start, timeout_ms=TWO_PHASE_COMMIT_TIMEOUT_MS), NOW) == (None, "unknown")
-    assert hanging.time_in_state(txn(start_ms=start, timeout_ms=TIMEOUT), NOW) == (
+    assert rules.time_in_state(txn(start_ms=start, timeout_ms=None), NOW) == (None, "unknown")
+    assert rules.time_in_state(txn(start_ms=start, timeout_ms=TWO_PHASE_COMMIT_TIMEOUT_MS), NOW) == (None, "unknown")
+    assert rules.time_in_state(txn(start_ms=start, timeout_ms=TIMEOUT), NOW) == (
         100_000 - TIMEOUT - ABORT_SCAN_INTERVAL_MS, "lower-bound")
     # Not yet past its timeout + the reaper's interval: it may have entered the state just now.
-    assert hanging.time_in_state(txn(start_ms=NOW - TIMEOUT, timeout_ms=TIMEOUT), NOW) == (0, "lower-bound")
+    assert rules.time_in_state(txn(start_ms=NOW - TIMEOUT, timeout_ms=TIMEOUT), NOW) == (0, "lower-bound")
 
 
 # ---- epoch exhaustion ---------------------------------------------------------------------------------
 def exhausted(age_ms: int, timeout_ms: int | None = TIMEOUT) -> hanging.StuckTransaction | None:
     t = txn("Ongoing", epoch=EXHAUSTED_EPOCH, start_ms=NOW - age_ms, timeout_ms=timeout_ms)
-    return hanging.judge_coordinator(t, {TP: hanging.LeaderView(0, producer=producer(EXHAUSTED_EPOCH, start=40))},
+    return rules.judge_coordinator(t, {TP: rules.LeaderView(0, producer=producer(EXHAUSTED_EPOCH, start=40))},
                                      NOW, max_prepare_ms=1)
 
 
@@ -90,9 +91,9 @@ def test_an_exhausted_epoch_is_past_recovery_only_strictly_after_timeout_and_the
 def test_an_exhausted_row_carries_the_coordinator_fields_detail_and_only_partitions_still_open() -> None:
     other = TopicPartition("orders", 4)
     t = txn("Ongoing", epoch=EXHAUSTED_EPOCH, start_ms=NOW - 10 * TIMEOUT, partitions=(TP, other))
-    views = {TP: hanging.LeaderView(0, producer=producer(EXHAUSTED_EPOCH, start=40)),
-             other: hanging.LeaderView(1, producer=producer(EXHAUSTED_EPOCH))}  # its marker landed
-    row = hanging.judge_coordinator(t, views, NOW, max_prepare_ms=1)
+    views = {TP: rules.LeaderView(0, producer=producer(EXHAUSTED_EPOCH, start=40)),
+             other: rules.LeaderView(1, producer=producer(EXHAUSTED_EPOCH))}  # its marker landed
+    row = rules.judge_coordinator(t, views, NOW, max_prepare_ms=1)
     assert row is not None
     assert (row.coordinator_id, row.timeout_ms, row.time_in_state_source) == (2, TIMEOUT, "transaction-start")
     assert [(p.partition, p.reason, p.start_offset) for p in row.pending_partitions] == [
@@ -102,8 +103,8 @@ def test_an_exhausted_row_carries_the_coordinator_fields_detail_and_only_partiti
 
 
 def test_completion_pending_says_so() -> None:
-    views = {TP: hanging.LeaderView(0, producer=producer())}  # the marker landed, the coordinator does not wait
-    row = hanging.judge_coordinator(txn(partitions=()), views, NOW, max_prepare_ms=1)
+    views = {TP: rules.LeaderView(0, producer=producer())}  # the marker landed, the coordinator does not wait
+    row = rules.judge_coordinator(txn(partitions=()), views, NOW, max_prepare_ms=1)
     assert row is not None and row.reason is StuckReason.COMPLETION_PENDING
     assert row.detail == ("'app-1' is PrepareCommit with every marker written, but coordinator broker 2 has not "
                           "recorded its completion")
@@ -111,30 +112,30 @@ def test_completion_pending_says_so() -> None:
 
 # ---- a pending partition ------------------------------------------------------------------------------
 def test_broker_zero_is_a_leader() -> None:
-    found = hanging.pending_partition(TP, hanging.LeaderView(0, producer=producer(start=40)), txn())
+    found = rules.pending_partition(TP, rules.LeaderView(0, producer=producer(start=40)), txn())
     assert found is not None and (found.leader, found.reason) == (0, PendingReason.OPEN_TRANSACTION)
-    gone = hanging.pending_partition(TP, hanging.LeaderView(-1), txn())
+    gone = rules.pending_partition(TP, rules.LeaderView(-1), txn())
     assert gone is not None and gone.reason is PendingReason.LEADER_OFFLINE
 
 
 def test_only_a_newer_coordinator_epoch_fences_the_marker() -> None:
-    same = hanging.pending_partition(TP, hanging.LeaderView(0, producer=producer(coordinator_epoch=7, start=40)),
+    same = rules.pending_partition(TP, rules.LeaderView(0, producer=producer(coordinator_epoch=7, start=40)),
                                      txn(coordinator_epoch=7))
     assert same is not None and same.reason is PendingReason.OPEN_TRANSACTION
-    newer = hanging.pending_partition(TP, hanging.LeaderView(0, producer=producer(coordinator_epoch=8, start=40)),
+    newer = rules.pending_partition(TP, rules.LeaderView(0, producer=producer(coordinator_epoch=8, start=40)),
                                       txn(coordinator_epoch=7))
     assert newer is not None and (newer.partition, newer.leader, newer.reason) == (
         TP, 0, PendingReason.COORDINATOR_FENCED)
 
 
 def test_a_landed_marker_the_coordinator_still_waits_for_is_rejected_and_by_default_it_waits() -> None:
-    rejected = hanging.pending_partition(TP, hanging.LeaderView(0, producer=producer(epoch=5)), txn(epoch=5))
+    rejected = rules.pending_partition(TP, rules.LeaderView(0, producer=producer(epoch=5)), txn(epoch=5))
     assert rejected is not None and (rejected.partition, rejected.leader, rejected.reason) == (
         TP, 0, PendingReason.MARKER_REJECTED)
     assert rejected.detail == (
         "the marker landed (broker 0 has producer 4000 at epoch 5 with no open transaction) but the coordinator "
         "still waits for it: its retries at the same epoch are rejected (KAFKA-19999)")
-    unknown = hanging.pending_partition(TP, hanging.LeaderView(None), txn())
+    unknown = rules.pending_partition(TP, rules.LeaderView(None), txn())
     assert unknown is not None and unknown.detail == (
         "orders-3 is not in the cluster metadata or the inputs (deleted, not visible to this principal, or not "
         "captured)")
@@ -236,21 +237,21 @@ def test_a_late_row_says_to_wait_and_a_prepared_one_names_its_manager() -> None:
 
 
 @pytest.mark.parametrize(("view", "leader", "reason", "detail"), [
-    (hanging.LeaderView(-1, offline_replicas=(1, 2)), -1, PendingReason.LEADER_OFFLINE,
+    (rules.LeaderView(-1, offline_replicas=(1, 2)), -1, PendingReason.LEADER_OFFLINE,
      "orders-3 has no leader (its replica on broker 1, 2 is offline): there is no broker to write the marker to"),
-    (hanging.LeaderView(-1), -1, PendingReason.LEADER_OFFLINE,
+    (rules.LeaderView(-1), -1, PendingReason.LEADER_OFFLINE,
      "orders-3 has no leader: there is no broker to write the marker to"),
-    (hanging.LeaderView(0, online=False), 0, PendingReason.LEADER_OFFLINE,
+    (rules.LeaderView(0, online=False), 0, PendingReason.LEADER_OFFLINE,
      "orders-3 has its leader on broker 0, which is offline: there is no broker to write the marker to"),
-    (hanging.LeaderView(0, read=False), 0, None, "its leader, broker 0, did not answer DescribeProducers"),
-    (hanging.LeaderView(0, producer=producer(epoch=4)), 0, None,
+    (rules.LeaderView(0, read=False), 0, None, "its leader, broker 0, did not answer DescribeProducers"),
+    (rules.LeaderView(0, producer=producer(epoch=4)), 0, None,
      "broker 0 shows no open transaction of producer 4000, yet the coordinator still waits for its marker"),
-    (hanging.LeaderView(0, producer=producer(start=40)), 0, PendingReason.OPEN_TRANSACTION,
+    (rules.LeaderView(0, producer=producer(start=40)), 0, PendingReason.OPEN_TRANSACTION,
      "broker 0 still shows producer 4000 epoch 5 with a transaction open from offset 40"),
 ])
-def test_each_pending_partition_says_why(view: hanging.LeaderView, leader: int, reason: PendingReason | None,
+def test_each_pending_partition_says_why(view: rules.LeaderView, leader: int, reason: PendingReason | None,
                                          detail: str) -> None:
-    found = hanging.pending_partition(TP, view, txn())
+    found = rules.pending_partition(TP, view, txn())
     assert found is not None and (found.partition, found.leader, found.reason, found.detail) == (
         TP, leader, reason, detail)
 
@@ -261,17 +262,17 @@ MOVE = ("move its coordinator with the command below: another replica of __trans
 MOVE_COMMAND = ("kafka-txn move-coordinator --transactional-id app-1",)
 
 
-def stuck(t: hanging.CoordinatorTxn, views: dict[TopicPartition, hanging.LeaderView]
+def stuck(t: rules.CoordinatorTxn, views: dict[TopicPartition, rules.LeaderView]
           ) -> tuple[str, str, str, tuple[str, ...]]:
-    row = hanging.judge_coordinator(t, views, NOW, max_prepare_ms=1)
+    row = rules.judge_coordinator(t, views, NOW, max_prepare_ms=1)
     assert row is not None
     return row.reason.value, row.detail, row.action, row.commands
 
 
 def test_markers_pending_counts_each_reason_and_gives_each_step() -> None:
     a, b, c, d = (TopicPartition("orders", i) for i in range(4))
-    views = {a: hanging.LeaderView(-1, offline_replicas=(1,)), b: hanging.LeaderView(None),
-             c: hanging.LeaderView(0, producer=producer()), d: hanging.LeaderView(0, producer=producer(start=40))}
+    views = {a: rules.LeaderView(-1, offline_replicas=(1,)), b: rules.LeaderView(None),
+             c: rules.LeaderView(0, producer=producer()), d: rules.LeaderView(0, producer=producer(start=40))}
     assert stuck(txn(partitions=(a, b, c, d)), views) == (
         "markers-pending",
         "'app-1' is PrepareCommit at coordinator broker 2; 4 partitions still wait for their marker (1 leader-offline, "
@@ -283,14 +284,14 @@ def test_markers_pending_counts_each_reason_and_gives_each_step() -> None:
         "broker 0 rejects the coordinator's retries at the same epoch (KAFKA-19999) and the coordinator gave them up; "
         f"{MOVE}: a leader with the KAFKA-19999 fix accepts them; one without it rejects them again, and then the "
         "remaining step is a broker upgrade", MOVE_COMMAND)
-    assert stuck(txn(), {TP: hanging.LeaderView(0, producer=producer(start=40))}) == (
+    assert stuck(txn(), {TP: rules.LeaderView(0, producer=producer(start=40))}) == (
         "markers-pending",
         "'app-1' is PrepareCommit at coordinator broker 2; 1 partition still waits for its marker (1 open-transaction)",
         MOVE, MOVE_COMMAND)
 
 
 def test_completion_pending_without_a_known_coordinator_names_none() -> None:
-    t = hanging.CoordinatorTxn("app-1", "PrepareAbort", 4000, 5, TIMEOUT, NOW - 3_600_000, ())
+    t = rules.CoordinatorTxn("app-1", "PrepareAbort", 4000, 5, TIMEOUT, NOW - 3_600_000, ())
     assert stuck(t, {}) == (
         "completion-pending",
         "'app-1' is PrepareAbort with every marker written, but its coordinator has not recorded its completion",
@@ -309,11 +310,11 @@ def test_epoch_exhaustion_frees_each_open_partition_then_says_the_remaining_step
             f"Ongoing); then the remaining step is a broker upgrade: {upgrade}")
     abort = ("kafka-txn abort --topic orders --partition 3 --start-offset 40 --force",)
     at_max = txn("Ongoing", epoch=32767)
-    assert stuck(at_max, {TP: hanging.LeaderView(0, producer=producer(32767, start=40))}) == (
+    assert stuck(at_max, {TP: rules.LeaderView(0, producer=producer(32767, start=40))}) == (
         "epoch-exhausted",
         "'app-1' is Ongoing at producer epoch 32767, the last one (Short.MAX_VALUE): the producer cannot end it and "
         "the coordinator cannot fence it (KAFKA-20090)", free, abort)
-    assert stuck(txn("Ongoing", epoch=EXHAUSTED_EPOCH), {TP: hanging.LeaderView(0, producer=producer(EXHAUSTED_EPOCH))}
+    assert stuck(txn("Ongoing", epoch=EXHAUSTED_EPOCH), {TP: rules.LeaderView(0, producer=producer(EXHAUSTED_EPOCH))}
                  )[1:] == (
         "'app-1' is Ongoing at producer epoch 32766, the last one (Short.MAX_VALUE - 1): the producer cannot end it "
         "and the coordinator cannot fence it (KAFKA-20090)",

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from kafka_txn_tools.admin import coordinator_rules as rules
 from kafka_txn_tools.admin import hanging
-from kafka_txn_tools.admin.hanging import CommittedOffset, CoordinatorTxn, LeaderView
+from kafka_txn_tools.admin.coordinator_rules import CoordinatorTxn, LeaderView
+from kafka_txn_tools.admin.hanging import CommittedOffset
 from kafka_txn_tools.models import PartitionOffsets, PendingReason, StuckReason, TopicPartition
 from tests.tools.admin.fakes import MIN, NOW, producer
 
@@ -40,7 +42,7 @@ def test_every_kind_of_missing_marker_is_named_and_the_action_lists_each_step() 
         O3: LeaderView(1, producer=producer(10, 40, 10 * MIN, epoch=5, coordinator_epoch=3)),
         O4: LeaderView(1, read=False),
     }
-    row = hanging.judge_coordinator(txn(), leaders, NOW, MIN)
+    row = rules.judge_coordinator(txn(), leaders, NOW, MIN)
     assert row is not None and row.reason is StuckReason.MARKERS_PENDING
     assert [(p.partition, p.leader, p.reason, p.detail) for p in row.pending_partitions] == [
         (O0, 0, PendingReason.LEADER_OFFLINE,
@@ -66,7 +68,7 @@ def test_every_kind_of_missing_marker_is_named_and_the_action_lists_each_step() 
 
 
 def test_one_leaderless_partition_and_an_unknown_coordinator() -> None:
-    row = hanging.judge_coordinator(txn(partitions=(O1,), coordinator=None, txn_partition=None),
+    row = rules.judge_coordinator(txn(partitions=(O1,), coordinator=None, txn_partition=None),
                                     {O1: LeaderView(-1)}, NOW, MIN)
     assert row is not None
     assert row.pending_partitions[0].detail == "orders-1 has no leader: there is no broker to write the marker to"
@@ -81,7 +83,7 @@ def test_markers_rejected_on_retry_name_the_rejecting_brokers_and_the_fix() -> N
     # coordinator still waits: the leaders reject its retries at the same epoch (KAFKA-19999).
     landed = {tp: LeaderView(b, producer=producer(10, -1, MIN, epoch=5, coordinator_epoch=3))
               for tp, b in ((O0, 2), (O1, 1), (O2, 1))}
-    row = hanging.judge_coordinator(txn(partitions=(O0, O1, O2)), landed, NOW, MIN)
+    row = rules.judge_coordinator(txn(partitions=(O0, O1, O2)), landed, NOW, MIN)
     assert row is not None
     assert {p.reason for p in row.pending_partitions} == {PendingReason.MARKER_REJECTED}
     assert row.pending_partitions[1].detail == (
@@ -96,19 +98,19 @@ def test_markers_rejected_on_retry_name_the_rejecting_brokers_and_the_fix() -> N
     assert row.commands == MOVE_COMMAND
     # The coordinator moved since the markers landed (its epoch now is newer than theirs) and they are still
     # rejected: the leaders lack the fix, and an upgrade is what is left.
-    moved = hanging.judge_coordinator(replace(txn(partitions=(O0, O1, O2)), coordinator_epoch_now=4), landed, NOW,
+    moved = rules.judge_coordinator(replace(txn(partitions=(O0, O1, O2)), coordinator_epoch_now=4), landed, NOW,
                                       MIN)
     assert moved is not None and moved.action == (
         "remaining step: a broker upgrade. The markers landed, but broker 1, 2 rejects every retry at the same epoch "
         "(KAFKA-19999), and rejected them again after the coordinator moved: upgrade it to a release with the "
         "KAFKA-19999 fix (a rolling restart moves the coordinator too); if the row is still here after that, " + MOVE)
     assert moved.commands == MOVE_COMMAND
-    same = hanging.judge_coordinator(replace(txn(partitions=(O0, O1, O2)), coordinator_epoch_now=3), landed, NOW, MIN)
+    same = rules.judge_coordinator(replace(txn(partitions=(O0, O1, O2)), coordinator_epoch_now=3), landed, NOW, MIN)
     assert same is not None and same.action == row.action  # not moved since
 
 
 def test_a_leader_without_the_producers_open_transaction_at_an_older_epoch_is_reason_unknown() -> None:
-    row = hanging.judge_coordinator(
+    row = rules.judge_coordinator(
         txn(partitions=(O0,)), {O0: LeaderView(1, producer=producer(10, -1, MIN, epoch=4, coordinator_epoch=3))},
         NOW, MIN)
     assert row is not None
@@ -120,7 +122,7 @@ def test_a_leader_without_the_producers_open_transaction_at_an_older_epoch_is_re
 
 
 def test_a_newer_coordinator_epoch_on_the_leader_fences_the_marker() -> None:
-    row = hanging.judge_coordinator(
+    row = rules.judge_coordinator(
         txn(partitions=(O0,)), {O0: LeaderView(1, producer=producer(10, 40, MIN, epoch=5, coordinator_epoch=4))},
         NOW, MIN)
     assert row is not None
@@ -131,7 +133,7 @@ def test_a_newer_coordinator_epoch_on_the_leader_fences_the_marker() -> None:
 
 
 def test_every_marker_landed_but_the_completion_was_never_recorded() -> None:
-    row = hanging.judge_coordinator(txn(partitions=()), {}, NOW, MIN)
+    row = rules.judge_coordinator(txn(partitions=()), {}, NOW, MIN)
     assert row is not None and row.reason is StuckReason.COMPLETION_PENDING
     assert row.detail == ("'app' is PrepareCommit with every marker written, but coordinator broker 2 has not "
                           "recorded its completion")
@@ -144,7 +146,7 @@ def test_an_ongoing_transaction_at_the_last_epochs_frees_each_lso_first() -> Non
     open_on = {O0: LeaderView(1, producer=producer(10, 40, 20 * MIN, epoch=32766)),
                O1: LeaderView(2, producer=producer(10, 75, 20 * MIN, epoch=32766)),
                O2: LeaderView(1)}  # nothing open there
-    row = hanging.judge_coordinator(txn("Ongoing", (O0, O1, O2), epoch=32766), open_on, NOW, MIN)
+    row = rules.judge_coordinator(txn("Ongoing", (O0, O1, O2), epoch=32766), open_on, NOW, MIN)
     assert row is not None and row.reason is StuckReason.EPOCH_EXHAUSTED
     assert [p.partition for p in row.pending_partitions] == [O0, O1]
     assert row.detail == ("'app' is Ongoing at producer epoch 32766, the last one (Short.MAX_VALUE - 1): the "
@@ -154,7 +156,7 @@ def test_an_ongoing_transaction_at_the_last_epochs_frees_each_lso_first() -> Non
                                  "broker 2 (its coordinator) to a release with the KAFKA-20090 fixes")
     assert row.commands == ("kafka-txn abort --topic orders --partition 0 --start-offset 40 --force",
                             "kafka-txn abort --topic orders --partition 1 --start-offset 75 --force")
-    last = hanging.judge_coordinator(txn("Ongoing", (O2,), epoch=32767), {O2: LeaderView(1)}, NOW, MIN)
+    last = rules.judge_coordinator(txn("Ongoing", (O2,), epoch=32767), {O2: LeaderView(1)}, NOW, MIN)
     assert last is not None
     assert "the last one (Short.MAX_VALUE): " in last.detail
     assert last.action.startswith("remaining step: a broker upgrade (no partition is held any more): upgrade broker 2")
@@ -166,7 +168,7 @@ def test_epoch_exhaustion_needs_more_than_the_timeout_with_the_abort_scan() -> N
     # the timeout and one abort scan (10 s) have passed. A 2PC timeout (KIP-939) never expires.
     def at(age_ms: int, timeout_ms: int = 60_000) -> StuckReason | None:
         t = CoordinatorTxn("app", "Ongoing", 10, 32766, timeout_ms, NOW - age_ms, (O0,), 2)
-        row = hanging.judge_coordinator(t, {O0: LeaderView(1)}, NOW, MIN)
+        row = rules.judge_coordinator(t, {O0: LeaderView(1)}, NOW, MIN)
         return None if row is None else row.reason
 
     assert at(70_000) is None
@@ -175,7 +177,7 @@ def test_epoch_exhaustion_needs_more_than_the_timeout_with_the_abort_scan() -> N
 
 
 def test_every_partition_missing_from_the_metadata_is_named() -> None:
-    row = hanging.judge_coordinator(txn(partitions=(O2, O4)), {}, NOW, MIN)
+    row = rules.judge_coordinator(txn(partitions=(O2, O4)), {}, NOW, MIN)
     assert row is not None
     assert row.action == ("check whether orders-2, orders-4 were deleted or are hidden by ACLs (a deleted partition's "
                           "marker is skipped once the coordinator sees the deletion)")
