@@ -70,8 +70,10 @@ class JavaTools:
     def run(self, tool: str, *args: str, stdin: str | None = None, timeout_s: float = 120.0,
             check: bool = True) -> subprocess.CompletedProcess[str]:
         """Run `tool` with `--bootstrap-server` and `args`; `check` fails with its output on a non-zero exit."""
-        flag = "--broker-list" if tool == "copier" else "--bootstrap-server"
-        run = subprocess.run(self.command(tool, flag, self.bootstrap, *args), input=stdin, capture_output=True,
+        # The copier takes --broker-list; ProducerPerformance of 3.x only bootstrap.servers among its properties.
+        server = [] if tool == "producer-perf" else ["--broker-list" if tool == "copier" else "--bootstrap-server",
+                                                     self.bootstrap]
+        run = subprocess.run(self.command(tool, *server, *args), input=stdin, capture_output=True,
                              text=True, timeout=timeout_s)
         if check and run.returncode != 0:
             raise AssertionError(f"{tool} {' '.join(args)} exited {run.returncode}:\n{run.stdout}\n{run.stderr}")
