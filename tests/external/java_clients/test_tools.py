@@ -65,8 +65,9 @@ def test_transactional_producer_performance_read_committed_by_a_group(java: Java
                          java.props("console-consumer"), f"group.protocol={protocol}")
     assert len(lines) == 3000
 
-    rows = table(java.run("consumer-groups", "--describe", "--group", group).stdout)
-    assert {r["TOPIC"] for r in rows} == {perf_topic} and len(rows) == 3
+    described = java.run("consumer-groups", "--describe", "--group", group)
+    rows = table(described.stdout)
+    assert {r["TOPIC"] for r in rows} == {perf_topic} and len(rows) == 3, described.stdout + described.stderr
     # Committed at the last record read; at most the transaction's commit marker may follow it.
     assert all(int(r["LAG"]) <= 1 for r in rows) and sum(int(r["CURRENT-OFFSET"]) for r in rows) >= 3000, rows
     reset = java.run("consumer-groups", "--reset-offsets", "--group", group, "--topic", perf_topic,

@@ -1,0 +1,49 @@
+"""The broker's own JSON message definitions (the APIs kafka-python lacks: share groups, KIP-848's
+consumer-group APIs) against the Java client of each release: every version's wire layout, field by field, as
+the client's generated `XxxData.SCHEMAS[v]` prints it (read through jshell from the release's jars; no Java
+file is ours). ShareFetch v2 lacked IsRenewAck until this compared them."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from tests.external.java_clients.conftest import libs_of
+from tests.external.java_clients.schemas import render
+
+# Ours, minus KIP-1289's TxnShareAcknowledge (no release has it yet).
+MESSAGES = [f"{api}{kind}" for api in ("ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge",
+                                       "DescribeShareGroupOffsets", "AlterShareGroupOffsets",
+                                       "DeleteShareGroupOffsets", "ConsumerGroupHeartbeat", "ConsumerGroupDescribe")
+            for kind in ("Request", "Response")]
+
+
+def java_schemas(release: str, names: list[str]) -> dict[tuple[str, int], str | None]:
+    jshell = shutil.which("jshell")
+    if jshell is None:
+        pytest.fail("jshell (JDK 17) not found: run `bash scripts/dev.sh setup`")
+    classpath = ":".join(str(p) for p in sorted(libs_of(release).glob("*.jar")))
+    lines = ["import org.apache.kafka.common.message.*;"]
+    lines += [f'for (int i = 0; i < {n}Data.SCHEMAS.length; i++) System.out.println("{n} " + i + " " + '
+              f'{n}Data.SCHEMAS[i]);' for n in names]
+    run = subprocess.run([jshell, "-R-Xmx256m", "--class-path", classpath, "-"], input="\n".join(lines) + "\n/exit\n",
+                         capture_output=True, text=True, timeout=300)
+    found: dict[tuple[str, int], str | None] = {}
+    for line in run.stdout.splitlines():
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[0] in names and parts[1].isdigit():
+            found[(parts[0], int(parts[1]))] = None if parts[2] == "null" else parts[2]
+    assert found, f"jshell printed no schema:\n{run.stdout}\n{run.stderr}"
+    return found
+
+
+def test_our_message_definitions_match_the_java_clients(release: str) -> None:
+    if release.startswith("3."):
+        pytest.xfail(f"Apache Kafka {release}'s share-group messages were an early access draft (KIP-932 in 4.x)")
+    java = java_schemas(release, MESSAGES)
+    assert {name for name, _ in java} == set(MESSAGES)
+    differences = [f"{name} v{version}:\n  java {schema}\n  ours {render(name, version)}"
+                   for (name, version), schema in sorted(java.items()) if render(name, version) != schema]
+    assert not differences, "\n".join(differences)
