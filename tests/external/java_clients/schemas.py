@@ -26,26 +26,30 @@ def _snake(name: str) -> str:
 
 
 _PRIMITIVES = {"int8": "INT8", "int16": "INT16", "int32": "INT32", "int64": "INT64", "uuid": "UUID",
-               "bool": "BOOLEAN", "float64": "FLOAT64"}
+               "bool": "BOOLEAN", "float64": "FLOAT64",
+               "bitfield": "INT32"}  # kafka-python's name for the authorized-operations int32
 
 
-def _type(field: dict, v: int, flexible: bool) -> str:
+def _type(field: dict, v: int, flexible: bool, common: dict[str, list[dict]]) -> str:
     kind: str = field["type"]
     nullable = _in(field.get("nullableVersions", "none"), v)
     prefix = "COMPACT_" if flexible else ""
     if kind.startswith("[]"):
         inner = kind[2:]
-        element = _struct(field["fields"], v, flexible) if "fields" in field else _type({"type": inner}, v, flexible)
+        if "fields" in field or inner in common:
+            element = _struct(field.get("fields") or common[inner], v, flexible, common)
+        else:
+            element = _type({"type": inner}, v, flexible, common)
         return f"{prefix}{'NULLABLE_' if nullable else ''}ARRAY({element})"
-    if "fields" in field:
-        return _struct(field["fields"], v, flexible)
+    if "fields" in field or kind in common:
+        return _struct(field.get("fields") or common[kind], v, flexible, common)
     if kind in ("string", "bytes", "records"):
         return f"{prefix}{'NULLABLE_' if nullable else ''}{kind.upper()}"
     return _PRIMITIVES[kind]
 
 
-def _struct(fields: list[dict], v: int, flexible: bool) -> str:
-    parts = [f"{_snake(f['name'])}:{_type(f, v, flexible)}" for f in fields
+def _struct(fields: list[dict], v: int, flexible: bool, common: dict[str, list[dict]]) -> str:
+    parts = [f"{_snake(f['name'])}:{_type(f, v, flexible, common)}" for f in fields
              if _in(f["versions"], v) and "tag" not in f]
     if flexible:
         parts.append("_tagged_fields:TAGGED_FIELDS_TYPE_NAME()")
@@ -57,9 +61,18 @@ def load(name: str) -> dict:
     return json.loads("\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//")))
 
 
-def render(name: str, version: int) -> str | None:
-    """`name`'s schema at `version` as Java prints it, or None where the definition has no such version."""
-    spec = load(name)
+def render(name: str, version: int, spec: dict | None = None) -> str | None:
+    """`name`'s schema at `version` as Java prints it, or None where the definition has no such version.
+    `spec`: a definition in Kafka's JSON form (default: ours, by name)."""
+    spec = spec or load(name)
     if not _in(spec["validVersions"], version):
         return None
-    return _struct(spec["fields"], version, _in(spec["flexibleVersions"], version))
+    common = {c["name"]: c["fields"] for c in spec.get("commonStructs", [])}
+    return _struct(spec["fields"], version, _in(spec["flexibleVersions"], version), common)
+
+
+def layout(schema: str) -> str:
+    """The wire layout alone: field names dropped (Kafka renames fields without changing the bytes, e.g.
+    TxnOffsetCommit's generation_id), tagged-field sections emptied (Java prints their objects' hashes)."""
+    schema = re.sub(r"TAGGED_FIELDS_TYPE_NAME\([^)]*\)", "TAGGED_FIELDS_TYPE_NAME()", schema)
+    return re.sub(r"[a-z_0-9]+:", "", schema)
