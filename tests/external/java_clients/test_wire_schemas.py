@@ -12,11 +12,11 @@ import pytest
 
 import kafka_txn_broker.formats.messages as messages
 from tests.external.java_clients.conftest import SUPPORTED, libs_of
+from tests.external.java_clients.schemas import layout, render
 
 # The newest release the suite knows, whatever KAFKA_TXN_KAFKA_RELEASE says: the layouts of its client are the
 # newest versions of each message, which the broker advertises.
 NEWEST = SUPPORTED[0]
-from tests.external.java_clients.schemas import layout, render
 
 # Ours, minus KIP-1289's TxnShareAcknowledge (no release has it yet).
 MESSAGES = [f"{api}{kind}" for api in ("ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge",
