@@ -125,11 +125,15 @@ class EmbeddedCluster:
         assert self.cluster is not None
         return list(self.cluster.nodes)
 
-    def stop_node(self, node_id: int) -> None:
+    def stop_node(self, node_id: int, *, clean: bool = True) -> None:
+        """Stop one node while the others run: cleanly, or (`clean=False`) as kill -9 would stop its
+        process, so that its next start recovers its logs (no producer snapshot, no clean-shutdown
+        marker). `start_node` brings it back on the same port and log dir."""
         assert self.cluster is not None
-        self.call(self.cluster.stop_node(node_id))
+        self.call(self.cluster.stop_node(node_id, clean=clean))
 
     def start_node(self, node_id: int) -> None:
+        """Start a stopped node again: it reopens (recovers) its logs, catches up and rejoins the ISR."""
         assert self.cluster is not None
         self.call(self.cluster.start_node(node_id))
 

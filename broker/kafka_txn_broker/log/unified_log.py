@@ -639,10 +639,12 @@ class UnifiedLog:
             return []
         return self._psm.remove_expired_producers(now_ms)
 
-    def close(self) -> None:
+    def close(self, *, clean: bool = True) -> None:
         """Flush, snapshot producer state at the log end, leave the clean-shutdown marker (an offline
-        log is only released: its state in memory may not match its files)."""
-        if self.log.offline is not None:
+        log is only released: its state in memory may not match its files). `clean=False` is a crash (a
+        node killed with SIGKILL): what was appended stays in the files, but no snapshot and no marker are
+        written, so the next open recovers the log as after kill -9."""
+        if self.log.offline is not None or not clean:
             self.log.close(clean=False)
             return
         end = self.log.log_end_offset

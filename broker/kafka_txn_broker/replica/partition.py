@@ -257,8 +257,8 @@ class Partition:
         low = min([self.log.log_start_offset, *(f.log.log_start_offset for _r, f in followers if not f.log.offline)])
         return converted, low
 
-    def close(self) -> None:
-        self.log.close()
+    def close(self, *, clean: bool = True) -> None:
+        self.log.close(clean=clean)
 
 
 def _epoch_at(log: UnifiedLog, offset: int) -> int | None:

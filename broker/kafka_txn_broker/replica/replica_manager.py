@@ -91,11 +91,13 @@ class ReplicaManager:
             self.partitions[key] = part
         return part
 
-    def shutdown(self) -> None:
-        self.checkpoint_log_start_offsets()
+    def shutdown(self, *, clean: bool = True) -> None:
+        """Close every log; `clean=False` is a crash: no checkpoint, no snapshot, no clean-shutdown marker."""
+        if clean:
+            self.checkpoint_log_start_offsets()
         for part in self.partitions.values():
             try:
-                part.close()
+                part.close(clean=clean)
             except Exception:  # one failing log must not stop the others from closing cleanly
                 log.exception("closing %s-%s failed", part.topic, part.index)
         self.partitions.clear()

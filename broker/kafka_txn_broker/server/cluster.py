@@ -84,11 +84,13 @@ class Cluster:
                 await node.stop()
         self.metadata.close()
 
-    async def stop_node(self, node_id: int) -> None:
+    async def stop_node(self, node_id: int, *, clean: bool = True) -> None:
+        """Take one node offline while the others run (its partitions elect new leaders); `clean=False`
+        as a crash (kill -9): its logs are recovered when it starts again."""
         node = self.nodes[node_id]
         if not node.online:
             return
-        await node.stop()
+        await node.stop(clean=clean)
         changed = self.metadata.node_stopped(node_id)
         self.replication.elect_unclean_if_allowed(p for p in changed if p.leader == -1)
 

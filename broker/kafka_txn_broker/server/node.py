@@ -155,13 +155,15 @@ class BrokerNode:
     async def start_listener(self) -> None:
         self.port = await self.listener.start()
 
-    async def stop(self) -> None:
+    async def stop(self, *, clean: bool = True) -> None:
+        """Stop serving; `clean=False` stops it as kill -9 would: its logs keep what was appended but get
+        no snapshot and no clean-shutdown marker, so its next start recovers them."""
         self.online = False
         await self.listener.stop()
         self.group_coordinator.shutdown()
         self.txn_coordinator.shutdown()
         self.share_coordinator.shutdown()
-        self.replica_manager.shutdown()
+        self.replica_manager.shutdown(clean=clean)
 
     @property
     def address(self) -> str:
