@@ -1,4 +1,4 @@
-"""`kafka-transactions` keeps upstream's exit codes (issue 32 item 3): each error path of upstream's own
+"""`kafka-transactions` keeps upstream's exit codes, which runbooks test: each error path of upstream's own
 TransactionsCommand, run with `java -cp` against the real cluster, and our front end with the same command line
 exit with the same code. The expected code is upstream's run, never a table of ours: upstream exits 1 on every
 error, argument errors and its help screen included, and runbooks written for it test `$?`.

@@ -1,4 +1,4 @@
-"""Issue 32's advice rules over plain data: rows of one transaction printed together, root first
+"""The advice rules over plain data: rows of one transaction printed together, root first
 (admin/dependent_rows.py); what a summary did not report and the command that reports it; epoch exhaustion
 judged from the first scan; a late staging of share acknowledgements prints its fence; the embedded broker's
 upgrade as a command (admin/emulation.py); force-terminate's check at the last epoch (admin/fence.py)."""
@@ -40,7 +40,7 @@ def share_row(commands: tuple[str, ...] = (FENCE,), pid: int = 7) -> ShareHold:
 
 # ---- dependent rows -----------------------------------------------------------------------------------------
 def test_the_row_whose_command_ends_the_transaction_comes_first_and_the_watch_names_it() -> None:
-    # As issue 32 found it: the state partition's watch printed first, the share row's fence after it.
+    # The order that blocked: the state partition's watch printed first, the share row's fence after it.
     waiting = partition_row(STATE, HangingReason.LATE, (WATCH,))
     rows = dependent_rows.ordered([waiting, share_row()])
     assert [type(r).__name__ for r in rows] == ["ShareHold", "HangingTransaction"]
