@@ -9,6 +9,7 @@ for "none" on the wire types; rendering decides how to show it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
@@ -451,3 +452,28 @@ class ClusterInfo:
             if info.partition == tp:
                 return info
         return None
+
+
+# ---- what the cluster-wide reads answer (the flows' ClusterApi, admin/api.py, returns these) ----------------
+# The answers of every broker asked, merged, with the errors of those that failed (one broker's failure never
+# stops a scan).
+
+# Called with the number of partitions just read, as DescribeProducers answers come in.
+Progress = Callable[[int], None]
+
+
+@dataclass
+class ListResult:
+    """ListTransactions from every broker asked; `unfiltered` names brokers that could not apply a filter."""
+
+    listings: list[TransactionListing] = field(default_factory=list)
+    errors: list[ScanError] = field(default_factory=list)
+    # broker id -> filters the broker could not apply ("duration", "pattern"); the caller filters.
+    unfiltered: dict[int, set[str]] = field(default_factory=dict)
+
+
+@dataclass
+class DescribeResult:
+    descriptions: dict[str, TransactionDescription] = field(default_factory=dict)
+    not_found: set[str] = field(default_factory=set)
+    errors: list[ScanError] = field(default_factory=list)

@@ -12,12 +12,14 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from kafka_txn_tools.connection.coordinators import CoordinatorCache
-from kafka_txn_tools.connection.results import DescribeResult, ListResult, Progress
 from kafka_txn_tools.models import (
     ClusterInfo,
+    DescribeResult,
+    ListResult,
     OffsetRead,
     PartitionOffsets,
     PartitionProducers,
+    Progress,
     ScanError,
     TopicPartition,
 )

@@ -38,15 +38,16 @@ from kafka_txn_tools.admin.lso_prefilter import LsoPrefilter
 from kafka_txn_tools.admin.scan_memory import ScanMemory
 from kafka_txn_tools.admin.share_pending import ShareHold
 from kafka_txn_tools.connection.capabilities import require
-from kafka_txn_tools.connection.results import DescribeResult, ListResult
 from kafka_txn_tools.errors import UsageError
 from kafka_txn_tools.models import (
     DEFAULT_MAX_PREPARE_MS,
     ONGOING_STATES,
     PREPARE_STATES,
     ClusterInfo,
+    DescribeResult,
     HangingReason,
     HangingTransaction,
+    ListResult,
     OpenTransaction,
     PartitionInfo,
     PartitionOffsets,

@@ -14,10 +14,17 @@ from kafka_txn_broker.gc_pause import bulk as _bulk_read
 from kafka_txn_tools.connection import wire
 from kafka_txn_tools.connection.coordinators import TRANSACTION, CoordinatorCache, or_fresh
 from kafka_txn_tools.connection.fan_out import RETRIABLE_COORDINATOR, Lookup
-from kafka_txn_tools.connection.results import DescribeResult, ListResult, Progress
 from kafka_txn_tools.connection.transport import Transport, transport_error
 from kafka_txn_tools.errors import BrokerError, error_code
-from kafka_txn_tools.models import PartitionProducers, ScanError, TopicPartition, TransactionListing
+from kafka_txn_tools.models import (
+    DescribeResult,
+    ListResult,
+    PartitionProducers,
+    Progress,
+    ScanError,
+    TopicPartition,
+    TransactionListing,
+)
 
 # Partitions per DescribeProducers request. Upstream sends 500 per request, one request at a time;
 # bigger batches, several in flight per broker and all brokers at once cut the round trips.

@@ -13,11 +13,12 @@ from typing import NamedTuple
 
 from kafka_txn_tools.connection.config import ClientSettings
 from kafka_txn_tools.connection.coordinators import CoordinatorCache
-from kafka_txn_tools.connection.results import DescribeResult, ListResult
 from kafka_txn_tools.dumps.transaction_log import TxnLogRecord
 from kafka_txn_tools.models import (
     BrokerInfo,
     ClusterInfo,
+    DescribeResult,
+    ListResult,
     OffsetRead,
     PartitionInfo,
     PartitionOffsets,

@@ -14,8 +14,7 @@ import pytest
 from kafka_txn_tools.connection.client import AdminClient
 from kafka_txn_tools.connection.coordinators import TRANSACTION, CoordinatorCache
 from kafka_txn_tools.connection.fan_out import FanOut, Lookup
-from kafka_txn_tools.connection.results import DescribeResult
-from kafka_txn_tools.models import ScanError
+from kafka_txn_tools.models import DescribeResult, ScanError
 
 
 @dataclass
