@@ -18,16 +18,12 @@ from kafka_txn_tools.cli.errors import KafkaTxnCommand, exit_code_for, fail, not
 from kafka_txn_tools.cli.options import (
     SAFETY,
     AuditLogOpt,
-    BootstrapOpt,
-    CommandConfigOpt,
     OutputFormat,
     OutputOpt,
-    ProfileOpt,
-    TimeoutOpt,
     WideOpt,
     YesOpt,
 )
-from kafka_txn_tools.cli.session import Connection, connect_or_audit
+from kafka_txn_tools.cli.session import CLUSTER, Connection, cluster_options, connect_or_audit
 
 if TYPE_CHECKING:
     from kafka_txn_tools.admin.abort import AbortTarget
@@ -297,6 +293,7 @@ def _run(client: AdminClient, targets: list[AbortTarget], plan: AbortPlan | None
     return items
 
 
+@cluster_options
 def abort_command(
     topic: Annotated[str | None, typer.Option("--topic", metavar="TOPIC", help="topic of the transaction")] = None,
     partition: Annotated[int | None, typer.Option("--partition", metavar="N", help="partition number")] = None,
@@ -321,10 +318,7 @@ def abort_command(
         "--dry-run", rich_help_panel=SAFETY, help="validate and print the exact marker; write nothing")] = False,
     yes: YesOpt = False,
     audit_log: AuditLogOpt = None,
-    bootstrap_server: BootstrapOpt = None,
-    command_config: CommandConfigOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
+    conn: Connection = CLUSTER,
     output: OutputOpt = None,
     wide: WideOpt = False,
 ) -> None:
@@ -338,7 +332,6 @@ def abort_command(
         with user_errors():
             targets, loaded = _targets(topic, partition, start_offset, producer_id, producer_epoch,
                                        coordinator_epoch, plan, skip_refused)
-            conn = Connection(bootstrap_server, command_config, profile, timeout)
             with connect_or_audit(conn, log, "kafka-txn abort", [_target_fields(t) for t in targets]) as client:
                 items = _run(client, targets, loaded, force, dry_run, yes, skip_refused, log)
     finally:

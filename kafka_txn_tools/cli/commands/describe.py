@@ -9,15 +9,11 @@ import typer
 from kafka_txn_tools.cli import exit_codes
 from kafka_txn_tools.cli.errors import KafkaTxnCommand, fail, report_errors, user_errors
 from kafka_txn_tools.cli.options import (
-    BootstrapOpt,
-    CommandConfigOpt,
     OutputFormat,
     OutputOpt,
-    ProfileOpt,
-    TimeoutOpt,
     WideOpt,
 )
-from kafka_txn_tools.cli.session import Connection, connect, invocation_of, now_ms
+from kafka_txn_tools.cli.session import CLUSTER, Connection, cluster_options, connect, invocation_of, now_ms
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -49,15 +45,13 @@ def _share_cell(held: list[dict[str, object]] | None) -> str:
     return ",".join(f"{h['topic']}-{h['partition']} {h['group']}: {h['records']}" for h in held)
 
 
+@cluster_options
 def describe_command(
     transactional_id: Annotated[list[str] | None, typer.Option(
         "--transactional-id", "-t", metavar="ID", help="transactional id (repeatable; more ids may follow)")] = None,
     more_ids: Annotated[list[str] | None, typer.Argument(metavar="[ID ...]", show_default=False)] = None,
     describe_all: Annotated[bool, typer.Option("--all", help="describe every transactional id in the cluster")] = False,
-    bootstrap_server: BootstrapOpt = None,
-    command_config: CommandConfigOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
+    conn: Connection = CLUSTER,
     output: OutputOpt = None,
     wide: WideOpt = False,
     metrics_url: Annotated[list[str] | None, typer.Option(
@@ -79,14 +73,14 @@ def describe_command(
         fail("give --transactional-id ID (one or more) or --all", exit_codes.USAGE)
     if ids and describe_all:
         fail("--all describes every id; do not combine it with ids", exit_codes.USAGE)
-    with user_errors(), connect(Connection(bootstrap_server, command_config, profile, timeout)) as client:
+    with user_errors(), connect(conn) as client:
         described = describe_transactions(client, ids, describe_all)
         now = now_ms()
-        invocation = invocation_of(client, bootstrap_server, profile, command_config)
+        invocation = invocation_of(client, conn)
         advise(client, described, now, invocation)
         upgraded = with_upgrades(client, list(described.stuck.values()), invocation)  # as find-hanging's rows
         described.stuck.update((r.transactional_id, r) for r in upgraded)
-    held = _share_holds(metrics_url, timeout, described.errors)
+    held = _share_holds(metrics_url, conn.timeout, described.errors)
     report_errors(described.errors)
     pending = described.pending
     rows = [{**d.to_row(now), "pending_partitions": [p.to_row() for p in pending[d.transactional_id]]

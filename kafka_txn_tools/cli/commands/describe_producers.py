@@ -9,15 +9,11 @@ import typer
 from kafka_txn_tools.cli import exit_codes
 from kafka_txn_tools.cli.errors import KafkaTxnCommand, fail, report_errors, user_errors
 from kafka_txn_tools.cli.options import (
-    BootstrapOpt,
-    CommandConfigOpt,
     OutputFormat,
     OutputOpt,
-    ProfileOpt,
-    TimeoutOpt,
     WideOpt,
 )
-from kafka_txn_tools.cli.session import Connection, connect, now_ms
+from kafka_txn_tools.cli.session import CLUSTER, Connection, cluster_options, connect, now_ms
 from kafka_txn_tools.models import PartitionProducers
 
 EXAMPLES = """\b
@@ -42,6 +38,7 @@ def _rows(replicas: list[PartitionProducers], open_only: bool) -> list[dict[str,
         if p.has_open_transaction or not open_only]
 
 
+@cluster_options
 def describe_producers_command(
     topic: Annotated[str | None, typer.Option("--topic", metavar="TOPIC", help="topic (all its partitions "
                                               "unless --partition)")] = None,
@@ -50,10 +47,7 @@ def describe_producers_command(
     broker_id: Annotated[int | None, typer.Option(
         "--broker-id", metavar="ID", help="ask this replica (may be a follower) instead of the leader")] = None,
     open_only: Annotated[bool, typer.Option("--open-only", help="only producers with an open transaction")] = False,
-    bootstrap_server: BootstrapOpt = None,
-    command_config: CommandConfigOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
+    conn: Connection = CLUSTER,
     output: OutputOpt = None,
     wide: WideOpt = False,
 ) -> None:
@@ -70,7 +64,7 @@ def describe_producers_command(
         fail("--partition needs --topic", exit_codes.USAGE)
     # --all without --broker-id reads every replica; with it, that broker's replicas.
     scope = Scope(all=describe_all and broker_id is None, broker_id=broker_id, topic=topic, partition=partition)
-    with user_errors(), connect(Connection(bootstrap_server, command_config, profile, timeout)) as client, \
+    with user_errors(), connect(conn) as client, \
             progress_bar("reading producer state") as (advance, set_total):
         report = describe_producers(client, scope, open_only, advance, set_total)
     report_errors(report.errors)

@@ -14,8 +14,7 @@ import typer
 
 from kafka_txn_tools.cli import exit_codes
 from kafka_txn_tools.cli.errors import KafkaTxnCommand, fail, user_errors, warn
-from kafka_txn_tools.cli.options import BootstrapOpt, CommandConfigOpt, ProfileOpt, TimeoutOpt
-from kafka_txn_tools.cli.session import Connection, connect, invocation_of, now_ms
+from kafka_txn_tools.cli.session import CLUSTER, Connection, cluster_options, connect, invocation_of, now_ms
 
 EXAMPLES = """\b
 Examples:
@@ -41,14 +40,12 @@ def check_out_dir(out: Path) -> None:
             break
 
 
+@cluster_options
 def dump_command(
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="directory to write (must be empty or new)")],
     dump_all: Annotated[bool, typer.Option("--all", help="every replica and every coordinator (required)")] = False,
     fmt: Annotated[DumpFormat, typer.Option("--format", help="file format of the rows")] = DumpFormat.parquet,
-    bootstrap_server: BootstrapOpt = None,
-    command_config: CommandConfigOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
+    conn: Connection = CLUSTER,
 ) -> None:
     """Dump producer state of every replica and every coordinator's transactions (input of `sweep`)."""
     from kafka_txn_tools.admin.dump import collect, connection_record, write_dump
@@ -58,12 +55,12 @@ def dump_command(
         fail("dump needs --all (the whole cluster is the only scope so far)", exit_codes.USAGE)
     check_out_dir(out)
     with user_errors():
-        with connect(Connection(bootstrap_server, command_config, profile, timeout)) as client, \
+        with connect(conn) as client, \
                 progress_bar("dumping producer state") as (advance, set_total):
             rows = collect(client, now_ms, progress=advance, on_total=set_total)
             # The sweep's commands reach the cluster with the options this dump was given (no secret).
             rows.connection = connection_record(
-                client, invocation_of(client, bootstrap_server, profile, command_config))
+                client, invocation_of(client, conn))
         from kafka_txn_tools.dumps.schema import ERRORS, PRODUCERS, TRANSACTIONS
 
         try:

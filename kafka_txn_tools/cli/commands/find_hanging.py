@@ -13,15 +13,11 @@ from kafka_txn_tools.admin.lso_prefilter import DEFAULT_FULL_SCAN_EVERY
 from kafka_txn_tools.cli import exit_codes
 from kafka_txn_tools.cli.errors import KafkaTxnCommand, fail, note, report_errors, user_errors, warn
 from kafka_txn_tools.cli.options import (
-    BootstrapOpt,
-    CommandConfigOpt,
     OutputFormat,
-    ProfileOpt,
-    TimeoutOpt,
     WideOpt,
     duration_ms,
 )
-from kafka_txn_tools.cli.session import Connection, connect, invocation_of, now_ms
+from kafka_txn_tools.cli.session import CLUSTER, Connection, cluster_options, connect, invocation_of, now_ms
 
 if TYPE_CHECKING:
     from kafka_txn_tools.admin.scan import ScanOptions, ScanReport
@@ -231,6 +227,7 @@ def _emit(report: ScanReport, fmt: FindHangingFormat, max_timeout_ms: int, max_p
     ).emit(OutputFormat(fmt.value), wide=wide)
 
 
+@cluster_options
 def find_hanging_command(
     scan_all: Annotated[bool, typer.Option(
         "--all", help="every replica of every partition, internal topics included")] = False,
@@ -259,10 +256,7 @@ def find_hanging_command(
         "--watch", metavar="[INTERVAL]",
         help="scan again every INTERVAL (default 10s) until nothing is left to resolve, saying what appeared and "
              "what was resolved (JSON lines when not on a terminal); exits 0 once clear")] = None,
-    bootstrap_server: BootstrapOpt = None,
-    command_config: CommandConfigOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
+    conn: Connection = CLUSTER,
     output: Annotated[FindHangingFormat | None, typer.Option(
         "--output", "-o", help="table, json, yaml, csv, tsv, kafka, or plan (abort plan YAML for "
                                "`abort --plan`)")] = None,
@@ -309,17 +303,17 @@ def find_hanging_command(
     with user_errors():
         scope.validate()
         began = now_ms()
-        with connect(Connection(bootstrap_server, command_config, profile, timeout)) as client:
+        with connect(conn) as client:
             every = DEFAULT_FULL_SCAN_EVERY if full_scan_every is None else full_scan_every
             options = ScanOptions(max_timeout_ms, True, max_prepare_ms=max_prepare_ms,
-                                  invocation=invocation_of(client, bootstrap_server, profile, command_config),
+                                  invocation=invocation_of(client, conn),
                                   lso_prefilter=None if full_scan else LsoPrefilter(every))
 
             def scan() -> ScanReport:
                 with progress_bar("scanning producer state") as (advance, set_total):
                     report = find_hanging(client, scope, now_ms, options, progress=advance, on_total=set_total)
                 if metrics_url:
-                    _add_share_holds(client, report, metrics_url, scope, max_timeout_ms, timeout, options)
+                    _add_share_holds(client, report, metrics_url, scope, max_timeout_ms, conn.timeout, options)
                 _add_upgrades(client, report, options)
                 _link(report)
                 return report

@@ -16,16 +16,12 @@ from kafka_txn_tools.cli.errors import KafkaTxnCommand, note, say, user_errors, 
 from kafka_txn_tools.cli.options import (
     SAFETY,
     AuditLogOpt,
-    BootstrapOpt,
-    CommandConfigOpt,
     OutputFormat,
     OutputOpt,
-    ProfileOpt,
-    TimeoutOpt,
     WideOpt,
     YesOpt,
 )
-from kafka_txn_tools.cli.session import Connection, connect_or_audit, now_ms
+from kafka_txn_tools.cli.session import CLUSTER, Connection, cluster_options, connect_or_audit, now_ms
 
 EXAMPLES = """\b
 Examples:
@@ -71,6 +67,7 @@ def _confirm(cluster: str, check: Any, yes: bool, force: bool) -> bool:
         raise UsageError("refusing to fence without confirmation: not a terminal", "pass --yes") from None
 
 
+@cluster_options
 def force_terminate_command(
     transactional_id: Annotated[str, typer.Option(
         "--transactional-id", "--transactionalId", "-t", metavar="ID", help="transactional id to fence (required)")],
@@ -81,10 +78,7 @@ def force_terminate_command(
         "--dry-run", rich_help_panel=SAFETY, help="show what would be fenced; change nothing")] = False,
     yes: YesOpt = False,
     audit_log: AuditLogOpt = None,
-    bootstrap_server: BootstrapOpt = None,
-    command_config: CommandConfigOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
+    conn: Connection = CLUSTER,
     output: OutputOpt = None,
     wide: WideOpt = False,
 ) -> None:
@@ -96,7 +90,6 @@ def force_terminate_command(
     from kafka_txn_tools.errors import KafkaTxnError, NothingToDo, Refused, UsageError
 
     log = AuditLog(audit_log)
-    conn = Connection(bootstrap_server, command_config, profile, timeout)
     target = {"transactional_id": transactional_id}
     code = exit_codes.OK
     try:

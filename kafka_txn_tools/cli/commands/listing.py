@@ -9,16 +9,12 @@ import typer
 from kafka_txn_tools.cli import exit_codes
 from kafka_txn_tools.cli.errors import KafkaTxnCommand, report_errors, user_errors, warn
 from kafka_txn_tools.cli.options import (
-    BootstrapOpt,
-    CommandConfigOpt,
     OutputFormat,
     OutputOpt,
-    ProfileOpt,
-    TimeoutOpt,
     WideOpt,
     duration_ms,
 )
-from kafka_txn_tools.cli.session import Connection, connect, now_ms
+from kafka_txn_tools.cli.session import CLUSTER, Connection, cluster_options, connect, now_ms
 
 EXAMPLES = """\b
 Examples:
@@ -42,6 +38,7 @@ def _duration(duration_filter: int | None, min_duration: str | None) -> int | No
     return None  # upstream: a negative --duration-filter lists everything
 
 
+@cluster_options
 def list_command(
     state: Annotated[list[str] | None, typer.Option(
         "--state", metavar="STATE", help="only these states, e.g. Ongoing (repeatable)")] = None,
@@ -57,10 +54,7 @@ def list_command(
         "--transactional-id-pattern", metavar="REGEX", help="only ids fully matching REGEX (KIP-1152)")] = None,
     broker_id: Annotated[list[int] | None, typer.Option(
         "--broker-id", metavar="ID", help="ask only these brokers (default: all; repeatable)")] = None,
-    bootstrap_server: BootstrapOpt = None,
-    command_config: CommandConfigOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
+    conn: Connection = CLUSTER,
     output: OutputOpt = None,
     wide: WideOpt = False,
 ) -> None:
@@ -72,7 +66,7 @@ def list_command(
     with user_errors():
         filters = ListFilters(normalize_states(state or []), tuple(producer_id or ()),
                               _duration(duration_filter, min_duration), pattern, tuple(broker_id or ()))
-        with connect(Connection(bootstrap_server, command_config, profile, timeout)) as client:
+        with connect(conn) as client:
             listed = list_transactions(client, filters, now_ms)
     for message in listed.warnings:
         warn(message)

@@ -11,7 +11,8 @@ import typer
 
 from kafka_txn_tools.cli import exit_codes
 from kafka_txn_tools.cli.errors import KafkaTxnCommand, fail, note, user_errors, warn
-from kafka_txn_tools.cli.options import BootstrapOpt, CommandConfigOpt, ProfileOpt, TimeoutOpt, duration_ms
+from kafka_txn_tools.cli.options import duration_ms
+from kafka_txn_tools.cli.session import CLUSTER, Connection, cluster_options
 
 DEFAULT_PORT = 8797
 DEFAULT_LISTEN = f"0.0.0.0:{DEFAULT_PORT}"
@@ -41,6 +42,7 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host.strip("[]") or "0.0.0.0", int(port)  # noqa: S104 - an exporter listens for its scraper
 
 
+@cluster_options
 def monitor_command(
     listen: Annotated[str, typer.Option(
         "--listen", metavar="HOST:PORT", help=f"where to serve HTTP (default {DEFAULT_LISTEN}; port 0: any free)")
@@ -75,10 +77,7 @@ def monitor_command(
         "--open-healthz",
         help="serve /healthz without basic auth, for liveness probes (TLS and a required client certificate "
              "still apply: they are the connection's)")] = False,
-    bootstrap_server: BootstrapOpt = None,
-    command_config: CommandConfigOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
+    conn: Connection = CLUSTER,
 ) -> None:
     """Watch the cluster: run find-hanging every --interval and serve the result to Prometheus (/metrics),
     scripts (/api/findings) and people (a status page), with the incident history. Read-only."""
@@ -90,7 +89,7 @@ def monitor_command(
     with user_errors():
         _run(Listening(host, port, web, frozenset({"/healthz"}) if open_healthz else frozenset()), interval_ms,
              max_timeout_ms, max_prepare_ms, top, None if no_history else history, no_history, audit_log,
-             bootstrap_server, command_config, profile, timeout)
+             conn.bootstrap_server, conn.command_config, conn.profile, conn.timeout)
 
 
 @dataclass(frozen=True)

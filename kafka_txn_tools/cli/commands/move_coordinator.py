@@ -15,16 +15,12 @@ from kafka_txn_tools.cli.errors import KafkaTxnCommand, note, user_errors, warn
 from kafka_txn_tools.cli.options import (
     SAFETY,
     AuditLogOpt,
-    BootstrapOpt,
-    CommandConfigOpt,
     OutputFormat,
     OutputOpt,
-    ProfileOpt,
-    TimeoutOpt,
     WideOpt,
     YesOpt,
 )
-from kafka_txn_tools.cli.session import Connection, connect_or_audit
+from kafka_txn_tools.cli.session import CLUSTER, Connection, cluster_options, connect_or_audit
 
 EXAMPLES = """\b
 Examples:
@@ -76,6 +72,7 @@ def _after(outcome: Any) -> None:
         warn(f"broker {outcome.leader_after} leads {outcome.plan.partition} but has not answered for {txn!r} yet")
 
 
+@cluster_options
 def move_coordinator_command(
     transactional_id: Annotated[str, typer.Option(
         "--transactional-id", "-t", metavar="ID", help="the transactional id whose coordinator to move (required)")],
@@ -86,10 +83,7 @@ def move_coordinator_command(
         "--dry-run", rich_help_panel=SAFETY, help="check and show the writes; change nothing")] = False,
     yes: YesOpt = False,
     audit_log: AuditLogOpt = None,
-    bootstrap_server: BootstrapOpt = None,
-    command_config: CommandConfigOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
+    conn: Connection = CLUSTER,
     output: OutputOpt = None,
     wide: WideOpt = False,
 ) -> None:
@@ -102,7 +96,6 @@ def move_coordinator_command(
     from kafka_txn_tools.errors import KafkaTxnError, NothingToDo, Refused, UsageError
 
     log = AuditLog(audit_log)
-    conn = Connection(bootstrap_server, command_config, profile, timeout)
     target: dict[str, Any] = {"transactional_id": transactional_id}
     code = exit_codes.OK
     plan = outcome = None

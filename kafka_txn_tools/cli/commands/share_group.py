@@ -10,15 +10,11 @@ import typer
 from kafka_txn_tools.cli import exit_codes
 from kafka_txn_tools.cli.errors import KafkaTxnCommand, report_errors, user_errors
 from kafka_txn_tools.cli.options import (
-    BootstrapOpt,
-    CommandConfigOpt,
     OutputFormat,
     OutputOpt,
-    ProfileOpt,
-    TimeoutOpt,
     WideOpt,
 )
-from kafka_txn_tools.cli.session import Connection, connect, invocation_of
+from kafka_txn_tools.cli.session import CLUSTER, Connection, cluster_options, connect, invocation_of
 
 EXAMPLES = """\b
 Examples:
@@ -30,12 +26,10 @@ Examples:
 """
 
 
+@cluster_options
 def describe_share_group_command(
     group: Annotated[str, typer.Option("--group", metavar="GROUP", help="the share group")],
-    bootstrap_server: BootstrapOpt = None,
-    command_config: CommandConfigOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
+    conn: Connection = CLUSTER,
     output: OutputOpt = None,
     wide: WideOpt = False,
     metrics_url: Annotated[list[str] | None, typer.Option(
@@ -51,10 +45,10 @@ def describe_share_group_command(
     from kafka_txn_tools.admin.share_pending import of_share_partition, read_metrics
     from kafka_txn_tools.cli.render import Column, Output, nothing_found
 
-    with user_errors(), connect(Connection(bootstrap_server, command_config, profile, timeout)) as client:
+    with user_errors(), connect(conn) as client:
         view = describe_share_group(client, group)
-        held, unread = read_metrics(metrics_url, _timeout_s(timeout)) if metrics_url else (None, [])
-        inv = invocation_of(client, bootstrap_server, profile, command_config)
+        held, unread = read_metrics(metrics_url, _timeout_s(conn.timeout)) if metrics_url else (None, [])
+        inv = invocation_of(client, conn)
         advice = _advice(client, view, held or [], inv)
     report_errors(unread)
     stalled = {(p.topic, p.partition) for p in view.stalled_partitions}
