@@ -105,7 +105,6 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from kafka_txn_tools.admin.scan_memory import ScanMemory
 from kafka_txn_tools.models import (
     OffsetRead,
     PartitionInfo,
@@ -370,49 +369,3 @@ def seen_open_after(asked: Mapping[int, Sequence[TopicPartition]], answers: Iter
     asked_set = {(tp, b) for b, tps in asked.items() for tp in tps}
     kept = {r for r in before if r in asked_set and (r in unread or r[1] in unread_brokers)}
     return frozenset(found | kept)
-
-
-@dataclass(eq=False)  # one loop's memory: equal only to itself (and so hashable, as ScanOptions is)
-class LsoPrefilter:
-    """The first pass's setting and what it remembers from one pass to the next. Give a scan loop (the
-    monitor's, `find-hanging --watch`) one for its life: the memory lives here. Not thread-safe: one scan at a
-    time uses it (the loop's)."""
-
-    # One pass in this many is a full scan (the `full_scan_every`-th, the 2 x `full_scan_every`-th...; the
-    # first pass never is); 0: never.
-    full_scan_every: int = DEFAULT_FULL_SCAN_EVERY
-    passes: int = 0
-    seen_open: frozenset[Replica] = field(default_factory=frozenset)
-    # The partitions the last pass found clear: {tp: (HW, leader epoch)} (`lso_to_read`).
-    clear: dict[TopicPartition, tuple[int, int]] = field(default_factory=dict)
-    # The partitions the last pass found held below their HW, and their in-sync replicas' answers (`reusable`).
-    held: dict[TopicPartition, KeptState] = field(default_factory=dict)
-    # What the loop keeps of the cluster's other answers between passes (admin/scan_memory.py).
-    memory: ScanMemory = field(default_factory=ScanMemory)
-
-    def next_is_full(self) -> bool:
-        return self.full_scan_every > 0 and (self.passes + 1) % self.full_scan_every == 0
-
-    def kept_answers(self, selection: Selection) -> list[PartitionProducers]:
-        """The last pass's answers standing for the replicas `selection` does not ask (those with an open
-        transaction: a DescribeProducers answer for open transactions only)."""
-        return [PartitionProducers(tp, b, states) for b, tps in selection.kept.items() for tp in tps
-                if (states := self.held[tp].by_broker[b])]
-
-    def after_pass(self, selection: Selection, answers: Iterable[PartitionProducers],
-                   errors: Iterable[ScanError], infos: Mapping[TopicPartition, PartitionInfo] | None = None) -> None:
-        """`answers`: this pass's, the kept ones that stood included."""
-        answers, errors = list(answers), list(errors)
-        self.passes += 1
-        self.seen_open = seen_open_after(_joined(selection.by_broker, selection.kept), answers, errors,
-                                         self.seen_open)
-        self.clear = selection.clear_reads
-        self.held = kept_after(selection, answers, errors, infos or {}, self.held)
-
-
-def _joined(a: Mapping[int, Sequence[TopicPartition]], b: Mapping[int, Sequence[TopicPartition]]
-            ) -> dict[int, list[TopicPartition]]:
-    out = {broker: list(tps) for broker, tps in a.items()}
-    for broker, tps in b.items():
-        out.setdefault(broker, []).extend(tps)
-    return out

@@ -8,8 +8,9 @@ groups held back at the partitions' LSOs are looked up once (admin/groups.py).
 
 Which replicas are asked for their producer state: by default only where a transaction can hang, after a
 first pass that reads each partition's LSO and high watermark from its leader (admin/lso_prefilter.py says
-when that misses nothing, and handles each edge); with `ScanOptions(lso_prefilter=None)` every replica the
-scope names (the full scan, upstream's way).
+when that misses nothing, and handles each edge); with `ScanOptions(first_pass=False)` every replica the
+scope names (the full scan, upstream's way). A scan loop keeps its state between passes in a ScanLoop
+(admin/scan_loop.py) it gives every pass; one pass is a ScanPass.
 
 The I/O goes through a `ScanClient` (connection/client.py's AdminClient in real use), so the flow,
 including the re-check that keeps a transaction completing mid-scan out of the results, is tested
@@ -34,7 +35,7 @@ from kafka_txn_tools.admin import (
     transaction_state,
 )
 from kafka_txn_tools.admin.api import ClusterApi
-from kafka_txn_tools.admin.lso_prefilter import LsoPrefilter
+from kafka_txn_tools.admin.scan_loop import ScanLoop
 from kafka_txn_tools.admin.scan_memory import ScanMemory
 from kafka_txn_tools.admin.share_pending import ShareHold
 from kafka_txn_tools.connection.capabilities import require
@@ -180,6 +181,8 @@ class ScanReport:
 
 @dataclass(frozen=True)
 class ScanOptions:
+    """How to scan (frozen: what a scan loop keeps between passes is its ScanLoop, given beside these)."""
+
     max_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
     include_late: bool = False
     # Upstream's strategy, kept for the benchmark: 500 partitions a request, one request at a time.
@@ -190,9 +193,9 @@ class ScanOptions:
     coordinator_side: bool = True
     # The connection options the rows' commands repeat (admin/advice.py).
     invocation: advice.Invocation = advice.Invocation()
-    # The first pass (admin/lso_prefilter.py) and its memory between scans: a scan loop keeps one ScanOptions,
-    # so its passes share it. None: the full scan, every replica the scope names (upstream's way).
-    lso_prefilter: LsoPrefilter | None = field(default_factory=LsoPrefilter)
+    # The first pass (admin/lso_prefilter.py); False: the full scan, every replica the scope names (upstream's
+    # way), with nothing kept between passes.
+    first_pass: bool = True
 
 
 def find_hanging(
@@ -202,25 +205,17 @@ def find_hanging(
     options: ScanOptions | None = None,
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
+    loop: ScanLoop | None = None,
 ) -> ScanReport:
-    options = options if options is not None else ScanOptions()  # a fresh one: no memory of other scans
+    """One scan. `loop`: a scan loop's state, kept between its passes (admin/scan_loop.py); None for a one-off
+    scan, which keeps nothing."""
+    options = options if options is not None else ScanOptions()
     require(client, "find-hanging", "DescribeProducers", "ListTransactions", "DescribeTransactions")
-    prefilter = options.lso_prefilter
-    memory = prefilter.memory if prefilter is not None else None
-    if memory is not None:
-        memory.begin_pass(full=prefilter is not None and prefilter.next_is_full())
-    try:
-        report = _scan(client, scope, now_ms, options, memory, progress, on_total)
-    except BaseException:
-        if memory is not None:
-            memory.doubt_metadata()  # a scan that failed (a broker unreachable...): nothing it read is trusted
-        raise
-    finally:
-        if memory is not None:
-            memory.end_pass()
-    if memory is not None and (report.errors or _leaders_in_doubt(report.first_pass)):
-        memory.doubt_metadata()  # the next pass reads Metadata afresh
-    return report
+    if not options.first_pass:
+        loop = None
+    elif loop is None:
+        loop = ScanLoop()  # a one-off scan's: no memory of other scans
+    return ScanPass(client, scope, now_ms, options, loop, progress, on_total).run()
 
 
 # The first pass's reasons that can come from a leader, leader epoch or replica set Metadata no longer tells.
@@ -232,120 +227,155 @@ def _leaders_in_doubt(summary: lso_prefilter.PassSummary | None) -> bool:
     return summary is not None and not LEADER_DOUBTS.isdisjoint(summary.why)
 
 
-def _metadata(client: ScanClient, scope: Scope, memory: ScanMemory | None, kept_ok: bool = True) -> ClusterInfo:
-    """The scan's Metadata: a scan loop's kept one while it may use it (admin/scan_memory.py), else read."""
-    topics = [scope.topic] if scope.topic is not None else None
-    kept = memory.metadata(topics) if memory is not None and kept_ok else None
-    if kept is not None:
-        return kept
-    cluster = client.metadata(topics)
-    if memory is not None:
-        memory.keep_metadata(topics, cluster)
-    return cluster
+@dataclass
+class ScanPass:
+    """One pass of find-hanging: what every step of it reads and writes, instead of arguments threaded through
+    them. `run()` once. Not thread-safe: one pass runs on its caller's thread."""
 
+    client: ScanClient
+    scope: Scope
+    now_ms: Callable[[], int]
+    options: ScanOptions
+    loop: ScanLoop | None
+    progress: Callable[[int], None] | None = None
+    on_total: Callable[[int], None] | None = None
+    report: ScanReport = field(default_factory=ScanReport)
 
-def _scan(client: ScanClient, scope: Scope, now_ms: Callable[[], int], options: ScanOptions,
-          memory: ScanMemory | None, progress: Callable[[int], None] | None,
-          on_total: Callable[[int], None] | None) -> ScanReport:
-    cluster = _metadata(client, scope, memory)
-    planned, errors = plan_requests(cluster, scope)
-    selection, first_reads = _first_pass(client, cluster, planned, options.lso_prefilter)
-    if memory is not None and memory.metadata_kept and selection is not None and _leaders_in_doubt(
-            selection.summary()):
-        # A leader moved (or left) since the kept Metadata was read: read it now, and the leaders again.
-        cluster = _metadata(client, scope, memory, kept_ok=False)
-        planned, errors = plan_requests(cluster, scope)
-        selection, first_reads = _first_pass(client, cluster, planned, options.lso_prefilter)
-    report = ScanReport(errors=errors)
-    by_broker = planned if selection is None else selection.by_broker
-    report.first_pass = None if selection is None else selection.summary()
-    report.scanned_replicas = sum(map(len, by_broker.values()))
-    if on_total is not None:
-        on_total(report.scanned_replicas)
-    describe_errors: list[ScanError] = []
-    replicas = _describe(client, by_broker, options, progress, describe_errors)
-    report.errors += describe_errors
-    if options.lso_prefilter is not None and selection is not None:
-        replicas += options.lso_prefilter.kept_answers(selection)  # the last pass's, where they stand
-        options.lso_prefilter.after_pass(selection, replicas, describe_errors,
-                                         {info.partition: info for info in cluster.partitions})
-    report.now_ms = now_ms()  # after the read, as upstream: the producers' age at the time we saw them
-    candidates = hanging.select_candidates(replicas, report.now_ms, options.max_timeout_ms)
-    report.candidates = len(candidates)
-    confirmed: list[hanging.Verdict] = []
-    described: dict[str, TransactionDescription] = {}
-    if candidates:
-        verdicts = _coordinator_verdicts(client, cluster, candidates, report.errors, described, memory)
-        to_check = [v for v in verdicts if v.reason.is_hanging or options.include_late]
-        confirmed = _recheck(client, to_check, report.errors)
-    if not options.coordinator_side:
-        offsets = _offsets(client, cluster, (v.candidate.partition for v in confirmed), known=first_reads)
-        report.results = hanging.to_results(confirmed, report.now_ms, options.include_late, offsets,
-                                            options.invocation, options.max_timeout_ms)
-        return report
-    _both_sides(client, cluster, scope, options, confirmed, described, report, first_reads, memory)
-    reported = {r.partition for r in report.results} | {p.partition for r in report.stuck for p in r.pending_partitions}
-    report.young_holds = hanging.young_holds(replicas, report.now_ms, options.max_timeout_ms, reported)
-    return report
+    @property
+    def memory(self) -> ScanMemory | None:
+        return self.loop.memory if self.loop is not None else None
 
+    def run(self) -> ScanReport:
+        memory = self.memory
+        if memory is not None:
+            memory.begin_pass(full=self.loop is not None and self.loop.next_is_full())
+        try:
+            self._scan()
+        except BaseException:
+            if memory is not None:
+                memory.doubt_metadata()  # a scan that failed (a broker unreachable...): nothing it read is trusted
+            raise
+        finally:
+            if memory is not None:
+                memory.end_pass()
+        if memory is not None and (self.report.errors or _leaders_in_doubt(self.report.first_pass)):
+            memory.doubt_metadata()  # the next pass reads Metadata afresh
+        return self.report
 
-def _first_pass(client: ScanClient, cluster: ClusterInfo, planned: dict[int, list[TopicPartition]],
-                prefilter: LsoPrefilter | None) -> tuple[lso_prefilter.Selection | None, lso_prefilter.Reads | None]:
-    """The replicas to ask for their producer state: of the `planned` ones (the full scan's), those the first
-    pass selects (admin/lso_prefilter.py); all of them on a full pass, or when the cluster cannot say its LSOs
-    (ListOffsets before v2). None: no first pass (the full scan). And the leaders' answers, when read."""
-    if prefilter is None:
-        return None, None
-    if prefilter.next_is_full() or not client.supports("ListOffsets"):
-        return lso_prefilter.full_selection(planned), None
-    with bulk():  # maps of every partition, all kept (see gc_pause)
-        infos = {info.partition: info for info in cluster.partitions}
-        leaders = lso_prefilter.leaders_to_read(planned, infos)
-        hw = client.latest_offsets(leaders, read_committed=False)
-        need = lso_prefilter.lso_to_read(leaders, hw, prefilter.clear)
-        reads = lso_prefilter.Reads(leaders, hw, client.latest_offsets(need, read_committed=True) if need else {})
-        return lso_prefilter.select(planned, infos, reads, prefilter.seen_open, prefilter.held), reads
+    def _metadata(self, kept_ok: bool = True) -> ClusterInfo:
+        """The scan's Metadata: a scan loop's kept one while it may use it (admin/scan_memory.py), else read."""
+        memory = self.memory
+        topics = [self.scope.topic] if self.scope.topic is not None else None
+        kept = memory.metadata(topics) if memory is not None and kept_ok else None
+        if kept is not None:
+            return kept
+        cluster = self.client.metadata(topics)
+        if memory is not None:
+            memory.keep_metadata(topics, cluster)
+        return cluster
 
+    def _scan(self) -> None:
+        client, options, memory, report = self.client, self.options, self.memory, self.report
+        cluster = self._metadata()
+        planned, errors = plan_requests(cluster, self.scope)
+        selection, first_reads = self._first_pass(cluster, planned)
+        if memory is not None and memory.metadata_kept and selection is not None and _leaders_in_doubt(
+                selection.summary()):
+            # A leader moved (or left) since the kept Metadata was read: read it now, and the leaders again.
+            cluster = self._metadata(kept_ok=False)
+            planned, errors = plan_requests(cluster, self.scope)
+            selection, first_reads = self._first_pass(cluster, planned)
+        report.errors = errors
+        by_broker = planned if selection is None else selection.by_broker
+        report.first_pass = None if selection is None else selection.summary()
+        report.scanned_replicas = sum(map(len, by_broker.values()))
+        if self.on_total is not None:
+            self.on_total(report.scanned_replicas)
+        describe_errors: list[ScanError] = []
+        replicas = _describe(client, by_broker, options, self.progress, describe_errors)
+        report.errors += describe_errors
+        if self.loop is not None and selection is not None:
+            replicas += self.loop.kept_answers(selection)  # the last pass's, where they stand
+            self.loop.after_pass(selection, replicas, describe_errors,
+                                 {info.partition: info for info in cluster.partitions})
+        report.now_ms = self.now_ms()  # after the read, as upstream: the producers' age at the time we saw them
+        candidates = hanging.select_candidates(replicas, report.now_ms, options.max_timeout_ms)
+        report.candidates = len(candidates)
+        confirmed: list[hanging.Verdict] = []
+        described: dict[str, TransactionDescription] = {}
+        if candidates:
+            verdicts = _coordinator_verdicts(client, cluster, candidates, report.errors, described, memory)
+            to_check = [v for v in verdicts if v.reason.is_hanging or options.include_late]
+            confirmed = _recheck(client, to_check, report.errors)
+        if not options.coordinator_side:
+            offsets = _offsets(client, cluster, (v.candidate.partition for v in confirmed), known=first_reads)
+            report.results = hanging.to_results(confirmed, report.now_ms, options.include_late, offsets,
+                                                options.invocation, options.max_timeout_ms)
+            return
+        self._both_sides(cluster, confirmed, described, first_reads)
+        reported = {r.partition for r in report.results} | {
+            p.partition for r in report.stuck for p in r.pending_partitions}
+        report.young_holds = hanging.young_holds(replicas, report.now_ms, options.max_timeout_ms, reported)
 
-def _both_sides(client: ScanClient, cluster: ClusterInfo, scope: Scope, options: ScanOptions,
-                confirmed: list[hanging.Verdict], described: dict[str, TransactionDescription],
-                report: ScanReport, first_reads: lso_prefilter.Reads | None, memory: ScanMemory | None) -> None:
-    now = report.now_ms
-    listed: dict[str, TransactionDescription] = {}
-    coordinators = memory.coordinators if memory is not None else None
-    found, errors = stuck.candidates(client, cluster.broker_ids(), now, options.max_prepare_ms,
-                                     lambda d: _in_scope(d, scope, cluster), described, listed, coordinators)
-    report.errors.extend(errors)
-    found += _exhausted(described, found, scope, cluster)
-    report.young_prepares = _young_prepares(client, cluster, options, {*listed, *(d.transactional_id for d in found)})
-    orphans = [v for v in confirmed if v.reason is HangingReason.NO_TRANSACTIONAL_ID]
-    txn_meta = _txn_topic(client, cluster) if found or orphans else None
-    # An Ongoing row's time in state is its start (DescribeTransactions): only Prepare states and orphans need the
-    # log, and an exhausted epoch's log holds its ~32k InitProducerId bumps, seconds to read for nothing.
-    asked = [d for d in found if d.state != hanging.ONGOING]
-    log = _read_transaction_state(client, txn_meta, orphans, asked, options, report) if txn_meta and (
-        asked or orphans) else None
-    wanted = {tp: d.producer_id for d in found for tp in d.partitions}
-    views = stuck.leader_views(client, wanted, cluster if _covers(cluster, wanted) else None)
-    rows = stuck.confirm(client, stuck.judge(found, log, views, now, options.max_prepare_ms, txn_meta,
-                                             options.invocation), coordinators)
-    stuck_ids = {r.transactional_id for r in rows}
-    confirmed = [*confirmed, *_live_long(client, listed, stuck_ids, scope, cluster, now, options)]
-    pending = [p.partition for r in rows for p in r.pending_partitions if p.leader is not None and p.leader >= 0]
-    offsets = _offsets(client, cluster, [*(v.candidate.partition for v in confirmed), *pending], views, first_reads)
-    results = hanging.to_results(confirmed, now, options.include_late, offsets, options.invocation,
-                                 options.max_timeout_ms)
-    # A live verdict on a transaction its coordinator cannot finish is the coordinator row's to explain.
-    results = [r for r in results if r.reason.is_hanging or r.transactional_id not in stuck_ids]
-    held, notes = _held_back(client, cluster, offsets, bool(results or rows), memory)
-    report.notes += notes
-    owners = log.owners if log is not None else []
-    report.results = [replace(
-        r, stalled_groups=held.get(r.partition),
-        last_known_transactional_id=hanging.last_known_owner(r.producer.producer_id, owners)
-        if r.reason is HangingReason.NO_TRANSACTIONAL_ID else None) for r in results]
-    report.stuck = [replace(r, stalled_groups=_joined(held, (p.partition for p in r.pending_partitions)))
-                    for r in rows]
+    def _first_pass(self, cluster: ClusterInfo, planned: dict[int, list[TopicPartition]]
+                    ) -> tuple[lso_prefilter.Selection | None, lso_prefilter.Reads | None]:
+        """The replicas to ask for their producer state: of the `planned` ones (the full scan's), those the first
+        pass selects (admin/lso_prefilter.py); all of them on a full pass, or when the cluster cannot say its
+        LSOs (ListOffsets before v2). None: no first pass (the full scan). And the leaders' answers, when read."""
+        loop, client = self.loop, self.client
+        if loop is None:
+            return None, None
+        if loop.next_is_full() or not client.supports("ListOffsets"):
+            return lso_prefilter.full_selection(planned), None
+        with bulk():  # maps of every partition, all kept (see gc_pause)
+            infos = {info.partition: info for info in cluster.partitions}
+            leaders = lso_prefilter.leaders_to_read(planned, infos)
+            hw = client.latest_offsets(leaders, read_committed=False)
+            need = lso_prefilter.lso_to_read(leaders, hw, loop.clear)
+            reads = lso_prefilter.Reads(leaders, hw, client.latest_offsets(need, read_committed=True) if need else {})
+            return lso_prefilter.select(planned, infos, reads, loop.seen_open, loop.held), reads
+
+    def _both_sides(self, cluster: ClusterInfo, confirmed: list[hanging.Verdict],
+                    described: dict[str, TransactionDescription], first_reads: lso_prefilter.Reads | None) -> None:
+        client, scope, options, memory, report = self.client, self.scope, self.options, self.memory, self.report
+        now = report.now_ms
+        listed: dict[str, TransactionDescription] = {}
+        coordinators = memory.coordinators if memory is not None else None
+        found, errors = stuck.candidates(client, cluster.broker_ids(), now, options.max_prepare_ms,
+                                         lambda d: _in_scope(d, scope, cluster), described, listed, coordinators)
+        report.errors.extend(errors)
+        found += _exhausted(described, found, scope, cluster)
+        report.young_prepares = _young_prepares(client, cluster, options,
+                                                {*listed, *(d.transactional_id for d in found)})
+        orphans = [v for v in confirmed if v.reason is HangingReason.NO_TRANSACTIONAL_ID]
+        txn_meta = _txn_topic(client, cluster) if found or orphans else None
+        # An Ongoing row's time in state is its start (DescribeTransactions): only Prepare states and orphans need
+        # the log, and an exhausted epoch's log holds its ~32k InitProducerId bumps, seconds to read for nothing.
+        asked = [d for d in found if d.state != hanging.ONGOING]
+        log = _read_transaction_state(client, txn_meta, orphans, asked, options, report) if txn_meta and (
+            asked or orphans) else None
+        wanted = {tp: d.producer_id for d in found for tp in d.partitions}
+        views = stuck.leader_views(client, wanted, cluster if _covers(cluster, wanted) else None)
+        rows = stuck.confirm(client, stuck.judge(found, log, views, now, options.max_prepare_ms, txn_meta,
+                                                 options.invocation), coordinators)
+        stuck_ids = {r.transactional_id for r in rows}
+        confirmed = [*confirmed, *_live_long(client, listed, stuck_ids, scope, cluster, now, options)]
+        pending = [p.partition for r in rows for p in r.pending_partitions if p.leader is not None and p.leader >= 0]
+        offsets = _offsets(client, cluster, [*(v.candidate.partition for v in confirmed), *pending], views,
+                           first_reads)
+        results = hanging.to_results(confirmed, now, options.include_late, offsets, options.invocation,
+                                     options.max_timeout_ms)
+        # A live verdict on a transaction its coordinator cannot finish is the coordinator row's to explain.
+        results = [r for r in results if r.reason.is_hanging or r.transactional_id not in stuck_ids]
+        held, notes = _held_back(client, cluster, offsets, bool(results or rows), memory)
+        report.notes += notes
+        owners = log.owners if log is not None else []
+        report.results = [replace(
+            r, stalled_groups=held.get(r.partition),
+            last_known_transactional_id=hanging.last_known_owner(r.producer.producer_id, owners)
+            if r.reason is HangingReason.NO_TRANSACTIONAL_ID else None) for r in results]
+        report.stuck = [replace(r, stalled_groups=_joined(held, (p.partition for p in r.pending_partitions)))
+                        for r in rows]
 
 
 def _young_prepares(client: ScanClient, cluster: ClusterInfo, options: ScanOptions, listed: set[str]

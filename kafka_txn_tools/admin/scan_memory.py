@@ -1,8 +1,8 @@
 """What a scan loop (the monitor, `find-hanging --watch`) keeps between passes, so that its steady state asks
-the cluster only what can have changed. It lives in the loop's LsoPrefilter (admin/lso_prefilter.py), beside
+the cluster only what can have changed. It lives in the loop's ScanLoop (admin/scan_loop.py), beside
 what the first pass remembers: a one-off find-hanging has a fresh one and never uses it.
 
-Every pass before the loop's first, and every full pass (`LsoPrefilter.next_is_full()`), uses nothing kept:
+Every pass before the loop's first, and every full pass (`ScanLoop.next_is_full()`), uses nothing kept:
 it reads everything afresh and keeps what it read. Each part below says why using it cannot hide a finding
 (or, for context only, how stale it can be), and what drops it.
 

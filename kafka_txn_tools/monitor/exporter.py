@@ -77,7 +77,16 @@ def _wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _scan_loop() -> Any:
+    from kafka_txn_tools.admin.scan_loop import ScanLoop
+
+    return ScanLoop()
+
+
 class Monitor:
+    """Scans on its own thread every interval and keeps the last outcome (state.py's snapshot) for the HTTP
+    server's threads to read; the scan loop's state and the client belong to the scan thread alone."""
+
     def __init__(self, cluster: str, connect: Callable[[], ClusterApi], document: Callable[[ScanReport],
                  Mapping[str, Any]], config: MonitorConfig, history: HistoryStore | None = None,
                  clock: Callable[[], int] | None = None, monotonic: Callable[[], float] = time.monotonic) -> None:
@@ -88,6 +97,8 @@ class Monitor:
         self.clock = clock or _wall_clock_ms
         self._monotonic = monotonic
         self._client: Any = None
+        # What the loop keeps between its scans (admin/scan_loop.py), for its life.
+        self._loop = _scan_loop()
         self._snapshot = Snapshot(cluster, config.interval_s, self.clock())
         self._started = monotonic()
         self._last_end: float | None = None
@@ -179,7 +190,7 @@ class Monitor:
 
         if self._client is None:
             self._client = self._connect()
-        report = find_hanging(self._client, Scope(all=True), self.clock, self.config.options)
+        report = find_hanging(self._client, Scope(all=True), self.clock, self.config.options, loop=self._loop)
         if any(e.error in RECONNECT_ON for e in report.errors):
             # The connection's view of the brokers is the one it bootstrapped with: a broker that was down
             # stays unknown to it when it returns. Bootstrap afresh for the next scan.

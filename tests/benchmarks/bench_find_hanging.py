@@ -121,11 +121,12 @@ else:
     now = lambda: time.time_ns() // 1_000_000
     with AdminClient(ClientSettings(bootstrap_servers=bootstrap), timeout_ms=300000) as client:
         from kafka_txn_tools.admin.scan import ScanOptions, Scope, find_hanging
-        if strategy == "monitor":  # one connection and one ScanOptions, as a scan loop keeps them
-            loop = ScanOptions(include_late=True)
-            full = ScanOptions(include_late=True, lso_prefilter=None)
+        if strategy == "monitor":  # one connection and one ScanLoop, as a scan loop keeps them
+            from kafka_txn_tools.admin.scan_loop import ScanLoop
+            kept, loop = ScanLoop(), ScanOptions(include_late=True)
+            full = ScanOptions(include_late=True, first_pass=False)
             for name, options in (("first", loop), ("steady-1", loop), ("full", full), ("steady-2", loop)):
-                stats, report = measured(lambda: find_hanging(client, Scope(all=True), now, options))
+                stats, report = measured(lambda: find_hanging(client, Scope(all=True), now, options, loop=kept))
                 assert not report.errors, report.errors[:3]
                 stats["hanging"], stats["held"] = rows(report)
                 stats["replicas_asked"] = report.scanned_replicas
@@ -133,9 +134,9 @@ else:
         elif strategy.startswith("kafka-txn"):
             # kafka-txn-partition-side: without the coordinator side, `__transaction_state` and groups
             try:
-                from kafka_txn_tools.admin.lso_prefilter import LsoPrefilter
-                extra = {"lso_prefilter": None if strategy == "kafka-txn-full" else LsoPrefilter()}
-            except ImportError:  # an older checkout (--compare-with): its one scan is the full one
+                from kafka_txn_tools.admin.scan_loop import ScanLoop  # noqa: F401 - which API this checkout has
+                extra = {"first_pass": strategy != "kafka-txn-full"}
+            except ImportError:  # an older checkout (--compare-with): its own defaults
                 extra = {}
             options = ScanOptions(include_late=True, coordinator_side=strategy != "kafka-txn-partition-side", **extra)
             out, report = measured(lambda: find_hanging(client, Scope(all=True), now, options))

@@ -21,8 +21,9 @@ import pytest
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.testing.raw_client import RawKafkaClient
 from kafka_txn_broker.testing.scenarios import ScenarioOptions, run_scenario
-from kafka_txn_tools.admin.lso_prefilter import LsoPrefilter, Why
+from kafka_txn_tools.admin.lso_prefilter import Why
 from kafka_txn_tools.admin.scan import ScanOptions, ScanReport, Scope, find_hanging
+from kafka_txn_tools.admin.scan_loop import ScanLoop
 from kafka_txn_tools.cli import exit_codes
 from kafka_txn_tools.connection.client import AdminClient
 from kafka_txn_tools.connection.config import ClientSettings
@@ -91,12 +92,12 @@ def test_epoch_exhaustion_gives_the_same_rows(tmp_path_factory: pytest.TempPathF
 
 
 # ---- the edges on the real broker ----------------------------------------------------------------------
-def scan(bs: str, options: ScanOptions, client: Any = None) -> ScanReport:
+def scan(bs: str, options: ScanOptions, client: Any = None, loop: ScanLoop | None = None) -> ScanReport:
     now = lambda: time.time_ns() // 1_000_000  # noqa: E731
     if client is not None:
-        return find_hanging(client, Scope(all=True), now, options)
+        return find_hanging(client, Scope(all=True), now, options, loop=loop)
     with AdminClient(ClientSettings(bootstrap_servers=bs)) as admin:
-        return find_hanging(admin, Scope(all=True), now, options)
+        return find_hanging(admin, Scope(all=True), now, options, loop=loop)
 
 
 def key_rows(report: ScanReport) -> list[tuple[object, ...]]:
@@ -143,7 +144,7 @@ def test_a_leader_that_moves_after_metadata_was_read_has_its_partition_asked_eve
     # Its leader answered FENCED_LEADER_EPOCH (asked at the epoch Metadata gave): all 3 replicas asked.
     assert report.first_pass is not None and report.first_pass.why.get(Why.UNREAD) == 3
     assert tp in [r.partition for r in report.hanging]
-    assert key_rows(report) == key_rows(scan(bs, ScanOptions(include_late=True, lso_prefilter=None)))
+    assert key_rows(report) == key_rows(scan(bs, ScanOptions(include_late=True, first_pass=False)))
 
 
 def until(done: Any, seconds: float = 20) -> None:
@@ -165,9 +166,9 @@ def test_a_follower_whose_producer_state_diverged_is_found_by_the_full_pass_and_
     follower = next(n for n in cluster.node_ids if n != leader)
     inject_open_transaction(cluster, follower, tp, producer_id=987_654, start=0,
                             last_timestamp=int(time.time() * 1000) - BACKDATE_MS)
-    loop = ScanOptions(include_late=True, lso_prefilter=LsoPrefilter(full_scan_every=2))
+    loop, options = ScanLoop(full_scan_every=2), ScanOptions(include_late=True)
     try:
-        first, second, third = (scan(bs, loop) for _ in range(3))
+        first, second, third = (scan(bs, options, loop=loop) for _ in range(3))
     finally:
         inject_open_transaction(cluster, follower, tp, producer_id=987_654, start=None, last_timestamp=0)
     mine = [(tp, 987_654, 0, "no-transactional-id", (follower,))]
@@ -177,8 +178,8 @@ def test_a_follower_whose_producer_state_diverged_is_found_by_the_full_pass_and_
     assert [k for k in key_rows(third) if k[0] == tp] == mine and third.first_pass is not None
     assert third.first_pass.why.get(Why.SEEN_OPEN, 0) >= 1 and not third.first_pass.full
     # Cleared there (the finally above): asked once more, then forgotten.
-    assert [k for k in key_rows(scan(bs, loop)) if k[0] == tp] == []
-    assert loop.lso_prefilter is not None and (tp, follower) not in loop.lso_prefilter.seen_open
+    assert [k for k in key_rows(scan(bs, options, loop=loop)) if k[0] == tp] == []
+    assert (tp, follower) not in loop.seen_open
 
 
 def inject_open_transaction(cluster: EmbeddedCluster, node: int, tp: TopicPartition, producer_id: int,
@@ -210,7 +211,7 @@ def test_a_broker_down_gives_the_same_rows_and_errors(cluster: EmbeddedCluster) 
         with AdminClient(ClientSettings(bootstrap_servers=bs), timeout_ms=5_000) as admin:
             until(lambda: all(down not in i.isr for i in admin.metadata().partitions if i.leader >= 0))
             fast = scan(bs, ScanOptions(include_late=True), admin)
-            full = scan(bs, ScanOptions(include_late=True, lso_prefilter=None), admin)
+            full = scan(bs, ScanOptions(include_late=True, first_pass=False), admin)
     finally:
         cluster.start_node(down)
     assert tp in [r.partition for r in fast.hanging]

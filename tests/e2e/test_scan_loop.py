@@ -20,8 +20,8 @@ from confluent_kafka import Producer
 
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.testing.scenarios import ScenarioOptions, run_scenario
-from kafka_txn_tools.admin.lso_prefilter import LsoPrefilter
 from kafka_txn_tools.admin.scan import ScanOptions, ScanReport, Scope, find_hanging
+from kafka_txn_tools.admin.scan_loop import ScanLoop
 from kafka_txn_tools.admin.scan_memory import MAX_AGE_MS, ScanMemory
 from kafka_txn_tools.connection.client import AdminClient
 from kafka_txn_tools.connection.config import ClientSettings
@@ -61,17 +61,18 @@ def now() -> int:
     return time.time_ns() // 1_000_000 + LOOK_AHEAD_MS
 
 
-def options(lso_prefilter: LsoPrefilter | None) -> ScanOptions:
-    return ScanOptions(max_timeout_ms=1_000, include_late=True, max_prepare_ms=0, lso_prefilter=lso_prefilter)
+def options(first_pass: bool = True) -> ScanOptions:
+    return ScanOptions(max_timeout_ms=1_000, include_late=True, max_prepare_ms=0, first_pass=first_pass)
 
 
 class Loop:
-    """One scan loop: its client (kept, as the monitor keeps it) and its options; the requests of its last pass
-    by API."""
+    """One scan loop: its client (kept, as the monitor keeps it), its options and its ScanLoop; the requests of
+    its last pass by API."""
 
     def __init__(self, bs: str, clock: Clock) -> None:
         self.admin = AdminClient(ClientSettings(bootstrap_servers=bs))
-        self.options = options(LsoPrefilter(full_scan_every=0, memory=ScanMemory(clock=clock)))
+        self.options = options()
+        self.loop = ScanLoop(full_scan_every=0, memory=ScanMemory(clock=clock))
         self.sent: Counter[str] = Counter()
         self.last: ScanReport | None = None
         real = self.admin._start
@@ -84,12 +85,12 @@ class Loop:
 
     def scan(self) -> ScanReport:
         self.sent.clear()
-        return find_hanging(self.admin, Scope(all=True), now, self.options)
+        return find_hanging(self.admin, Scope(all=True), now, self.options, loop=self.loop)
 
 
 def fresh_full(bs: str) -> ScanReport:
     with AdminClient(ClientSettings(bootstrap_servers=bs)) as admin:
-        return find_hanging(admin, Scope(all=True), now, options(None))
+        return find_hanging(admin, Scope(all=True), now, options(first_pass=False))
 
 
 def rows(report: ScanReport, groups: bool = True) -> list[dict[str, Any]]:

@@ -285,8 +285,8 @@ def find_hanging_command(
     coordinator holds in a Prepare state (or at an exhausted epoch) and cannot finish. Each result says why,
     what to do, the commands that do it, and who it holds back (groups at the LSO)."""
     from kafka_txn_tools.admin.acl_probe import scan_warning
-    from kafka_txn_tools.admin.lso_prefilter import LsoPrefilter
     from kafka_txn_tools.admin.scan import ScanOptions, Scope, find_hanging
+    from kafka_txn_tools.admin.scan_loop import ScanLoop
     from kafka_txn_tools.cli.progress import progress_bar
 
     del include_late  # always on: what holds an LSO is never hidden
@@ -306,12 +306,13 @@ def find_hanging_command(
         with connect(conn) as client:
             every = DEFAULT_FULL_SCAN_EVERY if full_scan_every is None else full_scan_every
             options = ScanOptions(max_timeout_ms, True, max_prepare_ms=max_prepare_ms,
-                                  invocation=invocation_of(client, conn),
-                                  lso_prefilter=None if full_scan else LsoPrefilter(every))
+                                  invocation=invocation_of(client, conn), first_pass=not full_scan)
+            loop = ScanLoop(every)  # --watch's rounds share it; a one-off scan uses it once
 
             def scan() -> ScanReport:
                 with progress_bar("scanning producer state") as (advance, set_total):
-                    report = find_hanging(client, scope, now_ms, options, progress=advance, on_total=set_total)
+                    report = find_hanging(client, scope, now_ms, options, progress=advance, on_total=set_total,
+                                          loop=loop)
                 if metrics_url:
                     _add_share_holds(client, report, metrics_url, scope, max_timeout_ms, conn.timeout, options)
                 _add_upgrades(client, report, options)

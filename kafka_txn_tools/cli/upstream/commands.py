@@ -268,7 +268,7 @@ def cmd_find_hanging(ns: argparse.Namespace, out: IO[str], err: IO[str]) -> None
     with _connect(ns, what) as admin, failing_as(what):
         # Upstream's scan: every replica the scope names, without find-hanging's first pass over the LSOs.
         report = find_hanging(admin, scope, now_ms, ScanOptions(max_timeout_ms=ns.max_transaction_timeout * 60_000,
-                                                                 coordinator_side=False, lso_prefilter=None))
+                                                                 coordinator_side=False, first_pass=False))
     out.write(upstream_table(HANGING_HEADERS, [hanging_row(h, report.now_ms) for h in report.hanging]))
     if report.errors:
         # Upstream stops at the first failure; we finish the scan and print what we found, then fail

@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 
 from kafka_txn_tools.admin import lso_prefilter
 from kafka_txn_tools.admin.lso_prefilter import (
-    LsoPrefilter,
     Reads,
     Why,
     lso_to_read,
@@ -29,6 +28,7 @@ from kafka_txn_tools.admin.lso_prefilter import (
     select,
 )
 from kafka_txn_tools.admin.scan import ScanOptions, ScanReport, Scope, find_hanging
+from kafka_txn_tools.admin.scan_loop import ScanLoop
 from kafka_txn_tools.models import (
     OffsetRead,
     PartitionInfo,
@@ -126,7 +126,7 @@ def test_a_pass_reads_only_the_lsos_that_moved_since_the_last() -> None:
     c = cluster()
     c.open_txn(T1, producer(10, 100, OLD))
     c.offsets = {T0: (50, 50), T1: (100, 120), T2: (0, 0)}
-    loop = ScanOptions(include_late=True, lso_prefilter=LsoPrefilter(full_scan_every=0))
+    loop = ScanLoop(full_scan_every=0)
     first = scan(c, loop)
     assert c.lso_reads == [{T0, T1}]  # T2 is empty
     again = scan(c, loop)
@@ -146,8 +146,8 @@ def test_a_scan_loop_forgets_a_deleted_topics_partitions() -> None:
     c.partitions += [info(tp, leader=p, replicas=(p, (p + 1) % 3, (p + 2) % 3), epoch=0) for p, tp in enumerate(gone)]
     c.open_txn(gone[0], producer(10, 100, OLD))
     c.offsets = {T0: (50, 50), T1: (60, 60), T2: (70, 70), gone[0]: (100, 120), gone[1]: (5, 5), gone[2]: (9, 9)}
-    prefilter = LsoPrefilter(full_scan_every=0)
-    loop = ScanOptions(include_late=True, lso_prefilter=prefilter)
+    prefilter = ScanLoop(full_scan_every=0)
+    loop = prefilter
     scan(c, loop)
     assert {tp.topic for tp in prefilter.clear} == {"orders", "gone"}
     assert {tp.topic for tp, _ in prefilter.seen_open} == {"gone"}
@@ -159,7 +159,7 @@ def test_a_scan_loop_forgets_a_deleted_topics_partitions() -> None:
 
 @pytest.mark.parametrize("every, full", [(3, [3, 6, 9]), (1, list(range(1, 10))), (0, [])])
 def test_which_passes_are_full(every: int, full: list[int]) -> None:
-    loop = LsoPrefilter(every)
+    loop = ScanLoop(every)
     seen = []
     for n in range(1, 10):
         if loop.next_is_full():
@@ -169,8 +169,10 @@ def test_which_passes_are_full(every: int, full: list[int]) -> None:
 
 
 # ---- the scan with the first pass, on plain data -----------------------------------------------------------
-def scan(c: FakeCluster, options: ScanOptions | None = None, scope: Scope = Scope(all=True)) -> ScanReport:
-    return find_hanging(c, scope, lambda: NOW, options or ScanOptions(include_late=True))
+def scan(c: FakeCluster, loop: ScanLoop | None = None, scope: Scope = Scope(all=True),
+         options: ScanOptions | None = None) -> ScanReport:
+    """One pass; of a scan loop when `loop` is given (the same one for each of its passes)."""
+    return find_hanging(c, scope, lambda: NOW, options or ScanOptions(include_late=True), loop=loop)
 
 
 def rows(report: ScanReport) -> tuple[list[object], list[object], list[object]]:
@@ -182,7 +184,7 @@ def rows(report: ScanReport) -> tuple[list[object], list[object], list[object]]:
 
 
 def full(c: FakeCluster, scope: Scope = Scope(all=True)) -> ScanReport:
-    return scan(c, ScanOptions(include_late=True, lso_prefilter=None), scope)
+    return scan(c, None, scope, ScanOptions(include_late=True, first_pass=False))
 
 
 def test_a_cluster_without_listoffsets_v2_is_scanned_in_full() -> None:
@@ -226,7 +228,7 @@ def test_a_diverged_follower_is_found_by_the_full_pass_and_followed_after_it() -
     c = cluster()
     c.open_txn(T0, producer(10, 100, OLD), replicas=[2])
     c.offsets = {T0: (150, 150)}
-    loop = ScanOptions(include_late=True, lso_prefilter=LsoPrefilter(full_scan_every=2))
+    loop = ScanLoop(full_scan_every=2)
     first, second, third = (scan(c, loop) for _ in range(3))
     assert first.hanging == [] and first.scanned_replicas == 0
     assert [(r.partition, r.brokers) for r in second.hanging] == [(T0, (2,))] and second.scanned_replicas == 9
@@ -353,9 +355,9 @@ scopes = st.one_of(st.just(Scope(all=True)), st.sampled_from(BROKERS).map(lambda
                    st.sampled_from(["t", "u"]).map(lambda t: Scope(topic=t)))
 
 
-def fast(w: World, scope: Scope, loop: LsoPrefilter | None = None) -> ScanReport:
-    memory = loop if loop is not None else LsoPrefilter(full_scan_every=0, seen_open=w.seen_open)
-    return scan(w.cluster, ScanOptions(include_late=True, lso_prefilter=memory), scope)
+def fast(w: World, scope: Scope, loop: ScanLoop | None = None) -> ScanReport:
+    memory = loop if loop is not None else ScanLoop(full_scan_every=0, seen_open=w.seen_open)
+    return scan(w.cluster, memory, scope)
 
 
 def planned(w: World, scope: Scope) -> set[tuple[int, TopicPartition]]:
@@ -416,7 +418,7 @@ def test_after_a_full_pass_the_first_pass_finds_what_the_full_scan_finds_whateve
     # What C1 and C2 exclude is found by a full pass, and the replicas it found are asked again after it.
     if not _scoped(w, scope):
         return
-    loop = LsoPrefilter(full_scan_every=2, passes=1)
+    loop = ScanLoop(full_scan_every=2, passes=1)
     everything = fast(w, scope, loop)
     assert everything.first_pass is not None and everything.first_pass.full
     assert rows(fast(w, scope, loop)) == rows(everything) == rows(full(w.cluster, scope))
@@ -427,7 +429,7 @@ def test_after_a_full_pass_the_first_pass_finds_what_the_full_scan_finds_whateve
 def test_a_second_pass_on_an_unchanged_cluster_reads_fewer_lsos_and_finds_the_same(w: World, scope: Scope) -> None:
     if not _scoped(w, scope):
         return
-    loop = LsoPrefilter(full_scan_every=0, seen_open=w.seen_open)
+    loop = ScanLoop(full_scan_every=0, seen_open=w.seen_open)
     first = fast(w, scope, loop)
     known = set(loop.clear)  # clear, at a leader epoch said
     before = len(w.cluster.lso_reads)

@@ -137,7 +137,7 @@ def test_an_empty_answer_never_claims_replicas_that_were_not_read() -> None:
     from tests.tools.admin.fakes import cluster
 
     c = cluster()
-    full = ScanOptions(lso_prefilter=None)
+    full = ScanOptions(first_pass=False)
     report = find_hanging(c, Scope(all=True), lambda: NOW, full)
     assert (report.scanned_replicas, report.read_replicas, report.partial) == (9, 9, False)
     assert empty_message(report) == "no hanging transactions found (9 partition replicas read)"

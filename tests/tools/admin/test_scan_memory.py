@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from kafka_txn_tools.admin.lso_prefilter import LsoPrefilter
 from kafka_txn_tools.admin.scan import ScanOptions, ScanReport, Scope, find_hanging
+from kafka_txn_tools.admin.scan_loop import ScanLoop
 from kafka_txn_tools.admin.scan_memory import MAX_AGE_MS, ProducerIds, ScanMemory, txn_homes
 from kafka_txn_tools.models import HangingReason, ScanError, TopicPartition, TransactionListing
 from tests.tools.admin.fakes import MIN, NOW, FakeCluster, cluster, producer, txn
@@ -98,16 +98,17 @@ def rows(report: ScanReport) -> list[tuple[object, ...]]:
 
 
 def fresh_full(c: FakeCluster) -> ScanReport:
-    return find_hanging(c, Scope(all=True), lambda: NOW, ScanOptions(include_late=True, lso_prefilter=None))
+    return find_hanging(c, Scope(all=True), lambda: NOW, ScanOptions(include_late=True, first_pass=False))
 
 
-def loop(every: int = 0) -> ScanOptions:
-    return ScanOptions(include_late=True, lso_prefilter=LsoPrefilter(full_scan_every=every))
+def loop(every: int = 0) -> ScanLoop:
+    return ScanLoop(full_scan_every=every)
 
 
-def passes(c: FakeCluster, options: ScanOptions) -> Iterator[ScanReport]:
+def passes(c: FakeCluster, loop: ScanLoop) -> Iterator[ScanReport]:
+    """A scan loop's passes: the same ScanLoop given to each."""
     while True:
-        yield find_hanging(c, Scope(all=True), lambda: NOW, options)
+        yield find_hanging(c, Scope(all=True), lambda: NOW, ScanOptions(include_late=True), loop=loop)
 
 
 EXPECTED = [(T0, 10, HangingReason.LATE, "live"), (T1, 11, HangingReason.NO_TRANSACTIONAL_ID, None),
@@ -196,13 +197,12 @@ def test_a_mapping_whose_description_fails_is_listed_again(gone: str) -> None:
 def test_every_coordinator_read_of_a_loop_gets_its_findcoordinator_memory_serving_after_the_first_pass() -> None:
     c = world()
     c.groups = {"readers": ("consumer", {T1: 200})}
-    options = loop(every=3)
-    memory = options.lso_prefilter.memory if options.lso_prefilter is not None else None
-    assert memory is not None
+    kept = loop(every=3)
+    memory = kept.memory
     serving = []
     for _ in range(3):
         c.coordinator_caches.clear()
-        find_hanging(c, Scope(all=True), lambda: NOW, options)
+        find_hanging(c, Scope(all=True), lambda: NOW, ScanOptions(include_late=True), loop=kept)
         assert c.coordinator_caches and all(x is memory.coordinators for x in c.coordinator_caches)
         serving.append(memory.coordinators.serving)
     assert serving == [False, True, False]  # the first pass and the full third one find every coordinator
@@ -220,9 +220,8 @@ class Clock:
         return self.ms
 
 
-def grouped_loop(clock: Clock, every: int = 0) -> ScanOptions:
-    return ScanOptions(include_late=True, lso_prefilter=LsoPrefilter(
-        full_scan_every=every, memory=ScanMemory(clock=clock)))
+def grouped_loop(clock: Clock, every: int = 0) -> ScanLoop:
+    return ScanLoop(full_scan_every=every, memory=ScanMemory(clock=clock))
 
 
 def held(report: ScanReport) -> dict[TopicPartition, list[str]]:
@@ -368,11 +367,11 @@ def held_world() -> FakeCluster:
     return c
 
 
-def scan_asking(c: FakeCluster, options: ScanOptions) -> tuple[ScanReport, set[tuple[int, TopicPartition]]]:
+def scan_asking(c: FakeCluster, loop: ScanLoop) -> tuple[ScanReport, set[tuple[int, TopicPartition]]]:
     """One pass, and the replicas its first pass asked for their producer state (the scan's first
     DescribeProducers; the re-check and the coordinator side's leader reads come after it)."""
     before = len(c.described)
-    report = find_hanging(c, Scope(all=True), lambda: NOW, options)
+    report = find_hanging(c, Scope(all=True), lambda: NOW, ScanOptions(include_late=True), loop=loop)
     return report, set(c.described[before])
 
 
@@ -460,7 +459,7 @@ def test_a_pass_that_fails_has_the_next_one_read_metadata() -> None:
 
     real, c.list_transactions = c.list_transactions, broken  # type: ignore[method-assign]
     with pytest.raises(ConnectionError):
-        find_hanging(c, Scope(all=True), lambda: NOW, options)
+        find_hanging(c, Scope(all=True), lambda: NOW, ScanOptions(include_late=True), loop=options)
     c.list_transactions = real  # type: ignore[method-assign]
     scan_asking(c, options)
     assert len(reads) == 2

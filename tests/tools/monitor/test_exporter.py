@@ -210,7 +210,7 @@ def test_a_partition_refused_for_good_does_not_keep_what_ended_elsewhere(tmp_pat
     fake = hanging_cluster()
     fake.partition_errors[(2, TopicPartition("orders", 2))] = "TOPIC_AUTHORIZATION_FAILED"
     store = HistoryStore(tmp_path / "history.db")
-    full = MonitorConfig(30.0, ScanOptions(include_late=True, lso_prefilter=None), top=50)
+    full = MonitorConfig(30.0, ScanOptions(include_late=True, first_pass=False), top=50)
     monitor = monitor_of(lambda: fake, store, full)
     assert monitor.scan_once().result == "partial"
     assert [f.partition for f in monitor.snapshot().findings] == [0]
