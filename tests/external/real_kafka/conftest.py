@@ -6,7 +6,8 @@ kept), and a failing test's report names them."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -59,7 +60,8 @@ def real_kafka3(kafka_libs: Path, tmp_path_factory: pytest.TempPathFactory) -> I
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """A failing test's report carries the last lines of each real cluster's logs it used."""
     outcome = yield
     report = outcome.get_result()
     if report.failed:
