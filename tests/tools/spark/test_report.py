@@ -63,6 +63,9 @@ def test_every_kind_found_is_in_the_report_with_its_commands_and_fits_1280px(spa
     summary = result.summary
     # The data set holds every kind: hanging, late but live, stuck at the coordinator, replica divergence.
     assert summary["hanging"] and summary["late_live"] and summary["stuck"] and summary["divergences"]
+    measured = widths(tmp_path / "out" / "report.html", tmp_path)
+    assert measured["view"] == WIDTH and measured["details"] >= len(result.rows)
+    assert measured["closed"] <= WIDTH and measured["open"] <= WIDTH, measured  # no horizontal overflow
     html = (tmp_path / "out" / "report.html").read_text()
     assert all(r["commands"] for r in result.hanging)  # a stuck one may have none: its action says what to do
     for row in [*result.rows, *result.stuck]:
@@ -76,9 +79,6 @@ def test_every_kind_found_is_in_the_report_with_its_commands_and_fits_1280px(spa
     assert html.count('<tr class="todo">') == len(result.rows) + len(result.stuck)
     for card in ("stuck at their coordinator", "late but live", "replica divergences", "unverified"):
         assert f"</b>{card}</a>" in html
-    measured = widths(tmp_path / "out" / "report.html", tmp_path)
-    assert measured["view"] == WIDTH and measured["details"] >= len(result.rows)
-    assert measured["closed"] <= WIDTH and measured["open"] <= WIDTH, measured  # no horizontal overflow
 
 
 def test_the_old_fifteen_column_table_would_fail_the_measure(tmp_path):
