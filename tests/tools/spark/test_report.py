@@ -87,3 +87,16 @@ def test_the_old_fifteen_column_table_would_fail_the_measure(tmp_path):
     page = tmp_path / "wide.html"
     page.write_text(f"<!DOCTYPE html><html><body><table><tr>{wide}</tr></table></body></html>")
     assert widths(page, tmp_path)["closed"] > WIDTH
+
+
+def test_without_a_known_cluster_the_report_shows_no_command_and_says_how_to_apply_the_plan():
+    from kafka_txn_tools.spark.report import render_report
+
+    row = {"topic": "nightly", "partition": 0, "producer_id": 7, "producer_epoch": 0, "start_offset": 0,
+           "age_ms": 1_800_000, "verdict": "hanging", "reason": "transaction-not-ongoing", "action": "abort it",
+           "commands": []}
+    summary = {"hanging": 1, "cluster": {"reaches_cluster": False, "options": []}, "apply_plan": []}
+    html = render_report(summary, [row], {})
+    assert "<pre>" not in html and "kafka-txn abort" not in html
+    assert html.count("No command is shown: these inputs do not record the cluster") == 1
+    assert "commands connect with</dt><dd>nothing: no cluster is known" in html
