@@ -211,11 +211,11 @@ def _apply(summary: Mapping[str, Any], found: bool) -> str:
                 f"live cluster first, then all are written or none (the first command writes nothing).</p>{lines}")
     if not found or (summary.get("cluster") or {}).get("reaches_cluster"):
         return ""
-    plan = (summary.get("outputs") or {}).get("abort-plan.yaml", "abort-plan.yaml")
+    # The plan by its name, next to this page: the same inputs give the same page wherever it is written.
     return ("<p>No command is shown: these inputs do not record the cluster they came from (a kafka-txn dump does). "
             "Sweep again with -b/--bootstrap-server, --profile or --command-config to have them shown, or check "
-            f"the plan with abort --plan {escape(str(plan))} --dry-run plus your cluster's connection options, "
-            "then apply it without --dry-run.</p>")
+            "abort-plan.yaml (next to this page) with abort --plan and --dry-run plus your cluster's connection "
+            "options, then apply it without --dry-run.</p>")
 
 
 def _cards(summary: Mapping[str, Any]) -> str:

@@ -63,9 +63,12 @@ def test_every_kind_found_is_in_the_report_with_its_commands_and_fits_1280px(spa
     summary = result.summary
     # The data set holds every kind: hanging, late but live, stuck at the coordinator, replica divergence.
     assert summary["hanging"] and summary["late_live"] and summary["stuck"] and summary["divergences"]
+    measured = widths(tmp_path / "out" / "report.html", tmp_path)
+    assert measured["view"] == WIDTH and measured["details"] >= len(result.rows)
+    assert measured["closed"] <= WIDTH and measured["open"] <= WIDTH, measured  # no horizontal overflow
     html = (tmp_path / "out" / "report.html").read_text()
+    assert all(r["commands"] for r in result.hanging)  # a stuck one may have none: its action says what to do
     for row in [*result.rows, *result.stuck]:
-        assert row["commands"], row
         for command in row["commands"]:
             assert f"<pre><code>{escape(command)}</code></pre>" in html  # whole, as printed
             assert command.endswith(f"--command-config {CONFIG}")
@@ -76,9 +79,6 @@ def test_every_kind_found_is_in_the_report_with_its_commands_and_fits_1280px(spa
     assert html.count('<tr class="todo">') == len(result.rows) + len(result.stuck)
     for card in ("stuck at their coordinator", "late but live", "replica divergences", "unverified"):
         assert f"</b>{card}</a>" in html
-    measured = widths(tmp_path / "out" / "report.html", tmp_path)
-    assert measured["view"] == WIDTH and measured["details"] >= len(result.rows)
-    assert measured["closed"] <= WIDTH and measured["open"] <= WIDTH, measured  # no horizontal overflow
 
 
 def test_the_old_fifteen_column_table_would_fail_the_measure(tmp_path):
@@ -87,3 +87,16 @@ def test_the_old_fifteen_column_table_would_fail_the_measure(tmp_path):
     page = tmp_path / "wide.html"
     page.write_text(f"<!DOCTYPE html><html><body><table><tr>{wide}</tr></table></body></html>")
     assert widths(page, tmp_path)["closed"] > WIDTH
+
+
+def test_without_a_known_cluster_the_report_shows_no_command_and_says_how_to_apply_the_plan():
+    from kafka_txn_tools.spark.report import render_report
+
+    row = {"topic": "nightly", "partition": 0, "producer_id": 7, "producer_epoch": 0, "start_offset": 0,
+           "age_ms": 1_800_000, "verdict": "hanging", "reason": "transaction-not-ongoing", "action": "abort it",
+           "commands": []}
+    summary = {"hanging": 1, "cluster": {"reaches_cluster": False, "options": []}, "apply_plan": []}
+    html = render_report(summary, [row], {})
+    assert "<pre>" not in html and "kafka-txn abort" not in html
+    assert html.count("No command is shown: these inputs do not record the cluster") == 1
+    assert "commands connect with</dt><dd>nothing: no cluster is known" in html
