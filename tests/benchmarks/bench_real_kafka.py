@@ -23,6 +23,8 @@ and the embedded broker against Apache Kafka on the same machine.
    per 100-record transaction, librdkafka's transactional producer (the same client for both), after a warm-up;
    reported as a multiple of Kafka's.
 Parts 2 and 3 run on the same fresh cluster each round, Kafka and the embedded broker taking turns.
+Every JVM runs with the options of Kafka's bin/ scripts (kafka-run-class.sh: G1, C2, -Xmx256M for the tool,
+`--heap` for brokers as kafka-server-start.sh's -Xmx1G), not the test harness's leaner ones.
 
     python tests/benchmarks/bench_real_kafka.py [--nodes 1] [--partitions 10000] [--per-topic 1000]
         [--open-share 0.01] [--producers 2] [--rounds 3] [--transactions 300] [--parts find-hanging,start,cpu]
@@ -55,6 +57,10 @@ from tests.support.real_kafka import cluster as cluster_module  # noqa: E402
 from tests.support.real_kafka.hang import seed_idempotent, stage_hangs, wait_for_leaders  # noqa: E402
 from tests.support.real_kafka.tools import TRANSACTIONS_COMMAND  # noqa: E402
 
+# kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS, which bin/kafka-server-start.sh and bin/kafka-transactions.sh
+# run with (the test harness starts its JVMs leaner, for speed on a test machine; users do not).
+SCRIPT_JVM_OPTS = ["-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
+                   "-XX:+ExplicitGCInvokesConcurrent", "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true"]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "broker")])}
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -124,6 +130,13 @@ sys.argv = ["kafka-txn", *sys.argv[1:]]
 from kafka_txn_tools.cli.app import main
 main()
 """
+
+
+class ScriptsCluster(KafkaCluster):
+    """A cluster whose JVMs run with the options of Kafka's own bin/ scripts (G1, C2), as users run brokers."""
+
+    def java_command(self, *args: str) -> list[str]:
+        return ["java", *SCRIPT_JVM_OPTS, "-cp", f"{self.libs}/*", *args]
 
 
 def median(values: list[float]) -> float:
@@ -199,9 +212,11 @@ def find_hanging(cluster: KafkaCluster, libs: Path, work: Path, rounds: int,
                  truth: set[tuple[str, int, int, int]]) -> tuple[dict[str, Any], bool]:
     bs = cluster.bootstrap_servers
     wrapper = timed_main(libs, work)
-    base = UpstreamTool(libs, main_class="TimedMain").command(TRANSACTIONS_COMMAND)
-    cp = base.index("-cp") + 1
-    base[cp] = f"{base[cp]}{os.pathsep}{wrapper}"
+    harness = UpstreamTool(libs, main_class="TimedMain").command(TRANSACTIONS_COMMAND)
+    cp = harness.index("-cp")
+    # As bin/kafka-transactions.sh runs it: kafka-run-class.sh's heap for tools and its JVM options.
+    base = ["java", "-Xmx256M", *SCRIPT_JVM_OPTS, "-cp", f"{harness[cp + 1]}{os.pathsep}{wrapper}",
+            *harness[cp + 2:]]
 
     def upstream(*args: str) -> list[str]:
         return [*base, *args]
@@ -307,7 +322,7 @@ def transactions(bootstrap: str, topic: str, count: int, per_txn: int = 100) -> 
 
 
 def measure_cpu(bootstrap: str, pids: list[int], topic: str, count: int) -> dict[str, float]:
-    transactions(bootstrap, topic, max(10, count // 5))  # warm-up (the JVM's JIT; both sides' caches)
+    transactions(bootstrap, topic, count)  # warm-up (the JVM's JIT compiles its hot paths; both sides' caches)
     before, t0 = cpu_s(pids), time.perf_counter()
     time.sleep(3)
     idle_rate = (cpu_s(pids) - before) / (time.perf_counter() - t0)
@@ -320,7 +335,7 @@ def measure_cpu(bootstrap: str, pids: list[int], topic: str, count: int) -> dict
 
 def kafka_round(libs: Path, work: Path, nodes: int, count: int, cpu: bool) -> dict[str, float]:
     start = time.perf_counter()
-    cluster = KafkaCluster(libs, work / f"kafka-{time.time_ns()}", nodes=nodes)
+    cluster = ScriptsCluster(libs, work / f"kafka-{time.time_ns()}", nodes=nodes)
     try:
         cluster.start()
         usable(cluster.bootstrap_servers, "ready", min(3, nodes))
@@ -401,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     parts = set(args.parts.split(","))
     libs = release_libs(args.release)
-    cluster_module.HEAP = f"-Xmx{args.heap}"  # thousands of partitions want more than the tests' small heap
+    cluster_module.HEAP = f"-Xmx{args.heap}"  # as kafka-server-start.sh's -Xmx1G; the tests' heap is smaller
     results: dict[str, Any] = {"release": args.release, "nodes": args.nodes, "date": time.strftime("%Y-%m-%d"),
                                "cpus": os.cpu_count(), "load": os.getloadavg()}
     ok = True
@@ -409,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         if "find-hanging" in parts:
             config = {"transaction.partition.verification.enable": "false"}
-            with KafkaCluster(libs, work / "find-hanging", nodes=args.nodes, config=config,
+            with ScriptsCluster(libs, work / "find-hanging", nodes=args.nodes, config=config,
                               version=args.release) as cluster:
                 truth = stage(cluster, args.partitions, args.per_topic, args.producers, args.open_share)
                 results["find_hanging"], good = find_hanging(cluster, libs, work, args.rounds, truth)
@@ -420,6 +435,9 @@ def main(argv: list[str] | None = None) -> int:
             results["brokers"], good = brokers(libs, work, args.nodes, args.rounds, args.transactions,
                                                "cpu" in parts)
             ok = ok and good
+    results["load_end"] = os.getloadavg()
+    print(f"load average at the start {results['load'][0]:.1f}, at the end {results['load_end'][0]:.1f} "
+          f"({os.cpu_count()} CPUs)")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2, default=str))
     return 0 if ok else 1
