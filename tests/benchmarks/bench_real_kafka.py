@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import signal
 import statistics
@@ -153,14 +154,16 @@ def timed_main(libs: Path, work: Path) -> Path:
 def run_timed(command: list[str], any_exit: bool = False) -> dict[str, Any]:
     """One fresh process: its wall time, stdout, and the TIMED line it wrote to stderr (`any_exit`: a --help
     run, whose exit code is the tool's own business)."""
-    start = time.perf_counter()
+    start, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(command, capture_output=True, text=True, timeout=1800, env=ENV)
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the child's CPU, all its threads: what it costs
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     timed = [line for line in done.stderr.splitlines() if line.startswith("TIMED ")]
     if (done.returncode not in (0, 3) and not any_exit) or not timed:
         raise RuntimeError(f"{' '.join(command[:6])}... exited {done.returncode}:\n{done.stdout[-2000:]}"
                            f"{done.stderr[-3000:]}")
-    return {"wall_s": wall, **json.loads(timed[-1][6:]), "stdout": done.stdout}
+    return {"wall_s": wall, "cpu_s": cpu, **json.loads(timed[-1][6:]), "stdout": done.stdout}
 
 
 # ---- 1. find-hanging ------------------------------------------------------------------------------------------
@@ -231,12 +234,12 @@ def find_hanging(cluster: KafkaCluster, libs: Path, work: Path, rounds: int,
                       for node in cluster.nodes]
         found = set().union(*(upstream_rows(p["stdout"]) for p in per_broker))
         runs["upstream"].append({k: sum(p[k] for p in per_broker)
-                                 for k in ("wall_s", "in_runtime_s", "runtime_start_s", "requests")})
+                                 for k in ("wall_s", "cpu_s", "in_runtime_s", "runtime_start_s", "requests")})
         baselines["kafka-txn"].append(run_timed([*ours, "--help"], any_exit=True)["wall_s"])
         mine = run_timed([*ours, "find-hanging", "--all", "-b", bs, "-o", "json", "--timeout", "300s"])
         rows = {(h["topic"], h["partition"], h["producer_id"], h["start_offset"])
                 for h in json.loads(mine["stdout"])["hanging"]}
-        runs["kafka-txn"].append({k: mine[k] for k in ("wall_s", "in_runtime_s", "requests")})
+        runs["kafka-txn"].append({k: mine[k] for k in ("wall_s", "cpu_s", "in_runtime_s", "requests")})
         same = found == rows == truth
         agree = agree and same
         print(f"round {r + 1}: upstream {runs['upstream'][-1]['wall_s']:.2f} s wall "
@@ -252,21 +255,23 @@ def find_hanging(cluster: KafkaCluster, libs: Path, work: Path, rounds: int,
                          "in_runtime_s": median([x["in_runtime_s"] for x in runs[name]]),
                          "startup_baseline_s": startup,
                          "wall_less_baseline_s": median([x["wall_s"] - startup for x in runs[name]]),
+                         "cpu_s": median([x["cpu_s"] for x in runs[name]]),
                          "requests": median([x["requests"] for x in runs[name]]), "runs": runs[name]}
     up, me = summary["upstream"], summary["kafka-txn"]
     summary["speedup_wall"] = up["wall_s"] / me["wall_s"]
     summary["speedup_in_runtime"] = up["in_runtime_s"] / me["in_runtime_s"]
     summary["speedup_less_baseline"] = up["wall_less_baseline_s"] / max(me["wall_less_baseline_s"], 1e-3)
+    summary["speedup_cpu"] = up["cpu_s"] / me["cpu_s"]
     summary["same_partitions"] = agree
     print(f"\n{'find-hanging':<12}{'wall s':>9}{'in runtime s':>14}{'startup s':>11}{'wall-startup s':>16}"
-          f"{'requests':>10}")
+          f"{'requests':>10}{'CPU s':>8}")
     for name in ("upstream", "kafka-txn"):
         s = summary[name]
         print(f"{name:<12}{s['wall_s']:>9.2f}{s['in_runtime_s']:>14.2f}{s['startup_baseline_s']:>11.2f}"
-              f"{s['wall_less_baseline_s']:>16.2f}{s['requests']:>10.0f}")
+              f"{s['wall_less_baseline_s']:>16.2f}{s['requests']:>10.0f}{s['cpu_s']:>8.2f}")
     print(f"speedup: wall {summary['speedup_wall']:.1f}x (goal >= 10x), in the runtime "
           f"{summary['speedup_in_runtime']:.1f}x (goal >= 3x), wall less startup "
-          f"{summary['speedup_less_baseline']:.1f}x; same partitions: {agree}")
+          f"{summary['speedup_less_baseline']:.1f}x, CPU {summary['speedup_cpu']:.1f}x; same partitions: {agree}")
     ok = agree and summary["speedup_wall"] >= 10 and summary["speedup_in_runtime"] >= 3
     return summary, ok
 
