@@ -207,8 +207,9 @@ def _apply(summary: Mapping[str, Any], found: bool) -> str:
     commands = summary.get("apply_plan") or []
     if commands:
         lines = "".join(f"<pre><code>{escape(c)}</code></pre>" for c in commands)
-        return ("<p>The abort plan ends every hanging transaction below at once: each entry is checked against the "
-                f"live cluster first, then all are written or none (the first command writes nothing).</p>{lines}")
+        return ("<p>Instead of each row's commands, the abort plan ends every hanging transaction below at once: each "
+                "entry is checked against the live cluster first, then all are written or none (the first command "
+                f"writes nothing).</p>{lines}")
     if not found or (summary.get("cluster") or {}).get("reaches_cluster"):
         return ""
     # The plan by its name, next to this page: the same inputs give the same page wherever it is written.

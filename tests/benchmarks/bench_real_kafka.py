@@ -1,4 +1,4 @@
-"""Real against real (issue 33, part 5): kafka-txn against upstream's own tool on the same Apache Kafka cluster,
+"""Real against real: kafka-txn against upstream's own tool on the same Apache Kafka cluster,
 and the embedded broker against Apache Kafka on the same machine.
 
 1. find-hanging. A KRaft cluster of Apache Kafka (`--release`, jars from Maven Central; `--nodes` combined

@@ -1,4 +1,4 @@
-"""The nightly sweep's printed commands are accepted as printed (issue 32, item 1).
+"""The nightly sweep's printed commands are accepted as printed.
 
 `kafka-txn dump --all -b B` records the cluster it read; `kafka-txn sweep DUMP` prints commands that carry it;
 each runs verbatim, as a shell runs it, in an empty environment (no KAFKA_* variable, a HOME without a profiles

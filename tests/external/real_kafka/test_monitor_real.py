@@ -1,4 +1,4 @@
-"""`kafka-txn monitor` watching real Apache Kafka (issue 33, part 4): a hanging transaction staged on the JVM
+"""`kafka-txn monitor` watching real Apache Kafka: a hanging transaction staged on the JVM
 broker (a late write after an abort, tests/support/real_kafka/hang.py) shows in the monitor's metrics for that
 partition, and the finding's printed commands, run verbatim (plus --yes), clear it: the metrics drop it and
 librdkafka's read_committed view of the partition reaches its high watermark again.

@@ -1,4 +1,4 @@
-"""`kafka-txn dump` and `kafka-txn sweep` on real Apache Kafka (issue 33, part 4).
+"""`kafka-txn dump` and `kafka-txn sweep` on real Apache Kafka.
 
 One single-node cluster of this module's own (it is stopped and started again) holds, on one topic: idempotent
 producers' state on every partition, a committed and an aborted transaction with data (the abort lands in

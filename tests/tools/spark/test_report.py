@@ -1,5 +1,5 @@
 """The sweep's report shows every kind the sweep found, each with its commands, readable at a laptop's width:
-checked in headless Chromium at 1280 px, with every <details> closed and then open (issue 32, item 4)."""
+checked in headless Chromium at 1280 px, with every <details> closed and then open."""
 
 from __future__ import annotations
 
