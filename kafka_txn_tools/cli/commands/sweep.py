@@ -174,8 +174,8 @@ def _next_steps(result: Any) -> str:
         lines += [f"{s['transactional_id']!r} ({s['state']}): {s['action']}",
                   *(["  run:"] if s["commands"] else []), *(f"    {c}" for c in s["commands"])]
     if result.summary["apply_plan"]:
-        lines += ["or, instead of the aborts above, all at once by the abort plan (every entry checked first, then "
-                  "written all or nothing):", "  run:",
+        # The plan's commands end what the rows' commands end: one way or the other, never both.
+        lines += ["or instead, all at once by the abort plan (checked first, all or nothing):", "  run:",
                   *(f"    {c}" for c in result.summary["apply_plan"])]
     return "\n" + "\n".join(lines) + "\n" if lines else ""
 

@@ -186,13 +186,18 @@ def test_sweep_table_at_80_columns_keeps_verdict_and_reason(monkeypatch: pytest.
            "action": "abort it: no coordinator will write its marker",
            "commands": ["kafka-txn abort --topic payments-ledger-eu-west-1 --partition 7 --start-offset 116"]}
     summary = {"hanging": 1, "stuck": 0, "late_live": 0, "unverified": 0, "as_of_ms": 1_700_000_000_000,
-               "late_partitions_by_broker": {"1": 1}, "outputs": {"report.html": "/tmp/out/report.html"}}
+               "late_partitions_by_broker": {"1": 1}, "outputs": {"report.html": "/tmp/out/report.html",
+                                                                 "abort-plan.yaml": "/tmp/out/abort-plan.yaml"},
+               "cluster": {"reaches_cluster": True},
+               "apply_plan": ["kafka-txn abort --plan /tmp/out/abort-plan.yaml --dry-run -b kafka-1:9092",
+                              "kafka-txn abort --plan /tmp/out/abort-plan.yaml -b kafka-1:9092"]}
     monkeypatch.setenv("COLUMNS", "80")
     _print(SimpleNamespace(rows=[row], stuck=[], summary=summary), SweepOutput.table)
     out, err = capsys.readouterr()
     # Every line fits, except a command line: printed whole, never wrapped, so a copy runs as printed.
-    assert f"    {row['commands'][0]}" in out.splitlines()
-    assert all(len(line) <= 80 for line in out.splitlines() if line.strip() not in row["commands"]), out
+    commands = [*row["commands"], *summary["apply_plan"]]
+    assert all(f"    {c}" in out.splitlines() for c in commands)
+    assert all(len(line) <= 80 for line in out.splitlines() if line.strip() not in commands), out
     assert "hanging" in out and "transaction-not-ongoing" in out
     assert "24d 20h" in out or "AGE" in err  # the one duration spelling where it is shown
     assert "(as of 2023-11-14T22:13:20Z)" in " ".join(err.split())
