@@ -48,9 +48,10 @@ def test_bench_monitor_measures_a_find_hanging_run_and_the_scan_loop() -> None:
     assert once["found"] == 3 + 4 and [s["found"] for s in scans] == [3, 3], out
     assert all(s["result"] == "complete" and s["requests"] > 0 for s in scans), out
     assert report["find_hanging_full_scan"]["found"] == once["found"], out
-    # The monitor's first scan is find-hanging's, over a connection the monitor keeps: all but the ACL probe.
+    # The monitor's first scan is find-hanging's, over a connection the monitor keeps: all but the ACL probe and
+    # the summary's listing of young Prepare states (one ListTransactions a broker: the monitor has no summary).
     first = report["monitor_first_scan"]["by_api"]
-    assert {**first, "DescribeAcls": 1} == once["by_api"], out
+    assert {**first, "DescribeAcls": 1, "ListTransactions": first["ListTransactions"] + 3} == once["by_api"], out
     # Its steady state re-asks only what can have changed (admin/scan_memory.py): no Metadata, FindCoordinator
     # or ListGroups; ListTransactions by state and age only (each candidate's id is known), one per broker; and
     # DescribeProducers only for the re-check (the held partitions' answers stand: their offsets did not move).

@@ -42,6 +42,7 @@ def package_zip(directory: Path) -> Path:
     the broker itself (its server, coordinators, security) never runs on an executor."""
     import kafka_txn_broker
     import kafka_txn_broker.formats
+    import kafka_txn_broker.gc_pause
     import kafka_txn_tools
 
     target = directory / "kafka_txn_tools.zip"
@@ -50,8 +51,10 @@ def package_zip(directory: Path) -> Path:
             root = Path(str(package.__file__)).resolve().parent
             for path in root.rglob("*.py"):
                 zf.write(path, Path(*package.__name__.split(".")) / path.relative_to(root))
-        # The parent package of formats, so `import kafka_txn_broker.formats` resolves inside the zip.
+        # The parent package of formats, so `import kafka_txn_broker.formats` resolves inside the zip, and the
+        # one module formats imports beside itself (the garbage collector paused around big messages).
         zf.write(str(kafka_txn_broker.__file__), Path("kafka_txn_broker") / "__init__.py")
+        zf.write(str(kafka_txn_broker.gc_pause.__file__), Path("kafka_txn_broker") / "gc_pause.py")
     return target
 
 

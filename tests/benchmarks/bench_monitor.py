@@ -83,7 +83,9 @@ else:
     from kafka_txn_tools.admin.findings import findings_document
     from kafka_txn_tools.cli.session import Connection, connect
     from kafka_txn_tools.monitor.exporter import Monitor, MonitorConfig
-    options = ScanOptions()
+    # As `kafka-txn monitor` builds them (an older checkout, --compare-with, has no such option).
+    options = ScanOptions(**({"explain_unreported": False} if "explain_unreported" in ScanOptions.__dataclass_fields__
+                             else {}))
     monitor = Monitor(bootstrap, lambda: connect(Connection(bootstrap, None, None, "120s")),
                       lambda r: findings_document(r, options.max_timeout_ms, options.max_prepare_ms),
                       MonitorConfig(30.0, options, 50))

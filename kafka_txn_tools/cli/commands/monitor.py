@@ -149,7 +149,8 @@ def _run(listening: Listening, interval_ms: int, max_timeout_ms: int, max_prepar
 
     conn, cluster, invocation = _connection(*connection)  # a bad profile or properties file: a usage error, at once
     # As find-hanging: what holds an LSO is never hidden, and the findings' commands repeat the connection options.
-    options = ScanOptions(max_timeout_ms, True, max_prepare_ms=max_prepare_ms, invocation=invocation)
+    options = ScanOptions(max_timeout_ms, True, max_prepare_ms=max_prepare_ms, invocation=invocation,
+                          explain_unreported=False)  # no summary to explain: one request a broker less a pass
     config = MonitorConfig(interval_ms / 1000, options, top, audit_log or audit.default_path())
     claim, store = (None, None) if no_history else _open_history(history or default_path())
     monitor = Monitor(cluster, lambda: _connect(conn), lambda report: _document(report, max_timeout_ms,

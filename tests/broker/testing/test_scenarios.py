@@ -107,6 +107,8 @@ def test_a_coordinator_side_scenario_prints_its_ground_truth_and_the_bug_it_emul
     out = CliRunner().invoke(app, ["broker", "scenario", "marker-retry-rejected", "--bootstrap-server",
                                    legacy.bootstrap_servers, "--no-healthy", "-o", "table"])
     assert out.exit_code == 0, out.output
-    assert "KAFKA-19999" in out.output.splitlines()[0]  # the incident names the upstream bug
+    lines = out.output.splitlines()
+    assert lines[0].startswith("# find it: kafka-txn find-hanging --all --bootstrap-server ")  # how to see it
+    assert "KAFKA-19999" in lines[1]  # the incident names the upstream bug
     [stuck] = [line for line in out.output.splitlines() if line.startswith("STUCK")]
     assert "PrepareCommit" in stuck and "(marker-rejected)" in stuck and "emulates=KAFKA-19999" in stuck
