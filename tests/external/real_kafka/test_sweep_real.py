@@ -46,16 +46,6 @@ def cluster(kafka_libs: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
         yield c
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    """One local session for the module's sweeps (run_sweep reuses an active session and leaves it running)."""
-    from kafka_txn_tools.spark.session import get_session
-
-    session = get_session("local[2]", app_name="kafka-txn-real-kafka-tests")
-    yield session
-    session.stop()
-
-
 def cli(*args: str) -> tuple[int, str, str]:
     r = CliRunner().invoke(app, list(args))
     if r.exception is not None and not isinstance(r.exception, SystemExit):
