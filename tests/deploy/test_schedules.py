@@ -233,7 +233,7 @@ def test_the_shipped_web_config_refuses_to_start_until_its_placeholder_is_replac
     assert "basic_auth_users.prometheus is not a bcrypt hash" in done.stderr, done.stderr
 
 
-@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool comes with Debian's prometheus package")
+@pytest.mark.needs("promtool")
 def test_promtool_accepts_the_shipped_scrape_config(tmp_path: Path) -> None:
     from tests.support.pki import make_pki, shipped_scrape_config
 

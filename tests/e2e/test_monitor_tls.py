@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import shutil
 import socket
 import ssl
 from collections.abc import Iterator
@@ -120,7 +119,7 @@ def _last_errors(prom: PrometheusProcess, *jobs: str) -> dict[str, str] | None:
     return found if len(found) == len(jobs) else None
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium (dev.sh installs it)")
+@pytest.mark.needs("chromium")
 def test_status_page_over_https_in_a_browser_and_an_open_healthz(cluster: EmbeddedCluster, pki: Pki,
                                                                  tmp_path: Path) -> None:
     config = web_config(tmp_path / "web.yml", pki, None)

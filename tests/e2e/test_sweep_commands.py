@@ -28,7 +28,7 @@ from kafka_txn_tools.cli import exit_codes
 from kafka_txn_tools.cli.app import app
 from tests.e2e.cli_support import kafka_txn
 
-pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="the sweep needs a JRE (dev.sh installs it)")
+pytestmark = pytest.mark.needs("java")  # the sweep runs Spark
 
 CONFIG = {"transaction.partition.verification.enable": False}
 BACKDATE_MS = 30 * 60_000  # older than the default 15 min timeout, as the demo stages it
