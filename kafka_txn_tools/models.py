@@ -282,6 +282,9 @@ class HangingTransaction:
     # The row (admin/dependent_rows.py `row_name`) whose commands end this row's transaction too: this row
     # clears when that one does, and is printed after it.
     cleared_by: str | None = None
+    # The coordinator's decision on this transaction, as `__transaction_state` holds it (None: none read); a
+    # commit makes the row's command a COMMIT marker (admin/decisions.py).
+    decision: CoordinatorDecision | None = None
 
     kind = RowKind.PARTITION
 
@@ -308,11 +311,57 @@ class HangingTransaction:
             "brokers": list(self.brokers),
             "stalled_groups": _groups(self.stalled_groups),
             "cleared_by": self.cleared_by,
+            "coordinator_decision": self.decision.to_row() if self.decision is not None else None,
         }
 
 
 def _groups(groups: tuple[StalledGroup, ...] | None) -> list[dict[str, Any]] | None:
     return None if groups is None else [g.to_row() for g in groups]
+
+
+NO_PRODUCER = -1  # a producer id field that names none
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorDecision:
+    """One PrepareCommit / PrepareAbort record of `__transaction_state`: the coordinator's decision on a
+    transaction (admin/decisions.py)."""
+
+    transactional_id: str
+    commit: bool
+    producer_id: int
+    producer_epoch: int
+    partitions: frozenset[TopicPartition]
+    time_ms: int  # TransactionLastUpdateTimestampMs: when the coordinator decided
+    txn_partition: int  # the `__transaction_state` partition holding it
+    offset: int  # its offset there
+    prev_producer_id: int = NO_PRODUCER
+    client_transaction_version: int = 0
+
+    @property
+    def outcome(self) -> str:
+        return "commit" if self.commit else "abort"
+
+    def names(self, producer_id: int, producer_epoch: int) -> bool:
+        """Whether this decision is about the transaction of (producer id, epoch) as a partition holds it."""
+        if self.producer_id == producer_id:
+            bumped = self.client_transaction_version >= 2 and self.producer_epoch == producer_epoch + 1
+            return self.producer_epoch == producer_epoch or bumped
+        # An epoch overflow under transaction version 2: the decision moved to a new producer id (epoch 0)
+        # and names the one the partition holds as its previous id.
+        return self.prev_producer_id == producer_id and self.producer_id != NO_PRODUCER
+
+    def to_row(self) -> dict[str, object]:
+        return {"outcome": self.outcome, "transactional_id": self.transactional_id,
+                "producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
+                "decided_ms": self.time_ms, "transaction_state_partition": self.txn_partition,
+                "offset": self.offset}
+
+    def describe(self) -> str:
+        state = "PrepareCommit" if self.commit else "PrepareAbort"
+        return (f"its coordinator decided to {self.outcome} it: {state} of {self.transactional_id!r} (producer "
+                f"{self.producer_id}, epoch {self.producer_epoch}) at __transaction_state-{self.txn_partition} "
+                f"offset {self.offset}, listing this partition")
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kafka_txn_tools.admin import hanging, offset_evidence
+from kafka_txn_tools.admin import hanging, offset_evidence, transaction_state
 from kafka_txn_tools.admin.api import ClusterApi
 from kafka_txn_tools.connection.capabilities import COORDINATOR_VIEW, missing, missing_api_error, require
 from kafka_txn_tools.errors import (
@@ -48,6 +48,7 @@ from kafka_txn_tools.errors import (
 from kafka_txn_tools.models import (
     AbortSpec,
     ClusterInfo,
+    CoordinatorDecision,
     HangingReason,
     OpenTransaction,
     PartitionOffsets,
@@ -109,6 +110,10 @@ class AbortCheck:
     spec: AbortSpec
     producer: ProducerState | None = None  # None: producer state could not be read (unverifiable)
     verdict: hanging.Verdict | None = None
+    # `kafka-txn commit`: the coordinator's PrepareCommit this COMMIT marker carries out (None: an ABORT marker).
+    decision: CoordinatorDecision | None = None
+    # An abort's transaction its coordinator decided to commit (`refusal` says so; --force aborts it anyway).
+    committed_by: CoordinatorDecision | None = None
     refusal: str | None = None  # why aborting looks unsafe; --force overrides
     live: bool = False  # the coordinator holds it as live: --force gets its own warning
     unverifiable: list[str] = field(default_factory=list)  # needs a person's confirmation or --force
@@ -124,10 +129,15 @@ class AbortCheck:
             return "unknown (the coordinator's view could not be read)"
         return f"{self.verdict.reason.value}: {self.verdict.detail}"
 
+    @property
+    def commit(self) -> bool:
+        return self.decision is not None and self.decision.commit
+
     def marker_text(self) -> str:
         s = self.spec
         tag = f", start offset {s.start_offset}" if s.start_offset is not None else ""
-        return (f"ABORT marker for {s.partition} to broker {self.leader} (its leader): producer {s.producer_id}, "
+        kind = "COMMIT" if self.commit else "ABORT"
+        return (f"{kind} marker for {s.partition} to broker {self.leader} (its leader): producer {s.producer_id}, "
                 f"epoch {s.producer_epoch}, coordinator epoch {s.coordinator_epoch}{tag}")
 
 
@@ -143,18 +153,33 @@ class AbortOutcome:
 def validate(client: AbortClient, target: AbortTarget) -> AbortCheck:
     """Check `target` against the leader's producer state and the coordinator; write nothing."""
     require(client, "abort", "WriteTxnMarkers")
-    cluster, leader = _leader(client, target.partition)
+    cluster, leader = leader_of(client, target.partition)
     before = client.partition_offsets({target.partition: leader})[target.partition]
     if not client.supports("DescribeProducers"):
         return _unverified_producer(client, target, leader, before)
-    producers = _producers_on_leader(client, target.partition, leader)
-    producer = _match(client, target, leader, producers, before)
-    _refuse_mismatches(target, producer)
+    producers = producers_on_leader(client, target.partition, leader)
+    producer = match_open(client, target, leader, producers, before)
+    refuse_mismatches(target, producer)
     spec = AbortSpec(target.partition, producer.producer_id, producer.producer_epoch,
                      max(producer.coordinator_epoch, 0), producer.current_txn_start_offset)
     check = AbortCheck(target, leader, before, spec, producer=producer)
-    _add_coordinator_view(client, cluster, check, producer)
+    add_coordinator_view(client, cluster, check, producer)
+    _add_decision(client, check)
     return check
+
+
+def _add_decision(client: AbortClient, check: AbortCheck) -> None:
+    """A hanging transaction its coordinator decided to commit (admin/decisions.py): its COMMIT marker never
+    came, and an abort would discard records the application was told were committed. Refused unless --force."""
+    v, producer = check.verdict, check.producer
+    if v is None or not v.reason.is_hanging or v.transactional_id is None or producer is None or check.refusal:
+        return
+    found = transaction_state.decision_on(client, v.transactional_id, check.partition, producer).decision
+    if found is not None and found.commit:
+        check.committed_by = found
+        check.refusal = (f"{found.describe()}, and completed it without this partition's COMMIT marker: aborting it "
+                         "would discard records the application was told were committed (`kafka-txn commit` writes "
+                         "the marker it decided on)")
 
 
 def _unverified_producer(client: AbortClient, target: AbortTarget, leader: int,
@@ -181,7 +206,7 @@ def _no_coordinator_view(client: AbortClient) -> str:
             "it cannot be checked that no coordinator still holds this transaction as live")
 
 
-def _leader(client: AbortClient, tp: TopicPartition) -> tuple[ClusterInfo, int]:
+def leader_of(client: AbortClient, tp: TopicPartition) -> tuple[ClusterInfo, int]:
     cluster = client.metadata([tp.topic])
     info = cluster.partition(tp)
     if info is None:
@@ -195,7 +220,7 @@ def _leader(client: AbortClient, tp: TopicPartition) -> tuple[ClusterInfo, int]:
     return cluster, info.leader
 
 
-def _producers_on_leader(client: AbortClient, tp: TopicPartition, leader: int) -> list[ProducerState]:
+def producers_on_leader(client: AbortClient, tp: TopicPartition, leader: int) -> list[ProducerState]:
     replicas, errors = client.describe_producers({leader: [tp]})
     if errors:
         err = errors[0]
@@ -203,7 +228,7 @@ def _producers_on_leader(client: AbortClient, tp: TopicPartition, leader: int) -
     return [p for r in replicas if r.partition == tp for p in r.producers]
 
 
-def _match(client: AbortClient, target: AbortTarget, leader: int, producers: list[ProducerState],
+def match_open(client: AbortClient, target: AbortTarget, leader: int, producers: list[ProducerState],
            before: PartitionOffsets) -> ProducerState:
     tp = target.partition
     if target.start_offset is not None:
@@ -296,7 +321,7 @@ def _coordinator_epochs_match(given: int, live: int) -> bool:
     return given == live or (live < 0 and given in (-1, 0))
 
 
-def _refuse_mismatches(target: AbortTarget, p: ProducerState) -> None:
+def refuse_mismatches(target: AbortTarget, p: ProducerState) -> None:
     live = {"producer id": p.producer_id, "producer epoch": p.producer_epoch,
             "coordinator epoch": p.coordinator_epoch}
     given = {"producer id": target.producer_id, "producer epoch": target.producer_epoch,
@@ -312,7 +337,7 @@ def _refuse_mismatches(target: AbortTarget, p: ProducerState) -> None:
                       "read them again with `kafka-txn find-hanging` or `describe-producers`")
 
 
-def _add_coordinator_view(
+def add_coordinator_view(
     client: AbortClient, cluster: ClusterInfo, check: AbortCheck, producer: ProducerState,
 ) -> None:
     if missing(client, COORDINATOR_VIEW):
@@ -370,9 +395,10 @@ _LEADER_MOVED = {"NOT_LEADER_FOR_PARTITION", "NOT_LEADER_OR_FOLLOWER", "LEADER_N
 
 def _write_marker(client: AbortClient, check: AbortCheck) -> str | None:
     spec = check.spec
+    write = client.write_commit_marker if check.commit else client.write_abort_marker
     try:
-        return client.write_abort_marker(check.leader, spec.partition, spec.producer_id, spec.producer_epoch,
-                                         spec.coordinator_epoch, spec.start_offset)
+        return write(check.leader, spec.partition, spec.producer_id, spec.producer_epoch, spec.coordinator_epoch,
+                     spec.start_offset)
     except ConnectionFailed:
         return "BROKER_UNREACHABLE"
 
@@ -383,7 +409,7 @@ def _follow_leader(client: AbortClient, check: AbortCheck, sleep: Callable[[floa
     deadline = time.monotonic() + wait_s
     while True:
         try:
-            _cluster, leader = _leader(client, check.partition)
+            _cluster, leader = leader_of(client, check.partition)
         except BrokerError:
             leader = -1  # no leader elected yet
         if leader not in (-1, old) or time.monotonic() >= deadline:
@@ -403,10 +429,11 @@ def _follow_leader(client: AbortClient, check: AbortCheck, sleep: Callable[[floa
 
 def _raise_marker_error(client: AbortClient, check: AbortCheck, error: str) -> None:
     spec = check.spec
+    verb = "commit" if check.commit else "abort"
     if error == "INVALID_TXN_STATE" and check.producer is not None and not _still_open(client, check):
         raise NothingToDo(f"the transaction at offset {spec.start_offset} on {check.partition} was completed "
-                          "before the abort marker arrived")
-    raise BrokerError(f"Failed to abort transaction on {check.partition} (producer {spec.producer_id}, epoch "
+                          f"before the {verb} marker arrived")
+    raise BrokerError(f"Failed to {verb} transaction on {check.partition} (producer {spec.producer_id}, epoch "
                       f"{spec.producer_epoch}, coordinator epoch {spec.coordinator_epoch}): {error}", error)
 
 

@@ -71,6 +71,13 @@ def abort(inv: Invocation, tp: TopicPartition, start_offset: int, force: bool = 
     return inv.line("abort", *args, *(["--force"] if force else []))
 
 
+def commit(inv: Invocation, tp: TopicPartition, start_offset: int) -> str:
+    """`kafka-txn commit` of the open transaction starting at `start_offset`: the COMMIT marker its coordinator
+    decided on and never delivered (admin/decisions.py); the command checks that decision again itself."""
+    return inv.line("commit", "--topic", tp.topic, "--partition", str(tp.partition), "--start-offset",
+                    str(start_offset))
+
+
 def force_terminate(inv: Invocation, transactional_id: str, force: bool) -> str:
     """`kafka-txn force-terminate`; `force` exactly when fence.needs_force says its check would refuse."""
     return inv.line("force-terminate", "--transactional-id", transactional_id, *(["--force"] if force else []))

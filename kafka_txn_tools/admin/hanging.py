@@ -70,6 +70,7 @@ from dataclasses import dataclass
 from kafka_txn_broker.formats.partitioning import SHARE_STATE_TOPIC
 from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 from kafka_txn_tools.admin import advice
+from kafka_txn_tools.admin.decisions import Decision
 from kafka_txn_tools.models import (
     ONGOING_STATES,
     TWO_PHASE_COMMIT_TIMEOUT_MS,
@@ -243,9 +244,15 @@ def _detail(why: HangingReason, candidate: OpenTransaction, view: CoordinatorVie
     return f"{txn!r} is {view.state} with this partition; its coordinator will complete it"
 
 
-def partition_action(reason: HangingReason, tp: TopicPartition, start_offset: int, transactional_id: str | None
-                     ) -> str:
+def partition_action(reason: HangingReason, tp: TopicPartition, start_offset: int, transactional_id: str | None,
+                     decision: Decision | None = None) -> str:
     """What to do about a partition row, and why (its commands: `partition_commands`)."""
+    if reason.is_hanging and decision is not None and decision.commit:
+        return (f"commit it: its coordinator committed {decision.transactional_id!r} with {tp} (PrepareCommit) and "
+                f"completed it without this partition's COMMIT marker (Apache Kafka 4.x skips the marker of a "
+                f"partition whose leader is offline; an unclean election can lose one), so {tp}'s LSO stays at "
+                f"{start_offset}. The application was told it committed: an abort would discard its records; the "
+                "command below writes the COMMIT marker its coordinator decided on")
     if reason is HangingReason.LATE and tp.topic == SHARE_STATE_TOPIC:
         return (f"end it now with the command below: {transactional_id!r} stages share-group acknowledgements "
                 f"(KIP-1289) on {tp}, and until it ends their records stay TX_PENDING: no member can have them and "
@@ -268,7 +275,7 @@ def partition_action(reason: HangingReason, tp: TopicPartition, start_offset: in
 def partition_commands(reason: HangingReason, tp: TopicPartition, start_offset: int,
                        invocation: advice.Invocation,
                        max_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
-                       transactional_id: str | None = None) -> tuple[str, ...]:
+                       transactional_id: str | None = None, decision: Decision | None = None) -> tuple[str, ...]:
     """The commands that resolve a partition row: the abort of a hanging transaction; for a live one (late:
     its coordinator ends it; prepared 2PC: its external transaction manager decides) the watch that waits
     for that end, since the owner ends it and nothing here should (its action names the last resort)."""
@@ -277,6 +284,8 @@ def partition_commands(reason: HangingReason, tp: TopicPartition, start_offset: 
     if not reason.is_hanging:
         own = None if max_timeout_ms == DEFAULT_MAX_TRANSACTION_TIMEOUT_MS else max_timeout_ms
         return (advice.watch_until_ended(invocation, tp, own),)
+    if decision is not None and decision.commit:
+        return (advice.commit(invocation, tp, start_offset),)
     return (advice.abort(invocation, tp, start_offset),)
 
 
@@ -305,6 +314,12 @@ def _key(partition: TopicPartition, broker_id: int, producer_id: int, epoch: int
     return (partition, broker_id, producer_id, epoch, start)
 
 
+def verdict_key(v: Verdict) -> tuple[object, ...]:
+    """One open transaction on one partition, whichever replica showed it."""
+    p = v.candidate.producer
+    return (v.candidate.partition, p.producer_id, p.producer_epoch, p.current_txn_start_offset)
+
+
 def confirm(verdicts: Iterable[Verdict], fresh: Iterable[PartitionProducers]) -> list[Verdict]:
     """Keep verdicts whose transaction is still open on the same replica, as first seen."""
     still_open = {
@@ -326,33 +341,38 @@ def to_results(
     offsets: Mapping[TopicPartition, PartitionOffsets] | None = None,
     invocation: advice.Invocation = advice.Invocation(),
     max_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
+    decisions: Mapping[tuple[object, ...], Decision] | None = None,
 ) -> list[HangingTransaction]:
     """One row per transaction: the same open transaction seen on several replicas is merged. `max_timeout_ms`:
-    the scan's threshold, which a live row's watch command repeats."""
+    the scan's threshold, which a live row's watch command repeats. `decisions`: the coordinator's decision on
+    a transaction (by `verdict_key`), where `__transaction_state` showed one: a commit is ended by a COMMIT
+    marker (admin/decisions.py)."""
     merged: dict[tuple[object, ...], tuple[Verdict, list[int]]] = {}
     for v in verdicts:
         if not include_late and not v.reason.is_hanging:
             continue
-        p = v.candidate.producer
-        key = (v.candidate.partition, p.producer_id, p.producer_epoch, p.current_txn_start_offset)
+        key = verdict_key(v)
         if key in merged:
             merged[key][1].append(v.candidate.broker_id)
         else:
             merged[key] = (v, [v.candidate.broker_id])
-    rows = [
-        HangingTransaction(
-            partition=v.candidate.partition, producer=v.candidate.producer, reason=v.reason, detail=v.detail,
-            duration_ms=now_ms - v.candidate.producer.last_timestamp_ms, brokers=tuple(sorted(set(brokers))),
-            transactional_id=v.transactional_id, offsets=(offsets or {}).get(v.candidate.partition),
-            action=partition_action(v.reason, v.candidate.partition, v.candidate.producer.current_txn_start_offset,
-                                    v.transactional_id),
-            commands=partition_commands(v.reason, v.candidate.partition,
-                                        v.candidate.producer.current_txn_start_offset, invocation, max_timeout_ms,
-                                        v.transactional_id))
-        for v, brokers in merged.values()
-    ]
+    rows = [_row(v, brokers, now_ms, offsets, invocation, max_timeout_ms, (decisions or {}).get(key))
+            for key, (v, brokers) in merged.items()]
     rows.sort(key=lambda h: (h.partition, h.producer.current_txn_start_offset, h.producer.producer_id))
     return rows
+
+
+def _row(v: Verdict, brokers: list[int], now_ms: int, offsets: Mapping[TopicPartition, PartitionOffsets] | None,
+         invocation: advice.Invocation, max_timeout_ms: int, decision: Decision | None) -> HangingTransaction:
+    tp, p = v.candidate.partition, v.candidate.producer
+    start = p.current_txn_start_offset
+    detail = v.detail if decision is None or not v.reason.is_hanging else f"{v.detail}; {decision.describe()}"
+    return HangingTransaction(
+        partition=tp, producer=p, reason=v.reason, detail=detail, duration_ms=now_ms - p.last_timestamp_ms,
+        brokers=tuple(sorted(set(brokers))), transactional_id=v.transactional_id,
+        offsets=(offsets or {}).get(tp), decision=decision if v.reason.is_hanging else None,
+        action=partition_action(v.reason, tp, start, v.transactional_id, decision),
+        commands=partition_commands(v.reason, tp, start, invocation, max_timeout_ms, v.transactional_id, decision))
 
 
 # ---- who owns a producer id, who is held back --------------------------------------------------------

@@ -20,7 +20,7 @@ with plain data in tests/tools/admin and against the embedded broker in tests/e2
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, LATE_TRANSACTION_BUFFER_MS
@@ -35,6 +35,7 @@ from kafka_txn_tools.admin import (
     transaction_state,
 )
 from kafka_txn_tools.admin.api import ClusterApi
+from kafka_txn_tools.admin.decisions import Decision, decision_for
 from kafka_txn_tools.admin.scan_loop import ScanLoop
 from kafka_txn_tools.admin.scan_memory import ScanMemory
 from kafka_txn_tools.admin.share_pending import ShareHold
@@ -352,12 +353,14 @@ class ScanPass:
             report.young_prepares = _young_prepares(client, cluster, options,
                                                     {*listed, *(d.transactional_id for d in found)})
         orphans = [v for v in confirmed if v.reason is HangingReason.NO_TRANSACTIONAL_ID]
-        txn_meta = _txn_topic(client, cluster) if found or orphans else None
+        # A hanging transaction whose coordinator is known: its decision (admin/decisions.py) says how to end it.
+        decidable = [v for v in confirmed if v.reason.is_hanging and v.transactional_id is not None]
+        txn_meta = _txn_topic(client, cluster) if found or orphans or decidable else None
         # An Ongoing row's time in state is its start (DescribeTransactions): only Prepare states and orphans need
         # the log, and an exhausted epoch's log holds its ~32k InitProducerId bumps, seconds to read for nothing.
         asked = [d for d in found if d.state != hanging.ONGOING]
-        log = _read_transaction_state(client, txn_meta, orphans, asked, options, report) if txn_meta and (
-            asked or orphans) else None
+        log = _read_transaction_state(client, txn_meta, orphans, asked, options, report, decidable) if txn_meta and (
+            asked or orphans or decidable) else None
         wanted = {tp: d.producer_id for d in found for tp in d.partitions}
         views = stuck.leader_views(client, wanted, cluster if _covers(cluster, wanted) else None)
         rows = stuck.confirm(client, stuck.judge(found, log, views, now, options.max_prepare_ms, txn_meta,
@@ -368,7 +371,7 @@ class ScanPass:
         offsets = _offsets(client, cluster, [*(v.candidate.partition for v in confirmed), *pending], views,
                            first_reads)
         results = hanging.to_results(confirmed, now, options.include_late, offsets, options.invocation,
-                                     options.max_timeout_ms)
+                                     options.max_timeout_ms, _decisions(decidable, log))
         # A live verdict on a transaction its coordinator cannot finish is the coordinator row's to explain.
         results = [r for r in results if r.reason.is_hanging or r.transactional_id not in stuck_ids]
         held, notes = _held_back(client, cluster, offsets, bool(results or rows), memory)
@@ -457,17 +460,20 @@ def _in_scope(d: TransactionDescription, scope: Scope, cluster: ClusterInfo) -> 
 
 
 def _read_transaction_state(client: ScanClient, txn_meta: ClusterInfo, orphans: list[hanging.Verdict],
-                            found: list[TransactionDescription], options: ScanOptions, report: ScanReport
-                            ) -> transaction_state.TxnStateRead:
+                            found: list[TransactionDescription], options: ScanOptions, report: ScanReport,
+                            decidable: Sequence[hanging.Verdict] = ()) -> transaction_state.TxnStateRead:
     """The one read of `__transaction_state`: every partition if some producer id needs its last owner,
-    else only the candidates' own partitions; from the earliest time a record asked about can have."""
+    else only the candidates' own partitions; from the earliest time a record asked about can have (a
+    decision on a hanging transaction comes after its last write)."""
     since = [d.start_time_ms for d in found]
     since += [v.candidate.producer.last_timestamp_ms - options.max_timeout_ms - LATE_TRANSACTION_BUFFER_MS
               for v in orphans]
+    since += [v.candidate.producer.last_timestamp_ms for v in decidable]
     partitions = None
     if not orphans:
         count = stuck.txn_partition_count(txn_meta)
-        partitions = transaction_state.partitions_of((d.transactional_id for d in found), count) if count else set()
+        ids = [*(d.transactional_id for d in found), *(v.transactional_id for v in decidable if v.transactional_id)]
+        partitions = transaction_state.partitions_of(ids, count) if count else set()
     log = transaction_state.read(client, partitions, min(since) - CLOCK_SLACK_MS, txn_meta=txn_meta)
     report.notes += log.notes
     return log
@@ -475,6 +481,22 @@ def _read_transaction_state(client: ScanClient, txn_meta: ClusterInfo, orphans: 
 
 # Records are stamped by the coordinator's clock, producers' batches by theirs: read a little earlier.
 CLOCK_SLACK_MS = 60_000
+
+
+def _decisions(decidable: Sequence[hanging.Verdict], log: transaction_state.TxnStateRead | None
+               ) -> dict[tuple[object, ...], Decision]:
+    """The coordinator's decision on each hanging transaction that has one in what was read, by its key."""
+    if log is None or not log.decisions:
+        return {}
+    out = {}
+    for v in decidable:
+        p = v.candidate.producer
+        own = [d for d in log.decisions if d.transactional_id == v.transactional_id]
+        found = decision_for(v.candidate.partition, p.producer_id, p.producer_epoch, p.last_timestamp_ms, own,
+                             transaction_state.CLOCK_SLACK_MS)
+        if found is not None:
+            out[hanging.verdict_key(v)] = found
+    return out
 
 
 def _offsets(client: ScanClient, cluster: ClusterInfo, partitions: Iterable[TopicPartition],

@@ -6,7 +6,9 @@ find-hanging reads it only when it has a question for it, and only the partition
   (TransactionLastUpdateTimestampMs is when it entered the state; the batch's leader epoch is the
   coordinator epoch it was written at);
 - a no-transactional-id verdict: the id is what we look for, so every partition - the records that named
-  the producer id before the id expired or was forgotten, until compaction removes them.
+  the producer id before the id expired or was forgotten, until compaction removes them;
+- a hanging partition-side verdict with a transactional id: its id's partition, for the coordinator's
+  decision (PrepareCommit / PrepareAbort) on that transaction (admin/decisions.py).
 
 Each partition is read from the first record stamped at or after `since_ms` (ListOffsets by time: the
 coordinator stamps its records when it writes them) to the high watermark, at most `max_bytes` in all
@@ -23,12 +25,15 @@ from dataclasses import dataclass, field
 
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC, partition_for
 from kafka_txn_tools.admin.api import ClusterApi
+from kafka_txn_tools.admin.decisions import DECIDING_STATES, PREPARE_COMMIT, Decision, decision_for
 from kafka_txn_tools.admin.hanging import Ownership
 from kafka_txn_tools.dumps.transaction_log import TxnMetadata
-from kafka_txn_tools.models import ClusterInfo, ScanError, TopicPartition
+from kafka_txn_tools.models import ClusterInfo, ProducerState, ScanError, TopicPartition
 
 MAX_BYTES = 64 << 20
 MIN_PARTITION_BYTES = 1 << 20
+# The producer's clock stamps its batches, the coordinator's its records: look a little before the last write.
+CLOCK_SLACK_MS = 60_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +53,7 @@ class StateRecord:
 class TxnStateRead:
     latest: dict[str, StateRecord] = field(default_factory=dict)
     owners: list[Ownership] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)  # every Prepare record read, in log order
     partitions: int = 0  # partitions read
     bytes: int = 0
     truncated: list[int] = field(default_factory=list)
@@ -101,6 +107,34 @@ def read(client: ClusterApi, partitions: set[int] | None, since_ms: int, max_byt
     return out
 
 
+@dataclass(frozen=True)
+class DecisionRead:
+    """The coordinator's decision on one open transaction (None: none in what was read), and where it was looked
+    for: `home` the id's partition (None: `__transaction_state` has no partitions to read), `notes` why a read
+    fell short."""
+
+    decision: Decision | None
+    home: int | None
+    notes: tuple[str, ...] = ()
+
+
+def decision_on(client: ClusterApi, transactional_id: str, tp: TopicPartition, producer: ProducerState
+                ) -> DecisionRead:
+    """Read the id's own `__transaction_state` partition from the open transaction's last write on, for the
+    decision on it (admin/decisions.py): what abort and commit check before writing a marker."""
+    meta = client.metadata([TXN_TOPIC])
+    count = sum(1 for i in meta.partitions if i.partition.topic == TXN_TOPIC)
+    if not count:
+        error = dict(meta.topic_errors).get(TXN_TOPIC, "no partitions")
+        return DecisionRead(None, None, (f"{TXN_TOPIC} cannot be read ({error})",))
+    home = partition_for(transactional_id, count)
+    log = read(client, {home}, producer.last_timestamp_ms - CLOCK_SLACK_MS, txn_meta=meta)
+    own = [d for d in log.decisions if d.transactional_id == transactional_id]
+    found = decision_for(tp, producer.producer_id, producer.producer_epoch, producer.last_timestamp_ms, own,
+                         CLOCK_SLACK_MS)
+    return DecisionRead(found, home, tuple(log.notes))
+
+
 def _note(error: ScanError) -> str:
     return f"{TXN_TOPIC}: {error.message}"
 
@@ -117,6 +151,15 @@ def _absorb(out: TxnStateRead, tp: TopicPartition, raw: bytes) -> None:
         for pid in {meta.producer_id, meta.prev_producer_id, meta.next_producer_id}:
             if pid >= 0:
                 out.owners.append(Ownership(txn_id, pid, meta.last_update_ms))
+        if meta.state in DECIDING_STATES:
+            out.decisions.append(decision(txn_id, meta, tp.partition, offset))
+
+
+def decision(txn_id: str, meta: TxnMetadata, txn_partition: int, offset: int) -> Decision:
+    """A Prepare record as the coordinator's decision on its transaction."""
+    return Decision(txn_id, meta.state == PREPARE_COMMIT, meta.producer_id, meta.producer_epoch,
+                    frozenset(TopicPartition(t, p) for t, p in meta.partitions), meta.last_update_ms, txn_partition,
+                    offset, meta.prev_producer_id, meta.client_transaction_version)
 
 
 def decode(tp: TopicPartition, raw: bytes) -> Iterator[tuple[int, int, str, TxnMetadata | None, int]]:

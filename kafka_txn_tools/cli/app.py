@@ -24,9 +24,9 @@ HELP = """Find, explain and safely abort hanging Kafka transactions.
 The runbook, when a read_committed consumer stalls (the LSO does not move):
   1. kafka-txn find-hanging --all -b kafka-1:9092
      what holds the LSO, why, what it holds back, and the commands that end it
-  2. run each printed command as printed (an abort, a fence, a coordinator
-     move): it checks the live state, asks on the terminal (or --yes), and
-     prints what it changed
+  2. run each printed command as printed (an abort, a commit, a fence, a
+     coordinator move): it checks the live state, asks on the terminal (or
+     --yes), and prints what it changed
   3. kafka-txn find-hanging --all -b kafka-1:9092 --watch
      scans again until nothing is left to resolve
   Several at once: find-hanging --all -o plan > plan.yaml, then
@@ -53,8 +53,8 @@ it):
   ${VAR} is read from the environment.
 
 \b
-Writes (abort, force-terminate, move-coordinator) ask on the terminal and are
-appended to the
+Writes (abort, commit, force-terminate, move-coordinator) ask on the terminal
+and are appended to the
 audit log ~/.local/state/kafka-txn/audit.log ($KAFKA_TXN_AUDIT_LOG or
 --audit-log move it). NO_COLOR turns colour off; KAFKA_TXN_DEBUG=1 shows
 tracebacks.

@@ -241,6 +241,20 @@ class TransactionRequests(Transport):
 
         return self._run_or_raise(go, f"write the abort marker to broker {leader}")
 
+    def write_commit_marker(
+        self, leader: int, partition: TopicPartition, producer_id: int, producer_epoch: int,
+        coordinator_epoch: int, start_offset: int | None,
+    ) -> str | None:
+        """Send a COMMIT marker to the leader (`kafka-txn commit`: only the one a coordinator decided on); the
+        partition's error name, or None on success."""
+        request = wire.abort_marker_request(partition, producer_id, producer_epoch, coordinator_epoch, start_offset,
+                                            commit=True)
+
+        async def go() -> str | None:
+            return wire.parse_write_txn_markers(await self._send(request, leader), partition)
+
+        return self._run_or_raise(go, f"write the commit marker to broker {leader}")
+
     # -- InitProducerId (force-terminate) ----------------------------------------------------
 
     def fence_transactional_id(self, transactional_id: str, transaction_timeout_ms: int,

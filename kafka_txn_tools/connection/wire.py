@@ -273,15 +273,16 @@ def parse_describe_transactions(
 
 def abort_marker_request(
     partition: TopicPartition, producer_id: int, producer_epoch: int, coordinator_epoch: int,
-    start_offset: int | None,
+    start_offset: int | None, commit: bool = False,
 ) -> Any:
-    """WriteTxnMarkers(ABORT) for one partition; TxnStartOffset set when start_offset is given."""
+    """WriteTxnMarkers(ABORT, or COMMIT when `commit`) for one partition; TxnStartOffset set when start_offset
+    is given."""
     Marker = WriteTxnMarkersRequest.WritableTxnMarker
     topic_kwargs: dict[str, Any] = {"name": partition.topic, "partition_indexes": [partition.partition]}
     if start_offset is not None:
         topic_kwargs["txn_start_offset"] = start_offset
     marker = Marker(
-        producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=False,
+        producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
         topics=[Marker.WritableTxnMarkerTopic(**topic_kwargs)], coordinator_epoch=coordinator_epoch)
     # No minimum version: brokers before 2.8 take only v0, which simply cannot carry the tag.
     return WriteTxnMarkersRequest(markers=[marker])

@@ -111,6 +111,7 @@ def fill(args: list[str], world: World) -> list[str]:
 HANG = ["abort", "--topic", "{T}", "--partition", "{P}"]
 PLAIN = ["abort", "--topic", "plain", "--partition", "0"]
 LIVE = ["abort", "--topic", "{LT}", "--partition", "{LP}"]
+COMMIT = ["commit", "--topic", "{T}", "--partition", "{P}"]
 LEGACY = ["--producer-id", "{PID}", "--producer-epoch", "{E}", "--coordinator-epoch", "-1"]
 
 KAFKA_TXN_REFUSALS = [
@@ -147,6 +148,17 @@ KAFKA_TXN_REFUSALS = [
      exit_codes.ERROR, "partition plain-0 has no state for producer id {PID}"),
     (LIVE + ["--producer-id", "{LPID}", "--producer-epoch", "{LE}", "--coordinator-epoch", "-1", "--yes"],
      exit_codes.ERROR, "pass --force to abort anyway"),
+    # commit writes only the COMMIT marker a coordinator decided on: these hangs' coordinators decided nothing of
+    # the kind (a late write after an abort, a forgotten producer), a live one is its coordinator's to end.
+    (COMMIT + ["--start-offset", "{S}", "--yes"], exit_codes.ERROR,
+     "its coordinator decided to abort it: PrepareAbort of "),
+    (COMMIT + ["--start-offset", "{S1}", "--yes"], exit_codes.ERROR,
+     "Could not find any open transactions starting at offset {S1} on partition {T}-{P}"),
+    (["commit", "--topic", "{LT}", "--partition", "{LP}", "--start-offset", "{LS}", "--yes"], exit_codes.ERROR,
+     "still holds 'live-app' as ongoing"),
+    (["commit", "--topic", "plain", "--partition", "0", "--start-offset", "2", "--yes"], exit_codes.ERROR,
+     "the record at offset 2 is not transactional"),
+    (COMMIT + ["--start-offset", "{S}", "--force", "--yes"], exit_codes.USAGE, "--force"),
     (["force-terminate", "-t", "live-app", "--yes"], exit_codes.ERROR, "'live-app' is Ongoing and live"),
     (["force-terminate", "-t", "live-app", "--force"], exit_codes.USAGE, "not a terminal: pass --yes"),
 ]

@@ -51,7 +51,7 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
     Equivalent("kafka_txn_tools/admin/abort.py", "_open_state", "if errors or not replicas:",
                "DescribeProducers is asked for one partition of one broker: the answer is that replica or an "
                "error, never both and never neither"),
-    Equivalent("kafka_txn_tools/admin/abort.py", "_refuse_mismatches", 'if (name == "coordinator epoch") or True',
+    Equivalent("kafka_txn_tools/admin/abort.py", "refuse_mismatches", 'if (name == "coordinator epoch") or True',
                "the coordinator-epoch rule differs from equality only for a negative live value; a producer with "
                "an open transaction has a producer id and an epoch of 0 or more"),
     Equivalent("kafka_txn_tools/admin/abort.py", "execute", "settle_s: float = 4.0",

@@ -13,6 +13,7 @@ import typer
 from kafka_txn_tools.cli.commands import (
     abort,
     broker,
+    commit,
     demo,
     describe,
     describe_producers,
@@ -27,9 +28,8 @@ from kafka_txn_tools.cli.commands import (
     sweep,
 )
 
-COMMANDS = (listing, describe, describe_producers, find_hanging, abort, force_terminate, move_coordinator, dump, sweep,
-            monitor, history,
-            broker, demo, share_group)
+COMMANDS = (listing, describe, describe_producers, find_hanging, abort, commit, force_terminate, move_coordinator,
+            dump, sweep, monitor, history, broker, demo, share_group)
 
 
 def register_all(app: typer.Typer) -> None:

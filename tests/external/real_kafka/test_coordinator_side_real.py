@@ -8,9 +8,11 @@ what the tools make of it. Releases differ (staging.Release.skips_markers_of_off
   logs "these partitions are likely deleted already and hence can be skipped", drops the partition from the
   transaction and completes it (CompleteCommit) within seconds. When the broker comes back, the partition still
   holds the producer's open transaction, which no coordinator will end: a partition-side hang
-  (transaction-not-ongoing), found alike by `kafka-txn find-hanging` and by upstream's, and cleared by the printed
-  abort. The coordinator had committed it: the abort discards records the application committed (reported; the
-  tools cannot tell this case from a late write without the transaction log's PrepareCommit record).
+  (transaction-not-ongoing), found alike by `kafka-txn find-hanging` and by upstream's. The coordinator had
+  committed it, so an abort would discard records the application was told were committed. `kafka-txn` reads
+  the PrepareCommit in `__transaction_state` and prints `kafka-txn commit`, which writes the COMMIT marker:
+  the records become visible to read_committed consumers. Upstream only offers the abort (a difference on
+  purpose, in docs/compatibility.md).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 
 from kafka_txn_broker.testing.raw_client import RawKafkaClient
 from kafka_txn_broker.testing.scenarios import _retry as retried
-from tests.e2e.cli_support import invoke_printed, kafka_txn
+from tests.e2e.cli_support import invoke_printed, kafka_transactions, kafka_txn
 from tests.support.real_kafka import KafkaCluster, UpstreamTool
 from tests.support.real_kafka.staging import Release, offsets, ready_topic, warm_up
 
@@ -86,15 +88,54 @@ def test_a_commit_with_a_leader_down_completes_without_its_marker_and_hangs_that
     assert (row["kind"], row["reason"], row["partition"], row["transactional_id"]) == (
         "partition", "transaction-not-ongoing", down_partition, txn_id)
     assert "CompleteCommit" in row["detail"]
+    decision = row["coordinator_decision"]
+    assert (decision["outcome"], decision["transactional_id"], decision["producer_id"]) == (
+        "commit", txn_id, pe.producer_id)
+    assert [c.split()[1] for c in row["commands"]] == ["commit"]
     theirs = upstream.run("--bootstrap-server", bs, "find-hanging", "--topic", topic, "--max-transaction-timeout",
                           "0")
     assert theirs.returncode == 0, theirs.stderr
     assert [line.split()[:3] for line in theirs.stdout.splitlines()[1:]] == [
         [topic, str(down_partition), str(pe.producer_id)]]
+    assert read_committed(bs, topic, down_partition, held.high_watermark) == []  # held back until its marker
+    # The partition whose marker landed: nothing to commit there, with the evidence (exit 4), nothing written.
+    done = kafka_txn(bs, "commit", "--topic", topic, "--partition", str(up_partition), "--start-offset", "0",
+                     "--yes")
+    assert done.code == 4 and "already committed" in done.err, done.err
+    assert offsets(bs, topic, up_partition) == up_now
+    # An abort would discard what the application committed: both front ends refuse it and write nothing.
+    abort_args = ("abort", "--topic", topic, "--partition", str(down_partition), "--start-offset", "0")
+    for refused in (kafka_txn(bs, *abort_args, "--yes"), kafka_transactions(bs, *abort_args)):
+        assert refused.code == 1 and "would discard records the application was told were committed" in refused.err
+    assert offsets(bs, topic, down_partition) == held
     for command in row["commands"]:
         assert invoke_printed(command, "--yes").code == 0, command
     after = offsets(bs, topic, down_partition)
-    assert after.lso == after.high_watermark == held.high_watermark + 1
+    assert after.lso == after.high_watermark == held.high_watermark + 1  # the COMMIT marker
+    assert read_committed(bs, topic, down_partition, held.high_watermark) == [b"stuck"]  # committed, not discarded
+
+
+def read_committed(bs: str, topic: str, partition: int, end: int) -> list[bytes]:
+    """The records a read_committed consumer (librdkafka) gets from offsets 0 to `end` (exclusive)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bs, "group.id": f"check-{uuid.uuid4().hex[:6]}", "log_level": 0,
+                  "isolation.level": "read_committed", "enable.auto.commit": False, "enable.partition.eof": True})
+    try:
+        c.assign([TopicPartition(topic, partition, 0)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                break  # end of what a read_committed consumer may read (partition EOF at the LSO)
+            if m.offset() < end:
+                got.append(m.value())
+        return got
+    finally:
+        c.close()
 
 
 def live_servers(cluster: KafkaCluster) -> str:
