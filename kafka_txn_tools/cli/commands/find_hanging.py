@@ -66,7 +66,9 @@ class FindHangingFormat(StrEnum):
 
 def write_plan(report: ScanReport, max_timeout_ms: int, cluster_id: str | None = None) -> str:
     """The abort plan YAML (format: kafka_txn_tools/dumps/plan.py) of the hanging results, stamped with the
-    cluster it was made on and when the state was read (`abort --plan` refuses it on another cluster)."""
+    cluster it was made on and when the state was read (`abort --plan` refuses it on another cluster). A
+    transaction its coordinator decided to commit is left out: its end is `kafka-txn commit` (its row's
+    command), and abort would refuse it, holding back the whole plan."""
     from kafka_txn_tools.dumps.plan import AbortPlan, AbortPlanEntry, plan_yaml
 
     entries = [
@@ -76,7 +78,7 @@ def write_plan(report: ScanReport, max_timeout_ms: int, cluster_id: str | None =
             producer_epoch=h.producer.producer_epoch, coordinator_epoch=h.producer.coordinator_epoch,
             reason=h.reason.value, last_timestamp_ms=h.producer.last_timestamp_ms,
             transactional_id=h.transactional_id, replica_broker_ids=list(h.brokers), commands=list(h.commands))
-        for h in report.hanging
+        for h in report.hanging if h.decision is None or not h.decision.commit
     ]
     plan = AbortPlan(entries=entries, as_of_ms=report.now_ms, max_transaction_timeout_ms=max_timeout_ms,
                      generated_by="kafka-txn find-hanging", cluster_id=cluster_id, capture_time_ms=report.now_ms)

@@ -137,3 +137,14 @@ def test_commit_validates_only_a_commit_its_coordinator_decided() -> None:
     c.txn_log = {}
     with pytest.raises(Refused, match="holds no PrepareCommit of 'app' for producer 7 epoch 3 listing orders-1"):
         validate(c, AbortTarget(TP, 40))
+
+
+def test_the_abort_plan_leaves_out_a_transaction_its_coordinator_committed() -> None:
+    import yaml
+
+    from kafka_txn_tools.cli.commands.find_hanging import write_plan
+
+    committed = yaml.safe_load(write_plan(scan(committed_without_the_marker()), 60_000))
+    aborted = yaml.safe_load(write_plan(scan(committed_without_the_marker("PrepareAbort")), 60_000))
+    assert committed["entries"] in ([], None)
+    assert [(e["topic"], e["partition"], e["start_offset"]) for e in aborted["entries"]] == [("orders", 1, 40)]
