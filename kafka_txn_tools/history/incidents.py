@@ -7,8 +7,8 @@ one SQLite file):
 - a finding not open in the store starts an incident (first seen = this scan);
 - one already open is seen again (last seen, its latest row);
 - an open incident the scan could have seen but did not is resolved, at this scan's time. How: by an
-  audited write of this tool (`kafka-txn abort` of its partition and start offset, `kafka-txn
-  force-terminate` of its transactional id) whose audit-log line falls between its first sighting and its
+  audited write of this tool (`kafka-txn abort` or `kafka-txn commit` of its partition and start offset,
+  `kafka-txn force-terminate` of its transactional id) whose audit-log line falls between its first sighting and its
   resolution, naming who and what; else "by itself" (its producer or coordinator ended it, or the
   partition went away).
 
@@ -44,7 +44,7 @@ AUDITED_WRITE = "audited write"
 # Audit lines are stamped by the writer's clock, scans by the scanner's: allow this much skew.
 CLOCK_SLACK_MS = 60_000
 # The audit results that mean the write happened (the rest wrote nothing).
-WRITES = {"kafka-txn abort": "aborted", "kafka-txn force-terminate": "fenced",
+WRITES = {"kafka-txn abort": "aborted", "kafka-txn commit": "committed", "kafka-txn force-terminate": "fenced",
           "kafka-txn move-coordinator": "moved"}
 
 Row = Mapping[str, Any]
@@ -231,7 +231,7 @@ class AuditedWrite:
         t = self.target
         if self.command in ("kafka-txn force-terminate", "kafka-txn move-coordinator"):
             return f"{self.command} --transactional-id {t.get('transactional_id')}"
-        return (f"kafka-txn abort --topic {t.get('topic')} --partition {t.get('partition')} --start-offset "
+        return (f"{self.command} --topic {t.get('topic')} --partition {t.get('partition')} --start-offset "
                 f"{t.get('start_offset')}")
 
 

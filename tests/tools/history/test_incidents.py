@@ -119,6 +119,21 @@ def test_an_audited_abort_of_that_transaction_is_how_it_ended(store: HistoryStor
     assert ended[2].resolution == "by itself"
 
 
+def test_an_audited_commit_of_that_transaction_is_how_it_ended(store: HistoryStore, tmp_path: Path) -> None:
+    # `kafka-txn commit` writes the COMMIT marker a coordinator decided on; its audit target has no producer id.
+    log = tmp_path / "audit.log"
+    scan(store, T0, [partition_row(), coordinator_row()], audit=log)
+    commit = {"topic": "orders", "partition": 1, "start_offset": 40}
+    audit_line(log, T0 + 30_000, "kafka-txn commit", commit, "committed")
+    audit_line(log, T0 + 31_000, "kafka-txn commit", {"topic": "payments", "partition": 0, "start_offset": 3},
+               "committed")  # names no producer: never ends a coordinator row
+    done = scan(store, T0 + MIN, [], audit=log)
+    assert sorted(done.resolved) == [("coordinator/pay-1/9/3", H.BY_ITSELF),
+                                     ("partition/orders/1/7/0/40", "kafka-txn commit")]
+    [ended] = [i for i in store.incidents(T0) if i.partition == 1]
+    assert ended.resolved_command == "kafka-txn commit --topic orders --partition 1 --start-offset 40"
+
+
 def test_an_abort_long_before_the_incident_or_on_another_cluster_does_not_count(store: HistoryStore,
                                                                                   tmp_path: Path) -> None:
     log = tmp_path / "audit.log"
