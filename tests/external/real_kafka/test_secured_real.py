@@ -1,0 +1,194 @@
+"""The CLI against Apache Kafka secured by Kafka's own classes: one KRaft broker whose SASL_PLAINTEXT listener
+takes SASL/GSSAPI (the JDK's Krb5LoginModule, a keytab from a real MIT KDC) and SASL/OAUTHBEARER (Kafka's
+OAuthBearerValidatorCallbackHandler, checking tokens of panva's oidc-provider against its JWKS, issuer and
+audience).
+
+For each mechanism, with the client properties users write (`--command-config`):
+- a partition-side hang (a late write after an abort) is reported by `kafka-txn find-hanging`, and by
+  upstream's `TransactionsCommand` given the same file;
+- a wrong credential, refused by the broker itself, is one `error:` line naming the problem, no traceback, and
+  writes nothing (log end offset and LSO unchanged);
+- the printed abort command, run verbatim plus --yes, clears the hang (LSO == high watermark).
+
+The hang is staged, and the offsets read with librdkafka, through the broker's PLAINTEXT listener (the harness's
+own, also the inter-broker one): only the commands under test go through the secured listener.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from kafka_txn_broker.testing.scenarios import HANGING_PARTITION
+from kafka_txn_tools.cli import exit_codes
+from tests.broker.security.kerberos import REALM, Realm
+from tests.broker.security.oidc import Provider
+from tests.e2e.cli_support import ROOT, run_printed
+from tests.external.real_kafka.conftest import RELEASE
+from tests.support.real_kafka import KafkaCluster, UpstreamTool
+from tests.support.real_kafka.cluster import EXTRA_LISTENER_HOST
+from tests.support.real_kafka.staging import offsets, stage
+
+pytestmark = pytest.mark.needs("gssapi")
+
+LISTENER = "SASL"  # the secured listener's name: its settings are listener.name.sasl.*
+BACKDATE_MS = 30 * 60_000
+FAST_S = 30.0  # a refused login is named at once, never after --timeout (60 s here; a loaded 2-core machine)
+BROKER_SERVICE = f"kafka/{EXTRA_LISTENER_HOST}"  # <sasl.kerberos.service.name>/<the host clients connect to>
+OTHER_SERVICE = f"real-other/{EXTRA_LISTENER_HOST}"  # a service the KDC knows and the broker is not
+
+
+@dataclass(frozen=True)
+class Secured:
+    """The secured cluster, and what clients need beside their properties: the JVM options a user puts in
+    KAFKA_OPTS for upstream's tool (the krb5.conf, the OAuth URLs Kafka may fetch)."""
+
+    cluster: KafkaCluster
+    upstream: UpstreamTool
+    properties: dict[str, Path]  # "gssapi", "oauthbearer", and the wrong ones: "gssapi-wrong", "oauthbearer-wrong"
+
+    @property
+    def bootstrap(self) -> str:
+        return self.cluster.bootstrap(LISTENER)
+
+
+def broker_config(keytab: Path, oidc: Provider) -> dict[str, str]:
+    """Kafka's broker properties for both mechanisms on the one SASL_PLAINTEXT listener."""
+    prefix = f"listener.name.{LISTENER.lower()}"
+    return {
+        "transaction.partition.verification.enable": "false",  # so that a late write hangs a partition
+        "sasl.enabled.mechanisms": "GSSAPI,OAUTHBEARER",
+        "sasl.kerberos.service.name": "kafka",
+        f"{prefix}.gssapi.sasl.jaas.config": (
+            "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true "
+            f'keyTab="{keytab}" principal="{BROKER_SERVICE}@{REALM}";'),
+        f"{prefix}.oauthbearer.sasl.jaas.config":
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+        f"{prefix}.oauthbearer.sasl.server.callback.handler.class":
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+        "sasl.oauthbearer.jwks.endpoint.url": oidc.jwks_url,
+        "sasl.oauthbearer.expected.issuer": oidc.issuer,  # required with a JWKS URL from 4.4 on
+        "sasl.oauthbearer.expected.audience": "kafka",
+    }
+
+
+def jvm_options(realm: Realm, oidc: Provider) -> list[str]:
+    # Kafka 4 fetches no OAuth URL that this system property does not allow (broker and client alike).
+    return [f"-Djava.security.krb5.conf={realm.conf}",
+            f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={oidc.jwks_url},{oidc.token_endpoint}"]
+
+
+def gssapi_properties(keytab: Path, principal: str, service: str = "kafka") -> str:
+    return ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=GSSAPI\n"
+            f"sasl.kerberos.service.name={service}\n"
+            "sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required \\\n"
+            f'    useKeyTab=true storeKey=true keyTab="{keytab}" principal="{principal}";\n')
+
+
+def oauth_properties(oidc: Provider, client_id: str) -> str:
+    return ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=OAUTHBEARER\n"
+            "sasl.login.callback.handler.class="
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler\n"
+            f"sasl.oauthbearer.token.endpoint.url={oidc.token_endpoint}\n"
+            "sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required \\\n"
+            f'    clientId="{client_id}" clientSecret="{oidc.clients[client_id].client_secret}" scope="kafka";\n')
+
+
+@pytest.fixture(scope="module")
+def secured(kafka_libs: Path, kdc: Realm, oidc: Provider, tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[Secured]:
+    base = tmp_path_factory.mktemp("real-kafka-secured")
+    broker_keytab = kdc.principal(BROKER_SERVICE)
+    ops_keytab = kdc.principal("real-ops")
+    kdc.principal(OTHER_SERVICE)
+    texts = {"gssapi": gssapi_properties(ops_keytab, f"real-ops@{REALM}"),
+             # a ticket for another service: the KDC issues it, the broker cannot read it
+             "gssapi-wrong": gssapi_properties(ops_keytab, f"real-ops@{REALM}", OTHER_SERVICE.split("/")[0]),
+             "oauthbearer": oauth_properties(oidc, "kafka-admin"),
+             # a token the provider signs for another audience
+             "oauthbearer-wrong": oauth_properties(oidc, "other-app")}
+    properties = {}
+    for name, text in texts.items():
+        properties[name] = base / f"{name}.properties"
+        properties[name].write_text(text)
+    options = jvm_options(kdc, oidc)
+    cluster = KafkaCluster(kafka_libs, base / "kafka", nodes=1, config=broker_config(broker_keytab, oidc),
+                           version=RELEASE, listeners={LISTENER: "SASL_PLAINTEXT"}, jvm_options=options)
+    with cluster:
+        yield Secured(cluster, UpstreamTool(kafka_libs, jvm_options=tuple(options)), properties)
+
+
+def console(*args: str) -> subprocess.CompletedProcess[str]:
+    """`kafka-txn ...` as a user types it, in a process of its own (this checkout's code)."""
+    program = shutil.which("kafka-txn")
+    prefix = [program] if program else [sys.executable, "-m", "kafka_txn_tools"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "broker")])}
+    env.pop("COLUMNS", None)
+    return subprocess.run([*prefix, *args], capture_output=True, text=True, env=env, timeout=120,
+                          stdin=subprocess.DEVNULL)
+
+
+# What Kafka's own classes answer (the CLI passes it on, and names what to check).
+WRONG = {
+    # Its GSSAPI server cannot decrypt a ticket for another service.
+    "gssapi": "(Authentication failed during authentication due to invalid credentials with SASL mechanism GSSAPI): "
+              "check the Kerberos settings: sasl.kerberos.service.name, keyTab and principal",
+    # Its validator answers RFC 7628's error only; the reason (the audience) is in the broker's log.
+    "oauthbearer": '({"status":"invalid_token"}): check the token\'s issuer, audience and lifetime',
+}
+
+
+@pytest.mark.parametrize("mechanism", ["gssapi", "oauthbearer"])
+def test_a_hang_is_found_refused_with_a_wrong_credential_and_cleared_on_a_secured_broker(
+        secured: Secured, mechanism: str) -> None:
+    plain, bs = secured.cluster.bootstrap_servers, secured.bootstrap
+    config = str(secured.properties[mechanism])
+    truth = stage(plain, "late-write-after-abort", backdate_ms=BACKDATE_MS).hanging[0]
+    assert truth.partition == HANGING_PARTITION
+
+    found = console("find-hanging", "--topic", truth.topic, "-b", bs, "--command-config", config, "-o", "json")
+    assert found.returncode == 0, found.stderr
+    doc = json.loads(found.stdout)
+    assert doc["errors"] == [] and not doc["partial"], doc
+    [row] = doc["hanging"]
+    assert (row["kind"], row["reason"], row["partition"], row["producer_id"], row["start_offset"]) == (
+        "partition", "transaction-not-ongoing", truth.partition, truth.producer_id, truth.start_offset)
+    [command] = row["commands"]
+    assert f"--bootstrap-server {bs}" in command and f"--command-config {config}" in command, command
+
+    # Upstream's own tool takes the same file, and names the same producer and offset.
+    up = secured.upstream.run("--bootstrap-server", bs, "--command-config", config, "find-hanging",
+                              "--topic", truth.topic)
+    assert up.returncode == 0, up.stderr
+    rows = [line.split("\t") for line in up.stdout.splitlines()[1:] if line.strip()]
+    assert [(r[0], int(r[1]), int(r[2]), int(r[5])) for r in rows] == [
+        (truth.topic, truth.partition, truth.producer_id, truth.start_offset)], up.stdout
+
+    # A wrong credential, for a read and for a write: one line naming the refusal, at once, and nothing written.
+    before = offsets(plain, truth.topic, truth.partition)
+    assert before.lso == truth.start_offset < before.high_watermark
+    wrong = ["-b", bs, "--command-config", str(secured.properties[f"{mechanism}-wrong"]), "--timeout", "60s"]
+    where = ["--topic", truth.topic, "--partition", str(truth.partition), "--start-offset", str(truth.start_offset)]
+    for args in (["find-hanging", "--topic", truth.topic, *wrong], ["abort", *where, *wrong, "--yes"]):
+        started = time.monotonic()
+        refused = console(*args)
+        took = time.monotonic() - started
+        assert refused.returncode == exit_codes.ERROR, (args, refused.stdout, refused.stderr)
+        assert took < FAST_S, (args, took, refused.stderr)  # the broker's answer, not --timeout running out
+        assert refused.stderr.count("error: ") == 1 and "Traceback" not in refused.stdout + refused.stderr
+        assert f"refused SASL/{mechanism.upper()} authentication {WRONG[mechanism]}" in refused.stderr, refused.stderr
+    assert offsets(plain, truth.topic, truth.partition) == before
+
+    # The printed command, verbatim plus --yes: one abort marker, and the LSO reaches the high watermark.
+    run_printed(command)
+    after = offsets(plain, truth.topic, truth.partition)
+    assert after.lso == after.high_watermark == before.high_watermark + 1
