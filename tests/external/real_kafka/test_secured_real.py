@@ -36,15 +36,21 @@ from tests.e2e.cli_support import ROOT, run_printed
 from tests.external.real_kafka.conftest import RELEASE
 from tests.support.real_kafka import KafkaCluster, UpstreamTool
 from tests.support.real_kafka.cluster import EXTRA_LISTENER_HOST
-from tests.support.real_kafka.staging import offsets, stage
+from tests.support.real_kafka.staging import Release, offsets, stage
 
 pytestmark = pytest.mark.needs("gssapi")
 
 LISTENER = "SASL"  # the secured listener's name: its settings are listener.name.sasl.*
 BACKDATE_MS = 30 * 60_000
 FAST_S = 30.0  # a refused login is named at once, never after --timeout (60 s here; a loaded 2-core machine)
-BROKER_SERVICE = f"kafka/{EXTRA_LISTENER_HOST}"  # <sasl.kerberos.service.name>/<the host clients connect to>
+# The broker's Kerberos service: <sasl.kerberos.service.name>/<the host clients connect to>. A name of this module's
+# own: the session's KDC may hold other tests' kafka/127.0.0.1.
+SERVICE = "kafka-real"
+BROKER_SERVICE = f"{SERVICE}/{EXTRA_LISTENER_HOST}"
 OTHER_SERVICE = f"real-other/{EXTRA_LISTENER_HOST}"  # a service the KDC knows and the broker is not
+# Kafka's OAuth callback handlers (KIP-768): 3.3.2 has them under ...oauthbearer.secured only; 3.9.2 and 4.4.0 under
+# ...oauthbearer (3.9.2 keeps deprecated aliases under .secured).
+OAUTH = "org.apache.kafka.common.security.oauthbearer" + ("" if Release(RELEASE).at_least(3, 4) else ".secured")
 
 
 @dataclass(frozen=True)
@@ -67,16 +73,15 @@ def broker_config(keytab: Path, oidc: Provider) -> dict[str, str]:
     return {
         "transaction.partition.verification.enable": "false",  # so that a late write hangs a partition
         "sasl.enabled.mechanisms": "GSSAPI,OAUTHBEARER",
-        "sasl.kerberos.service.name": "kafka",
+        "sasl.kerberos.service.name": SERVICE,
         f"{prefix}.gssapi.sasl.jaas.config": (
             "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true "
             f'keyTab="{keytab}" principal="{BROKER_SERVICE}@{REALM}";'),
         f"{prefix}.oauthbearer.sasl.jaas.config":
             "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
-        f"{prefix}.oauthbearer.sasl.server.callback.handler.class":
-            "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+        f"{prefix}.oauthbearer.sasl.server.callback.handler.class": f"{OAUTH}.OAuthBearerValidatorCallbackHandler",
         "sasl.oauthbearer.jwks.endpoint.url": oidc.jwks_url,
-        "sasl.oauthbearer.expected.issuer": oidc.issuer,  # required with a JWKS URL from 4.4 on
+        "sasl.oauthbearer.expected.issuer": oidc.issuer,  # 4.4.0 requires it (and the audience) with a JWKS URL
         "sasl.oauthbearer.expected.audience": "kafka",
     }
 
@@ -87,7 +92,7 @@ def jvm_options(realm: Realm, oidc: Provider) -> list[str]:
             f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={oidc.jwks_url},{oidc.token_endpoint}"]
 
 
-def gssapi_properties(keytab: Path, principal: str, service: str = "kafka") -> str:
+def gssapi_properties(keytab: Path, principal: str, service: str = SERVICE) -> str:
     return ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=GSSAPI\n"
             f"sasl.kerberos.service.name={service}\n"
             "sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required \\\n"
@@ -96,8 +101,7 @@ def gssapi_properties(keytab: Path, principal: str, service: str = "kafka") -> s
 
 def oauth_properties(oidc: Provider, client_id: str) -> str:
     return ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=OAUTHBEARER\n"
-            "sasl.login.callback.handler.class="
-            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler\n"
+            f"sasl.login.callback.handler.class={OAUTH}.OAuthBearerLoginCallbackHandler\n"
             f"sasl.oauthbearer.token.endpoint.url={oidc.token_endpoint}\n"
             "sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required \\\n"
             f'    clientId="{client_id}" clientSecret="{oidc.clients[client_id].client_secret}" scope="kafka";\n')
@@ -192,3 +196,18 @@ def test_a_hang_is_found_refused_with_a_wrong_credential_and_cleared_on_a_secure
     run_printed(command)
     after = offsets(plain, truth.topic, truth.partition)
     assert after.lso == after.high_watermark == before.high_watermark + 1
+
+
+def test_a_broker_given_by_its_address_is_known_by_its_host_name_to_kerberos(secured: Secured) -> None:
+    """A difference: Kafka's Java client asks for the Kerberos service of the name a broker's address resolves back
+    to (127.0.0.1 is localhost: the broker's own principal), so upstream's tool works given the address;
+    `kafka-txn` takes the address as given, finds no such service principal, and says which name to give."""
+    [port] = [node.extra_ports[LISTENER] for node in secured.cluster.nodes.values()]
+    by_address, config = f"127.0.0.1:{port}", str(secured.properties["gssapi"])
+    up = secured.upstream.run("--bootstrap-server", by_address, "--command-config", config, "list")
+    assert up.returncode == 0, up.stderr
+    ours = console("list", "-b", by_address, "--command-config", config)
+    assert ours.returncode == exit_codes.ERROR and "Traceback" not in ours.stderr, ours.stderr
+    assert (f"the KDC has no service principal {SERVICE}/127.0.0.1" in ours.stderr
+            and "give --bootstrap-server by the name 127.0.0.1 resolves to (localhost)" in ours.stderr), ours.stderr
+    assert console("list", "-b", f"localhost:{port}", "--command-config", config).returncode == 0
