@@ -1,7 +1,7 @@
 """The CLI against Apache Kafka secured by Kafka's own classes: one KRaft broker whose SASL_PLAINTEXT listener
 takes SASL/GSSAPI (the JDK's Krb5LoginModule, a keytab from a real MIT KDC) and SASL/OAUTHBEARER (Kafka's
 OAuthBearerValidatorCallbackHandler, checking tokens of panva's oidc-provider against its JWKS, issuer and
-audience).
+audience), with ACLs on (StandardAuthorizer): only the principals Kafka should map the credentials to may act.
 
 For each mechanism, with the client properties users write (`--command-config`):
 - a partition-side hang (a late write after an abort) is reported by `kafka-txn find-hanging`, and by
@@ -83,11 +83,16 @@ def broker_config(keytab: Path, oidc: Provider) -> dict[str, str]:
         "sasl.oauthbearer.jwks.endpoint.url": oidc.jwks_url,
         "sasl.oauthbearer.expected.issuer": oidc.issuer,  # 4.4.0 requires it (and the audience) with a JWKS URL
         "sasl.oauthbearer.expected.audience": "kafka",
+        # ACLs on, and only these principals may do anything: the commands under test work only if Kafka maps the
+        # Kerberos principal (real-ops@KAFKA.TEST, by the DEFAULT short-name rule) and the token's subject as
+        # users expect. ANONYMOUS is the PLAINTEXT listeners' principal (controller, harness, staging).
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:ANONYMOUS;User:real-ops;User:kafka-admin",
     }
 
 
 def jvm_options(realm: Realm, oidc: Provider) -> list[str]:
-    # Kafka 4 fetches no OAuth URL that this system property does not allow (broker and client alike).
+    # 4.4.0 fetches no OAuth URL that this system property does not allow (broker and client alike).
     return [f"-Djava.security.krb5.conf={realm.conf}",
             f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={oidc.jwks_url},{oidc.token_endpoint}"]
 
