@@ -60,7 +60,7 @@ class Secured:
 
     cluster: KafkaCluster
     upstream: UpstreamTool
-    properties: dict[str, Path]  # "gssapi", "oauthbearer", and the wrong ones: "gssapi-wrong", "oauthbearer-wrong"
+    properties: dict[str, Path]  # "gssapi", "oauthbearer", "gssapi-reader", the wrong ones "<mechanism>-wrong"
 
     @property
     def bootstrap(self) -> str:
@@ -118,10 +118,12 @@ def secured(kafka_libs: Path, kdc: Realm, oidc: Provider, tmp_path_factory: pyte
     base = tmp_path_factory.mktemp("real-kafka-secured")
     broker_keytab = kdc.principal(BROKER_SERVICE)
     ops_keytab = kdc.principal("real-ops")
+    reader_keytab = kdc.principal("real-reader")
     kdc.principal(OTHER_SERVICE)
     texts = {"gssapi": gssapi_properties(ops_keytab, f"real-ops@{REALM}"),
              # a ticket for another service: the KDC issues it, the broker cannot read it
              "gssapi-wrong": gssapi_properties(ops_keytab, f"real-ops@{REALM}", OTHER_SERVICE.split("/")[0]),
+             "gssapi-reader": gssapi_properties(reader_keytab, f"real-reader@{REALM}"),
              "oauthbearer": oauth_properties(oidc, "kafka-admin"),
              # a token the provider signs for another audience
              "oauthbearer-wrong": oauth_properties(oidc, "other-app")}
@@ -216,3 +218,44 @@ def test_a_broker_given_by_its_address_is_known_by_its_host_name_to_kerberos(sec
     assert (f"the KDC has no service principal {SERVICE}/127.0.0.1" in ours.stderr
             and "give --bootstrap-server by the name 127.0.0.1 resolves to (localhost)" in ours.stderr), ours.stderr
     assert console("list", "-b", f"localhost:{port}", "--command-config", config).returncode == 0
+
+
+def grant_reader(plain: str, prefix: str) -> None:
+    """real-reader may read the topics and see the transactional ids under `prefix`: not write markers (that takes
+    CLUSTER_ACTION or ALTER on the cluster). Granted through the PLAINTEXT listener, with librdkafka."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    acls = [AclBinding(kind, prefix, ResourcePatternType.PREFIXED, "User:real-reader", "*", operation,
+                       AclPermissionType.ALLOW)
+            for kind, operation in ((ResourceType.TOPIC, AclOperation.READ),
+                                    (ResourceType.TRANSACTIONAL_ID, AclOperation.DESCRIBE))]
+    admin = AdminClient({"bootstrap.servers": plain})  # held until the answers are in
+    for future in admin.create_acls(acls).values():
+        future.result(30)
+
+
+def test_acls_apply_to_the_kerberos_principals_short_name(secured: Secured) -> None:
+    """real-reader@KAFKA.TEST is User:real-reader to Kafka (DEFAULT rule): with Read and Describe it finds the hang;
+    its abort is refused by the broker (CLUSTER_AUTHORIZATION_FAILED), named with what it needs, and writes nothing."""
+    plain, bs = secured.cluster.bootstrap_servers, secured.bootstrap
+    config = str(secured.properties["gssapi-reader"])
+    truth = stage(plain, "late-write-after-abort", backdate_ms=BACKDATE_MS).hanging[0]
+    grant_reader(plain, "-".join(truth.topic.split("-")[:2]))  # stage()'s "real-<hex>", its txn id's start too
+    found = console("find-hanging", "--topic", truth.topic, "-b", bs, "--command-config", config, "-o", "json")
+    assert found.returncode == 0, found.stderr
+    [row] = json.loads(found.stdout)["hanging"]
+    assert (row["reason"], row["start_offset"]) == ("transaction-not-ongoing", truth.start_offset)
+    before = offsets(plain, truth.topic, truth.partition)
+    refused = console("abort", "--topic", truth.topic, "--partition", str(truth.partition), "--start-offset",
+                      str(truth.start_offset), "-b", bs, "--command-config", config, "--yes")
+    assert refused.returncode == exit_codes.ERROR and "Traceback" not in refused.stderr, refused.stderr
+    assert ("CLUSTER_AUTHORIZATION_FAILED: writing transaction markers needs CLUSTER_ACTION (or ALTER) on the "
+            "cluster resource") in refused.stderr, refused.stderr
+    assert offsets(plain, truth.topic, truth.partition) == before
