@@ -5,7 +5,7 @@ audience), with ACLs on (StandardAuthorizer): only the principals Kafka should m
 
 For each mechanism, with the client properties users write (`--command-config`):
 - a partition-side hang (a late write after an abort) is reported by `kafka-txn find-hanging`, and by
-  upstream's `TransactionsCommand` given the same file;
+  upstream's `TransactionsCommand` and our `kafka-transactions` given the same file;
 - a wrong credential, refused by the broker itself, is one `error:` line naming the problem, no traceback, and
   writes nothing (log end offset and LSO unchanged);
 - the printed abort command, run verbatim plus --yes, clears the hang (LSO == high watermark).
@@ -138,10 +138,12 @@ def secured(kafka_libs: Path, kdc: Realm, oidc: Provider, tmp_path_factory: pyte
         yield Secured(cluster, UpstreamTool(kafka_libs, jvm_options=tuple(options)), properties)
 
 
-def console(*args: str) -> subprocess.CompletedProcess[str]:
-    """`kafka-txn ...` as a user types it, in a process of its own (this checkout's code)."""
-    program = shutil.which("kafka-txn")
-    prefix = [program] if program else [sys.executable, "-m", "kafka_txn_tools"]
+def console(*args: str, script: str = "kafka-txn") -> subprocess.CompletedProcess[str]:
+    """`kafka-txn ...` (or our `kafka-transactions ...`) as a user types it, in a process of its own (this
+    checkout's code; its module where the script is not on PATH)."""
+    program = shutil.which(script)
+    module = {"kafka-txn": "kafka_txn_tools", "kafka-transactions": "kafka_txn_tools.cli.upstream"}[script]
+    prefix = [program] if program else [sys.executable, "-c", f"import {module} as m; m.main()"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "broker")])}
     env.pop("COLUMNS", None)
     return subprocess.run([*prefix, *args], capture_output=True, text=True, env=env, timeout=120,
@@ -176,13 +178,14 @@ def test_a_hang_is_found_refused_with_a_wrong_credential_and_cleared_on_a_secure
     [command] = row["commands"]
     assert f"--bootstrap-server {bs}" in command and f"--command-config {config}" in command, command
 
-    # Upstream's own tool takes the same file, and names the same producer and offset.
-    up = secured.upstream.run("--bootstrap-server", bs, "--command-config", config, "find-hanging",
-                              "--topic", truth.topic)
-    assert up.returncode == 0, up.stderr
-    rows = [line.split("\t") for line in up.stdout.splitlines()[1:] if line.strip()]
-    assert [(r[0], int(r[1]), int(r[2]), int(r[5])) for r in rows] == [
-        (truth.topic, truth.partition, truth.producer_id, truth.start_offset)], up.stdout
+    # Upstream's own tool and our front end for its command lines take the same file, and name the same producer
+    # and offset.
+    line = ("--bootstrap-server", bs, "--command-config", config, "find-hanging", "--topic", truth.topic)
+    for front in (secured.upstream.run(*line), console(*line, script="kafka-transactions")):
+        assert front.returncode == 0, front.stderr
+        rows = [row.split("\t") for row in front.stdout.splitlines()[1:] if row.strip()]
+        assert [(r[0], int(r[1]), int(r[2]), int(r[5])) for r in rows] == [
+            (truth.topic, truth.partition, truth.producer_id, truth.start_offset)], front.stdout
 
     # A wrong credential, for a read and for a write: one line naming the refusal, at once, and nothing written.
     before = offsets(plain, truth.topic, truth.partition)
