@@ -20,6 +20,31 @@ from kafka_txn_tools.errors import ConnectionFailed, UsageError
 log = logging.getLogger(__name__)
 
 
+def _keep_bytes_read_before_eof() -> None:
+    """kafka-python 3.0.12 drops what it read together with the end of the stream: its transports' `_sock_recv`
+    returns the bytes and the disconnect at once, and the read loop aborts without handing the bytes over. Apache
+    Kafka answers a refused SASL token (SaslAuthenticate's error and message) and then closes the connection
+    (after connection.failed.authentication.delay.ms): read together, the refusal was lost and the bootstrap
+    retried until --timeout. Here the bytes go first; the read loop's next turn finds the end of the stream
+    again (a closed socket stays readable) and aborts then, with the same error."""
+    from kafka.net.transport import KafkaSSLTransport, KafkaTCPTransport
+
+    for cls in (KafkaTCPTransport, KafkaSSLTransport):
+        original = cls.__dict__["_sock_recv"]
+        if getattr(original, "keeps_bytes_before_eof", False):
+            continue
+
+        def sock_recv(self: Any, _original: Any = original) -> tuple[bytes, BaseException | None]:
+            data, err = _original(self)
+            return (data, None) if data and err is not None else (data, err)
+
+        sock_recv.keeps_bytes_before_eof = True  # type: ignore[attr-defined]
+        cls._sock_recv = sock_recv
+
+
+_keep_bytes_read_before_eof()
+
+
 class _BootstrapWatch(logging.Handler):
     """Ends kafka-python's bootstrap at the first answer that retrying cannot change.
 

@@ -141,7 +141,8 @@ class KerberosLogin:
         if code == _SERVICE_UNKNOWN or "Server" in text and "not found" in text:
             return ConnectionFailed(f"the KDC has no service principal {service} (sasl.kerberos.service.name="
                                     f"{self.service}, broker host {host})",
-                                    "set sasl.kerberos.service.name to the first part of the brokers' principal")
+                                    "set sasl.kerberos.service.name to the first part of the brokers' principal"
+                                    + _by_name(host))
         if code in (_PREAUTH_FAILED, _INTEGRITY) or "Preauthentication failed" in text:
             where = f"keyTab {self.keytab}" if self.keytab else "the ticket cache"
             return ConnectionFailed(f"the KDC refused the key of {principal} in {where}: the keytab is out of date "
@@ -159,6 +160,20 @@ class KerberosLogin:
 def _same(a: str, b: str) -> bool:
     """Principals equal, a missing realm in `a` matching any."""
     return a == b or ("@" not in a and b.rpartition("@")[0] == a)
+
+
+def _by_name(host: str) -> str:
+    """For a broker given by its IP address: Kafka's Java client asks for the service of the name the address
+    resolves back to, so the same --bootstrap-server can work there and not here; this tool takes it as given."""
+    import ipaddress
+    import socket
+
+    try:
+        ipaddress.ip_address(host)
+        name = socket.gethostbyaddr(host)[0]
+    except (ValueError, OSError):
+        return ""
+    return f"; or give --bootstrap-server by the name {host} resolves to ({name}), as Kafka's Java clients take it"
 
 
 def _display(gssapi: Any, name: Any) -> str:

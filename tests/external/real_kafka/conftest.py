@@ -65,7 +65,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     report = outcome.get_result()
     if report.failed:
-        for name in ("real_kafka", "real_kafka3"):
+        for name in ("real_kafka", "real_kafka3", "secured"):
             cluster = getattr(item, "funcargs", {}).get(name)
+            cluster = getattr(cluster, "cluster", cluster)  # test_secured_real.py's fixture holds its cluster
             if isinstance(cluster, KafkaCluster):
                 report.sections.append((f"Apache Kafka {cluster.version} logs", cluster.logs()))

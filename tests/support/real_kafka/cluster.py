@@ -13,11 +13,15 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
 HEAP = "-Xmx320m"
+# The host extra listeners advertise: Kafka's Java client names a Kerberos service by the host it resolves the
+# broker's address back to (127.0.0.1 -> localhost), so a listener clients authenticate to with GSSAPI must be
+# known by that name to every client alike.
+EXTRA_LISTENER_HOST = "localhost"
 
 
 def free_ports(count: int) -> list[int]:
@@ -45,11 +49,13 @@ class KafkaNode:
     """One combined broker+controller JVM. Started by its cluster; `kill()` is kill -9, `start()` again reuses
     its log dir (and so recovers its log, as a real node does after a crash)."""
 
-    def __init__(self, cluster: KafkaCluster, node_id: int, port: int, controller_port: int) -> None:
+    def __init__(self, cluster: KafkaCluster, node_id: int, port: int, controller_port: int,
+                 extra_ports: Mapping[str, int] | None = None) -> None:
         self.cluster = cluster
         self.node_id = node_id
         self.port = port
         self.controller_port = controller_port
+        self.extra_ports = dict(extra_ports or {})  # listener name -> port, for the cluster's extra listeners
         self.home = cluster.base / f"node-{node_id}"
         self.log_dir = self.home / "data"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -57,6 +63,21 @@ class KafkaNode:
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    def listener_address(self, name: str) -> str:
+        """host:port of the extra listener `name` (KafkaCluster's `listeners`)."""
+        return f"{EXTRA_LISTENER_HOST}:{self.extra_ports[name]}"
+
+    def _listener_properties(self) -> dict[str, str]:
+        """PLAINTEXT (clients, inter-broker, the harness's own checks) and CONTROLLER, plus the extra ones."""
+        protocols = {"PLAINTEXT": "PLAINTEXT", "CONTROLLER": "PLAINTEXT", **self.cluster.listeners}
+        extra = [f"{name}://{{}}:{port}" for name, port in self.extra_ports.items()]
+        bound = [f"PLAINTEXT://127.0.0.1:{self.port}", f"CONTROLLER://127.0.0.1:{self.controller_port}"]
+        return {
+            "listeners": ",".join(bound + [e.format("127.0.0.1") for e in extra]),
+            "advertised.listeners": ",".join([bound[0]] + [e.format(EXTRA_LISTENER_HOST) for e in extra]),
+            "listener.security.protocol.map": ",".join(f"{k}:{v}" for k, v in protocols.items()),
+        }
 
     @property
     def properties_file(self) -> Path:
@@ -73,11 +94,9 @@ class KafkaNode:
             "process.roles": "broker,controller",
             "node.id": str(self.node_id),
             "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            **self._listener_properties(),
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(self.log_dir),
             "num.partitions": "1",
             "default.replication.factor": rf,
@@ -108,8 +127,8 @@ class KafkaNode:
             return self
         log = open(self.log_file, "ab")  # noqa: SIM115 - handed to the child; closed by the OS at its exit
         self.proc = subprocess.Popen(
-            self.cluster.java_command(HEAP, *self.cluster.logging_options(self.home), "kafka.Kafka",
-                                      str(self.properties_file)),
+            self.cluster.java_command(HEAP, *self.cluster.jvm_options, *self.cluster.logging_options(self.home),
+                                      "kafka.Kafka", str(self.properties_file)),
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         return self
@@ -153,18 +172,29 @@ class KafkaCluster:
     """A KRaft cluster of `nodes` combined nodes of Apache Kafka `version` (jars in `libs`), under `base`.
 
     `config` is added to every node's properties (e.g. transaction.partition.verification.enable=false).
+    `listeners` adds named listeners beside PLAINTEXT (name -> security protocol, e.g. {"SASL": "SASL_PLAINTEXT"};
+    their settings go in `config` as listener.name.sasl.*), each advertised as EXTRA_LISTENER_HOST on a port of
+    its own (`bootstrap(name)`). `jvm_options` go to each broker's JVM, as KAFKA_OPTS does for bin/kafka-server-
+    start.sh (e.g. -Djava.security.krb5.conf=...).
     """
 
     def __init__(self, libs: Path, base: Path, nodes: int = 1, config: Mapping[str, str] | None = None,
-                 version: str | None = None) -> None:
+                 version: str | None = None, listeners: Mapping[str, str] | None = None,
+                 jvm_options: Sequence[str] = ()) -> None:
         self.libs = libs
         self.version = version or libs.parent.name
         self.base = base
         self.base.mkdir(parents=True, exist_ok=True)
         self.nodes_spec = list(range(1, nodes + 1))
         self.config = dict(config or {})
-        ports = free_ports(2 * nodes)
-        self.nodes = {i: KafkaNode(self, i, ports[2 * (i - 1)], ports[2 * (i - 1) + 1]) for i in self.nodes_spec}
+        self.listeners = dict(listeners or {})
+        self.jvm_options = list(jvm_options)
+        per_node = 2 + len(self.listeners)
+        ports = free_ports(per_node * nodes)
+        self.nodes = {}
+        for i in self.nodes_spec:
+            mine = ports[per_node * (i - 1):per_node * i]
+            self.nodes[i] = KafkaNode(self, i, mine[0], mine[1], dict(zip(self.listeners, mine[2:], strict=True)))
         self.cluster_id = ""
 
     # -- the JVM ------------------------------------------------------------------------------------------------
@@ -198,6 +228,10 @@ class KafkaCluster:
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(node.address for node in self.nodes.values())
+
+    def bootstrap(self, listener: str) -> str:
+        """The bootstrap servers of the extra listener `listener`."""
+        return ",".join(node.listener_address(listener) for node in self.nodes.values())
 
     def start(self, timeout_s: float = 90.0) -> KafkaCluster:
         voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes.values())

@@ -12,14 +12,16 @@ TRANSACTIONS_COMMAND = "org.apache.kafka.tools.TransactionsCommand"
 
 @dataclass(frozen=True)
 class UpstreamTool:
-    """`main_class` of the release whose jars are in `libs`."""
+    """`main_class` of the release whose jars are in `libs`; `jvm_options` as a user's KAFKA_OPTS (e.g. the
+    krb5.conf, or the OAuth URLs the JVM may fetch)."""
 
     libs: Path
     main_class: str = TRANSACTIONS_COMMAND
+    jvm_options: tuple[str, ...] = ()
 
     def command(self, *args: str) -> list[str]:
         return ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx256m", "-cp", f"{self.libs}/*",
-                *self._logging(), self.main_class, *args]
+                *self.jvm_options, *self._logging(), self.main_class, *args]
 
     def _logging(self) -> list[str]:
         """As the release's bin/ scripts set it for tools: warnings and errors to stderr, stdout left to the
