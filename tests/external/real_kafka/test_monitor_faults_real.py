@@ -22,6 +22,7 @@ import sqlite3
 import subprocess
 import sys
 import uuid
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,9 @@ from tests.support.real_kafka.hang import Hang, stage_hangs
 from tests.support.real_kafka.staging import ready_topic, warm_up
 
 PARTITIONS = 3
-LEADER_ELECTION = "org.apache.kafka.tools.LeaderElectionCommand"  # kafka-leader-election.sh
+# kafka-leader-election.sh's class: in the tools jar since the tools moved there (3.9.2 has it), Scala's before.
+LEADER_ELECTION = "org/apache/kafka/tools/LeaderElectionCommand.class"
+OLD_LEADER_ELECTION = "kafka.admin.LeaderElectionCommand"
 
 
 @pytest.fixture
@@ -94,12 +97,21 @@ def scan_results(history: Path) -> list[str]:
         return [r[0] for r in db.execute("SELECT result FROM scans ORDER BY time_ms")]
 
 
+def leader_election(libs: Path) -> UpstreamTool:
+    """The release's kafka-leader-election.sh, wherever its class is."""
+    for jar in libs.glob("kafka-tools-*.jar"):
+        with zipfile.ZipFile(jar) as z:
+            if LEADER_ELECTION in z.namelist():
+                return UpstreamTool(libs, main_class=LEADER_ELECTION.removesuffix(".class").replace("/", "."))
+    return UpstreamTool(libs, main_class=OLD_LEADER_ELECTION)
+
+
 def move_leaders_back(libs: Path, bootstrap: str, topic: str, victim: int) -> None:
     """Once the restarted broker is back in the ISR, a preferred leader election over every partition: it leads
     again what it led (partition 0 of `topic`, its `__transaction_state` partitions)."""
     wait_for("the restarted broker back in the ISR", lambda: victim in placement(bootstrap, topic, 0)[1],
              timeout=120, every=0.5)
-    election = UpstreamTool(libs, main_class=LEADER_ELECTION)
+    election = leader_election(libs)
 
     def moved() -> bool:
         election.run("--bootstrap-server", bootstrap, "--election-type", "PREFERRED", "--all-topic-partitions")
@@ -147,7 +159,6 @@ def test_a_broker_killed_with_minus_9_and_a_leader_moved_while_the_monitor_scans
 
         text = wait_for("complete scans with both hangs after the move", recovered, timeout=120)
         assert total(text, "kafka_txn_scan_success") == 1 and total(text, "kafka_txn_stale_findings") == 0
-        assert total(text, "kafka_txn_scans_total", result="failed") == 0  # one broker down is not the cluster
 
         for row in topic_rows(monitor.findings(), topic):
             for argv in printed_fix(row):
@@ -158,10 +169,11 @@ def test_a_broker_killed_with_minus_9_and_a_leader_moved_while_the_monitor_scans
         assert monitor.proc is not None and monitor.proc.poll() is None
         code, log = monitor.terminate()
     assert code == 0 and "Traceback" not in log, log
+    results = scan_results(history)
+    assert "partial" in results and "failed" not in results, log  # one broker down is not the whole cluster
 
     incidents = history_incidents(history, topic)
     assert sorted((i["partition"], i["producer_id"]) for i in incidents) == sorted(
         (h.partition, h.producer_id) for h in hangs), incidents  # each hang once: no duplicate, none missing
     assert all(i["resolution"] == "audited write" and i["resolved_command"].startswith("kafka-txn abort")
                for i in incidents), incidents
-    assert "partial" in scan_results(history)  # the partial scans were recorded, beside the same incidents
