@@ -5,43 +5,39 @@ real 3-node Apache Kafka cluster (RF 3, min ISR 2):
   different brokers; the producer's transaction coordinator is the broker that leads the first;
 - that broker is killed with -9 while the monitor scans every second: the scans go partial (never failed: two
   brokers of three answer), the findings are kept and flagged stale, /healthz stays 200 and the process runs on;
-- the broker is started again on its log dir, and Kafka's own preferred leader election
-  (`kafka-leader-election.sh`'s LeaderElectionCommand) moves back to it the leaders it lost, the first hang's
-  partition and its coordinator's `__transaction_state` partition among them: the scans are complete again, in
-  the same process, with both hangs reported as before;
-- each hang's printed commands, run verbatim (plus --yes), end it; the history (`kafka-txn history -o json`) then
-  holds exactly two incidents, one per hang, each ended by that audited abort, beside the partial scans it
-  recorded: nothing the partial scans saw or missed opened, ended or duplicated an incident.
+- the broker is started again on its log dir, and a preferred leader election (ElectLeaders, sent by librdkafka
+  as kafka-leader-election.sh sends it) moves back to it the leaders it lost, the first hang's partition among
+  them: the scans are complete again, in the same process, with both hangs reported as before;
+- each hang's printed commands, run verbatim (plus --yes), end it; the history file (read through the tool's
+  history package, as `kafka-txn history` reads it) then holds exactly two incidents, one per hang, each ended
+  by that audited abort, beside the partial scans it recorded and no failed one: nothing the partial scans saw or
+  missed opened, ended or duplicated an incident.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import sqlite3
-import subprocess
-import sys
 import uuid
-import zipfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import ElectionType, KafkaException
 from confluent_kafka.admin import AdminClient as CAdminClient
 
 from kafka_txn_broker.testing.raw_client import RawKafkaClient
 from kafka_txn_tools.admin.share_pending import samples
+from kafka_txn_tools.history.store import HistoryStore
 from tests.e2e.monitor_support import MonitorProcess, wait_for
 from tests.e2e.test_monitor_prometheus import printed_fix, run_as_printed
-from tests.support.real_kafka import KafkaCluster, UpstreamTool
+from tests.support.real_kafka import KafkaCluster
 from tests.support.real_kafka.hang import Hang, stage_hangs
 from tests.support.real_kafka.staging import ready_topic, warm_up
 
 PARTITIONS = 3
-# kafka-leader-election.sh's class: in the tools jar since the tools moved there (3.9.2 has it), Scala's before.
-LEADER_ELECTION = "org/apache/kafka/tools/LeaderElectionCommand.class"
-OLD_LEADER_ELECTION = "kafka.admin.LeaderElectionCommand"
 
 
 @pytest.fixture
@@ -84,44 +80,32 @@ def identities(rows: list[dict[str, Any]]) -> list[tuple[int, int, int]]:
     return sorted((r["partition"], r["producer_id"], r["start_offset"]) for r in rows)
 
 
-def history_incidents(history: Path, topic: str) -> list[dict[str, Any]]:
-    """`kafka-txn history -o json`, as an operator reads the file afterwards: this topic's incidents."""
-    done = subprocess.run([sys.executable, "-m", "kafka_txn_tools", "history", "--history", str(history),
-                           "--since", "1d", "-o", "json"], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return [i for i in json.loads(done.stdout)["incidents"] if i["topic"] == topic]
+def recorded(history: Path, topic: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The history file read through the tool's history package: this topic's incidents, and every scan's
+    result."""
+    with HistoryStore(history) as store:
+        incidents = [i.to_row() for i in store.incidents(0) if i.topic == topic]
+        return incidents, [scan[3] for scan in store.all_scans()]
 
 
-def scan_results(history: Path) -> list[str]:
-    with contextlib.closing(sqlite3.connect(history, timeout=30)) as db:
-        return [r[0] for r in db.execute("SELECT result FROM scans ORDER BY time_ms")]
-
-
-def leader_election(libs: Path) -> UpstreamTool:
-    """The release's kafka-leader-election.sh, wherever its class is."""
-    for jar in libs.glob("kafka-tools-*.jar"):
-        with zipfile.ZipFile(jar) as z:
-            if LEADER_ELECTION in z.namelist():
-                return UpstreamTool(libs, main_class=LEADER_ELECTION.removesuffix(".class").replace("/", "."))
-    return UpstreamTool(libs, main_class=OLD_LEADER_ELECTION)
-
-
-def move_leaders_back(libs: Path, bootstrap: str, topic: str, victim: int) -> None:
-    """Once the restarted broker is back in the ISR, a preferred leader election over every partition: it leads
-    again what it led (partition 0 of `topic`, its `__transaction_state` partitions)."""
+def move_leaders_back(bootstrap: str, topic: str, victim: int) -> None:
+    """Once the restarted broker is back in the ISR, a preferred leader election over every partition (librdkafka's
+    ElectLeaders, the request kafka-leader-election.sh sends): it leads again what it led (partition 0 of
+    `topic`, its `__transaction_state` partitions)."""
     wait_for("the restarted broker back in the ISR", lambda: victim in placement(bootstrap, topic, 0)[1],
              timeout=120, every=0.5)
-    election = leader_election(libs)
+    admin = CAdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
 
     def moved() -> bool:
-        election.run("--bootstrap-server", bootstrap, "--election-type", "PREFERRED", "--all-topic-partitions")
+        with contextlib.suppress(KafkaException):  # partitions already led by their preferred replica
+            admin.elect_leaders(ElectionType.PREFERRED, None).result(timeout=60)
         return placement(bootstrap, topic, 0)[0] == victim
 
     wait_for("partition 0's leader back on the restarted broker", moved, timeout=120, every=1)
 
 
 def test_a_broker_killed_with_minus_9_and_a_leader_moved_while_the_monitor_scans(
-        real_kafka3: KafkaCluster, kafka_libs: Path, tmp_path: Path, audit_log: Path) -> None:
+        real_kafka3: KafkaCluster, tmp_path: Path, audit_log: Path) -> None:
     cluster, bs = real_kafka3, real_kafka3.bootstrap_servers
     hangs, victim = stage(bs)
     topic = hangs[0].topic
@@ -149,7 +133,7 @@ def test_a_broker_killed_with_minus_9_and_a_leader_moved_while_the_monitor_scans
         assert status == 200 and json.loads(body)["last_scan"] == "partial" and json.loads(body)["stale"], body
 
         cluster.restart(victim)
-        move_leaders_back(kafka_libs, bs, topic, victim)
+        move_leaders_back(bs, topic, victim)
         complete_after_move = total(metrics(), "kafka_txn_scans_total", result="complete")
 
         def recovered() -> str | None:
@@ -160,20 +144,19 @@ def test_a_broker_killed_with_minus_9_and_a_leader_moved_while_the_monitor_scans
         text = wait_for("complete scans with both hangs after the move", recovered, timeout=120)
         assert total(text, "kafka_txn_scan_success") == 1 and total(text, "kafka_txn_stale_findings") == 0
 
-        for row in topic_rows(monitor.findings(), topic):
-            for argv in printed_fix(row):
-                done = run_as_printed(argv, bs)
-                assert done.returncode == 0, done.stdout + done.stderr
+        with ThreadPoolExecutor() as pool:  # each hang's commands in order, the two hangs side by side
+            for runs in pool.map(lambda row: [run_as_printed(argv, bs) for argv in printed_fix(row)],
+                                 topic_rows(monitor.findings(), topic)):
+                assert all(done.returncode == 0 for done in runs), [done.stdout + done.stderr for done in runs]
         wait_for("the hangs gone", lambda: (doc := monitor.findings()) is not None and not doc["partial"]
                  and not topic_rows(doc, topic), timeout=90)
         assert monitor.proc is not None and monitor.proc.poll() is None
         code, log = monitor.terminate()
     assert code == 0 and "Traceback" not in log, log
-    results = scan_results(history)
+    incidents, results = recorded(history, topic)
     assert "partial" in results and "failed" not in results, log  # one broker down is not the whole cluster
-
-    incidents = history_incidents(history, topic)
     assert sorted((i["partition"], i["producer_id"]) for i in incidents) == sorted(
         (h.partition, h.producer_id) for h in hangs), incidents  # each hang once: no duplicate, none missing
-    assert all(i["resolution"] == "audited write" and i["resolved_command"].startswith("kafka-txn abort")
-               for i in incidents), incidents
+    ended = [(i["partition"], i["resolution"], i["resolved_command"]) for i in incidents]
+    assert all(how == "audited write" and str(command).startswith("kafka-txn abort") for _, how, command in ended), (
+        ended, audit_log.read_text() if audit_log.exists() else "no audit log", log)
