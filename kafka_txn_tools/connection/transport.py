@@ -26,6 +26,11 @@ from kafka_txn_tools.connection.fan_out import FanOut
 from kafka_txn_tools.errors import ConnectionFailed, MissingApi
 from kafka_txn_tools.models import ClusterInfo, ScanError
 
+# A broker that cannot be reached (refused, in backoff, unknown): not answered, another broker may answer.
+_UNREACHABLE = (kerrors.KafkaConnectionError, kerrors.NodeNotReadyError, kerrors.UnknownBrokerIdError)
+# No answer in time: a request's timeout (RequestTimedOutError), or kafka-python's own (KafkaTimeoutError).
+_TIMED_OUT = (kerrors.RequestTimedOutError, kerrors.KafkaTimeoutError)
+
 
 def api_of(exc: BaseException) -> str:
     """kafka-python names the request class in IncompatibleBrokerVersion's text: 'the XRequest Kafka protocol'."""
@@ -128,7 +133,39 @@ class Transport:
             return Future().failure(exc)
 
     async def _send(self, request: Any, node_id: int | None = None, timeout_ms: int | None = None) -> Any:
+        if node_id is None:
+            return await self._send_any(request, timeout_ms)
         return await self._start(request, node_id, timeout_ms)
+
+    async def _send_any(self, request: Any, timeout_ms: int | None) -> Any:
+        """`request` to any broker (Metadata, FindCoordinator, ...). kafka-python picks one at random among the
+        brokers the last Metadata named, and a broker just killed stays named until the controller fences it,
+        seconds later, while one restarting listens before it answers (recovering its logs): one that cannot be
+        reached makes the request go to the next broker known, each once, so that one broker down never fails a
+        request the others can answer. After a timeout, the request goes to one other broker only: the whole
+        cluster dark costs two timeouts, not one per broker. What goes to any broker is a read, or a write whose
+        repeat changes nothing (a preferred election, a reorder to the same replicas)."""
+        tried: set[Any] = set()
+        timed_out = False
+        node = self._manager.least_loaded_node()
+        while True:
+            try:
+                return await self._start(request, node, timeout_ms)
+            except (*_UNREACHABLE, *_TIMED_OUT) as exc:
+                if isinstance(exc, _TIMED_OUT):
+                    if timed_out:
+                        raise
+                    timed_out = True
+                tried.add(node)
+                node = self._next_broker(tried)
+                if node is None:
+                    raise
+
+    def _next_broker(self, tried: set[Any]) -> int | None:
+        """A broker not tried yet: one already connected first (it answered a moment ago)."""
+        left = [b.node_id for b in self._manager.cluster.brokers() if b.node_id not in tried]
+        connected = [n for n in left if getattr(self._manager._conns.get(n), "connected", False)]
+        return (connected or left or [None])[0]
 
     def _run_or_raise(self, fn: Callable[..., Any], what: str, *args: Any) -> Any:
         try:
