@@ -1,7 +1,7 @@
 """A partition leader down while a transaction commits, on a real 3-node cluster: what Apache Kafka does, and
 what the tools make of it. Releases differ (staging.Release.skips_markers_of_offline_leaders):
 
-- 3.x and 4.0 to 4.2 keep retrying the marker (run on 4.1.2, 3.9.2, 3.3.2): the transaction stays in
+- 3.x and 4.0 to 4.2 keep retrying the marker (run on 4.2.0, 4.1.2, 3.9.2, 3.3.2): the transaction stays in
   PrepareCommit with the offline partition pending, a coordinator-side stuck transaction. `kafka-txn
   find-hanging` reports it (kind coordinator, markers-pending, leader-offline) without a write command;
   upstream's find-hanging has no such row. The broker's return clears it.
