@@ -52,6 +52,8 @@ _SKIP = frozenset({E.UNSUPPORTED_FOR_MESSAGE_FORMAT, E.UNSUPPORTED_VERSION})
 # Read from the releases' jars: 4.2.0's (Scala) KRaftMetadataCache.getPartitionLeaderEndpoint answers Node.noNode
 # for a leader that is not a registered broker (the channel queues that and retries); 4.3.0's, in Java
 # (org.apache.kafka.metadata.KRaftMetadataCache), answers an empty Optional, the answer for a deleted partition.
+# Real clusters agree (tests/external/real_kafka/test_coordinator_side_real.py): 4.2.0 and 4.1.2 retry, 4.3.0 and
+# 4.4.0 skip.
 SKIPS_LEADERLESS_SINCE = (4, 3)
 
 
