@@ -249,7 +249,7 @@ def partition_action(reason: HangingReason, tp: TopicPartition, start_offset: in
     """What to do about a partition row, and why (its commands: `partition_commands`)."""
     if reason.is_hanging and decision is not None and decision.commit:
         return (f"commit it: its coordinator committed {decision.transactional_id!r} with {tp} (PrepareCommit) and "
-                f"completed it without this partition's COMMIT marker (Apache Kafka 4.x skips the marker of a "
+                f"completed it without this partition's COMMIT marker (Apache Kafka 4.3+ skips the marker of a "
                 f"partition whose leader is offline; an unclean election can lose one), so {tp}'s LSO stays at "
                 f"{start_offset}. The application was told it committed: an abort would discard its records; the "
                 "command below writes the COMMIT marker its coordinator decided on")

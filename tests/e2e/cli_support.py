@@ -170,3 +170,28 @@ def group_reads_to_the_end(bs: str, topic: str, partition: int, group: str) -> N
     assert position >= end, f"group {group} is still at {position}, the high watermark is {end}"
     c.commit(offsets=[CTopicPartition(topic, partition, position)], asynchronous=False)
     c.close()
+
+
+def read_committed(bs: str, topic: str, partition: int) -> list[bytes]:
+    """What a read_committed librdkafka consumer gets from offset 0 up to the LSO (its partition EOF)."""
+    import uuid
+
+    from confluent_kafka import KafkaError
+
+    c = Consumer({"bootstrap.servers": bs, "group.id": f"check-{uuid.uuid4().hex[:6]}", "log_level": 0,
+                  "isolation.level": "read_committed", "enable.auto.commit": False, "enable.partition.eof": True})
+    try:
+        c.assign([CTopicPartition(topic, partition, 0)])
+        got: list[bytes] = []
+        for _ in range(120):
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            error = m.error()
+            if error is not None:
+                assert error.code() == KafkaError._PARTITION_EOF, error
+                return got  # the end of what read_committed may read: the LSO
+            got.append(m.value() or b"")
+        raise AssertionError(f"no end of {topic}-{partition} for a read_committed consumer within 60 s")
+    finally:
+        c.close()

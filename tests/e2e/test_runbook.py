@@ -9,7 +9,10 @@ the read_committed group held back at the LSO reads on past it, the coordinator 
 its producer can start again. Every scenario gets a cluster of its own (nothing of another scenario's in its
 scans) and is staged alone (`--no-healthy`: a scenario's healthy open transaction runs for 10 minutes and is,
 rightly, only reported as held; a newcomer following every printed command would wait for it).
-The leader offline during a commit is in test_cli_stuck.py; move-coordinator's refusals and --watch are here too.
+The leader offline during a commit is in test_cli_stuck.py (the coordinator retries its marker); emulating Apache
+Kafka 4.4, whose coordinator drops that partition and completes the commit, it is rehearsed here
+(`commit-marker-skipped`, staged in this process: it stops a broker). move-coordinator's refusals and --watch are
+here too.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from tests.e2e.cli_support import (
     kafka_txn,
     leader_of,
     log_offsets,
+    read_committed,
     run_printed,
     until,
 )
@@ -137,6 +141,31 @@ def test_a_newcomer_clears_a_partition_side_hang_with_what_the_first_scan_prints
     end, lso = log_offsets(bs, topic, part)
     assert lso == end
     group_reads_to_the_end(bs, topic, part, group)
+
+
+# ---- Apache Kafka 4.3+: a commit completed without one partition's marker ---------------------------------------
+def test_a_newcomer_commits_what_the_coordinator_committed_without_one_partitions_marker(tmp_path: Path) -> None:
+    # The coordinator decided to commit, so the end is the COMMIT marker (an abort would discard records the
+    # application was told were committed): the first scan prints `kafka-txn commit`, and afterwards a
+    # read_committed consumer gets the transaction's records.
+    config = {"kafka.version.emulate": "4.4", "transaction.state.log.num.partitions": 5,
+              "offsets.topic.num.partitions": 3}
+    with EmbeddedCluster(nodes=3, data_dir=tmp_path, config=config) as cluster:
+        bs = cluster.bootstrap_servers
+        truth = scenario(cluster, "commit-marker-skipped", nodes=cluster)
+        assert (truth.coordinator_state, truth.coordinator_decision) == ("CompleteCommit", "commit")
+        topic, part, start = truth.topic, truth.partition, truth.start_offset
+        assert log_offsets(bs, topic, part)[1] == start
+        assert read_committed(bs, topic, part) == []
+        hold_group(bs, topic, part, "skipped-readers")
+        trail = newcomer.clear(f"kafka-txn find-hanging --all --bootstrap-server {bs}")
+        assert trail.ran[1:] == [f"kafka-txn commit --topic {topic} --partition {part} --start-offset {start} "
+                                 f"--bootstrap-server {bs}", f"kafka-txn find-hanging --all --bootstrap-server {bs}"
+                                 ], trail
+        end, lso = log_offsets(bs, topic, part)
+        assert lso == end
+        assert read_committed(bs, topic, part) == [b"committed-0", b"committed-1"]
+        group_reads_to_the_end(bs, topic, part, "skipped-readers")
 
 
 # ---- coordinator side: the emulated upstream bugs, up to their upgrade -------------------------------------------

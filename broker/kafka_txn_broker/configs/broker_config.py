@@ -199,7 +199,9 @@ _DEFINITIONS: list[ConfigDefinition] = [
     _D("fault.injection.transactional.id.prefix", _T.STRING, "",
        "TEST ONLY: fault.injection applies to transactional ids starting with this (empty: all)", dynamic=True),
     _D("kafka.version.emulate", _T.STRING, "", "advertise and accept only the API versions of this Apache Kafka "
-       "release (e.g. 2.8, 3.0, 3.8, 4.0, 4.1), as it would; empty: everything this broker implements",
+       "release (e.g. 2.8, 3.0, 3.8, 4.0, 4.1), as it would; empty: everything this broker implements. Also "
+       "some of its behaviours, e.g. write verification (from 3.6), a completing transaction drops a partition "
+       "without a leader instead of retrying its marker (from 4.3)",
        choices=("", *kafka_releases())),
     _D("producer.id.block.size", _T.INT, 1000, "producer ids reserved per allocation"),
     _D("cluster.id", _T.STRING, "kafka-txn-embedded", "cluster id reported in Metadata"),

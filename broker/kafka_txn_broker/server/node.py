@@ -40,7 +40,7 @@ from kafka_txn_broker.share.share_group_offsets import ShareGroupOffsets
 from kafka_txn_broker.share.share_partition_manager import SharePartitionManager
 from kafka_txn_broker.txn.coordinator import TransactionCoordinator
 from kafka_txn_broker.txn.faults import FaultyMarkerWriter, UpstreamBugs
-from kafka_txn_broker.txn.marker_channel import TransactionMarkerChannelManager
+from kafka_txn_broker.txn.marker_channel import TransactionMarkerChannelManager, skips_leaderless_partitions
 from kafka_txn_broker.txn.offset_commit_verification import TxnOffsetCommitVerifier
 from kafka_txn_broker.txn.state_manager import TransactionStateManager
 from kafka_txn_broker.txn.verification import ProduceVerifier
@@ -119,7 +119,7 @@ class BrokerNode:
         state_manager = TransactionStateManager(self.node_id, self.config, self.clock, txn_log, self.metadata)
         bugs = UpstreamBugs(self.config)  # test-only fault injection, off unless fault.injection is set
         channel = TransactionMarkerChannelManager(state_manager, self.metadata, FaultyMarkerWriter(self.channel, bugs),
-                                                  self._is_online)
+                                                  self._is_online, skips_leaderless_partitions(self.config))
         return TransactionCoordinator(self.node_id, self.config, self.clock, state_manager, channel,
                                       self.producer_ids, self._is_online, bugs)
 

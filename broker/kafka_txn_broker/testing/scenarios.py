@@ -25,6 +25,11 @@ someone clears it as a real operator would (`clears`).
 Layout of a scenario's topic (4 partitions): p0 healthy committed + aborted transactions, p1 the
 hanging transaction, p2 a healthy open transaction, p3 the misbehaving producer's legitimate work.
 
+`commit-marker-skipped` needs more than a client: it stops a partition's leader while the transaction commits
+and starts it again, so it runs where the nodes can be stopped (`ScenarioOptions.nodes`: an EmbeddedCluster
+in this process), on brokers that skip the marker of a leaderless partition (Apache Kafka 4.3+, or the
+embedded broker with `kafka.version.emulate` 4.3 or later).
+
 `backdate_ms` sets the CreateTime of the misbehaving batches that long before they are sent: the
 batch of a paused or delayed producer was created before the pause. Tools that judge age by the
 producer's last timestamp (find-hanging, PartitionsWithLateTransactionsCount) then see it as old
@@ -36,8 +41,8 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Protocol
 
 from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.partitioning import SHARE_STATE_TOPIC
@@ -59,6 +64,14 @@ class ScenarioPrevented(ScenarioError):
     """The broker refused the misbehaving write: transaction verification is on."""
 
 
+class NodeControl(Protocol):
+    """Stops and starts one broker of the cluster a scenario runs on (EmbeddedCluster has these)."""
+
+    def stop_node(self, node_id: int, *, clean: bool = True) -> None: ...
+
+    def start_node(self, node_id: int) -> None: ...
+
+
 @dataclass(frozen=True)
 class HangingTransaction:
     topic: str
@@ -69,6 +82,9 @@ class HangingTransaction:
     transactional_id: str
     coordinator_state: str
     coordinator_partitions: list[str]
+    # What the coordinator decided for this transaction and never delivered here ("commit": the end is the COMMIT
+    # marker, kafka-txn commit); None: it never decided on this write (an abort ends it).
+    coordinator_decision: str | None = None
 
 
 @dataclass(frozen=True)
@@ -158,6 +174,8 @@ class ScenarioOptions:
     # An existing topic of PARTITIONS partitions or more to use instead of a fresh one (a soak that rotates over a
     # fixed set of topics); its transactional ids are still fresh.
     topic: str | None = None
+    # The scenarios that stop a broker (commit-marker-skipped) need a hand on the nodes: an EmbeddedCluster.
+    nodes: NodeControl | None = None
 
 
 class _Run:
@@ -560,6 +578,73 @@ def move_leader_of(run: _Run, leader: int) -> int:
     return new_leader
 
 
+# ---- a commit completed without one partition's marker (Apache Kafka 4.3+) ----------------------------------
+def commit_marker_skipped(run: _Run) -> HangingTransaction:
+    """A transaction over two partitions led by different brokers commits while the leader of one is down
+    (replication factor 1). From Apache Kafka 4.3 the coordinator finds no leader for that partition, takes it
+    for deleted, drops it from the transaction and writes CompleteCommit at once (3.x and 4.0-4.2 retry the
+    marker instead: stuck at the coordinator until the broker returns). When the broker comes back, the
+    partition holds the open transaction that its coordinator committed: a hang whose end is the COMMIT marker
+    (kafka-txn commit), since an abort would discard records the application was told were committed."""
+    nodes = run.options.nodes
+    assert nodes is not None  # _run_one refuses a scenario that needs_nodes without them
+    leaders = run.client.partition_leaders(run.topic)
+    victim = leaders[HANGING_PARTITION]
+    other = next((p for p in (OWN_PARTITION, HEALTHY_PARTITION, OPEN_PARTITION) if leaders[p] != victim), None)
+    if other is None or len(run.client.brokers) < 2:
+        raise ScenarioError(f"every partition of {run.topic} has leader {victim}: this scenario needs a cluster of "
+                            "two brokers or more and a topic of replication factor 1")
+    txn_id, pe = _begin_away_from(run, "committed-skipped", victim)
+    for part in (HANGING_PARTITION, other):
+        _check(run.add(txn_id, pe, part), f"AddPartitionsToTxn of {run.topic}-{part} for {txn_id}")
+    created = run.now() - run.options.backdate_ms  # the stalled consumers see an old transaction at once
+    code, offset = run.produce(txn_id, pe, HANGING_PARTITION, 0, [b"committed-0", b"committed-1"], created)
+    _check(code, f"Produce of {txn_id} to {run.topic}-{HANGING_PARTITION}")
+    _check(run.produce(txn_id, pe, other, 0, [b"committed-elsewhere"])[0], f"Produce of {txn_id} to p{other}")
+    addresses = dict(run.client.brokers)
+    live = ",".join(f"{h}:{p}" for node, (h, p) in addresses.items() if node != victim)
+    nodes.stop_node(victim)
+    try:
+        with RawKafkaClient(live) as client:
+            _check(_retry(lambda: (client.end_txn(txn_id, pe, True), None))[0], f"EndTxn(COMMIT) for {txn_id}")
+            _wait_completed(run, client, txn_id, victim)
+    finally:
+        nodes.start_node(victim)
+    host, port = addresses[victim]
+    with RawKafkaClient(f"{live},{host}:{port}") as client:  # a live first address: the raw client's bootstrap
+        _wait(run, lambda: client.partition_leaders(run.topic)[HANGING_PARTITION] == victim,
+              f"broker {victim} to lead {run.topic}-{HANGING_PARTITION} again")
+        d = client.describe_transaction(txn_id)
+        parts = sorted(f"{t.topic}-{p}" for t in (d.topics or []) for p in t.partitions)
+        state = d.transaction_state if d.error_code == 0 else E.name(d.error_code)
+    return HangingTransaction(run.topic, HANGING_PARTITION, pe.producer_id, pe.epoch, offset, txn_id, state, parts,
+                              "commit")
+
+
+def _begin_away_from(run: _Run, role: str, broker: int) -> tuple[str, ProducerIdAndEpoch]:
+    """A fresh transactional id whose coordinator is not `broker` (it must stay up), begun."""
+    for attempt in range(50):
+        name = f"{role}-{attempt}" if attempt else role
+        if run.client.transaction_coordinator(run.txn_id(name)) != broker:
+            return run.begin(name)
+    raise ScenarioError(f"every transactional id tried is coordinated by broker {broker}")
+
+
+def _wait_completed(run: _Run, client: RawKafkaClient, txn_id: str, victim: int) -> None:
+    deadline, state = time.monotonic() + run.options.wait_s, "unknown"
+    while time.monotonic() < deadline:
+        d = client.describe_transaction(txn_id)
+        state = d.transaction_state if d.error_code == 0 else E.name(d.error_code)
+        if state == S.COMPLETE_COMMIT.state_name:
+            return
+        time.sleep(0.05)
+    raise ScenarioPrevented(
+        f"{txn_id} stayed {state} for {run.options.wait_s:.0f} s with broker {victim} down: this "
+        "coordinator retries the marker of a partition without a leader (Apache Kafka before 4.3, or the embedded "
+        "broker without kafka.version.emulate 4.3 or later); start the brokers with "
+        "--set kafka.version.emulate=4.4")
+
+
 Truth = HangingTransaction | StuckTransaction | ShareTransaction | PreparedTransaction
 
 
@@ -567,6 +652,8 @@ Truth = HangingTransaction | StuckTransaction | ShareTransaction | PreparedTrans
 class Scenario:
     name: str
     make: Callable[[_Run], Truth]
+    replication_factor: int | None = None  # its topic's, unless the options say (default: min(3, brokers))
+    needs_nodes: bool = False  # it stops and starts a broker: ScenarioOptions.nodes
 
     @property
     def incident(self) -> str:
@@ -583,6 +670,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("share-ack-leadership-move", share_ack_leadership_move),
     Scenario("share-ack-stalled", share_ack_stalled),
     Scenario("2pc-prepared", two_pc_prepared),
+    Scenario("commit-marker-skipped", commit_marker_skipped, replication_factor=1, needs_nodes=True),
 )}
 ALL = "all"
 # KIP-664's class (an open transaction no coordinator will finish; needs verification off), and the TV2-era
@@ -613,6 +701,14 @@ def run_scenario(name: str, bootstrap_servers: str, options: ScenarioOptions | N
 
 
 def _run_one(client: RawKafkaClient, scenario: Scenario, options: ScenarioOptions) -> ScenarioResult:
+    if scenario.needs_nodes and options.nodes is None:  # refused before its topic is made: nothing is written
+        raise ScenarioPrevented(
+            f"{scenario.name} stops a partition's leader while the transaction commits, which a client cannot do: "
+            "run it in the process of an embedded cluster emulating Apache Kafka 4.3 or later, e.g. from Python: "
+            "with EmbeddedCluster(nodes=3, config={'kafka.version.emulate': '4.4'}) as cluster: "
+            f"run_scenario('{scenario.name}', cluster.bootstrap_servers, ScenarioOptions(nodes=cluster))")
+    if options.replication_factor is None and scenario.replication_factor is not None:
+        options = replace(options, replication_factor=scenario.replication_factor)
     run = _Run(client, scenario.name, options)
     healthy = _healthy_mix(run) if options.healthy else []
     truth = scenario.make(run)

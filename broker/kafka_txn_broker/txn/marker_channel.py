@@ -12,6 +12,12 @@ replica exactly as the WriteTxnMarkers API does), on the next loop iteration aft
 and again on every tick until the transaction completes or the coordinator loses the partition. Like
 all broker state, this class lives on the cluster's event loop.
 
+A partition with no leader is retried, as Apache Kafka up to 4.2 does. From 4.3 Kafka's metadata cache gives
+the channel no leader endpoint for it, which the channel reads as "the partition was deleted": it drops the
+partition from the transaction and completes it without that marker, and the partition holds the open
+transaction for good once its leader returns. `skip_leaderless` (true while `kafka.version.emulate` names 4.3 or
+later: `skips_leaderless_partitions`) does the same here.
+
 Collaborators come through the constructor: the state manager (ownership and the COMPLETE_* append),
 the metadata view (does a partition still exist, who leads it), the marker writer, and whether the
 node is still online. Unit tests give it fakes (tests/broker/txn/test_marker_channel.py).
@@ -30,6 +36,7 @@ from kafka_txn_broker.txn.state_manager import CoordinatorError
 from kafka_txn_broker.txn.transaction_metadata import TopicPartition, TransactionMetadata, TxnTransitMetadata
 
 if TYPE_CHECKING:
+    from kafka_txn_broker.configs.broker_config import BrokerConfig
     from kafka_txn_broker.metadata.view import MetadataView
     from kafka_txn_broker.txn.state_manager import TransactionStateManager
 
@@ -41,6 +48,21 @@ _RETRIABLE = frozenset({E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_LEADER_OR_FOLLOWER, 
 _PERMANENT = frozenset({E.INVALID_PRODUCER_EPOCH, E.TRANSACTION_COORDINATOR_FENCED})
 # The partition cannot hold markers (the producer could not have written to it either): drop it.
 _SKIP = frozenset({E.UNSUPPORTED_FOR_MESSAGE_FORMAT, E.UNSUPPORTED_VERSION})
+# The first Apache Kafka release whose coordinator drops a partition without a leader instead of retrying it.
+# Read from the releases' jars: 4.2.0's (Scala) KRaftMetadataCache.getPartitionLeaderEndpoint answers Node.noNode
+# for a leader that is not a registered broker (the channel queues that and retries); 4.3.0's, in Java
+# (org.apache.kafka.metadata.KRaftMetadataCache), answers an empty Optional, the answer for a deleted partition.
+# Real clusters agree (tests/external/real_kafka/test_coordinator_side_real.py): 4.2.0 and 4.1.2 retry, 4.3.0 and
+# 4.4.0 skip.
+SKIPS_LEADERLESS_SINCE = (4, 3)
+
+
+def skips_leaderless_partitions(config: BrokerConfig) -> bool:
+    """Whether the emulated release (`kafka.version.emulate`) drops a partition without a leader from a completing
+    transaction. Without emulation, no: the marker is retried until a leader is back, which is what keeps the
+    transaction's records (the 4.3+ behaviour hangs the partition)."""
+    release = config["kafka.version.emulate"]
+    return bool(release) and tuple(int(part) for part in release.split(".")) >= SKIPS_LEADERLESS_SINCE
 
 
 class MarkerWriter(Protocol):
@@ -66,8 +88,9 @@ class PendingCompleteTxn:
 
 class TransactionMarkerChannelManager:
     def __init__(self, state_manager: TransactionStateManager, metadata: MetadataView, markers: MarkerWriter,
-                 online: Callable[[], bool]) -> None:
+                 online: Callable[[], bool], skip_leaderless: bool = False) -> None:
         self.state_manager = state_manager
+        self.skip_leaderless = skip_leaderless
         self.metadata = metadata
         self.markers = markers
         self._online = online
@@ -163,6 +186,10 @@ class TransactionMarkerChannelManager:
             # Kafka drops partitions that were deleted so the transaction can still complete.
             return E.UNSUPPORTED_FOR_MESSAGE_FORMAT
         if leader < 0:
+            if self.skip_leaderless:
+                log.info("no leader for %s while completing %s: dropped as a deleted partition (Apache Kafka "
+                         "4.3+); its open transaction stays when a leader returns", tp, transactional_id)
+                return E.UNSUPPORTED_FOR_MESSAGE_FORMAT
             return E.NOT_LEADER_OR_FOLLOWER
         return self.markers.write_marker(leader, tp, producer_id, producer_epoch, commit, coordinator_epoch,
                                          transaction_version, transactional_id=transactional_id)

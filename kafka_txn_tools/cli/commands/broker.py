@@ -68,7 +68,9 @@ def scenario(
                                          "unregistered-partition-commit (partition-side), marker-retry-rejected, "
                                          "epoch-exhaustion (coordinator-side), share-ack-producer-dies, "
                                          "share-ack-leadership-move, share-ack-stalled (share-side), 2pc-prepared, "
-                                         "a group name, or all (partition- and coordinator-side)"),
+                                         "a group name, or all (partition- and coordinator-side); "
+                                         "commit-marker-skipped stops a broker, so it runs only in the process "
+                                         "of an embedded cluster (Python: ScenarioOptions(nodes=cluster))"),
     bootstrap_server: str = typer.Option(..., "--bootstrap-server", "-b", help="host:port of any broker"),
     command_config: Path | None = typer.Option(
         None, "--command-config", metavar="FILE",

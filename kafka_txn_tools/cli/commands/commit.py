@@ -26,7 +26,7 @@ Examples:
 
 For a partition `find-hanging` says to commit: its transaction's coordinator
 committed it (a PrepareCommit in __transaction_state listing the partition)
-and completed it without the partition's COMMIT marker (Apache Kafka 4.x
+and completed it without the partition's COMMIT marker (Apache Kafka 4.3+
 skips the marker of a partition whose leader is offline). Refused, writing
 nothing, unless the leader holds an open transaction at --start-offset, its
 coordinator calls it hanging, and that PrepareCommit is found; a PrepareAbort

@@ -5,6 +5,9 @@ Expected behaviour is Kafka's TransactionMarkerChannelManager: retriable answers
 NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS...) are retried with the then-current leader; a deleted
 partition is dropped; INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED abandon the transaction;
 the completion record is appended after the last marker, and retried alone if that append fails.
+A partition without a leader is retried up to Kafka 4.2 and dropped from 4.3 (4.3.0's metadata cache answers no
+endpoint for it, as for a deleted partition; 4.4.0 was seen doing so in tests/external/real_kafka/
+test_coordinator_side_real.py).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from kafka_txn_broker.formats import errors as E
 from kafka_txn_broker.formats.errors import NotEnoughReplicasError
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC
 from kafka_txn_broker.formats.transactions import TransactionState
-from kafka_txn_broker.txn.marker_channel import TransactionMarkerChannelManager
+from kafka_txn_broker.txn.marker_channel import TransactionMarkerChannelManager, skips_leaderless_partitions
 from kafka_txn_broker.txn.state_manager import PendingCompletion, TransactionStateManager
 from kafka_txn_broker.txn.transaction_metadata import TransactionMetadata
 from tests.broker.txn.fakes import FakeMarkers, FakeMetadata, FakePartitionLog
@@ -31,7 +34,7 @@ PID, EPOCH = 42, 3
 
 
 class Setup:
-    def __init__(self) -> None:
+    def __init__(self, skip_leaderless: bool = False) -> None:
         self.clock = ManualClock()
         self.log = FakePartitionLog()
         self.log.lead(0)
@@ -41,7 +44,8 @@ class Setup:
         self.state.load_partition(0, COORDINATOR_EPOCH)
         self.markers = FakeMarkers()
         self.online = True
-        self.channel = TransactionMarkerChannelManager(self.state, self.metadata, self.markers, lambda: self.online)
+        self.channel = TransactionMarkerChannelManager(self.state, self.metadata, self.markers, lambda: self.online,
+                                                       skip_leaderless)
 
     def prepared(self, commit: bool = True, tid: str = "a") -> TransactionMetadata:
         """A transaction in PREPARE_COMMIT / PREPARE_ABORT on T0, T1 and U0, written through the state manager."""
@@ -165,3 +169,37 @@ def test_markers_wait_for_the_response_and_not_for_a_stopped_node(setup: Setup) 
 
     assert asyncio.run(end_then_stop()) == 0
     assert setup.markers.sent == [] and "a" in setup.channel.pending
+
+
+@pytest.mark.parametrize(("release", "skips"), [("", False), ("3.9", False), ("4.1", False), ("4.2", False),
+                                                ("4.3", True), ("4.4", True)])
+def test_the_emulated_release_decides_whether_a_leaderless_partition_is_dropped(release: str, skips: bool) -> None:
+    assert skips_leaderless_partitions(BrokerConfig({"kafka.version.emulate": release})) is skips
+
+
+def test_emulating_4_3_a_leaderless_partition_is_dropped_and_the_commit_completes_without_its_marker() -> None:
+    # Kafka 4.3+: the offline partition leaves the transaction and CompleteCommit is written at once; its
+    # marker is never sent, not even once a leader is back (the partition then holds the open transaction).
+    setup = Setup(skip_leaderless=True)
+    md = setup.prepared()
+    setup.metadata.leaders[T1] = -1
+    setup.hand_over(md)
+    assert [s[1] for s in setup.markers.sent] == [T0, U0]
+    assert setup.states_written()[-1] is S.COMPLETE_COMMIT and md.state is S.COMPLETE_COMMIT
+    assert md.topic_partitions == set() and setup.channel.pending == {}
+    setup.metadata.leaders[T1] = 2
+    setup.clock.advance(60_000)
+    setup.channel.drive()
+    assert [s[1] for s in setup.markers.sent] == [T0, U0]
+
+
+def test_emulating_4_3_a_partition_whose_leader_answers_not_leader_is_still_retried() -> None:
+    # Only "no leader" is taken for deletion: a leader that refuses the marker keeps it pending.
+    setup = Setup(skip_leaderless=True)
+    md = setup.prepared()
+    setup.markers.answer(T1, E.NOT_LEADER_OR_FOLLOWER)
+    setup.hand_over(md)
+    assert md.topic_partitions == {T1} and S.COMPLETE_COMMIT not in setup.states_written()
+    setup.metadata.leaders[T1] = 5
+    setup.channel.drive()
+    assert setup.markers.sent[-1][:2] == (5, T1) and setup.states_written()[-1] is S.COMPLETE_COMMIT

@@ -1,14 +1,16 @@
 """A partition leader down while a transaction commits, on a real 3-node cluster: what Apache Kafka does, and
 what the tools make of it. Releases differ (staging.Release.skips_markers_of_offline_leaders):
 
-- 3.x keeps retrying the marker: the transaction stays in PrepareCommit with the offline partition pending, a
-  coordinator-side stuck transaction. `kafka-txn find-hanging` reports it (kind coordinator, markers-pending,
-  leader-offline) without a write command; upstream's find-hanging has no such row. The broker's return clears it.
-- 4.x does otherwise: its TransactionMarkerChannelManager finds no leader endpoint for the offline partition,
-  logs "these partitions are likely deleted already and hence can be skipped", drops the partition from the
-  transaction and completes it (CompleteCommit) within seconds. When the broker comes back, the partition still
-  holds the producer's open transaction, which no coordinator will end: a partition-side hang
-  (transaction-not-ongoing), found alike by `kafka-txn find-hanging` and by upstream's. The coordinator had
+- 3.x and 4.0 to 4.2 keep retrying the marker (run on 4.2.0, 4.1.2, 3.9.2, 3.3.2): the transaction stays in
+  PrepareCommit with the offline partition pending, a coordinator-side stuck transaction. `kafka-txn
+  find-hanging` reports it (kind coordinator, markers-pending, leader-offline) without a write command;
+  upstream's find-hanging has no such row. The broker's return clears it.
+- 4.3 and later do otherwise (run on 4.3.0 and 4.4.0): the TransactionMarkerChannelManager finds no leader
+  endpoint for the offline partition, logs "these partitions are likely deleted already and hence can be
+  skipped", drops the partition from the transaction and completes it (CompleteCommit) within seconds. When
+  the broker comes back, the partition still holds the producer's open transaction, which no coordinator will
+  end: a partition-side hang (transaction-not-ongoing), found alike by `kafka-txn find-hanging` and by
+  upstream's. The coordinator had
   committed it, so an abort would discard records the application was told were committed. `kafka-txn` reads
   the PrepareCommit in `__transaction_state` and prints `kafka-txn commit`, which writes the COMMIT marker:
   the records become visible to read_committed consumers. Upstream only offers the abort (a difference on

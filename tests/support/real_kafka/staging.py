@@ -56,9 +56,11 @@ class Release:
     def skips_markers_of_offline_leaders(self) -> bool:
         """Whether the coordinator drops a partition with no leader from a completing transaction ("likely
         deleted already and hence can be skipped") instead of retrying its marker until the leader returns:
-        seen on 4.4.0, not on 3.9.2 or 3.3.2 (tests/external/real_kafka/test_coordinator_side_real.py; 4.0 to
-        4.3 untested)."""
-        return self.at_least(4, 0)
+        seen on 4.4.0 and 4.3.0, not on 4.2.0, 4.1.2, 3.9.2 or 3.3.2 (tests/external/real_kafka/
+        test_coordinator_side_real.py). 4.3.0 is the first: its metadata cache (moved to Java) answers no leader
+        endpoint for a partition whose leader is not a live broker; 4.2.0's still answered Node.noNode, which the
+        marker channel retries (read from the releases' jars)."""
+        return self.at_least(4, 3)
 
     @property
     def share_groups(self) -> bool:  # KIP-932 (preview 4.0, production 4.1)
