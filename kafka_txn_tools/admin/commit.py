@@ -1,7 +1,7 @@
 """commit: write the COMMIT marker a coordinator decided on and never delivered, after checking that decision.
 
 A COMMIT marker makes records visible to every read_committed consumer, so this tool writes one only where
-the transaction's own coordinator already decided to commit it (admin/decisions.py): Apache Kafka 4.x
+the transaction's own coordinator already decided to commit it (admin/decisions.py): Apache Kafka 4.3+
 completes a commit without the marker of a partition whose leader was offline, and the partition then holds
 the transaction open; an abort there would discard records the application was told were committed.
 
@@ -49,8 +49,8 @@ def validate(client: AbortClient, target: AbortTarget, inv: advice.Invocation = 
     if verdict is None:
         raise Refused(f"{check.refusal}; nothing was written", "retry once its coordinator answers")
     if not verdict.reason.is_hanging:
-        raise Refused(f"{check.refusal or 'its coordinator still owns it'}: it writes the marker itself; nothing "
-                      "was written", f"wait for it: {advice.watch_until_ended(inv, tp)}")
+        raise Refused(f"{check.refusal}: it writes the marker itself; nothing was written",
+                      f"wait for it: {advice.watch_until_ended(inv, tp)}")
     if verdict.transactional_id is None:
         raise Refused(f"no coordinator lists producer {producer.producer_id}, so its decision on this transaction "
                       "cannot be read; nothing was written", _see_advice(inv, target))

@@ -6,9 +6,9 @@ those partitions carry it out, and CompleteCommit (CompleteAbort) follows once t
 partition's marker never lands, the partition keeps the producer's transaction open after the coordinator
 has moved on: a hanging transaction whose right end is the decision the coordinator already made.
 
-Apache Kafka 4.x does this to a partition whose leader is offline when the markers are sent: the
+Apache Kafka 4.3+ does this to a partition whose leader is offline when the markers are sent: the
 coordinator's marker channel finds no leader endpoint, treats the partition as deleted and completes the
-transaction without it (3.x retries until the leader returns). An unclean election can likewise lose a
+transaction without it (3.x and 4.0-4.2 retry until the leader returns). An unclean election can likewise lose a
 marker that had landed. If the decision was a commit, the application was told its transaction
 committed: aborting that partition now would discard records it committed. The right end is the COMMIT
 marker the coordinator meant to send (`kafka-txn commit`).

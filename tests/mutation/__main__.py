@@ -2,8 +2,8 @@
 
     python -m tests.mutation [TARGET ...] [--max-children N] [--diffs] [--report-only]
 
-Targets (tests/mutation/targets.py): hanging, abort, producer-state, coordinator, share; none given: all. For each,
-mutmut 3 mutates the target's functions in a staging tree (.mutation/TARGET, see staging.py) and runs the
+Targets (tests/mutation/targets.py): hanging, abort, commit, producer-state, coordinator, share; none given:
+all. For each, mutmut 3 mutates the target's functions in a staging tree (.mutation/TARGET, see staging.py) and runs the
 target's fast tests against every mutant. Printed: the score per module (killed / mutants; a timeout counts
 as killed), and every survivor, either with the reason it is equivalent (tests/mutation/equivalent.py) or,
 when none is recorded, with its diff: kill it with a test, or record why no test can.

@@ -23,6 +23,11 @@ SHARE_PARTITION = "broker/kafka_txn_broker/share/share_partition.py"
 TXN_COORDINATOR = "broker/kafka_txn_broker/txn/coordinator.py"
 
 EQUIVALENTS: tuple[Equivalent, ...] = (
+    Equivalent("kafka_txn_tools/admin/commit.py", "_commit_decision", "'XX; XX'.join(read.notes)}, so the",
+               "with no partition to read, decision_on returns exactly one note: a separator joins nothing"),
+    Equivalent("kafka_txn_tools/admin/commit.py", "_commit_decision", "unread = f\" ({'XX; XX'.join(read.notes)})",
+               "decision_on reads one partition: it is unread, or answers an error, or is read (truncated at most), "
+               "one note each; a separator between notes needs two"),
     Equivalent("kafka_txn_tools/admin/hanging.py", "_view", "found=None)",
                "`found` is read only as `if not view.found` (reason_against): None and False are both false"),
     Equivalent("kafka_txn_tools/admin/coordinator_rules.py", "judge_coordinator", "coordinator_waits=None)",

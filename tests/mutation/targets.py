@@ -47,6 +47,13 @@ TARGETS: tuple[Target, ...] = (
          "tests/tools/cli/test_upstream.py"),
     ),
     Target(
+        "commit",
+        "the coordinator's decision on a hanging transaction, and the commit that carries it out",
+        (Source("kafka_txn_tools/admin/decisions.py"), Source("kafka_txn_tools/admin/commit.py"),
+         Source("kafka_txn_tools/models.py", ("CoordinatorDecision.names",))),
+        ("tests/tools/admin/test_decisions.py", "tests/tools/admin/test_commit.py"),
+    ),
+    Target(
         "producer-state",
         "producer state, the LSO and the aborted-transaction index",
         (

@@ -295,6 +295,10 @@ class FakeCluster:
         errors: list[ScanError] = []
         for tp, (leader, start) in reads.items():
             if tp.topic != "__transaction_state":
+                if leader is None or leader in self.down:  # a Fetch must reach the partition's leader
+                    errors.append(ScanError("BROKER_UNREACHABLE", f"{tp}: broker {leader}", broker_id=leader,
+                                            partition=tp, api="Fetch"))
+                    continue
                 if start < self.log_start.get(tp, 0):
                     errors.append(ScanError("OFFSET_OUT_OF_RANGE", f"{tp}: offset {start}", broker_id=leader,
                                             partition=tp, api="Fetch", code=1))

@@ -1,6 +1,6 @@
 """The coordinator's decision on a hanging transaction (admin/decisions.py), over plain data, and find-hanging's use
 of it over the in-memory cluster: a transaction its coordinator committed without this partition's marker (what
-Apache Kafka 4.x does when the partition's leader is offline as the markers go out) is ended by a COMMIT marker.
+Apache Kafka 4.3+ does when the partition's leader is offline as the markers go out) is ended by a COMMIT marker.
 
 Kafka's facts behind the cases: the PrepareCommit / PrepareAbort record lists every partition of the transaction;
 under transaction version 2 (KIP-890) the coordinator bumps the producer epoch when it prepares, so the record holds
@@ -71,7 +71,7 @@ def record(offset: int, state: str, ts: int, epoch: int, parts: tuple[tuple[str,
 
 def committed_without_the_marker(decision: str = "PrepareCommit"):
     """orders-1 holds producer 7's transaction (epoch 3, from offset 40); 'app' decided on it 20 minutes ago and
-    completed it without orders-1 (Kafka 4.x, a leader offline as the markers went out)."""
+    completed it without orders-1 (Kafka 4.3+, a leader offline as the markers went out)."""
     c = cluster(internal=["__transaction_state"])
     c.open_txn(TP, producer(7, 40, 25 * MIN, epoch=3))
     done = "CompleteCommit" if decision == "PrepareCommit" else "CompleteAbort"
@@ -148,3 +148,8 @@ def test_the_abort_plan_leaves_out_a_transaction_its_coordinator_committed() -> 
     aborted = yaml.safe_load(write_plan(scan(committed_without_the_marker("PrepareAbort")), 60_000))
     assert committed["entries"] in ([], None)
     assert [(e["topic"], e["partition"], e["start_offset"]) for e in aborted["entries"]] == [("orders", 1, 40)]
+
+
+def test_a_decision_in_the_last_writes_millisecond_counts_one_before_does_not() -> None:
+    assert decision_for(TP, 7, 3, NOW - MIN, [decided(at=NOW - MIN)]) is not None
+    assert decision_for(TP, 7, 3, NOW - MIN, [decided(at=NOW - MIN - 1)]) is None
