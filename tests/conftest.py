@@ -73,6 +73,15 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport,
+                                                                                         pytest.TestReport]:
+    report = yield
+    if report.failed and report.when in ("setup", "call"):
+        item.stash[client_lifetimes.FAILED] = True
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_fixture_setup(fixturedef: pytest.FixtureDef[object]) -> Generator[None, object, object]:
     client_lifetimes.REGISTRY.fixture_started(fixturedef.scope)
     try:

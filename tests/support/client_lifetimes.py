@@ -191,8 +191,12 @@ def _closing(close: Any) -> Any:
     return closing
 
 
+FAILED = pytest.StashKey[bool]()  # set by tests/conftest.py when the test's set-up or call failed
+
+
 def check(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """After a test's teardown (tests/conftest.py): fail it for each client its ending owners left open."""
+    """After a test's teardown (tests/conftest.py): fail it for each client its ending owners left open. A test
+    that failed already is not failed again for the clients its traceback still holds (they are counted)."""
 
     def drop() -> None:
         # The test's fixture values stay with the item until pytest's protocol drops them, right after this
@@ -202,7 +206,7 @@ def check(item: pytest.Item, nextitem: pytest.Item | None) -> None:
             funcargs.clear()
 
     left = REGISTRY.left_open(item, nextitem, drop)
-    if left and os.environ.get(ENV, "fail") != "report":
+    if left and os.environ.get(ENV, "fail") != "report" and not item.stash.get(FAILED, False):
         pytest.fail("Kafka clients left open after the test or fixture that made them (close them: `with`, "
                     "close() in a finally, or a fixture that closes what it yields):\n  " + "\n  ".join(left),
                     pytrace=False)

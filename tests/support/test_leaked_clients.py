@@ -5,7 +5,7 @@ the run's own check of these tests is not disturbed; the last test goes through 
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -17,6 +17,7 @@ from tests.support.client_lifetimes import SESSION, Registry
 @dataclass
 class FakeItem:
     nodeid: str
+    stash: dict[Any, Any] = field(default_factory=dict)
 
 
 class Client:
@@ -126,3 +127,15 @@ def test_check_releases_the_fixture_values_the_item_still_holds(monkeypatch: pyt
     item.funcargs = {"producer": made_by(registry, item)}  # type: ignore[attr-defined]
     client_lifetimes.check(item, A2)  # type: ignore[arg-type]
     assert registry.leaks == []
+
+
+def test_a_test_that_failed_already_is_not_failed_again_for_what_its_traceback_holds(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    registry = Registry()
+    monkeypatch.setattr(client_lifetimes, "REGISTRY", registry)
+    item = FakeItem(A1.nodeid)
+    item.stash[client_lifetimes.FAILED] = True
+    keep = made_by(registry, item)
+    client_lifetimes.check(item, A2)  # type: ignore[arg-type]
+    assert registry.leaks == ["Producer made at here:1, owned by tests/a.py::one"]  # counted, not failed
+    del keep
