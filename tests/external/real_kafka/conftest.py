@@ -45,18 +45,30 @@ def _cluster(libs: Path, base: Path, nodes: int, config: dict[str, str]) -> Iter
         yield cluster
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def real_kafka(kafka_libs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    """One single-node cluster for the whole session; partition verification off, so that an unverified late
-    write (Produce v3-v11 without AddPartitionsToTxn) hangs a partition as before KIP-890."""
+    """One single-node cluster for the tests of this folder (stopped after its last one, not idling through the
+    rest of the run); partition verification off, so that an unverified late write (Produce v3-v11 without
+    AddPartitionsToTxn) hangs a partition as before KIP-890."""
     yield from _cluster(kafka_libs, tmp_path_factory.mktemp("real-kafka-1"), 1,
                         SESSION_CONFIG)
 
 
-@pytest.fixture(scope="module")
-def real_kafka3(kafka_libs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    """A three-node cluster (RF 3, min ISR 2) per module, for the tests that kill and restart nodes."""
+@pytest.fixture(scope="package")
+def _real_kafka3_cluster(kafka_libs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
     yield from _cluster(kafka_libs, tmp_path_factory.mktemp("real-kafka-3"), 3, SESSION_CONFIG)
+
+
+@pytest.fixture
+def real_kafka3(_real_kafka3_cluster: KafkaCluster) -> KafkaCluster:
+    """A three-node cluster (RF 3, min ISR 2) for the tests that kill and restart nodes: one for this folder's
+    tests (a start of three JVMs costs 8-30 s), handed to each test with every node running (a node an earlier
+    test left down, say by failing before its restart, is started again first)."""
+    cluster = _real_kafka3_cluster
+    for node_id, node in cluster.nodes.items():
+        if not node.running:
+            cluster.restart(node_id)
+    return cluster
 
 
 @pytest.hookimpl(hookwrapper=True)
