@@ -2,8 +2,9 @@
 
 Both are allowed before authentication. A failed step is answered (SASL_AUTHENTICATION_FAILED 58 with
 a message, UNSUPPORTED_SASL_MECHANISM 33 with the enabled list, ILLEGAL_SASL_STATE 34) and then the
-connection closes, as Kafka's SaslServerAuthenticator does. No session lifetime is granted, so
-clients never re-authenticate (KIP-368).
+connection closes, as Kafka's SaslServerAuthenticator does. SaslAuthenticate v1+ answers carry the
+session's lifetime (KIP-368, security/auth.py): the client re-authenticates before it ends with a new
+SaslHandshake on the same connection.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ async def handshake(ctx: RequestContext, req: Any) -> Any:
 async def authenticate(ctx: RequestContext, req: Any) -> Any:
     message: str | None
     if ctx.session is None:
-        code, message, challenge = E.ILLEGAL_SASL_STATE, "no SASL session", b""
+        code, message, challenge, lifetime = E.ILLEGAL_SASL_STATE, "no SASL session", b"", 0
     else:
-        code, message, challenge = await ctx.session.authenticate(bytes(req.auth_bytes))
+        code, message, challenge, lifetime = await ctx.session.authenticate(bytes(req.auth_bytes), ctx.api_version)
     return SaslAuthenticateResponse[ctx.api_version](error_code=code, error_message=message, auth_bytes=challenge,
-                                                     session_lifetime_ms=0)
+                                                     session_lifetime_ms=lifetime)
