@@ -190,6 +190,11 @@ class Monitor:
 
         if self._client is None:
             self._client = self._connect()
+        # The client's token or ticket, kept renewed for as long as the monitor runs; one that has expired and
+        # cannot be renewed is this scan's failure, named (connection/client.py), and the next scan connects afresh.
+        renew = getattr(self._client, "renew_credentials", None)
+        if renew is not None:
+            renew()
         report = find_hanging(self._client, Scope(all=True), self.clock, self.config.options, loop=self._loop)
         if any(e.error in RECONNECT_ON for e in report.errors):
             # The connection's view of the brokers is the one it bootstrapped with: a broker that was down
