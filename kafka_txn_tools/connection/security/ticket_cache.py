@@ -9,7 +9,7 @@ Java client renews it (its KerberosLogin with useTicketCache=true), until the ti
   when the cache holds no ticket that is still valid (expired past its renew limit, never renewable, gone).
 
 Threading: the renewer owns one daemon thread that reads the cache file and runs kinit; `check` and `stop`
-are called from any thread (they read the file, and a str the thread sets).
+are called from any thread (`check` reads the file under the lock the thread holds while kinit rewrites it).
 """
 
 from __future__ import annotations
@@ -126,6 +126,7 @@ class TicketRenewer:
         self.kinit = kinit
         self._now = now
         self._stop = threading.Event()
+        self._writing = threading.Lock()  # held while kinit rewrites the cache: `check` never reads it half-written
         self._thread: threading.Thread | None = None
         self.problem: str | None = None  # why the last renewal failed, if it did
         self.renewals = 0
@@ -137,7 +138,8 @@ class TicketRenewer:
 
     def check(self) -> None:
         """ConnectionFailed naming why, when the cache holds no valid ticket; nothing otherwise."""
-        times = tgt_times(self.path)
+        with self._writing:
+            times = tgt_times(self.path)
         kinit = f"run kinit {self.principal or '<principal>'}"
         now = self._now()
         if times is None:
@@ -159,7 +161,8 @@ class TicketRenewer:
             return False
         kinit = shutil.which(self.kinit) or self.kinit
         try:
-            done = subprocess.run([kinit, "-R", "-c", self.cache], capture_output=True, text=True, timeout=30)
+            with self._writing:
+                done = subprocess.run([kinit, "-R", "-c", self.cache], capture_output=True, text=True, timeout=30)
         except (OSError, subprocess.TimeoutExpired) as exc:
             self.problem = f"{self.kinit} -R failed: {exc}"
             return False
