@@ -20,6 +20,7 @@ from kafka_txn_broker.formats.messages import (
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
+from kafka_txn_broker.server.socket_server import ProtocolViolation
 
 
 @api(SaslHandshakeRequest, SaslHandshakeResponse, 0, 1, pre_auth=True)
@@ -35,7 +36,10 @@ async def authenticate(ctx: RequestContext, req: Any) -> Any:
     message: str | None
     if ctx.session is None:
         code, message, challenge, lifetime = E.ILLEGAL_SASL_STATE, "no SASL session", b"", 0
+    elif ctx.session.drop_at_next_token:
+        # A re-authentication that switched mechanism: Kafka closes the connection without an answer.
+        raise ProtocolViolation(f"re-authentication of {ctx.session.principal} with another SASL mechanism")
     else:
-        code, message, challenge, lifetime = await ctx.session.authenticate(bytes(req.auth_bytes), ctx.api_version)
+        code, message, challenge, lifetime = await ctx.session.authenticate(bytes(req.auth_bytes))
     return SaslAuthenticateResponse[ctx.api_version](error_code=code, error_message=message, auth_bytes=challenge,
                                                      session_lifetime_ms=lifetime)

@@ -10,13 +10,14 @@ GSSAPI with the broker's keytab (gssapi.py), OAUTHBEARER with the identity provi
 Anything else before that closes the connection, and so does a failed authentication once its
 SASL_AUTHENTICATION_FAILED answer is sent.
 
-Session lifetime (KIP-368), as Kafka's SaslServerAuthenticator grants it to a client that authenticated with
-SaslAuthenticate v1 or later: the credential's remaining lifetime when the mechanism knows it (OAUTHBEARER:
-the token's `exp`), capped by `connections.max.reauth.ms` when that is positive; the reauth ms alone for a
-mechanism without one (PLAIN, SCRAM, GSSAPI: Kafka reads no ticket end time); none at all (0, the session never
-expires) when neither applies. A client re-authenticates on the same connection with a new SaslHandshake
-(same mechanism, same principal); a request other than SaslHandshake after its session expired closes the
-connection unanswered (server/socket_server.py), as Kafka's SocketServer does.
+Session lifetime (KIP-368), as Kafka's SaslServerAuthenticator grants it: the credential's remaining lifetime
+when the mechanism knows it (OAUTHBEARER: the token's `exp`), capped by `connections.max.reauth.ms` when that is
+positive; the reauth ms alone for a mechanism without one (PLAIN, SCRAM, GSSAPI: Kafka reads no ticket end
+time); none at all (0, the session never expires) when neither applies. SaslAuthenticate v1+ tells the client;
+a v0 client is not told, yet its session ends alike. A client re-authenticates on the same connection with a new
+SaslHandshake (same mechanism, same principal; at most once a second); a request other than SaslHandshake after
+its session expired closes the connection unanswered (apis/request_handler.py), as Kafka's SocketServer does.
+Every answer here was compared with real Kafka's (tests/external/real_kafka/test_reauth_real.py).
 """
 
 from __future__ import annotations
@@ -144,6 +145,7 @@ def _authorizer(cfg: BrokerConfig, data_dir: Path) -> AclAuthorizer | None:
 
 
 _FAILURES = (SaslFailure, KerberosError, TokenRejected)
+MIN_REAUTH_INTERVAL_MS = 1000  # Kafka's: a client re-authenticates at most once a second
 
 
 class AuthSession:
@@ -160,8 +162,11 @@ class AuthSession:
         self._server: SaslServer | None = None  # the exchange under way, if any
         self._mechanism = ""
         self._reauthenticating = False
-        # KIP-368: when the session ends (broker clock, ms), if a lifetime was granted.
+        # KIP-368: when the session ends (broker clock, ms), if a lifetime was granted; when the last
+        # re-authentication began; a re-authentication that switched mechanism (closed at its next token).
         self.session_expires_ms: int | None = None
+        self._reauth_started_ms: int | None = None
+        self.drop_at_next_token = False
 
     @property
     def max_frame(self) -> int | None:
@@ -180,25 +185,40 @@ class AuthSession:
         enabled = list(self.security.mechanisms)
         if not self.security.sasl_enabled:
             return E.ILLEGAL_SASL_STATE, enabled  # Kafka's answer on a listener without SASL
-        if self._server is not None or (self.authenticated and (version == 0 or self.session_expires_ms is None)):
-            # An exchange already under way, or a session granted no lifetime (nothing to re-authenticate, as
-            # Kafka), or SaslHandshake v0 (it cannot re-authenticate).
-            self.close_after_response = True
+        if self.authenticated and self._server is None and not self._reauthenticating:
+            return self._reauthentication(mechanism, version, enabled)
+        if self._server is not None or self._reauthenticating:
+            self.close_after_response = True  # an exchange already under way
             return E.ILLEGAL_SASL_STATE, enabled
-        if self.authenticated and mechanism != self._mechanism:
-            # KIP-368: a re-authentication keeps the mechanism it began with.
-            log.info("refused re-authentication from %s: SASL %s in place of %s", self.peer_host, mechanism,
-                     self._mechanism)
-            self.close_after_response = True
-            return E.UNSUPPORTED_SASL_MECHANISM, [self._mechanism]
         if mechanism not in enabled:
             self.close_after_response = True
             return E.UNSUPPORTED_SASL_MECHANISM, enabled
-        self._reauthenticating = self.authenticated
+        self._begin(mechanism, version)
+        return E.NONE, enabled
+
+    def _reauthentication(self, mechanism: str, version: int, enabled: list[str]) -> tuple[int, list[str]]:
+        """A SaslHandshake on an authenticated connection: a re-authentication (KIP-368) when the session has a
+        lifetime and the last one began at least MIN_REAUTH_INTERVAL_MS ago; otherwise Kafka handles it as an
+        ordinary request, refused (ILLEGAL_SASL_STATE, no mechanisms) on a connection that stays open."""
+        now = self.security.clock.millis()
+        too_soon = self._reauth_started_ms is not None and now - self._reauth_started_ms < MIN_REAUTH_INTERVAL_MS
+        if self.session_expires_ms is None or version == 0 or too_soon:
+            return E.ILLEGAL_SASL_STATE, []
+        self._reauth_started_ms = now
+        self._reauthenticating = True
+        if mechanism != self._mechanism:
+            # Kafka answers the handshake, then closes the connection at the next token, unanswered.
+            log.info("refused re-authentication from %s: SASL %s in place of %s", self.peer_host, mechanism,
+                     self._mechanism)
+            self.drop_at_next_token = True
+            return E.NONE, enabled
+        self._begin(mechanism, version)
+        return E.NONE, enabled
+
+    def _begin(self, mechanism: str, version: int) -> None:
         self._server = self._new_server(mechanism)
         self._mechanism = mechanism
         self.raw_tokens = version == 0
-        return E.NONE, enabled
 
     def _new_server(self, mechanism: str) -> SaslServer:
         security = self.security
@@ -215,9 +235,9 @@ class AuthSession:
         assert security.credentials is not None
         return new_server(mechanism, security.credentials)
 
-    async def authenticate(self, token: bytes, version: int = 0) -> tuple[int, str | None, bytes, int]:
-        """(error code, error message, challenge, session lifetime ms) for one SaslAuthenticate request of
-        `version` (a lifetime is granted from v1 on: the client can re-authenticate)."""
+    async def authenticate(self, token: bytes) -> tuple[int, str | None, bytes, int]:
+        """(error code, error message, challenge, session lifetime ms) for one SaslAuthenticate request (v1 and
+        later carry the lifetime to the client)."""
         server = self._server
         if server is None or self.raw_tokens:
             self.close_after_response = True
@@ -234,7 +254,7 @@ class AuthSession:
             log.info("failed %s from %s with SASL %s (user %r): %s", what, self.peer_host, self._mechanism,
                      server.username, text)
             return E.SASL_AUTHENTICATION_FAILED, text, b"", 0
-        lifetime = self._grant(server, version) if server.complete else 0
+        lifetime = self._grant(server) if server.complete else 0
         return E.NONE, None, challenge, lifetime
 
     async def raw_token(self, token: bytes) -> bytes | None:
@@ -251,8 +271,9 @@ class AuthSession:
         assert server.username is not None
         principal = f"User:{server.username}"
         if self._reauthenticating and principal != self.principal:
-            raise SaslFailure(f"Cannot change principals during re-authentication from {self.principal}: "
-                              f"{principal}")
+            # Kafka's words, its principals written type.name
+            raise SaslFailure(f"Cannot change principals during re-authentication from "
+                              f"{self.principal.replace(':', '.', 1)}: {principal.replace(':', '.', 1)}")
         self.principal = principal
         self.authenticated = True
         self._server = None
@@ -260,11 +281,10 @@ class AuthSession:
                   "re-" if self._reauthenticating else "", self.principal, self._mechanism)
         self._reauthenticating = False
 
-    def _grant(self, server: SaslServer, version: int) -> int:
-        """KIP-368's session lifetime (module docstring); sets when the session expires. 0: it never does."""
+    def _grant(self, server: SaslServer) -> int:
+        """KIP-368's session lifetime (module docstring); sets when the session expires. 0: it never does.
+        As Kafka, whatever the SaslAuthenticate version: a v0 client is not told, but its session ends too."""
         self.session_expires_ms = None
-        if version < 1:
-            return 0  # the client cannot re-authenticate: Kafka grants it no lifetime
         now = self.security.clock.millis()
         expires: int | None = getattr(server, "credential_expires_ms", None)
         cap = self.security.max_reauth_ms

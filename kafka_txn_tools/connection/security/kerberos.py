@@ -108,7 +108,7 @@ class KerberosLogin:
             self._renew_from_keytab(gssapi)
             return
         env = os.environ if environ is None else environ
-        cache = self.ticket_cache or env.get("KRB5CCNAME") or ""
+        cache = self.ticket_cache or env.get("KRB5CCNAME") or _default_cache()
         path = cache_path(cache)
         if path is None:  # a cache kinit -R cannot be pointed at by path: ask the library how long it has left
             self._from_cache(gssapi, env)
@@ -213,6 +213,12 @@ class KerberosLogin:
             return ConnectionFailed(f"no KDC of {principal.rpartition('@')[2]} could be reached ({text})",
                                     "check the realm's kdc entries in krb5.conf (or KRB5_CONFIG)")
         return ConnectionFailed(f"Kerberos refused {principal} a ticket for {service}: {text}")
+
+
+def _default_cache() -> str:
+    """MIT's default ticket cache when KRB5CCNAME is unset (krb5.conf's default_ccache_name aside), if it exists."""
+    path = Path(f"/tmp/krb5cc_{os.getuid()}")  # noqa: S108 - the library's own default, read only
+    return f"FILE:{path}" if path.is_file() else ""
 
 
 def login_failure(exc: Exception) -> ConnectionFailed:
