@@ -41,5 +41,6 @@ async def authenticate(ctx: RequestContext, req: Any) -> Any:
         raise ProtocolViolation(f"re-authentication of {ctx.session.principal} with another SASL mechanism")
     else:
         code, message, challenge, lifetime = await ctx.session.authenticate(bytes(req.auth_bytes))
-    return SaslAuthenticateResponse[ctx.api_version](error_code=code, error_message=message, auth_bytes=challenge,
-                                                     session_lifetime_ms=lifetime)
+    # Kafka's schema defaults ErrorMessage to "": a success carries that, not null.
+    return SaslAuthenticateResponse[ctx.api_version](error_code=code, error_message="" if message is None else message,
+                                                     auth_bytes=challenge, session_lifetime_ms=lifetime)
