@@ -2,7 +2,7 @@
 one embedded broker that enforces each SASL session's lifetime (KIP-368), against the real OpenID provider and
 MIT KDC of the tests:
 
-- OAuth: panva's oidc-provider issues 6-second tokens. The broker ends each session at its token's exp, so the
+- OAuth: panva's oidc-provider hands out 6-second tokens. The broker ends each session at its token's exp, so the
   monitor must fetch a new token before each expires and re-authenticate its connections with it.
 - Kerberos from a keytab: the principal's tickets last 6 s; the Kerberos library gets new ones from the keytab.
 - Kerberos from a ticket cache `kinit` filled with a 6-second renewable ticket: the monitor renews it with
