@@ -74,6 +74,12 @@ def test_a_read_committed_share_group_held_at_a_hang_is_listed_and_freed_by_the_
         assert start < held.lso  # the persisted start offset lags behind the group
         assert lag == held.high_watermark - held.lso  # Kafka counts the lag to the high watermark
 
+        described = kafka_txn(bs, "describe-share-group", "--group", group, "-o", "json")
+        assert described.code == 0, described.err
+        [part] = described.json()["share_group"]
+        assert (part["last_stable_offset"], part["high_watermark"], part["held_at_lso"]) == (
+            held.lso, held.high_watermark, True)
+
         row = only_row(scan(bs, topic), 0)
         assert (row["kind"], row["reason"], row["start_offset"], row["transactional_id"]) == (
             "partition", "transaction-not-ongoing", hang.start_offset, hang.transactional_id)
