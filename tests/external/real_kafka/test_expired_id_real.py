@@ -17,51 +17,25 @@ two reasons: its coordinator never holds an older epoch than a partition for the
 lost its own state (test_find_hanging_real's re-initialised id shows what a newer epoch gives), and once an id
 expired, ListTransactions no longer names it.
 
-Its own 1-node cluster (a few seconds to start): ids expire after 4 s here, which would change the other modules'
-reasons while they run.
+The cluster is conftest's `proxied_kafka`: ids expire 4 s after their last transaction there.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
-import pytest
-
 from kafka_txn_broker.testing.raw_client import RawKafkaClient
-from tests.external.real_kafka.conftest import RELEASE, SESSION_CONFIG
 from tests.external.real_kafka.test_find_hanging_real import BACKDATE_MS, clear_by_printed_commands, only_row, scan
 from tests.support.real_kafka import KafkaCluster
 from tests.support.real_kafka.proxy import HoldingProxy
 from tests.support.real_kafka.staging import stage
 
-# Long enough for find-hanging to list a freshly staged hang before its id expires, on a loaded machine.
-EXPIRING = {**SESSION_CONFIG, "transactional.id.expiration.ms": "4000",
-            "transaction.remove.expired.transaction.cleanup.interval.ms": "500"}
 DESCRIBE_TRANSACTIONS = 65
 TOOL_CLIENT_ID = "kafka-txn"
 TRANSACTIONAL_ID_NOT_FOUND = 105
-
-
-@pytest.fixture(scope="module")
-def network() -> Iterator[HoldingProxy]:
-    with HoldingProxy() as proxy:
-        yield proxy
-
-
-@pytest.fixture(scope="module")
-def expiring_kafka(kafka_libs: Path, tmp_path_factory: pytest.TempPathFactory,
-                   network: HoldingProxy) -> Iterator[KafkaCluster]:
-    """Clients reach the broker through `network` (it is the advertised address)."""
-    cluster = KafkaCluster(kafka_libs, tmp_path_factory.mktemp("real-kafka-expiring"), nodes=1,
-                           config={**EXPIRING, "advertised.listeners": f"PLAINTEXT://{network.address}"},
-                           version=RELEASE)
-    network.upstream_port = cluster.nodes[1].port
-    with cluster:
-        yield cluster
 
 
 def until_expired(bs: str, transactional_id: str) -> None:
@@ -87,8 +61,8 @@ def scan_while(network: HoldingProxy, bs: str, topic: str, meanwhile: Callable[[
 
 
 def test_a_hang_whose_transactional_id_expired_is_found_by_its_last_known_id_and_cleared(
-        expiring_kafka: KafkaCluster) -> None:
-    bs = expiring_kafka.bootstrap_servers
+        proxied_kafka: KafkaCluster) -> None:
+    bs = proxied_kafka.bootstrap_servers
     truth = stage(bs, "late-write-after-abort", backdate_ms=BACKDATE_MS).hanging[0]
     until_expired(bs, truth.transactional_id)
     row = only_row(scan(bs, truth.topic), truth.partition)
@@ -100,8 +74,8 @@ def test_a_hang_whose_transactional_id_expired_is_found_by_its_last_known_id_and
 
 
 def test_an_id_expiring_during_the_scan_is_transactional_id_not_found_and_cleared(
-        expiring_kafka: KafkaCluster, network: HoldingProxy) -> None:
-    bs = expiring_kafka.bootstrap_servers
+        proxied_kafka: KafkaCluster, network: HoldingProxy) -> None:
+    bs = proxied_kafka.bootstrap_servers
     truth = stage(bs, "late-write-after-abort", backdate_ms=BACKDATE_MS).hanging[0]
     doc = scan_while(network, bs, truth.topic, lambda: until_expired(bs, truth.transactional_id))
     row = only_row(doc, truth.partition)
@@ -112,8 +86,8 @@ def test_an_id_expiring_during_the_scan_is_transactional_id_not_found_and_cleare
 
 
 def test_an_id_expired_and_taken_again_during_the_scan_is_epoch_mismatch_and_cleared(
-        expiring_kafka: KafkaCluster, network: HoldingProxy) -> None:
-    bs = expiring_kafka.bootstrap_servers
+        proxied_kafka: KafkaCluster, network: HoldingProxy) -> None:
+    bs = proxied_kafka.bootstrap_servers
     truth = stage(bs, "late-write-after-abort", backdate_ms=BACKDATE_MS).hanging[0]
     restarted: dict[str, Any] = {}
 

@@ -1,6 +1,7 @@
 """A slow network in front of one real broker: a TCP proxy that forwards every byte, except that it can hold the
 requests of one API from one client (by the key and client id in the request header) until the test lets them
-go. A cluster that advertises
+go, and it can lose the response to the next request of one API (the broker handled it; the sender sees its
+connection cut before the answer, as after a network fault). A cluster that advertises
 the proxy's address (`advertised.listeners`) has every client's traffic pass through it, its own
 inter-broker requests included; held or not, the broker sees exactly the bytes the client sent.
 
@@ -44,6 +45,8 @@ class HoldingProxy:
         self._gate = threading.Event()
         self._gate.set()
         self.holding = threading.Event()  # set once a request of the held API waits
+        self._lose_key: int | None = None
+        self.lost = threading.Event()  # set once a response was lost
         self._closed = False
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
@@ -67,6 +70,12 @@ class HoldingProxy:
         self._held = None
         self._gate.set()
 
+    def lose_next_response(self, api_key: int) -> None:
+        """The broker's answer to the next request of `api_key` (from anyone) is read and thrown away, and both
+        sides of that connection are closed: the request took effect, its sender never learns it."""
+        self.lost.clear()
+        self._lose_key = api_key
+
     @staticmethod
     def _key_and_client(body: bytes) -> tuple[int, str]:
         """A request header's api key and client id (headers v1 and v2 both carry it as an INT16-sized string)."""
@@ -88,11 +97,13 @@ class HoldingProxy:
                 continue
             with self._lock:
                 self._sockets += [client, server]
-            threading.Thread(target=self._requests, args=(client, server), daemon=True).start()
-            threading.Thread(target=self._responses, args=(server, client), daemon=True).start()
+            doomed: list[int] = []
+            threading.Thread(target=self._requests, args=(client, server, doomed), daemon=True).start()
+            threading.Thread(target=self._responses, args=(server, client, doomed), daemon=True).start()
 
-    def _requests(self, client: socket.socket, server: socket.socket) -> None:
-        """Client to broker, one framed request at a time (size, then api key first in the header)."""
+    def _requests(self, client: socket.socket, server: socket.socket, doomed: list[int]) -> None:
+        """Client to broker, one framed request at a time (size, then api key and correlation id first in the
+        header). `doomed`: correlation ids whose response `_responses` loses."""
         try:
             while True:
                 size = _read_exactly(client, 4)
@@ -102,15 +113,27 @@ class HoldingProxy:
                 if self._held is not None and self._key_and_client(body) == self._held:
                     self.holding.set()
                     self._gate.wait()
+                if self._lose_key is not None and struct.unpack(">h", body[:2])[0] == self._lose_key:
+                    self._lose_key = None
+                    doomed.append(struct.unpack(">i", body[4:8])[0])
                 server.sendall(size + body)
         except OSError:
             pass
         self._shut(client, server)
 
-    def _responses(self, server: socket.socket, client: socket.socket) -> None:
+    def _responses(self, server: socket.socket, client: socket.socket, doomed: list[int]) -> None:
+        """Broker to client, one framed response at a time (the correlation id first): a doomed one ends the
+        connection instead of reaching the client."""
         try:
-            while chunk := server.recv(65536):
-                client.sendall(chunk)
+            while True:
+                size = _read_exactly(server, 4)
+                body = _read_exactly(server, struct.unpack(">i", size)[0]) if size else None
+                if size is None or body is None:
+                    break
+                if struct.unpack(">i", body[:4])[0] in doomed:
+                    self.lost.set()
+                    break
+                client.sendall(size + body)
         except OSError:
             pass
         self._shut(client, server)
