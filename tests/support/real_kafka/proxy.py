@@ -76,6 +76,10 @@ class HoldingProxy:
         self.lost.clear()
         self._lose_key = api_key
 
+    def keep_responses(self) -> None:
+        """Undo a `lose_next_response` whose request never came (nothing is lost from now on)."""
+        self._lose_key = None
+
     @staticmethod
     def _key_and_client(body: bytes) -> tuple[int, str]:
         """A request header's api key and client id (headers v1 and v2 both carry it as an INT16-sized string)."""
