@@ -61,6 +61,14 @@ class Release:
         return self.at_least(4, 0)
 
     @property
+    def fences_the_last_epoch(self) -> bool:
+        """KAFKA-20090's fixes (apache/kafka#21469, #21506): from 4.3.0 the coordinator's timeout abort ends a
+        transaction at epoch Short.MAX_VALUE. Before, prepareFenceProducerEpoch throws "Cannot fence producer
+        with epoch equal to Short.MaxValue" (seen in the jars of 4.1.2, 4.2.0 and 4.2.2; 4.3.0 and 4.4.0 log
+        instead) and the transaction stays Ongoing (tests/external/real_kafka/test_epoch_exhaustion_real.py)."""
+        return self.at_least(4, 3)
+
+    @property
     def share_groups(self) -> bool:  # KIP-932 (preview 4.0, production 4.1)
         return self.at_least(4, 1)
 
