@@ -14,8 +14,9 @@ forced abort that frees the LSO now, and says the remaining step is an upgrade. 
 with --yes, brings the LSO to the high watermark; the upgrade (the node restarted on the newest release's jars,
 its log dir kept) lets the coordinator's timeout abort end the transaction, and the id works again.
 
-The default release has the fixes, so this runs on a release without them, outside the default run (4.1.2 is
-not among the matrix's releases; fetched on first use, 54 MB):
+The default release has the fixes and the 3.x releases have no transaction version 2, so this runs on a release
+between them, outside the default run and the matrix (4.1.2 is not among its releases; fetched on first use,
+54 MB):
     KAFKA_TXN_KAFKA_RELEASE=4.1.2 python3 -m pytest -q tests/external/real_kafka/test_epoch_exhaustion_real.py
 """
 
@@ -70,8 +71,9 @@ def stage_exhausted(bs: str, topic: str, txn_id: str) -> int:
 
 def test_a_transaction_stuck_at_the_last_epoch_is_freed_by_the_printed_abort_and_ended_by_the_upgrade(
         kafka_libs: Path, tmp_path: Path) -> None:
-    if Release(RELEASE).fences_the_last_epoch:
-        pytest.skip(f"Apache Kafka {RELEASE} has the KAFKA-20090 fixes; run with KAFKA_TXN_KAFKA_RELEASE=4.1.2")
+    if not Release(RELEASE).stuck_at_the_last_epoch:
+        pytest.skip(f"Apache Kafka {RELEASE} does not have KAFKA-20090 (it has the fixes, from 4.3.0, or no "
+                    "transaction version 2, before 4.0): run with KAFKA_TXN_KAFKA_RELEASE=4.1.2")
     config = {**SESSION_CONFIG, "transaction.max.timeout.ms": "900000"}
     with KafkaCluster(kafka_libs, tmp_path / "exhausted", nodes=1, config=config, version=RELEASE) as cluster:
         bs = cluster.bootstrap_servers
