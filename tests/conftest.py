@@ -5,7 +5,8 @@ share, one of each per session: a Kerberos KDC (`kdc`), an OpenID provider (`oid
 checkout built and installed into a fresh venv, for the tests of the installed package,
 tests/support/installed.py). Every test gets a tier marker, `unit`, `e2e` or `external`, from its folder, its
 fixtures and what its module uses (tests/support/tiers.py); a unit test that opens a socket or a child process
-fails. confluent-kafka clients log through Python logging (tests/support/librdkafka_logs.py)."""
+fails. confluent-kafka clients log through Python logging (tests/support/librdkafka_logs.py), and a Kafka client left
+open after the test or fixture that made it fails that test's teardown (tests/support/client_lifetimes.py)."""
 
 from __future__ import annotations
 
@@ -18,12 +19,14 @@ import pytest
 from hypothesis import settings
 
 from kafka_txn_broker.formats.messages import kafka_python
-from tests.support import librdkafka_logs, tiers
+from tests.support import client_lifetimes, librdkafka_logs, tiers
 from tests.support.installed import Installation, build_and_install
 
 kafka_python.load()
 # librdkafka's log lines go to Python logging (captured per test), not to the run's stderr.
 librdkafka_logs.route()
+# Every Kafka client is closed by the end of the test (or fixture scope) that made it.
+client_lifetimes.track_kafka_python()
 
 # The property tests draw the same examples on every default run (a run's verdict is the code's, never the
 # draw's); `HYPOTHESIS_PROFILE=explore` draws new ones, more of them, to look for what the fixed draw misses.
@@ -48,6 +51,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     """A missing program the test `needs` fails it; a unit test's set-up is held to the unit tier's rule."""
+    client_lifetimes.REGISTRY.started(item)
     needs = [name for marker in item.iter_markers("needs") for name in marker.args]
     if needs:
         tiers.require(*needs)
@@ -57,6 +61,39 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     yield from _guarded(item)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
+    """Once the test's fixtures (and its module's or the session's, when they end here) are torn down, the
+    Kafka clients they or the test made are closed (tests/support/client_lifetimes.py)."""
+    result = yield
+    client_lifetimes.check(item, nextitem)
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport,
+                                                                                         pytest.TestReport]:
+    report = yield
+    if report.failed and report.when in ("setup", "call"):
+        item.stash[client_lifetimes.FAILED] = True
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[object]) -> Generator[None, object, object]:
+    client_lifetimes.REGISTRY.fixture_started(fixturedef.scope)
+    try:
+        return (yield)
+    finally:
+        client_lifetimes.REGISTRY.fixture_ended()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    leaks = client_lifetimes.summary()
+    if leaks:
+        terminalreporter.write_line(leaks, yellow=True)
 
 
 def _guarded(item: pytest.Item) -> Generator[None, None, None]:

@@ -8,7 +8,7 @@ structurally, so the connection layer never imports the flows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from kafka_txn_tools.connection.coordinators import CoordinatorCache
@@ -73,4 +73,5 @@ class ClusterApi(Protocol):
 
     def share_group_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition],
                             coordinators: CoordinatorCache | None = None,
+                            ends: Mapping[TopicPartition, int | None] | None = None,
                             ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]: ...

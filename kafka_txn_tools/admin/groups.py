@@ -3,9 +3,10 @@
 A read_committed consumer cannot read past the LSO, so a group whose committed offset has reached it makes
 no progress on that partition until the transaction holding the LSO ends; its lag is the records up to the
 high watermark it cannot get. Consumer groups (classic and KIP-848) come from ListGroups on every broker and
-OffsetFetch at each group's coordinator; share groups (KIP-932) from their start offsets
-(DescribeShareGroupOffsets), those with share.isolation.level=read_committed only: a read_uncommitted share
-group reads past the LSO. Only the partitions of find-hanging's results are asked about, once per run.
+OffsetFetch at each group's coordinator; share groups (KIP-932) from their start offsets moved past the records
+already delivered above them (DescribeShareGroupOffsets' start offset and lag, with the high watermark read
+before), those with share.isolation.level=read_committed only: a read_uncommitted share group reads past the LSO.
+Only the partitions of find-hanging's results are asked about, once per run.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def held_back(client: ClusterApi, broker_ids: list[int], offsets: Mapping[TopicP
     share = [g for g, kind in groups if kind == SHARE_GROUP_TYPE]
     consumers = [g for g, kind in groups if kind != SHARE_GROUP_TYPE]
     committed, consumer_errors = client.committed_offsets(consumers, known, coordinators)
-    starts, share_errors = client.share_group_offsets(share, known, coordinators)
+    starts, share_errors = client.share_group_offsets(share, known, coordinators,
+                                                      {tp: offsets[tp].high_watermark for tp in known})
     records = [hanging.CommittedOffset(g, kind, tp, offset)
                for kind, found in ((CONSUMER, committed), (SHARE, starts))
                for g, by_tp in found.items() for tp, offset in by_tp.items()]

@@ -60,10 +60,15 @@ class SharePartitionView:
 
     @property
     def held_at_lso(self) -> bool:
-        """Its start offset sits at an LSO below the high watermark: a read_committed group waits here for a
-        transaction to end (find-hanging names such a transaction)."""
-        return (self.last_stable_offset is not None and self.high_watermark is not None
-                and self.start_offset == self.last_stable_offset < self.high_watermark)
+        """It has delivered everything below an LSO that is below the high watermark: a read_committed group
+        waits here for a transaction to end (find-hanging names such a transaction). Either its start offset sits
+        at the LSO, or every record from it to the LSO is acknowledged or archived in `__share_group_state`:
+        Kafka persists the start offset one state write behind, so a group held at the LSO can show an older one."""
+        lso, hw = self.last_stable_offset, self.high_watermark
+        if lso is None or hw is None or lso >= hw:
+            return False
+        delivered = self.state_read and 0 <= self.start_offset < lso and self.available == 0
+        return self.start_offset == lso or (delivered and self.unacknowledged == 0)
 
 
 @dataclass

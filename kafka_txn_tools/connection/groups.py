@@ -5,7 +5,7 @@ connection/transport.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any
 
 import kafka.errors as kerrors
@@ -77,24 +77,27 @@ class GroupRequests(Transport):
 
     def share_group_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition],
                             coordinators: CoordinatorCache | None = None,
+                            ends: Mapping[TopicPartition, int | None] | None = None,
                             ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
-        """Each read_committed share group's start offset on `partitions` (KIP-932: DescribeShareGroupOffsets
-        and DescribeConfigs of share.isolation.level at the group's coordinator). A read_uncommitted share
-        group reads past the LSO, so it is never held back there: it is left out. A cluster without share
-        groups (before Kafka 4.1) answers nothing."""
+        """Each read_committed share group's position on `partitions` (KIP-932: DescribeShareGroupOffsets
+        and DescribeConfigs of share.isolation.level at the group's coordinator): its start offset, moved past
+        the records already delivered above it where `ends` (the partitions' high watermarks) and the lag
+        tell (wire.parse_share_offsets). A read_uncommitted share group reads past the LSO, so it is never
+        held back there: it is left out. A cluster without share groups (before Kafka 4.1) answers nothing."""
         known = self.api_versions()
         if not group_ids or not partitions or (
                 known is not None and wire.DESCRIBE_SHARE_GROUP_OFFSETS_KEY not in known):
             return {}, []
         return self._run(self._share_async, sorted(set(group_ids)), list(partitions),
-                         or_fresh(coordinators))
+                         or_fresh(coordinators), dict(ends or {}))
 
     async def _share_async(self, group_ids: list[str], partitions: list[TopicPartition], cache: CoordinatorCache,
+                           ends: dict[TopicPartition, int | None],
                            ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
         async def on(node: int, groups: list[str]) -> _GroupOffsets | ScanError:
             try:
                 offsets, bad = wire.parse_share_offsets(
-                    await self._send(wire.share_offsets_request(groups, partitions), node))
+                    await self._send(wire.share_offsets_request(groups, partitions), node), ends)
                 levels = wire.parse_share_isolation(await self._send(wire.share_isolation_request(groups), node))
             except kerrors.KafkaError as exc:
                 return transport_error(exc, node, "DescribeShareGroupOffsets")

@@ -121,7 +121,16 @@ class Transport:
     # -- plumbing for the request families (connection/transactions.py, offsets.py, groups.py, ...) ----------
 
     def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return self._manager.run(fn, *args)
+        try:
+            return self._manager.run(fn, *args)
+        except Exception as exc:
+            if type(exc).__module__.startswith("gssapi"):
+                # The Kerberos library failed while kafka-python (re-)authenticated a connection on its own thread
+                # (a ticket expired and not renewable): a named login failure, not a crash.
+                from kafka_txn_tools.connection.security.kerberos import login_failure
+
+                raise login_failure(exc) from None
+            raise
 
     def _start(self, request: Any, node_id: int | None = None, timeout_ms: int | None = None) -> Any:
         """Send without waiting: a kafka-python Future (already failed if the send could not start)."""

@@ -481,14 +481,14 @@ def parse_offset_fetch(response: Any, group_id: str | None = None
     if not groups:  # a single-group answer (v7 and older)
         assert group_id is not None
         groups = [_SingleGroup(group_id, response.error_code, response.topics)]
-    return _offsets_by_group(groups, lambda topic: topic.name, lambda p: p.committed_offset)
+    return _offsets_by_group(groups, lambda topic: topic.name, lambda _t, p: p.committed_offset)
 
 
-def _offsets_by_group(groups: Iterable[Any], topic_name: Callable[[Any], str], offset: Callable[[Any], int]
+def _offsets_by_group(groups: Iterable[Any], topic_name: Callable[[Any], str], offset: Callable[[Any, Any], int]
                       ) -> tuple[dict[str, dict[TopicPartition, int]], dict[str, str]]:
     """The per-group answers of OffsetFetch and DescribeShareGroupOffsets, which differ only in field names:
-    group -> {partition: offset} (partitions without an offset, -1, or with an error left out), and group ->
-    error name."""
+    group -> {partition: offset(topic, partition)} (partitions without an offset, -1, or with an error left out),
+    and group -> error name."""
     offsets: dict[str, dict[TopicPartition, int]] = {}
     failed: dict[str, str] = {}
     for g in groups:
@@ -498,8 +498,8 @@ def _offsets_by_group(groups: Iterable[Any], topic_name: Callable[[Any], str], o
         found = offsets.setdefault(g.group_id, {})
         for topic in g.topics:
             for p in topic.partitions:
-                if not p.error_code and offset(p) >= 0:
-                    found[TopicPartition(topic_name(topic), p.partition_index)] = offset(p)
+                if not p.error_code and (value := offset(topic, p)) >= 0:
+                    found[TopicPartition(topic_name(topic), p.partition_index)] = value
     return offsets, failed
 
 
@@ -525,9 +525,26 @@ def share_offsets_request(group_ids: Sequence[str], partitions: Iterable[TopicPa
     return R(groups=[Group(group_id=g, topics=topics) for g in group_ids])
 
 
-def parse_share_offsets(response: Any) -> tuple[dict[str, dict[TopicPartition, int]], dict[str, str]]:
-    """group -> {partition: start offset} (partitions it has no state for left out), group -> error name."""
-    return _offsets_by_group(response.groups, lambda topic: topic.topic_name, lambda p: p.start_offset)
+def parse_share_offsets(response: Any, ends: Mapping[TopicPartition, int | None] | None = None,
+                        ) -> tuple[dict[str, dict[TopicPartition, int]], dict[str, str]]:
+    """group -> {partition: position} (partitions it has no state for left out), group -> error name.
+
+    The position is the start offset (SPSO) moved past the records already delivered above it, where that
+    can be told: Kafka persists the SPSO lazily (one state write behind), so a group that has acknowledged
+    every record below a partition's LSO can still answer an SPSO below it. DescribeShareGroupOffsets v1
+    (KIP-1226) also answers the lag, which Kafka counts to the high watermark: HW - SPSO - records delivered
+    above the SPSO. Given the partition's high watermark in `ends` (read before this answer, so never newer
+    than the broker's), HW - lag is the SPSO plus those records: a position never ahead of the group's."""
+    served = getattr(response, "API_VERSION", 0) >= 1
+
+    def position(topic: Any, p: Any) -> int:
+        end = (ends or {}).get(TopicPartition(topic.topic_name, p.partition_index))
+        lag = getattr(p, "lag", -1) if served else -1
+        if p.start_offset < 0 or end is None or lag is None or lag < 0:
+            return int(p.start_offset)
+        return max(int(p.start_offset), end - int(lag))
+
+    return _offsets_by_group(response.groups, lambda topic: topic.topic_name, position)
 
 
 def share_isolation_request(group_ids: Sequence[str]) -> Any:

@@ -2,9 +2,10 @@
 read-only), then a new snapshot (state.py) and a history record (history/incidents.py).
 
 The loop never dies of a scan: a cluster that cannot be reached, a refused login or a broker down makes
-a failed or partial scan, counted by cause, and the next scan tries again on a fresh connection. It
-never writes to the cluster: it sends only the reads find-hanging sends (docs/monitor.md lists their
-ACLs).
+a failed or partial scan, counted by cause, and the next scan tries again on a fresh connection. Before each
+scan the connection's OAuth token or Kerberos ticket is renewed if it nears its end (connection/client.py); one
+that has expired and cannot be renewed fails the scan as LOGIN_FAILED, naming why. It never writes to the
+cluster: it sends only the reads find-hanging sends (docs/monitor.md lists their ACLs).
 
 Threading: `run` is the scan thread (one scan at a time, one client it alone uses); the HTTP threads call
 `snapshot`, `healthy`, `incidents` and `scan_points`, which read an immutable snapshot, a deque the scan
@@ -190,6 +191,11 @@ class Monitor:
 
         if self._client is None:
             self._client = self._connect()
+        # The client's token or ticket, kept renewed for as long as the monitor runs; one that has expired and
+        # cannot be renewed is this scan's failure, named (connection/client.py), and the next scan connects afresh.
+        renew = getattr(self._client, "renew_credentials", None)
+        if renew is not None:
+            renew()
         report = find_hanging(self._client, Scope(all=True), self.clock, self.config.options, loop=self._loop)
         if any(e.error in RECONNECT_ON for e in report.errors):
             # The connection's view of the brokers is the one it bootstrapped with: a broker that was down

@@ -363,6 +363,8 @@ def main() -> int:
     ap.add_argument("--producers", type=int, default=0,
                     help="idempotent producers that each wrote to every partition (their state on every replica)")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--idle-seconds", type=float, default=5.0,
+                    help="how long the broker's idle CPU rate is measured (subtracted from each scan's)")
     ap.add_argument("--strategies", default="kafka-txn,kafka-txn-full,upstream,monitor")
     ap.add_argument("--compare-with", type=Path, default=None, help="another checkout to compare kafka-txn with")
     args = ap.parse_args()
@@ -393,7 +395,7 @@ def main() -> int:
                                                                                    healthy=False))
                 print(f"+ {sum(len(r.stuck) for r in stuck)} transactions stuck at their coordinator")
                 return compare(bootstrap, proc.pid, args.compare_with.resolve(), args.rounds, hanging)
-            idle = cpu_rate(proc.pid)
+            idle = cpu_rate(proc.pid, args.idle_seconds)
             for round_ in range(args.rounds):
                 for strategy in strategies:
                     r = run_strategy(strategy, bootstrap, proc.pid)

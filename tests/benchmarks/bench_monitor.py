@@ -131,6 +131,8 @@ def main() -> int:
     ap.add_argument("--per-topic", type=int, default=100)
     ap.add_argument("--open", type=int, default=2_000)
     ap.add_argument("--cycles", type=int, default=5)
+    ap.add_argument("--idle-seconds", type=float, default=10.0,
+                    help="how long the broker's idle CPU rate is measured (subtracted from each scan's)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         proc, bootstrap = start_broker(Path(tmp))
@@ -141,7 +143,7 @@ def main() -> int:
             run_scenario("partition-side", bootstrap, ScenarioOptions(backdate_ms=30 * 60_000, zombie_timeout_ms=500,
                                                                       wait_s=30))
             setup = time.perf_counter() - t0
-            idle = idle_cpu_rate(proc.pid)
+            idle = idle_cpu_rate(proc.pid, args.idle_seconds)
             once = run_child("find-hanging", bootstrap, proc.pid)
             full = run_child("find-hanging-full", bootstrap, proc.pid)
             cycles = run_child("monitor", bootstrap, proc.pid, args.cycles)

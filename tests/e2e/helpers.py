@@ -82,25 +82,45 @@ class BrokerProcess:
 
 
 def consume_all(bootstrap: str, topic: str, partitions: int, *, read_committed: bool = False,
-                idle_s: float = 3.0, timeout_s: float = 120.0) -> dict[int, list[Any]]:
-    """Every record of every partition (assign, no group), as {partition: [(offset, key, value)]}."""
+                timeout_s: float = 120.0) -> dict[int, list[Any]]:
+    """Every record of every partition (assign, no group), as {partition: [(offset, key, value)]}: read up to
+    the end offsets ListOffsets gives when the call starts (the last stable offset for `read_committed`, else
+    the high watermark), so the read stops as soon as it is complete, not after a quiet spell (records written
+    after the call starts are not awaited)."""
     from confluent_kafka import Consumer, TopicPartition
 
+    ends = _end_offsets(bootstrap, topic, partitions, read_committed)
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "e2e-reader", "enable.auto.commit": False,
                   "auto.offset.reset": "earliest",
                   "isolation.level": "read_committed" if read_committed else "read_uncommitted"})
-    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    tps = [TopicPartition(topic, p, 0) for p in range(partitions)]
+    c.assign(tps)
     out: dict[int, list[Any]] = {p: [] for p in range(partitions)}
-    last = time.monotonic()
-    deadline = last + timeout_s
+    deadline = time.monotonic() + timeout_s
     try:
-        while time.monotonic() - last < idle_s and time.monotonic() < deadline:
-            msgs = c.consume(10000, 0.5)
-            for m in msgs:
+        left = {p for p in range(partitions) if ends[p] > 0}
+        while left:
+            for m in c.consume(10000, 0.2):
                 partition = m.partition()
                 if m.error() is None and partition is not None:
                     out[partition].append((m.offset(), m.key(), m.value()))
-                    last = time.monotonic()
+            # The position passes aborted batches and markers too: it reaches the end offset exactly when
+            # every record below it has been delivered.
+            left = {tp.partition for tp in c.position([tps[p] for p in left]) if tp.offset < ends[tp.partition]}
+            if left and time.monotonic() > deadline:
+                raise AssertionError(f"{topic}: partitions {sorted(left)} not read to their end offsets "
+                                     f"{[ends[p] for p in sorted(left)]} within {timeout_s:g}s")
     finally:
         c.close()
     return out
+
+
+def _end_offsets(bootstrap: str, topic: str, partitions: int, read_committed: bool) -> list[int]:
+    from confluent_kafka import IsolationLevel, TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
+    level = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # held until the answers are in: destroyed, it drops them
+    futures = admin.list_offsets({tp: OffsetSpec.latest() for tp in tps}, isolation_level=level, request_timeout=30)
+    return [futures[tp].result(60).offset for tp in tps]

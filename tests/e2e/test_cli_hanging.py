@@ -22,7 +22,14 @@ from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.testing.scenarios import HANGING_PARTITION, ScenarioOptions, ScenarioResult, run_scenario
 from kafka_txn_tools.admin import findings
 from kafka_txn_tools.cli import exit_codes
-from tests.e2e.cli_support import ZOMBIE_TIMEOUT_MS, invoke_printed, kafka_transactions, kafka_txn, open_transaction
+from tests.e2e.cli_support import (
+    ZOMBIE_TIMEOUT_MS,
+    invoke_printed,
+    kafka_transactions,
+    kafka_txn,
+    log_offsets,
+    open_transaction,
+)
 
 BACKDATE_MS = 30 * 60_000
 CONFIG = {"transaction.partition.verification.enable": False,
@@ -54,15 +61,24 @@ def committed_after_hang(bs: str, topic: str) -> None:
     producer.commit_transaction(30)
 
 
-def read_committed(bs: str, topic: str, seconds: float = 3.0) -> list[bytes]:
+def read_committed(bs: str, topic: str, timeout_s: float = 60.0) -> list[bytes]:
+    """The values a read_committed consumer gets from the hanging partition: it reads until its position
+    reaches the partition's last stable offset (ListOffsets', when the read starts), so a stalled partition
+    and a resumed one both end the read as soon as it is complete, not after a fixed time."""
+    _end, lso = log_offsets(bs, topic, HANGING_PARTITION)
+    tp = CTopicPartition(topic, HANGING_PARTITION, 0)
     c = Consumer({"bootstrap.servers": bs, "group.id": "stall-check", "isolation.level": "read_committed",
                   "enable.auto.commit": False, "log_level": 0})
-    c.assign([CTopicPartition(topic, HANGING_PARTITION, 0)])
+    c.assign([tp])
     values: list[bytes] = []
-    deadline = time.monotonic() + seconds
+    deadline = time.monotonic() + timeout_s
     try:
-        while time.monotonic() < deadline:
+        while lso > 0:
             values += [m.value() for m in c.consume(100, 0.2) if m.error() is None]
+            [position] = c.position([tp])
+            if position.offset >= lso:
+                break
+            assert time.monotonic() < deadline, f"read_committed of {topic}: at {position.offset}, LSO {lso}"
     finally:
         c.close()
     return values

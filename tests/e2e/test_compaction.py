@@ -104,7 +104,7 @@ def test_compacted_topic_and_transaction_state_shrink_and_survive_a_restart(
 
     # A consumer from the beginning: the latest value of every key, at the offset it was written at,
     # and only the newest records repeat a key (what the active segment holds, never cleaned).
-    (seen,) = consume_all(bootstrap, "compacted", 1, idle_s=1).values()
+    (seen,) = consume_all(bootstrap, "compacted", 1).values()
     produced = {off: (key, value) for off, key, value in delivered}
     assert all(produced[off] == (key, value) for off, key, value in seen)
     latest = {key: (off, value) for off, key, value in delivered}
@@ -185,5 +185,5 @@ def test_a_hanging_transaction_pins_compaction_until_it_is_aborted(cluster: Embe
         assert _log_bytes(cluster.data_dir, "compacted-0") < pinned / 2
     finally:
         admin.close()
-    (seen,) = consume_all(bootstrap, "compacted", 1, idle_s=1, read_committed=True).values()
+    (seen,) = consume_all(bootstrap, "compacted", 1, read_committed=True).values()
     assert b"txn" not in {key for _o, key, _v in seen}

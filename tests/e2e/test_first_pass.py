@@ -20,7 +20,7 @@ import pytest
 
 from kafka_txn_broker import EmbeddedCluster
 from kafka_txn_broker.testing.raw_client import RawKafkaClient
-from kafka_txn_broker.testing.scenarios import ScenarioOptions, run_scenario
+from kafka_txn_broker.testing.scenarios import ScenarioOptions, ScenarioResult, run_scenario
 from kafka_txn_tools.admin.lso_prefilter import Why
 from kafka_txn_tools.admin.scan import ScanOptions, ScanReport, Scope, find_hanging
 from kafka_txn_tools.admin.scan_loop import ScanLoop
@@ -45,10 +45,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedCluste
         yield c
 
 
-def scenarios(bs: str, *names: str) -> None:
+def scenarios(bs: str, *names: str) -> list[ScenarioResult]:
     options = ScenarioOptions(backdate_ms=BACKDATE_MS, healthy=True, wait_s=20, zombie_timeout_ms=ZOMBIE_TIMEOUT_MS)
-    for name in names:
-        run_scenario(name, bs, options)
+    return [result for name in names for result in run_scenario(name, bs, options)]
 
 
 def rows(bs: str, *extra: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -72,10 +71,12 @@ def same_rows(bs: str) -> list[dict[str, Any]]:
 
 def test_every_scenario_gives_the_same_rows_with_the_first_pass_and_the_full_scan(cluster: EmbeddedCluster) -> None:
     bs = cluster.bootstrap_servers
-    scenarios(bs, "late-write-after-abort", "zombie-after-timeout", "unregistered-partition-commit",
-              "marker-retry-rejected", "2pc-prepared", "share-ack-producer-dies", "share-ack-leadership-move",
-              "share-ack-stalled")
-    time.sleep(ZOMBIE_TIMEOUT_MS / 1000 + 1)  # the share-ack-producer-dies transaction's timeout abort, done
+    results = scenarios(bs, "late-write-after-abort", "zombie-after-timeout", "unregistered-partition-commit",
+                        "marker-retry-rejected", "2pc-prepared", "share-ack-producer-dies", "share-ack-leadership-move",
+                        "share-ack-stalled")
+    [dies] = [r.share[0].transactional_id for r in results if r.name == "share-ack-producer-dies"]
+    with RawKafkaClient(bs) as client:  # the share-ack-producer-dies transaction's timeout abort, done
+        until(lambda: client.describe_transaction(dies).transaction_state == "CompleteAbort")
     found = same_rows(bs)
     assert {(r["kind"], r["reason"]) for r in found} >= {
         ("partition", "transaction-not-ongoing"), ("partition", "late"), ("partition", "prepared-2pc"),

@@ -112,13 +112,13 @@ def test_consume_transform_produce_exactly_once(cluster: EmbeddedCluster) -> Non
     _fill_input(bootstrap, total)
     done, aborts = _process(bootstrap, total, random.Random(7))
     assert done == total and aborts > 0
-    out_a = [v for recs in consume_all(bootstrap, "ctp-out-a", 3, read_committed=True, idle_s=2).values()
+    out_a = [v for recs in consume_all(bootstrap, "ctp-out-a", 3, read_committed=True).values()
              for _, _, v in recs]
-    out_b = [v for recs in consume_all(bootstrap, "ctp-out-b", 3, read_committed=True, idle_s=2).values()
+    out_b = [v for recs in consume_all(bootstrap, "ctp-out-b", 3, read_committed=True).values()
              for _, _, v in recs]
     assert Counter(out_a) == Counter(str(i).encode() for i in range(total))  # each committed input once
     assert len(out_b) == total
-    uncommitted = sum(len(r) for r in consume_all(bootstrap, "ctp-out-a", 3, idle_s=1).values())
+    uncommitted = sum(len(r) for r in consume_all(bootstrap, "ctp-out-a", 3).values())
     assert uncommitted > total  # the aborted attempts are in the log, filtered for read_committed
     admin = AdminClient({"bootstrap.servers": bootstrap})
     ends = {tp.partition: tp for tp in _committed_offsets(admin)}
@@ -148,7 +148,7 @@ def test_zombie_is_fenced_by_a_second_producer_with_the_same_id(cluster: Embedde
     with pytest.raises(KafkaException) as err:
         zombie.commit_transaction(10)
     assert err.value.args[0].fatal() or "fenced" in str(err.value).lower()
-    values = [v for _, _, v in consume_all(bootstrap, "fence", 3, read_committed=True, idle_s=1)[0]]
+    values = [v for _, _, v in consume_all(bootstrap, "fence", 3, read_committed=True)[0]]
     assert values == [b"successor"]
 
 
@@ -181,7 +181,7 @@ def test_timeout_aborts_a_silent_producer_and_consumers_continue(
     deadline = time.monotonic() + 30
     while committed_lso(bootstrap, "silent", 0)[0] == 0 and time.monotonic() < deadline:
         time.sleep(0.2)
-    values = [v for _, _, v in consume_all(bootstrap, "silent", 3, read_committed=True, idle_s=1)[0]]
+    values = [v for _, _, v in consume_all(bootstrap, "silent", 3, read_committed=True)[0]]
     assert values == [b"after"]
     with pytest.raises(KafkaException):
         silent.commit_transaction(10)
@@ -201,7 +201,7 @@ def test_commit_succeeds_through_the_new_coordinator_when_its_node_stops(cluster
     cluster.stop_node(old)
     p.commit_transaction(60)
     assert state.leader != old and state.leader_epoch >= 1
-    records = consume_all(cluster.bootstrap_servers, "failover", 3, read_committed=True, idle_s=1)
+    records = consume_all(cluster.bootstrap_servers, "failover", 3, read_committed=True)
     assert sorted(int(v) for recs in records.values() for _, _, v in recs) == list(range(50))
 
 
@@ -226,7 +226,7 @@ def test_hanging_transaction_stalls_read_committed_until_an_admin_abort(legacy_c
     later.commit_transaction(30)
     lso, hw = committed_lso(bootstrap, topic, HANGING_PARTITION)
     assert lso == start and hw > start + 2  # stuck at the hanging transaction's first offset
-    seen = consume_all(bootstrap, topic, 4, read_committed=True, idle_s=1)[HANGING_PARTITION]
+    seen = consume_all(bootstrap, topic, 4, read_committed=True)[HANGING_PARTITION]
     assert [v for _, _, v in seen] == []  # the consumer stalls before the committed record
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
@@ -239,7 +239,7 @@ def test_hanging_transaction_stalls_read_committed_until_an_admin_abort(legacy_c
     finally:
         admin.close()
     assert committed_lso(bootstrap, topic, HANGING_PARTITION)[0] == hw + 1  # past the ABORT marker
-    seen = consume_all(bootstrap, topic, 4, read_committed=True, idle_s=1)[HANGING_PARTITION]
+    seen = consume_all(bootstrap, topic, 4, read_committed=True)[HANGING_PARTITION]
     assert [v for _, _, v in seen] == [b"committed-after"]  # never the aborted late write
 
 
@@ -290,6 +290,6 @@ def test_kafka_python_transactional_producer(cluster: EmbeddedCluster) -> None:
                 producer.commit_transaction()
     finally:
         producer.close()
-    values = sorted(v for recs in consume_all(bootstrap, "kp", 3, read_committed=True, idle_s=1).values()
+    values = sorted(v for recs in consume_all(bootstrap, "kp", 3, read_committed=True).values()
                     for _, _, v in recs)
     assert values == sorted(b"%d-%d" % (i, j) for i in (0, 2) for j in range(5))

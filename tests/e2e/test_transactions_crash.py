@@ -40,7 +40,7 @@ def test_commit_completes_after_a_crash_between_prepare_and_markers(tmp_path: Pa
 
         monkeypatch.delenv(FAULT_ENV)
         bootstrap = broker.start()  # same ports, same data: the new coordinator re-drives the commit
-        records = consume_all(bootstrap, "crash", 3, read_committed=True, idle_s=2)
+        records = consume_all(bootstrap, "crash", 3, read_committed=True)
         values = sorted(int(v) for recs in records.values() for _, _, v in recs)
         assert values == list(range(30))  # visible, exactly once
         _wait_for_state(bootstrap, "crash-app", "CompleteCommit")

@@ -6,6 +6,9 @@ handed to that logger when the client is polled. `route()` makes every confluent
 the code under test) create get one: the `librdkafka` logger, which pytest captures with the test's logs and
 shows for a failing test. A client polled after its test has ended logs to a NullHandler.
 
+Each client is also registered with tests/support/client_lifetimes.py, which fails a test that leaves one
+open after it ended.
+
 Threading: `route()` runs once, at start-up, before any test module imports confluent_kafka's classes.
 """
 
@@ -13,6 +16,8 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+
+from tests.support import client_lifetimes
 
 LOGGER = logging.getLogger("librdkafka")
 LOGGER.addHandler(logging.NullHandler())  # between tests: no "last resort" print to stderr
@@ -35,9 +40,25 @@ def _routed(base: type) -> type:
             original(self, *args, **kwargs)
         else:
             original(self, conf, *args, **kwargs)
+        client_lifetimes.register(self, base.__name__)
 
-    return type(base.__name__, (base,), {"__init__": __init__, "__module__": base.__module__,
-                                         "__doc__": base.__doc__})
+    base_close: Any = vars(base)["close"]
+    base_exit: Any = vars(base)["__exit__"]  # calls the C close itself, not the close below
+
+    def close(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return base_close(self, *args, **kwargs)
+        finally:
+            client_lifetimes.closed(self)
+
+    def __exit__(self: Any, *exc: Any) -> Any:
+        try:
+            return base_exit(self, *exc)
+        finally:
+            client_lifetimes.closed(self)
+
+    return type(base.__name__, (base,), {"__init__": __init__, "close": close, "__exit__": __exit__,
+                                         "__module__": base.__module__, "__doc__": base.__doc__})
 
 
 def route() -> None:
@@ -59,6 +80,7 @@ def route() -> None:
         def __init__(self: Any, conf: Any = None, **kwargs: Any) -> None:
             conf, kwargs = _with_logger(conf, kwargs)
             original(self, conf, **kwargs)
+            client_lifetimes.register(self, "AdminClient")  # no close(): open until it is destroyed
 
         admin.__init__ = __init__  # type: ignore[method-assign]
         admin._routes_logs = True  # type: ignore[attr-defined]

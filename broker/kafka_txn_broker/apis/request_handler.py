@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 API_VERSIONS_KEY = 18
+SASL_HANDSHAKE_KEY = 17
+SASL_AUTHENTICATE_KEY = 36
 
 
 class KafkaApis:
@@ -49,6 +51,10 @@ class KafkaApis:
             raise ProtocolViolation(f"unknown API key {api_key}")
         if not spec.pre_auth and not session.authenticated:
             raise ProtocolViolation(f"API {api_key} sent before SASL authentication completed")
+        if session.expired() and api_key != SASL_HANDSHAKE_KEY and not (
+                api_key == SASL_AUTHENTICATE_KEY and session.exchanging):
+            # KIP-368: a session past its lifetime, not re-authenticated: Kafka closes it, the request unanswered.
+            raise ProtocolViolation(f"the SASL session of {session.principal} expired without re-authentication")
         # Kafka closes the connection on a request outside the advertised ranges (SocketServer's
         # parseRequestHeader); only ApiVersions is answered, with UNSUPPORTED_VERSION (KIP-511).
         low, high = advertised_range(self.broker.config, api_key) or (0, -1)

@@ -2,8 +2,9 @@
 
 Both are allowed before authentication. A failed step is answered (SASL_AUTHENTICATION_FAILED 58 with
 a message, UNSUPPORTED_SASL_MECHANISM 33 with the enabled list, ILLEGAL_SASL_STATE 34) and then the
-connection closes, as Kafka's SaslServerAuthenticator does. No session lifetime is granted, so
-clients never re-authenticate (KIP-368).
+connection closes, as Kafka's SaslServerAuthenticator does. SaslAuthenticate v1+ answers carry the
+session's lifetime (KIP-368, security/auth.py): the client re-authenticates before it ends with a new
+SaslHandshake on the same connection.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from kafka_txn_broker.formats.messages import (
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
+from kafka_txn_broker.server.socket_server import ProtocolViolation
 
 
 @api(SaslHandshakeRequest, SaslHandshakeResponse, 0, 1, pre_auth=True)
@@ -33,8 +35,12 @@ async def handshake(ctx: RequestContext, req: Any) -> Any:
 async def authenticate(ctx: RequestContext, req: Any) -> Any:
     message: str | None
     if ctx.session is None:
-        code, message, challenge = E.ILLEGAL_SASL_STATE, "no SASL session", b""
+        code, message, challenge, lifetime = E.ILLEGAL_SASL_STATE, "no SASL session", b"", 0
+    elif ctx.session.drop_at_next_token:
+        # A re-authentication that switched mechanism: Kafka closes the connection without an answer.
+        raise ProtocolViolation(f"re-authentication of {ctx.session.principal} with another SASL mechanism")
     else:
-        code, message, challenge = await ctx.session.authenticate(bytes(req.auth_bytes))
-    return SaslAuthenticateResponse[ctx.api_version](error_code=code, error_message=message, auth_bytes=challenge,
-                                                     session_lifetime_ms=0)
+        code, message, challenge, lifetime = await ctx.session.authenticate(bytes(req.auth_bytes))
+    # Kafka's schema defaults ErrorMessage to "": a success carries that, not null.
+    return SaslAuthenticateResponse[ctx.api_version](error_code=code, error_message="" if message is None else message,
+                                                     auth_bytes=challenge, session_lifetime_ms=lifetime)

@@ -249,6 +249,9 @@ _DEFINITIONS: list[ConfigDefinition] = [
        "OAUTHBEARER: tolerance of exp, nbf and iat against the broker's clock", validator=at_least(0)),
     _D("sasl.scram.iterations", _T.INT, 4096, "PBKDF2 iterations of the SCRAM credentials (at least 4096)"),
     _D("sasl.server.max.receive.size", _T.INT, 524288, "largest request accepted before authentication"),
+    _D("connections.max.reauth.ms", _T.LONG, 0,
+       "KIP-368: the longest a SASL session lasts before the client must re-authenticate (0: no limit; an "
+       "OAUTHBEARER session ends at its token's exp either way)", validator=at_least(0)),
     _D("authorizer.class.name", _T.STRING, "", "empty: no authorization; 'acl' or "
        "kafka.security.authorizer.AclAuthorizer: ACLs"),
     _D("allow.everyone.if.no.acl.found", _T.BOOLEAN, False, "allow access to resources no ACL applies to"),

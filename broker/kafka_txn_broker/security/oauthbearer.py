@@ -271,6 +271,8 @@ class OAuthBearerServer:
         self._clock = clock
         self.username: str | None = None
         self.complete = False
+        # The token's exp in ms: the credential's end, which caps the session's lifetime (KIP-368).
+        self.credential_expires_ms: int | None = None
 
     async def evaluate(self, message: bytes) -> bytes:
         jwt = Jwt.parse(parse_message(message))
@@ -278,5 +280,6 @@ class OAuthBearerServer:
         found, key = await self._jwks.key(str(kid) if kid is not None else None)
         verify_signature(jwt, key, found, self._jwks.url)
         self.username = check_claims(jwt.claims, self._settings, self._clock.millis() / 1000)
+        self.credential_expires_ms = int(float(jwt.claims["exp"]) * 1000)
         self.complete = True
         return b""

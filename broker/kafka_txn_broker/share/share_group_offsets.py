@@ -2,8 +2,9 @@
 describeShareGroupOffsets / alterShareGroupOffsets / deleteShareGroupOffsets, over the persister):
 
 - describe: per share-partition the start offset (SPSO), the leader epoch of its last writer and the
-  lag (KIP-1226: the end offset, i.e. the high watermark or, under read_committed, the last stable
-  offset, minus the SPSO minus the records already acknowledged or archived above it);
+  lag (KIP-1226: the high watermark minus the SPSO minus the records already acknowledged or archived above it;
+  Apache Kafka 4.4.0 counts to the high watermark under read_committed too, so a group held at a transaction's
+  LSO has the records from the LSO on as its lag);
 - alter: a new start offset with a new state epoch, which fences whatever the old state's share-partition
   leader still writes; only for an Empty group (NON_EMPTY_GROUP otherwise);
 - delete: the persisted state of whole topics (again only for an Empty group).
@@ -109,7 +110,7 @@ class ShareGroupOffsets:
             return PartitionOffset(partition, error=int(exc.errno), message=str(exc.args[0]) if exc.args else None)
         if state is None or state.start_offset < 0:
             return PartitionOffset(partition)
-        end = self.ends.end_offset(t.name, partition, self.read_committed(group_id))
+        end = self.ends.end_offset(t.name, partition, False)  # the high watermark, whatever the isolation
         lag = -1 if end is None else max(0, end - state.start_offset - state.delivery_complete_count())
         return PartitionOffset(partition, state.start_offset, state.leader_epoch, lag)
 

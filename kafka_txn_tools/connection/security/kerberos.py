@@ -14,6 +14,12 @@ credentials, so reading the properties points the process's Kerberos environment
 Then the service ticket for the first bootstrap broker (`<service>/<host>`) is fetched, so each failure is
 named at once, in one round trip to the KDC: a keytab without the principal, or with an old key; a
 principal or a service the KDC does not know; clock skew; no ticket or an expired one; no KDC.
+
+A long-running process (the monitor) calls `renew` before each scan: with a keytab, the Kerberos library
+gets a new ticket from it once half of the current one's lifetime has passed (MIT's refresh; kafka-python's
+re-authentications use it); with a ticket cache, a TicketRenewer (ticket_cache.py) renews it with `kinit -R`
+until its renew limit. Either way, a ticket that has expired and cannot be renewed is a ConnectionFailed
+naming why (the keytab gone, the renew limit passed), cause LOGIN_FAILED.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kafka_txn_tools.connection.security.ticket_cache import LOGIN_FAILED, TicketRenewer, cache_path
 from kafka_txn_tools.errors import ConfigError, ConnectionFailed
 
 if TYPE_CHECKING:
@@ -75,6 +82,8 @@ class KerberosLogin:
     ticket_cache: str | None = None
     source: str = "--command-config"
     memory_cache: str = ""  # the keytab's tickets (MEMORY:...)
+    logged_in: str | None = None  # the client principal, once logged in
+    renewer: TicketRenewer | None = None  # a ticket cache's, started by the first `renew`
 
     def login(self, host: str, environ: MutableMapping[str, str] | None = None) -> str:
         """Get tickets for talking to `<service>/<host>`; the client principal's name, or a one-line error."""
@@ -88,7 +97,55 @@ class KerberosLogin:
             gssapi.raw.init_sec_context(target, creds=credentials, mech=gssapi.MechType.kerberos)
         except gssapi.raw.GSSError as exc:
             raise self._refused(exc, name, host) from None
+        self.logged_in = name
         return name
+
+    def renew(self, environ: MutableMapping[str, str] | None = None) -> None:
+        """Keep the login's ticket valid for a long-running process (module docstring); ConnectionFailed
+        naming why when it has expired and cannot be renewed. Called from one thread at a time."""
+        gssapi = _module(self.source)
+        if self.keytab is not None:
+            self._renew_from_keytab(gssapi)
+            return
+        env = os.environ if environ is None else environ
+        cache = self.ticket_cache or env.get("KRB5CCNAME") or _default_cache()
+        path = cache_path(cache)
+        if path is None:  # a cache kinit -R cannot be pointed at by path: ask the library how long it has left
+            self._from_cache(gssapi, env)
+            return
+        if self.renewer is None:
+            self.renewer = TicketRenewer(cache if ":" in cache else f"FILE:{cache}", path,
+                                         self.principal or self.logged_in)
+            self.renewer.start()
+        self.renewer.check()
+
+    def _renew_from_keytab(self, gssapi: Any) -> None:
+        assert self.keytab is not None
+        principal = self.logged_in or self.principal or ""
+        try:
+            gssapi.Credentials(name=gssapi.Name(principal, gssapi.NameType.kerberos_principal), usage="initiate",
+                               store={"client_keytab": str(self.keytab), "ccache": self.memory_cache})
+        except gssapi.raw.GSSError as exc:
+            if not os.path.isfile(self.keytab):
+                raise self._keytab_gone() from None
+            raise ConnectionFailed(f"the Kerberos ticket of {principal} could not be renewed from keyTab "
+                                   f"{self.keytab}: {_gss_text(exc)}", cause=LOGIN_FAILED) from None
+
+    def _keytab_gone(self) -> ConnectionFailed:
+        return ConnectionFailed(f"the Kerberos ticket of {self.logged_in or self.principal} has expired and keyTab "
+                                f"{self.keytab} cannot renew it: the file no longer exists",
+                                "restore the keytab named in sasl.jaas.config", cause=LOGIN_FAILED)
+
+    def explain_failure(self) -> None:
+        """After a (re-)authentication failed on kafka-python's thread: raise why the ticket could not be renewed,
+        if that is why (a keytab gone, a ticket past its renew limit); nothing otherwise."""
+        if self.keytab is not None and not os.path.isfile(self.keytab):
+            raise self._keytab_gone()
+        self.renew()
+
+    def close(self) -> None:
+        if self.renewer is not None:
+            self.renewer.stop()
 
     def point_environment(self, env: MutableMapping[str, str]) -> None:
         """KRB5_CLIENT_KTNAME and KRB5CCNAME for kafka-python's mechanism, which takes the default credentials."""
@@ -122,10 +179,12 @@ class KerberosLogin:
             lifetime = credentials.lifetime
         except gssapi.raw.GSSError as exc:
             if getattr(exc, "min_code", 0) == _EXPIRED or "expired" in str(exc).lower():
-                raise ConnectionFailed(f"the Kerberos ticket in {cache} has expired", kinit) from None
-            raise ConnectionFailed(f"no Kerberos ticket in {cache} ({_minor_text(exc)})", kinit) from None
+                raise ConnectionFailed(f"the Kerberos ticket in {cache} has expired", kinit,
+                                       cause=LOGIN_FAILED) from None
+            raise ConnectionFailed(f"no Kerberos ticket in {cache} ({_minor_text(exc)})", kinit,
+                                   cause=LOGIN_FAILED) from None
         if lifetime is not None and lifetime <= 0:
-            raise ConnectionFailed(f"the Kerberos ticket in {cache} has expired", kinit)
+            raise ConnectionFailed(f"the Kerberos ticket in {cache} has expired", kinit, cause=LOGIN_FAILED)
         name = _display(gssapi, credentials.name)
         if self.principal and not _same(self.principal, name):
             raise ConfigError(f"the ticket cache {cache} holds tickets of {name}, not of principal {self.principal} "
@@ -157,6 +216,18 @@ class KerberosLogin:
         return ConnectionFailed(f"Kerberos refused {principal} a ticket for {service}: {text}")
 
 
+def _default_cache() -> str:
+    """MIT's default ticket cache when KRB5CCNAME is unset (krb5.conf's default_ccache_name aside), if it exists."""
+    path = Path(f"/tmp/krb5cc_{os.getuid()}")  # noqa: S108 - the library's own default, read only
+    return f"FILE:{path}" if path.is_file() else ""
+
+
+def login_failure(exc: Exception) -> ConnectionFailed:
+    """A Kerberos error met while a connection (re-)authenticated, on kafka-python's thread."""
+    return ConnectionFailed(f"Kerberos could not authenticate this client to the cluster: {_gss_text(exc)}",
+                            "check the ticket cache (klist) or the keyTab in sasl.jaas.config", cause=LOGIN_FAILED)
+
+
 def _same(a: str, b: str) -> bool:
     """Principals equal, a missing realm in `a` matching any."""
     return a == b or ("@" not in a and b.rpartition("@")[0] == a)
@@ -178,6 +249,15 @@ def _by_name(host: str) -> str:
 
 def _display(gssapi: Any, name: Any) -> str:
     return bytes(gssapi.raw.display_name(name).name).decode("utf-8")
+
+
+def _gss_text(exc: Any) -> str:
+    """The minor status's words, or the major's when the minor says nothing ("Success")."""
+    minor = _minor_text(exc)
+    text = str(exc)
+    if "Major (" not in text or (minor and minor != "Success" and not minor.startswith("Unknown")):
+        return minor
+    return text.split("Major (", 1)[1].split("): ", 1)[-1].split(", Minor (", 1)[0].strip()
 
 
 def _minor_text(exc: Any) -> str:

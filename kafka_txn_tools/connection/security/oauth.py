@@ -17,14 +17,20 @@ OAuthBearerUnsecuredLoginCallbackHandler builds them. `extension_<name>` (and
 `unsecuredLoginExtension_<name>`) options become SASL extensions.
 
 Tokens are fetched once before connecting, so a wrong secret or an unreachable endpoint is reported
-at once and by name, then reused until REFRESH_MARGIN_S before they expire, when the next connection
-fetches a new one. The token's subject (sasl.oauthbearer.sub.claim.name, `sub` by default) is the
-principal the audit log records. A token is never printed or logged.
+at once and by name, then reused until they near their expiry: REFRESH_MARGIN_S before it, or the last fifth
+of their lifetime when that is shorter (Kafka's sasl.login.refresh.window.factor, 0.8), so that a short-lived
+token is renewed too. The next use then fetches a new one: a connection's login, or kafka-python's
+re-authentication of a live connection (KIP-368), which the broker asks for before the session's token
+expires. A refresh that fails while the current token is still valid keeps that token (and tries again
+after RETRY_S); once it has expired, the failure is raised, naming the endpoint and when the token expired.
+The token's subject (sasl.oauthbearer.sub.claim.name, `sub` by default) is the principal the audit log
+records. A token is never printed or logged.
 """
 
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import json
 import threading
 import time
@@ -42,8 +48,11 @@ from kafka_txn_tools.errors import ConfigError, ConnectionFailed
 if TYPE_CHECKING:
     from kafka_txn_tools.connection.security.jaas import JaasConfig
 
-REFRESH_MARGIN_S = 30.0  # fetch a new token this long before the current one expires
+REFRESH_MARGIN_S = 30.0  # fetch a new token this long before the current one expires (at most)
+REFRESH_WINDOW = 0.8  # or once this part of its lifetime has passed, if that comes first
+RETRY_S = 1.0  # after a failed refresh, the current token is used this long before trying again
 DEFAULT_LIFETIME_S = 3600
+LOGIN_FAILED = "LOGIN_FAILED"  # the monitor's cause for a credential it cannot get
 
 
 class TokenProvider(AbstractTokenProvider):
@@ -67,18 +76,39 @@ class TokenProvider(AbstractTokenProvider):
         self._lock = threading.Lock()
         self._token: str | None = None
         self._expires_at = 0.0
+        self._refresh_at = 0.0
+        self.problem: str | None = None  # why the last refresh failed, while the current token still serves
 
     def __repr__(self) -> str:  # never the secret or the token
         return f"TokenProvider(endpoint={self.endpoint!r}, client_id={self._client_id!r})"
 
     def token(self) -> str:
+        """The current token, fetched anew near its expiry (module docstring). Called by kafka-python on its
+        I/O thread and by the caller's thread; one fetch at a time."""
         with self._lock:
-            if self._token is None or self._now() >= self._expires_at - REFRESH_MARGIN_S:
-                self._token, lifetime = self._fetch()
-                protect([self._token])  # kafka-python logs what it sends at DEBUG
-                self._expires_at = self._now() + lifetime
-                self.fetches += 1
-            return self._token
+            now = self._now()
+            if self._token is not None and now < self._refresh_at:
+                return self._token
+            try:
+                token, lifetime = self._fetch()
+            except ConnectionFailed as exc:
+                if self._token is not None and now < self._expires_at:
+                    self.problem = str(exc)
+                    self._refresh_at = min(now + RETRY_S, self._expires_at)
+                    return self._token
+                if self._token is not None:
+                    raise ConnectionFailed(f"{exc.message} (the last token expired at {_iso(self._expires_at)})",
+                                           exc.fix, cause=exc.cause) from None
+                raise
+            protect([token])  # kafka-python logs what it sends at DEBUG
+            self._token, self.problem = token, None
+            # The broker goes by the token's exp (second-granular, so up to a second before now + expires_in).
+            exp = _jwt_claims(token).get("exp")
+            lifetime = min(lifetime, float(exp) - now) if isinstance(exp, int | float) else lifetime
+            self._expires_at = now + lifetime
+            self._refresh_at = self._expires_at - min(REFRESH_MARGIN_S, (1 - REFRESH_WINDOW) * lifetime)
+            self.fetches += 1
+            return token
 
     def subject(self) -> str | None:
         """The current token's subject claim (read, not verified: the broker verifies), if it has one."""
@@ -112,15 +142,17 @@ class TokenProvider(AbstractTokenProvider):
         except urllib.error.HTTPError as exc:
             raise ConnectionFailed(
                 f"the OAuth token endpoint {self.endpoint} refused the client credentials of {self._client_id} "
-                f"(HTTP {exc.code}{_oauth_error(exc)})", "check clientId and clientSecret in sasl.jaas.config"
-            ) from None
+                f"(HTTP {exc.code}{_oauth_error(exc)})", "check clientId and clientSecret in sasl.jaas.config",
+                cause=LOGIN_FAILED) from None
         except (urllib.error.URLError, OSError, ValueError) as exc:
             reason = getattr(exc, "reason", exc)
             raise ConnectionFailed(f"could not get a token from the OAuth token endpoint {self.endpoint}: {reason}",
-                                   "check sasl.oauthbearer.token.endpoint.url") from None
+                                   "check sasl.oauthbearer.token.endpoint.url and that the identity provider is up",
+                                   cause=LOGIN_FAILED) from None
         token = body.get("access_token") if isinstance(body, dict) else None
         if not isinstance(token, str) or not token:
-            raise ConnectionFailed(f"the OAuth token endpoint {self.endpoint} answered without an access_token")
+            raise ConnectionFailed(f"the OAuth token endpoint {self.endpoint} answered without an access_token",
+                                   cause=LOGIN_FAILED)
         return token, float(body.get("expires_in") or DEFAULT_LIFETIME_S)
 
 
@@ -153,6 +185,10 @@ def _jwt_claims(token: str) -> dict[str, Any]:
     except (IndexError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _iso(seconds: float) -> str:
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _b64(data: dict[str, Any]) -> str:

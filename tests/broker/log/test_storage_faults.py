@@ -232,14 +232,14 @@ def test_garbage_after_a_crash_is_cut_and_nothing_acknowledged_is_lost(tmp_path:
         bootstrap = broker.start()
         for log_file in logs:
             _log_bytes_match_batches(log_file.parent)
-        records = consume_all(bootstrap, "torn", len(logs), idle_s=1.5)
+        records = consume_all(bootstrap, "torn", len(logs))
         assert sorted((v for recs in records.values() for _, _, v in recs), key=int) == sorted(acked, key=int)
 
         producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", **QUIET})
         for i in range(300, 330):
             producer.produce("torn", key=b"%d" % (i % 3), value=b"%d" % i)
         assert producer.flush(30) == 0
-        records = consume_all(bootstrap, "torn", len(logs), idle_s=1.5)
+        records = consume_all(bootstrap, "torn", len(logs))
         assert sorted(v for recs in records.values() for _, _, v in recs) == sorted(b"%d" % i for i in range(330))
     finally:
         if broker.proc is not None and broker.proc.poll() is None:
@@ -272,7 +272,7 @@ def test_a_failing_follower_leaves_the_isr_and_the_partition_stays_available(tmp
 
 def _values(cluster: EmbeddedCluster) -> list[bytes]:
     """Every value of moving-0 in offset order, checking the offsets are contiguous (no gap, no repeat)."""
-    rows = consume_all(cluster.bootstrap_servers, "moving", 1, idle_s=1.0)[0]
+    rows = consume_all(cluster.bootstrap_servers, "moving", 1)[0]
     assert [offset for offset, _key, _value in rows] == list(range(len(rows)))
     return [value for _offset, _key, value in rows]
 

@@ -24,9 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_txn_broker.embedded import EmbeddedCluster
-from tests.external.java_clients.tools import JavaTools, major
+from tests.external.java_clients.tools import JavaTools, append_marks, major
 
 INPUT, OUTPUT = "eos-input", "eos-output"
+OUTPUT_PARTITIONS = 3
+END = "end-of-run"  # the output partitions' last records, appended after the run (not integers: never input)
 TOPIC_CONFIG = {"min.insync.replicas": "2"}
 # The internal topics get RF 3 on three nodes (their defaults) and min ISR 2, as a production cluster sets them;
 # fewer of their partitions than Kafka's 50 keep the 2-core CI machine's bounces short.
@@ -160,7 +162,7 @@ def run_eos(cluster: EmbeddedCluster, java: JavaTools, config: EosConfig, work: 
     started = time.monotonic()
     report = EosReport()
     cluster.create_topic(INPUT, 2, 3, TOPIC_CONFIG)
-    cluster.create_topic(OUTPUT, 3, 3, TOPIC_CONFIG)
+    cluster.create_topic(OUTPUT, OUTPUT_PARTITIONS, 3, TOPIC_CONFIG)
     expected = _seed(java, config.messages, work)
     report.seeded = len(expected)
     copiers = [_Copier(java, p, config, work) for p in (0, 1)]
@@ -179,9 +181,13 @@ def run_eos(cluster: EmbeddedCluster, java: JavaTools, config: EosConfig, work: 
         reader.join()
     report.read_during = len(reader.lines)
     report.duplicates_during = _duplicates(reader.lines)
-    # One more than the input: the reader stops at a duplicate or an extra record, else after 15 s of nothing
-    # (its timeout also covers joining its group on a loaded machine).
-    after = java.consume(OUTPUT, "--from-beginning", "--max-messages", str(len(expected) + 1), idle_ms=15000)
+    # Read to a mark appended as every output partition's last record: once the marks of all of them have
+    # arrived, everything committed before them has too (a partition is read in order), duplicates included.
+    marks = {p: f"{END}-{p}" for p in range(OUTPUT_PARTITIONS)}
+    append_marks(java.bootstrap, OUTPUT, marks)
+    last = set(marks.values())
+    after = [v for v in java.consume_until(OUTPUT, lambda seen: last <= set(seen), "--from-beginning")
+             if v not in last]
     report.copied_read_after = len(after)
     report.duplicates_after = _duplicates(after)
     report.missing_after = len(expected - set(after))

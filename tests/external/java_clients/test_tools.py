@@ -10,7 +10,13 @@ from confluent_kafka import IsolationLevel, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from kafka_txn_broker.embedded import EmbeddedCluster
-from tests.external.java_clients.tools import JavaTools, major, table
+from tests.external.java_clients.tools import JavaTools, append_marks, major, table
+
+END = "end-of-partition"
+
+
+def ended(values: list[str]) -> bool:
+    return bool(values) and values[-1] == END
 
 
 def offsets(bootstrap: str, topic: str, partition: int) -> tuple[int, int]:
@@ -113,9 +119,12 @@ def test_upstream_runbook_for_a_hanging_transaction(java: JavaTools, broker: Emb
     lso, end = offsets(broker.bootstrap_servers, truth.topic, truth.partition)
     assert lso == truth.start_offset < end
 
-    # The healthy partition: read_committed sees the committed transaction, never the aborted one.
-    committed = java.consume(truth.topic, "--partition", "0", "--offset", "earliest")
-    everything = java.consume(truth.topic, "--partition", "0", "--offset", "earliest", isolation="read_uncommitted")
+    # The healthy partition: read_committed sees the committed transaction, never the aborted one. Each read
+    # ends at a mark appended after them (no transaction is open there, so read_committed reaches it too).
+    append_marks(broker.bootstrap_servers, truth.topic, {0: END})
+    committed = java.consume_until(truth.topic, ended, "--partition", "0", "--offset", "earliest")[:-1]
+    everything = java.consume_until(truth.topic, ended, "--partition", "0", "--offset", "earliest",
+                                    isolation="read_uncommitted")[:-1]
     aborted = [v for v in everything if v not in committed]
     assert committed and aborted and all(v.startswith("aborted") for v in aborted), (committed, everything)
 

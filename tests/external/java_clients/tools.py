@@ -4,7 +4,11 @@ and quiet logging (tests/support/real_kafka/tools.py). No Java code is ours."""
 
 from __future__ import annotations
 
+import queue
 import subprocess
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,6 +92,59 @@ class JavaTools:
         if "Processed a total of" not in run.stderr:
             raise AssertionError(f"console consumer on {topic} failed:\n{run.stderr}")
         return run.stdout.splitlines()
+
+    def consume_until(self, topic: str, done: Callable[[list[str]], bool], *args: str,
+                      isolation: str = "read_committed", timeout_s: float = 120.0) -> list[str]:
+        """The values the console consumer prints for `topic`, up to the first moment `done(values)` holds; then
+        it is stopped. With a last record the caller appended (a mark that ends the partition), the read is
+        complete exactly when the mark arrives: no quiet spell to wait out, as `consume` must."""
+        proc = subprocess.Popen(self.command("console-consumer", "--bootstrap-server", self.bootstrap, "--topic",
+                                             topic, "--isolation-level", isolation, *args),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=_pump, args=(proc, lines), daemon=True).start()
+        values: list[str] = []
+        deadline = time.monotonic() + timeout_s
+        try:
+            while not done(values):
+                try:
+                    line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    raise AssertionError(f"console consumer on {topic}: no end after {timeout_s:g}s, "
+                                         f"{len(values)} values read") from None
+                if line is None:
+                    proc.wait(30)
+                    assert proc.stderr is not None
+                    raise AssertionError(f"console consumer on {topic} exited {proc.returncode} before its end "
+                                         f"({len(values)} values read):\n{proc.stderr.read()[-3000:]}")
+                values.append(line)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(30)
+        return values
+
+
+def _pump(proc: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
+    """A child's stdout, line by line, into `lines`; None at its end (the queue is the only shared state)."""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.put(line.rstrip("\n"))
+    lines.put(None)
+
+
+def append_marks(bootstrap: str, topic: str, marks: dict[int, str]) -> None:
+    """Each partition's mark (partition -> value), non-transactional and acknowledged by every in-sync replica,
+    as its last record: a read_committed reader reaches it once no transaction before it is open."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
+    try:
+        for partition, value in marks.items():
+            producer.produce(topic, value=value.encode(), partition=partition)
+        assert producer.flush(60) == 0, f"the end marks on {topic} were not acknowledged"
+    finally:
+        producer.close()
 
 
 def table(text: str) -> list[dict[str, str]]:

@@ -13,12 +13,17 @@ from typing import Any
 import pytest
 
 from tests.support.real_kafka import DEFAULT_RELEASE, KafkaCluster, UpstreamTool, java_missing, release_libs
+from tests.support.real_kafka.proxy import HoldingProxy
 
 RELEASE = os.environ.get("KAFKA_TXN_KAFKA_RELEASE", DEFAULT_RELEASE)
 # The coordinator's reaper looks for timed-out transactions every second instead of every 10 s, so that a
 # staged zombie is fenced soon after its own transaction.timeout.ms (a static config: set at start).
 SESSION_CONFIG = {"transaction.partition.verification.enable": "false",
                   "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"}
+# The proxied cluster's ids expire 4 s after their last transaction ended: long enough for find-hanging to list a
+# freshly staged hang first, on a loaded machine; it would change the other clusters' reasons while they run.
+EXPIRING = {**SESSION_CONFIG, "transactional.id.expiration.ms": "4000",
+            "transaction.remove.expired.transaction.cleanup.interval.ms": "500"}
 
 
 @pytest.fixture(scope="session")
@@ -45,18 +50,50 @@ def _cluster(libs: Path, base: Path, nodes: int, config: dict[str, str]) -> Iter
         yield cluster
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def real_kafka(kafka_libs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    """One single-node cluster for the whole session; partition verification off, so that an unverified late
-    write (Produce v3-v11 without AddPartitionsToTxn) hangs a partition as before KIP-890."""
+    """One single-node cluster for the tests of this folder (stopped after its last one, not idling through the
+    rest of the run); partition verification off, so that an unverified late write (Produce v3-v11 without
+    AddPartitionsToTxn) hangs a partition as before KIP-890."""
     yield from _cluster(kafka_libs, tmp_path_factory.mktemp("real-kafka-1"), 1,
                         SESSION_CONFIG)
 
 
-@pytest.fixture(scope="module")
-def real_kafka3(kafka_libs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    """A three-node cluster (RF 3, min ISR 2) per module, for the tests that kill and restart nodes."""
+@pytest.fixture(scope="package")
+def network() -> Iterator[HoldingProxy]:
+    """The proxy every client of `proxied_kafka` passes through: a network whose faults a test chooses."""
+    with HoldingProxy() as proxy:
+        yield proxy
+
+
+@pytest.fixture(scope="package")
+def proxied_kafka(kafka_libs: Path, tmp_path_factory: pytest.TempPathFactory,
+                  network: HoldingProxy) -> Iterator[KafkaCluster]:
+    """A single-node cluster advertised at `network`'s address (so every client, the broker's own inter-broker
+    requests included, goes through it), its transactional ids expiring 4 s after their last transaction."""
+    cluster = KafkaCluster(kafka_libs, tmp_path_factory.mktemp("real-kafka-proxied"), nodes=1,
+                           config={**EXPIRING, "advertised.listeners": f"PLAINTEXT://{network.address}"},
+                           version=RELEASE)
+    network.upstream_port = cluster.nodes[1].port
+    with cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="package")
+def _real_kafka3_cluster(kafka_libs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
     yield from _cluster(kafka_libs, tmp_path_factory.mktemp("real-kafka-3"), 3, SESSION_CONFIG)
+
+
+@pytest.fixture
+def real_kafka3(_real_kafka3_cluster: KafkaCluster) -> KafkaCluster:
+    """A three-node cluster (RF 3, min ISR 2) for the tests that kill and restart nodes: one for this folder's
+    tests (a start of three JVMs costs 8-30 s), handed to each test with every node running (a node an earlier
+    test left down, say by failing before its restart, is started again first)."""
+    cluster = _real_kafka3_cluster
+    for node_id, node in cluster.nodes.items():
+        if not node.running:
+            cluster.restart(node_id)
+    return cluster
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -65,7 +102,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     report = outcome.get_result()
     if report.failed:
-        for name in ("real_kafka", "real_kafka3", "secured"):
+        for name in ("real_kafka", "real_kafka3", "secured", "proxied_kafka"):
             cluster = getattr(item, "funcargs", {}).get(name)
             cluster = getattr(cluster, "cluster", cluster)  # test_secured_real.py's fixture holds its cluster
             if isinstance(cluster, KafkaCluster):

@@ -63,6 +63,15 @@ class Release:
         return self.at_least(4, 3)
 
     @property
+    def stuck_at_the_last_epoch(self) -> bool:
+        """KAFKA-20090: a transaction version 2 coordinator (4.0+) before the fixes of 4.3.0 (apache/kafka#21469,
+        #21506) cannot fence a transaction at epoch Short.MAX_VALUE: prepareFenceProducerEpoch throws "Cannot fence
+        producer with epoch equal to Short.MaxValue" (in the jars of 4.1.2, 4.2.0 and 4.2.2; 4.3.0 and 4.4.0 log
+        instead), and the transaction stays Ongoing (tests/external/real_kafka/test_epoch_exhaustion_real.py;
+        run on 4.1.2, 4.0.x untested)."""
+        return self.at_least(4, 0) and not self.at_least(4, 3)
+
+    @property
     def share_groups(self) -> bool:  # KIP-932 (preview 4.0, production 4.1)
         return self.at_least(4, 1)
 

@@ -7,7 +7,7 @@ errors per partition). It is not a Kafka broker: end-to-end tests use the embedd
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
@@ -332,6 +332,7 @@ class FakeCluster:
 
     def share_group_offsets(self, group_ids: Sequence[str], partitions: Sequence[TopicPartition],
                             coordinators: CoordinatorCache | None = None,
+                            ends: Mapping[TopicPartition, int | None] | None = None,
                             ) -> tuple[dict[str, dict[TopicPartition, int]], list[ScanError]]:
         return self.committed_offsets(group_ids, partitions, coordinators)
 

@@ -67,18 +67,30 @@ def stage_and_end(producer: TransactionalShareProducer, consumer: ShareConsumer,
 
 
 def committed_output(cluster: EmbeddedCluster, expected: int, timeout_s: float = 10.0) -> list[bytes]:
-    """The read_committed values of `out` once `expected` are there (or what is there at the deadline, after
-    an idle second when nothing is expected)."""
+    """The read_committed values of `out` once `expected` are there; with nothing expected, once no transaction
+    is open on it (its last stable offset at its high watermark: the markers landed), everything up to its
+    end (a committed record would be read, however late its marker came)."""
     from confluent_kafka import Consumer, TopicPartition
 
+    from tests.e2e.cli_support import log_offsets
+
+    deadline = time.monotonic() + timeout_s
+    end = -1
+    if not expected:
+        while (ends := log_offsets(cluster.bootstrap_servers, "out", 0))[0] != ends[1]:
+            assert time.monotonic() < deadline, f"a transaction is still open on out-0: {ends}"
+            time.sleep(0.05)
+        end = ends[0]
     c = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "check", "enable.auto.commit": False,
                   "isolation.level": "read_committed", "log_level": 3})
-    c.assign([TopicPartition("out", 0, 0)])
+    tp = TopicPartition("out", 0, 0)
+    c.assign([tp])
     got: list[bytes] = []
-    deadline = time.monotonic() + (timeout_s if expected else 1.0)
     try:
-        while time.monotonic() < deadline and (len(got) < expected or not expected):
+        while end != 0 and time.monotonic() < deadline:
             got += [m.value() or b"" for m in c.consume(1000, 0.2) if m.error() is None]
+            if expected and len(got) >= expected or not expected and c.position([tp])[0].offset >= end:
+                break
     finally:
         c.close()
     return got

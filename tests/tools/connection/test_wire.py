@@ -110,3 +110,32 @@ def test_describe_transactions() -> None:
     found, failed = wire.parse_describe_transactions(roundtrip(response, R, 0), coordinator_id=1)
     assert found["t"].partitions == frozenset({TP, TopicPartition("orders", 4)}) and found["t"].coordinator_id == 1
     assert failed == {"gone": "TRANSACTIONAL_ID_NOT_FOUND"}
+
+
+def _share_offsets(version: int, *partitions: tuple[int, int, int]):
+    """A DescribeShareGroupOffsets answer for group g on topic t: (partition, start offset, lag) each."""
+    import uuid
+
+    from kafka_txn_broker.formats.messages import DescribeShareGroupOffsetsResponse as R
+
+    G = R.DescribeShareGroupOffsetsResponseGroup
+    T = G.DescribeShareGroupOffsetsResponseTopic
+    P = T.DescribeShareGroupOffsetsResponsePartition
+    parts = [P(partition_index=p, start_offset=start, leader_epoch=0, lag=lag, error_code=0)
+             for p, start, lag in partitions]
+    answer = R(throttle_time_ms=0, groups=[G(group_id="g", error_code=0, topics=[
+        T(topic_name="t", topic_id=uuid.uuid4(), partitions=parts)])])
+    return roundtrip(answer, R, version)
+
+
+def test_a_share_groups_position_is_its_start_offset_moved_past_what_it_delivered() -> None:
+    """Kafka 4.4.0 persists the start offset one write behind: a group that delivered every record below the LSO
+    (6 of a high watermark of 10) answers start offset 0 and lag 4 (counted to the high watermark); its position
+    is 10 - 4 = 6. Without the lag (v0), or the high watermark, or any lag (-1), the start offset is all there is."""
+    ends = {TopicPartition("t", 0): 10, TopicPartition("t", 1): None}
+    v1 = _share_offsets(1, (0, 0, 4), (1, 3, 2), (2, 5, -1), (3, -1, -1))
+    assert wire.parse_share_offsets(v1, ends) == ({"g": {TopicPartition("t", 0): 6, TopicPartition("t", 1): 3,
+                                                         TopicPartition("t", 2): 5}}, {})
+    assert wire.parse_share_offsets(_share_offsets(0, (0, 0, 4)), ends) == ({"g": {TopicPartition("t", 0): 0}}, {})
+    # A lag beyond the high watermark read (records produced after it) never moves the position back.
+    assert wire.parse_share_offsets(_share_offsets(1, (0, 7, 9)), ends) == ({"g": {TopicPartition("t", 0): 7}}, {})
