@@ -79,6 +79,21 @@ def test_a_commit_decision_in_the_transaction_log_is_ended_by_kafka_txn_commit_o
     assert parquet_row["coordinator_decision"] == row["coordinator_decision"]
 
 
+def test_the_printed_next_steps_say_it_is_not_in_the_plan_and_give_its_commit(spark: Any, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from kafka_txn_tools.cli.app import app
+
+    text = dump_log_text(tmp_path / "broker-1.txt")
+    r = CliRunner().invoke(app, ["sweep", str(text), "--out", str(tmp_path / "out"), "--as-of", str(T),
+                                 "-b", "k1:9092", "--master", "local[2]"])
+    assert r.exit_code == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("not in the abort plan: orders-1 producer 7"))
+    assert lines[at + 1:at + 3] == ["  run:", f"    {COMMIT}"]
+    assert "kafka-txn abort" not in r.stdout
+
+
 def test_without_the_decision_the_abort_is_planned(spark: Any, tmp_path: Path) -> None:
     result = sweep(spark, tmp_path, with_decision=False)
     [row] = result.rows
