@@ -6,7 +6,8 @@
 
 Outputs in DIR: late_transactions/ (Parquet), late_transactions.csv, replica_divergence.csv,
 stuck_transactions.json (coordinator-side, find-hanging's rows of kind "coordinator"), summary.json,
-abort-plan.yaml, report.html. The producer table is only scanned by executors; the
+abort-plan.yaml (every hanging transaction but those their coordinator committed, which summary.json's
+left_out_of_plan lists with their `kafka-txn commit`), report.html. The producer table is only scanned by executors; the
 driver gets the small sets gather.py reduces it to (the partitions with late transactions, their
 replicas and open transactions, the coordinator rows that concern them) and judges them in
 classify.py.
