@@ -131,6 +131,10 @@ def _json_record(key: str, payload: str, where: str) -> tuple[str, txlog.TxnMeta
         partitions,
         int(data["transactionLastUpdateTimestampMs"]),
         None if start is None else int(start),
+        # Tagged fields (value v1+), written when not their default: what decisions need (admin/decisions.py).
+        int(data.get("previousProducerId", -1)),
+        int(data.get("nextProducerId", -1)),
+        int(data.get("clientTransactionVersion", 0)),
     )
 
 
@@ -233,9 +237,12 @@ def _sections(
 
 
 def parse_dump_log_text(
-    path: str | os.PathLike[str], broker_id: int | None = None, capture_time_ms: int | None = None
+    path: str | os.PathLike[str], broker_id: int | None = None, capture_time_ms: int | None = None,
+    decisions: list[Row] | None = None,
 ) -> tuple[list[Row], list[Row]]:
-    """(producer rows, coordinator rows) of one dump-log text file; capture time = file mtime if not given."""
+    """(producer rows, coordinator rows) of one dump-log text file; capture time = file mtime if not given.
+    Every PrepareCommit / PrepareAbort record of `--transaction-log-decoder` output is appended to `decisions`
+    as a `decisions` row (dumps/schema.py), when given."""
     text_file = Path(path)
     captured = capture_time_ms if capture_time_ms is not None else text_file.stat().st_mtime_ns // 1_000_000
     # Only the latest snapshot per replica counts, as when reading the files themselves.
@@ -258,6 +265,9 @@ def parse_dump_log_text(
     producers = [
         _producer_row(section, e, captured) for _, (section, entries) in sorted(snapshots.items()) for e in entries
     ]
+    if decisions is not None:
+        decisions += [txlog.decision_row(rec, txn_partition, broker) for (broker, txn_partition), records
+                      in sorted(txn_records.items()) for rec in records if txlog.is_prepare(rec)]
     coordinators = [
         txlog.to_row(meta, broker, captured, "dump-log-text")
         for (broker, _), records in sorted(txn_records.items())

@@ -24,7 +24,7 @@ from kafka_txn_broker.formats.partitioning import TXN_TOPIC
 from kafka_txn_broker.formats.record_batch import BatchHeader
 from kafka_txn_tools.dumps import segments
 from kafka_txn_tools.dumps import transaction_log as txlog
-from kafka_txn_tools.dumps.schema import Row
+from kafka_txn_tools.dumps.schema import DECISIONS, Row
 
 _NODE_COMPONENT = re.compile(r"^(?:node|broker)-(\d+)$")
 # Kafka renames partition dirs it is deleting or moving; their state is not the replica's state.
@@ -221,33 +221,48 @@ def producer_rows(pdir: PartitionDir, capture_time_ms: int | None = None, replay
     ]
 
 
-def coordinator_rows(pdir: PartitionDir, capture_time_ms: int | None = None) -> list[Row]:
-    """Coordinator-state rows from one `__transaction_state-N` replica."""
+def coordinator_rows(pdir: PartitionDir, capture_time_ms: int | None = None,
+                     decisions: list[Row] | None = None) -> list[Row]:
+    """Coordinator-state rows from one `__transaction_state-N` replica: each id's newest record. Every
+    PrepareCommit / PrepareAbort record read (the coordinator's decisions, admin/decisions.py) is appended to
+    `decisions` as a `decisions` row, when given: they survive in the segments until compaction."""
     path = Path(pdir.path)
     files = segments.segment_files(path)
     if not files:
         return []
     captured = capture_time_ms if capture_time_ms is not None else max(_mtime_ms(s) for s in files)
-    states = txlog.read_transaction_log(path)
+    prepares: list[txlog.TxnLogRecord] = []
+    states = txlog.read_transaction_log(path, prepares=prepares)
+    if decisions is not None:
+        decisions += [txlog.decision_row(rec, pdir.partition, pdir.broker_id) for rec in prepares]
     return [txlog.to_row(meta, pdir.broker_id, captured, "transaction-log") for _, meta in sorted(states.items())]
 
 
 def read_partition(pdir: PartitionDir, capture_time_ms: int | None = None) -> Iterator[tuple[str, Row]]:
-    """('producers'|'transactions', row) pairs for one partition dir (what Spark tasks call)."""
+    """('producers'|'transactions'|'decisions', row) pairs for one partition dir (what Spark tasks call)."""
     for row in producer_rows(pdir, capture_time_ms):
         yield "producers", row
     if pdir.is_transaction_log:
-        for row in coordinator_rows(pdir, capture_time_ms):
+        decisions: list[Row] = []
+        for row in coordinator_rows(pdir, capture_time_ms, decisions):
             yield "transactions", row
+        for row in decisions:
+            yield DECISIONS, row
 
 
 def read_tree(
-    root: str | os.PathLike[str], broker_id: int | None = None, capture_time_ms: int | None = None
+    root: str | os.PathLike[str], broker_id: int | None = None, capture_time_ms: int | None = None,
+    decisions: list[Row] | None = None,
 ) -> tuple[list[Row], list[Row]]:
-    """(producer rows, coordinator rows) of a whole tree, in-process (for small trees and tests)."""
+    """(producer rows, coordinator rows) of a whole tree, in-process (for small trees and tests); the
+    decisions rows are appended to `decisions` when given."""
     producers: list[Row] = []
     coordinators: list[Row] = []
     for pdir in list_partition_dirs(root, broker_id):
         for kind, row in read_partition(pdir, capture_time_ms):
+            if kind == DECISIONS:
+                if decisions is not None:
+                    decisions.append(row)
+                continue
             (producers if kind == "producers" else coordinators).append(row)
     return producers, coordinators

@@ -153,10 +153,29 @@ ERROR_COLUMNS = _columns(
     ("capture_time_ms", "int64", False),
 )
 
+# Not a dump table (a dump holds no `__transaction_state` record): what a sweep reads from copied
+# `__transaction_state` segments besides each id's newest state, every PrepareCommit / PrepareAbort record,
+# the coordinator's decision on a transaction (admin/decisions.py). `coordinator_id`: the replica's broker.
+DECISIONS = "decisions"
+DECISION_COLUMNS = _columns(
+    ("coordinator_id", "int32", False),
+    ("transactional_id", "string", False),
+    ("state", "string", False),
+    ("producer_id", "int64", False),
+    ("producer_epoch", "int32", False),
+    ("prev_producer_id", "int64", False),
+    ("client_transaction_version", "int32", False),
+    ("partitions", PARTITIONS, False),
+    ("last_update_ms", "int64", False),
+    ("txn_partition", "int32", False),
+    ("offset", "int64", False),
+)
+
 COLUMNS: dict[str, tuple[Column, ...]] = {
     PRODUCERS: PRODUCER_COLUMNS,
     TRANSACTIONS: TRANSACTION_COLUMNS,
     ERRORS: ERROR_COLUMNS,
+    DECISIONS: DECISION_COLUMNS,
 }
 
 

@@ -104,14 +104,48 @@ def latest_states(records: Iterable[TxnLogRecord]) -> dict[str, TxnMetadata]:
     return latest
 
 
-def read_transaction_log(partition_dir: str | os.PathLike[str], verify_crc: bool = True) -> dict[str, TxnMetadata]:
-    """Latest state per transactional id from every segment of one `__transaction_state-N` dir."""
+def read_transaction_log(partition_dir: str | os.PathLike[str], verify_crc: bool = True,
+                         prepares: list[TxnLogRecord] | None = None) -> dict[str, TxnMetadata]:
+    """Latest state per transactional id from every segment of one `__transaction_state-N` dir; every
+    PrepareCommit / PrepareAbort record read is appended to `prepares` when given (one pass over the files)."""
 
     def records() -> Iterator[TxnLogRecord]:
         for segment in segments.segment_files(partition_dir):
-            yield from iter_log_records(segment, verify_crc)
+            for rec in iter_log_records(segment, verify_crc):
+                if prepares is not None and is_prepare(rec):
+                    prepares.append(rec)
+                yield rec
 
     return latest_states(records())
+
+
+# The records that hold a coordinator's decision on a transaction (admin/decisions.py).
+PREPARE_STATE_NAMES = frozenset({"PrepareCommit", "PrepareAbort"})
+
+
+def is_prepare(rec: TxnLogRecord) -> bool:
+    return rec.meta is not None and rec.meta.state in PREPARE_STATE_NAMES
+
+
+def decision_row(rec: TxnLogRecord, txn_partition: int, coordinator_id: int) -> Row:
+    """A Prepare record as a `decisions` row (dumps/schema.py): the coordinator's decision, as the sweep
+    carries it to the driver (spark/gather.py makes it a models.CoordinatorDecision)."""
+    meta = rec.meta
+    if meta is None:
+        raise ValueError(f"{rec.transactional_id!r} at offset {rec.offset} is a tombstone, not a decision")
+    return {
+        "coordinator_id": coordinator_id,
+        "transactional_id": meta.transactional_id,
+        "state": meta.state,
+        "producer_id": meta.producer_id,
+        "producer_epoch": meta.producer_epoch,
+        "prev_producer_id": meta.prev_producer_id,
+        "client_transaction_version": meta.client_transaction_version,
+        "partitions": [{"topic": t, "partition": p} for t, p in meta.partitions],
+        "last_update_ms": meta.last_update_ms,
+        "txn_partition": txn_partition,
+        "offset": rec.offset,
+    }
 
 
 def to_row(meta: TxnMetadata, coordinator_id: int, capture_time_ms: int, source: str) -> Row:

@@ -37,6 +37,13 @@ verdict `unverified`: reported, never planned. A no-transactional-id row carries
 `last_known_transactional_id`: the id whose newest coordinator row (tombstoned ones included) named the
 producer id, by the CLI's `last_known_owner`.
 
+A hanging row with a transactional id gets its coordinator's decision, by find-hanging's rule itself
+(`decision_for` in kafka_txn_tools/admin/decisions.py) over the PrepareCommit / PrepareAbort records the
+inputs hold (`__transaction_state` segments, transaction-log text; a dump holds none): a transaction its
+coordinator decided to commit (Apache Kafka 4.x completes a commit without the marker of a partition whose
+leader is offline) is ended by `kafka-txn commit`, not an abort, and carries `coordinator_decision` as
+find-hanging's row does; the abort plan leaves it out (`committed`).
+
 Coordinator-side stuck transactions (`stuck`), by the CLI's `judge_coordinator`: a coordinator row in a
 Prepare state (a PREPARE record without its COMPLETE) for longer than the max prepare time, or Ongoing at
 an exhausted epoch; its pending partitions are those of its record whose leader's freshest state still
@@ -65,6 +72,7 @@ from kafka_txn_broker.formats.transactions import (
 )
 from kafka_txn_tools.admin.advice import Invocation
 from kafka_txn_tools.admin.coordinator_rules import CoordinatorTxn, LeaderView, judge_coordinator
+from kafka_txn_tools.admin.decisions import Decision, decision_for
 from kafka_txn_tools.admin.hanging import (
     LIVE,
     CoordinatorView,
@@ -75,6 +83,7 @@ from kafka_txn_tools.admin.hanging import (
     partition_commands,
     reason_against,
 )
+from kafka_txn_tools.admin.transaction_state import CLOCK_SLACK_MS
 from kafka_txn_tools.models import (
     DEAD_STATE,
     DEFAULT_MAX_PREPARE_MS,
@@ -381,8 +390,13 @@ def verdicts(
     coordinators: Iterable[Coordinator],
     params: SweepParams,
     owners: Sequence[Ownership] = (),
+    decisions: Iterable[Decision] = (),
 ) -> list[dict[str, Any]]:
-    """Every candidate (late by find-hanging's rule, leader view) with its verdict and context."""
+    """Every candidate (late by find-hanging's rule, leader view) with its verdict and context. `decisions`:
+    the coordinators' Prepare records read (module docstring)."""
+    decided: dict[str, list[Decision]] = {}
+    for d in decisions:
+        decided.setdefault(d.transactional_id, []).append(d)
     by_producer: dict[int, list[Coordinator]] = {}
     for coordinator in coordinators:
         by_producer.setdefault(coordinator.producer_id, []).append(coordinator)
@@ -398,6 +412,7 @@ def verdicts(
         if age <= params.max_transaction_timeout_ms:
             continue
         decisive, why = decide(row, by_producer.get(row.producer_id, []), views.get(row.producer_id, []))
+        decision = coordinator_decision(row, why, decisive.transactional_id if decisive else None, decided)
         leader, flagged, gap = leader_table[row.partition_key], oldest.get(row.partition_key), missing.get(row.key)
         out.append(
             {
@@ -426,22 +441,41 @@ def verdicts(
                 "missing_on_brokers": _joined(gap.broker_ids) if gap else None,
                 "snapshot_offset": row.snapshot_offset,
                 "source": row.source,
-                **_advice(row, why, decisive.transactional_id if decisive else None, params),
+                **_advice(row, why, decisive.transactional_id if decisive else None, params, decision),
+                "coordinator_decision": decision.to_row() if decision is not None else None,
             }
         )
     return sorted(out, key=report_order)
 
 
-def _advice(row: OpenRow, why: str, transactional_id: str | None, params: SweepParams) -> dict[str, Any]:
+def coordinator_decision(row: OpenRow, why: str, transactional_id: str | None,
+                         decisions: dict[str, list[Decision]]) -> Decision | None:
+    """The coordinator's decision on a hanging row's transaction, as find-hanging finds it (admin/scan.py): only
+    for a hanging verdict with a transactional id, among that id's own Prepare records."""
+    if why not in REASONS or transactional_id is None or row.producer_epoch is None:
+        return None
+    return decision_for(TopicPartition(row.topic, row.partition), row.producer_id, row.producer_epoch,
+                        row.last_timestamp_ms, decisions.get(transactional_id, ()), CLOCK_SLACK_MS)
+
+
+def committed(row: dict[str, Any]) -> bool:
+    """Whether a verdict row's transaction was committed by its coordinator: its end is `kafka-txn commit`, and
+    an abort (the plan's) would be refused."""
+    decision = row.get("coordinator_decision")
+    return row["verdict"] == "hanging" and decision is not None and decision["outcome"] == "commit"
+
+
+def _advice(row: OpenRow, why: str, transactional_id: str | None, params: SweepParams,
+            decision: Decision | None = None) -> dict[str, Any]:
     """A row's action and commands, as find-hanging gives them; a row the inputs cannot decide is checked live."""
     tp = TopicPartition(row.topic, row.partition)
     if why not in {r.value for r in HangingReason}:
         return {"action": ("the inputs do not show its coordinator's state: check it on the live cluster with "
                            f"find-hanging on {tp.topic} before acting"), "commands": []}
     reason_ = HangingReason(why)
-    return {"action": partition_action(reason_, tp, row.start_offset, transactional_id),
+    return {"action": partition_action(reason_, tp, row.start_offset, transactional_id, decision),
             "commands": list(partition_commands(reason_, tp, row.start_offset, params.invocation,
-                                                params.max_transaction_timeout_ms))}
+                                                params.max_transaction_timeout_ms, transactional_id, decision))}
 
 
 def report_order(row: dict[str, Any]) -> tuple[Any, ...]:
@@ -455,6 +489,7 @@ def analyze(
     params: SweepParams,
     stuck_coordinators: Iterable[Coordinator] = (),
     owners: Sequence[Ownership] = (),
+    decisions: Iterable[Decision] = (),
 ) -> Analysis:
     """The whole classification of the partitions the Spark side gathered."""
     replica_list = list(replicas)
@@ -466,7 +501,7 @@ def analyze(
         leaders=leader_table,
         late=late,
         divergence=diverged,
-        verdicts=verdicts(fresh, leader_table, late, diverged, coordinators, params, owners),
+        verdicts=verdicts(fresh, leader_table, late, diverged, coordinators, params, owners, decisions),
         stuck=stuck(stuck_coordinators, leader_table, fresh, params),
     )
 
@@ -537,4 +572,5 @@ OUTPUT_COLUMNS = [
     "source",
     "action",
     "commands",
+    "coordinator_decision",
 ]

@@ -13,6 +13,9 @@ classify.py judges - never the producer table itself.
    which of them named each last (find-hanging's last_known_transactional_id).
 4. Coordinator-side: the newest state of the ids caught in a Prepare state, or Ongoing at an exhausted
    epoch (few); their partitions join step 2's, so their leaders' open transactions are gathered too.
+5. The coordinators' decisions (PrepareCommit / PrepareAbort records, read from `__transaction_state`
+   segments and transaction-log text) of step 3's ids: few, collected to the driver, where classify.py
+   applies admin/decisions.py to each hanging row, as find-hanging does.
 
 Each step is one Spark job with one or two stages: Spark's per-stage cost, not the data, dominated
 when the classification itself ran as a dozen joins and windows.
@@ -27,8 +30,9 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
+from kafka_txn_tools.admin.decisions import PREPARE_COMMIT, Decision
 from kafka_txn_tools.admin.hanging import Ownership
-from kafka_txn_tools.models import EXHAUSTED_EPOCH, PREPARE_STATES
+from kafka_txn_tools.models import EXHAUSTED_EPOCH, PREPARE_STATES, TopicPartition
 from kafka_txn_tools.spark.classify import (
     MAX_LONG,
     TXN_KEY,
@@ -69,6 +73,7 @@ class Gathered:
     coordinators: list[Coordinator]  # newest state of the ids that named a late producer id
     stuck: list[Coordinator] = field(default_factory=list)  # newest state of the Prepare / exhausted ones
     owners: list[Ownership] = field(default_factory=list)  # every row naming a late producer id
+    decisions: list[Decision] = field(default_factory=list)  # every Prepare record of `coordinators`' ids
 
 
 def open_transactions(producers: DataFrame) -> DataFrame:
@@ -188,6 +193,20 @@ def stuck_states(transactions: DataFrame, limit: int = LITERAL_LIMIT) -> list[Co
     return [c for c in map(_coordinator, newest.where(caught).collect())]
 
 
+def coordinator_decisions(decisions: DataFrame, ids: Collection[str], limit: int = LITERAL_LIMIT) -> list[Decision]:
+    """Every PrepareCommit / PrepareAbort record read of the ids `ids`, as the coordinator's decisions; a record
+    read from several replicas of its `__transaction_state` partition counts once."""
+    rows = where_in(decisions, "transactional_id", ids, limit).collect()
+    return sorted({_decision(r) for r in rows}, key=lambda d: (d.transactional_id, d.txn_partition, d.offset))
+
+
+def _decision(row: Row) -> Decision:
+    return Decision(row["transactional_id"], row["state"] == PREPARE_COMMIT, row["producer_id"], row["producer_epoch"],
+                    frozenset(TopicPartition(p[0], p[1]) for p in row["partitions"] or () if p is not None),
+                    row["last_update_ms"], row["txn_partition"], row["offset"], row["prev_producer_id"],
+                    row["client_transaction_version"])
+
+
 def _coordinator(row: Row) -> Coordinator:
     parts = row["partitions"]
     return Coordinator(
@@ -204,10 +223,12 @@ def _coordinator(row: Row) -> Coordinator:
 
 
 def gather(
-    producers: DataFrame, transactions: DataFrame, params: SweepParams, limit: int = LITERAL_LIMIT
+    producers: DataFrame, transactions: DataFrame, params: SweepParams, limit: int = LITERAL_LIMIT,
+    decisions: DataFrame | None = None,
 ) -> Gathered:
-    """The small sets of one sweep, in at most six Spark jobs (two when nothing is late or stuck).
-    `producers` and `transactions` are the raw tables read by ingest."""
+    """The small sets of one sweep, in at most seven Spark jobs (two when nothing is late or stuck).
+    `producers` and `transactions` are the raw tables read by ingest; `decisions` its Prepare records (None:
+    the inputs hold none)."""
     buckets = open_summary(open_transactions(producers), params).collect()
     histogram = {r["bucket"]: int(r["count"]) for r in buckets}
     late = [t for r in buckets for t in r["late"]]
@@ -220,6 +241,8 @@ def gather(
     replicas = replica_states(producers, keys, limit).collect()
     late_pids = {t["producer_id"] for t in late} - {None}
     coordinators, owners = coordinator_states(transactions, late_pids, limit) if late_pids else ([], [])
+    ids = {c.transactional_id for c in coordinators}
+    decided = coordinator_decisions(decisions, ids, limit) if decisions is not None and ids else []
     return Gathered(
         age_histogram=histogram,
         open_rows=[o for r in replicas for o in _open_rows(r)],
@@ -227,4 +250,5 @@ def gather(
         coordinators=coordinators,
         stuck=stuck,
         owners=owners,
+        decisions=decided,
     )

@@ -118,11 +118,14 @@ def _logdir_task(item: tuple[str, str, int, int]) -> Iterator[tuple[str, tuple[A
 def _text_task(path: str) -> Iterator[tuple[str, tuple[Any, ...]]]:
     from kafka_txn_tools.dumps.dump_log_text import parse_dump_log_text
 
-    producers, coordinators = parse_dump_log_text(path)
+    decisions: list[dict[str, Any]] = []
+    producers, coordinators = parse_dump_log_text(path, decisions=decisions)
     for row in producers:
         yield dschema.PRODUCERS, row_tuple(dschema.PRODUCERS, row)
     for row in coordinators:
         yield dschema.TRANSACTIONS, row_tuple(dschema.TRANSACTIONS, row)
+    for row in decisions:
+        yield dschema.DECISIONS, row_tuple(dschema.DECISIONS, row)
 
 
 # --- readers -------------------------------------------------------------------------------------
@@ -141,6 +144,9 @@ class Ingested:
     scan_for_capture: list[DataFrame]
     # Producer row count from dump manifests, when every input is a dump that has one.
     known_producer_rows: int | None = None
+    # The PrepareCommit / PrepareAbort records of the `__transaction_state` segments and transaction-log text
+    # read (dumps/schema.py's `decisions`); None: no input holds such records (a dump has none).
+    decisions: DataFrame | None = None
 
 
 def _empty(spark: SparkSession, kind: str) -> DataFrame:
@@ -158,19 +164,19 @@ def _read_dump(spark: SparkSession, spec: InputSpec, kind: str) -> DataFrame:
     return reader.option("mode", "FAILFAST").json([str(f) for f in files])
 
 
-def _from_tasks(spark: SparkSession, rdd: Any) -> tuple[DataFrame, DataFrame]:
-    rdd = rdd.cache()  # both tables come from one read of the files
-    producers = spark.createDataFrame(
-        rdd.filter(lambda kv: kv[0] == dschema.PRODUCERS).map(lambda kv: kv[1]), spark_schema(dschema.PRODUCERS)
-    )
-    transactions = spark.createDataFrame(
-        rdd.filter(lambda kv: kv[0] == dschema.TRANSACTIONS).map(lambda kv: kv[1]),
-        spark_schema(dschema.TRANSACTIONS),
-    )
-    return producers, transactions
+Frames = tuple["DataFrame", "DataFrame", "DataFrame"]  # producers, transactions, decisions
 
 
-def _read_logdirs(spark: SparkSession, specs: Sequence[InputSpec]) -> tuple[DataFrame, DataFrame] | None:
+def _from_tasks(spark: SparkSession, rdd: Any) -> Frames:
+    rdd = rdd.cache()  # every table comes from one read of the files
+
+    def table(kind: str) -> DataFrame:
+        return spark.createDataFrame(rdd.filter(lambda kv: kv[0] == kind).map(lambda kv: kv[1]), spark_schema(kind))
+
+    return table(dschema.PRODUCERS), table(dschema.TRANSACTIONS), table(dschema.DECISIONS)
+
+
+def _read_logdirs(spark: SparkSession, specs: Sequence[InputSpec]) -> Frames | None:
     from kafka_txn_tools.dumps.logdir import list_partition_dirs
 
     items = [(d.path, d.topic, d.partition, d.broker_id) for s in specs for d in list_partition_dirs(s.path)]
@@ -180,7 +186,7 @@ def _read_logdirs(spark: SparkSession, specs: Sequence[InputSpec]) -> tuple[Data
     return _from_tasks(spark, spark.sparkContext.parallelize(items, slices).flatMap(_logdir_task))
 
 
-def _read_texts(spark: SparkSession, specs: Sequence[InputSpec]) -> tuple[DataFrame, DataFrame] | None:
+def _read_texts(spark: SparkSession, specs: Sequence[InputSpec]) -> Frames | None:
     paths = [s.path for s in specs]
     if not paths:
         return None
@@ -203,6 +209,7 @@ def read_inputs(spark: SparkSession, paths: Sequence[str]) -> Ingested:
     producers: list[DataFrame] = []
     transactions: list[DataFrame] = []
     errors: list[DataFrame] = []
+    decisions: list[DataFrame] = []
     known_capture: list[int] = []
     known_brokers: set[int] = set()
     scan: list[DataFrame] = []
@@ -231,6 +238,7 @@ def read_inputs(spark: SparkSession, paths: Sequence[str]) -> Ingested:
         if found is not None:
             producers.append(found[0])
             transactions.append(found[1])
+            decisions.append(found[2])
             scan += [
                 found[0].select("capture_time_ms", "broker_id"),
                 found[1].select("capture_time_ms", found[1]["coordinator_id"].alias("broker_id")),
@@ -244,4 +252,5 @@ def read_inputs(spark: SparkSession, paths: Sequence[str]) -> Ingested:
         known_brokers=sorted(known_brokers),
         scan_for_capture=scan,
         known_producer_rows=None if None in manifest_rows else sum(r or 0 for r in manifest_rows),
+        decisions=_union(decisions, _empty(spark, dschema.DECISIONS)) if decisions else None,
     )

@@ -6,7 +6,8 @@
 
 Outputs in DIR: late_transactions/ (Parquet), late_transactions.csv, replica_divergence.csv,
 stuck_transactions.json (coordinator-side, find-hanging's rows of kind "coordinator"), summary.json,
-abort-plan.yaml, report.html. The producer table is only scanned by executors; the
+abort-plan.yaml (every hanging transaction but those their coordinator committed, which summary.json's
+left_out_of_plan lists with their `kafka-txn commit`), report.html. The producer table is only scanned by executors; the
 driver gets the small sets gather.py reduces it to (the partitions with late transactions, their
 replicas and open transactions, the coordinator rows that concern them) and judges them in
 classify.py.
@@ -85,6 +86,8 @@ def _cell(value: Any) -> Any:
     """A CSV cell: none is empty; a list (the commands) one item a line, so each line is a whole command."""
     if value is None:
         return ""
+    if isinstance(value, dict):  # the coordinator's decision
+        return json.dumps(value, sort_keys=True)
     return "\n".join(map(str, value)) if isinstance(value, list) else value
 
 
@@ -106,10 +109,30 @@ def _plan(rows: Sequence[dict[str, Any]], now: int, timeout: int, cluster_id: st
             commands=list(r.get("commands") or []),
         )
         for r in rows
-        if r["verdict"] == "hanging"  # never late-but-live ones, never unverified ones
+        # Never late-but-live ones, never unverified ones; nor one its coordinator committed: its end is
+        # `kafka-txn commit` (its row's command), and abort would refuse it, holding back the whole plan.
+        if r["verdict"] == "hanging" and not committed(r)
     ]
     return AbortPlan(entries=entries, as_of_ms=now, max_transaction_timeout_ms=timeout, cluster_id=cluster_id,
                      capture_time_ms=capture_ms)
+
+
+def committed(row: dict[str, Any]) -> bool:
+    from kafka_txn_tools.spark.classify import committed as decided_commit
+
+    return decided_commit(row)
+
+
+def left_out_of_plan(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The hanging transactions the plan leaves out, each with why and the commands that end them instead."""
+    return [{"topic": r["topic"], "partition": r["partition"], "start_offset": r["start_offset"],
+             "producer_id": r["producer_id"], "transactional_id": r["transactional_id"],
+             "why": (f"its coordinator committed {r['transactional_id']!r} with this partition (PrepareCommit at "
+                     f"__transaction_state-{r['coordinator_decision']['transaction_state_partition']} offset "
+                     f"{r['coordinator_decision']['offset']}): an abort would discard records the application was "
+                     "told were committed, and abort --plan would refuse it; end it with kafka-txn commit"),
+             "commands": list(r.get("commands") or [])}
+            for r in rows if committed(r)]
 
 
 def plan_cluster_id(specs: Sequence[Any]) -> str | None:
@@ -186,9 +209,9 @@ def run_sweep(
             params = replace(params, max_prepare_ms=max_prepare_ms)
         params = replace(params, invocation=origin.invocation)
         # Spark reduces the inputs to the few partitions that matter; the verdicts are plain Python.
-        gathered = gather(ingested.producers, ingested.transactions, params)
+        gathered = gather(ingested.producers, ingested.transactions, params, decisions=ingested.decisions)
         analysis = C.analyze(gathered.open_rows, gathered.replicas, gathered.coordinators, params, gathered.stuck,
-                             gathered.owners)
+                             gathered.owners, gathered.decisions)
         trends = history_trends(session, history, now) if history is not None else None
         return _write_outputs(Path(out_dir), ingested, params, as_of_ms is not None, brokers, gathered, analysis,
                               origin, capture, trends)
@@ -222,6 +245,10 @@ def _result_schema() -> Any:
         "leader_broker_id": pa.int32(),
         "action": pa.string(),
         "commands": pa.list_(pa.string()),
+        "coordinator_decision": pa.struct([
+            ("outcome", pa.string()), ("transactional_id", pa.string()), ("producer_id", pa.int64()),
+            ("producer_epoch", pa.int32()), ("decided_ms", pa.int64()), ("transaction_state_partition", pa.int32()),
+            ("offset", pa.int64())]),
     }
     from kafka_txn_tools.spark.classify import OUTPUT_COLUMNS
 
@@ -286,6 +313,7 @@ def _write_outputs(
         "cluster_id": origin.cluster_id,
         "cluster": origin.to_json(),
         "apply_plan": apply_plan_commands(out / "abort-plan.yaml", origin) if plan.entries else [],
+        "left_out_of_plan": left_out_of_plan(rows),
         "max_transaction_timeout_ms": params.max_transaction_timeout_ms,
         "max_prepare_time_ms": params.max_prepare_ms,
         "include_late": params.include_late,

@@ -116,6 +116,7 @@ FINDING_DETAILS = [
     ("leader", "leader_broker_id"), ("leader inferred", "leader_inferred"), ("open on brokers", "open_on_brokers"),
     ("late by the broker metric's rule", "metric_late"), ("replica divergence", "divergence"),
     ("missing on brokers", "missing_on_brokers"), ("snapshot offset", "snapshot_offset"), ("read from", "source"),
+    ("coordinator's decision", "coordinator_decision"),
 ]
 STUCK_HEADERS = ["Transactional id", "State", "Reason", "Producer", "In this state"]
 STUCK_DETAILS = [
@@ -133,6 +134,8 @@ def _value(key: str, value: Any) -> str:
         return _duration(value)
     if isinstance(value, list):
         return ", ".join(_value(key, v) if not isinstance(v, dict) else _pairs(v) for v in value)
+    if isinstance(value, dict):
+        return _pairs(value)
     return str(value)
 
 
@@ -205,11 +208,14 @@ def _apply(summary: Mapping[str, Any], found: bool) -> str:
     """How to act on the whole sweep: the plan's commands, or, with no cluster known, what to add (in prose: a
     command line without a cluster would be refused as printed)."""
     commands = summary.get("apply_plan") or []
+    left = _left_out(summary)
     if commands:
         lines = "".join(f"<pre><code>{escape(c)}</code></pre>" for c in commands)
         return ("<p>Instead of each row's commands, the abort plan ends every hanging transaction below at once: each "
                 "entry is checked against the live cluster first, then all are written or none (the first command "
-                f"writes nothing).</p>{lines}")
+                f"writes nothing).</p>{lines}{left}")
+    if left:
+        return left
     if not found or (summary.get("cluster") or {}).get("reaches_cluster"):
         return ""
     # The plan by its name, next to this page: the same inputs give the same page wherever it is written.
@@ -217,6 +223,17 @@ def _apply(summary: Mapping[str, Any], found: bool) -> str:
             "Sweep again with -b/--bootstrap-server, --profile or --command-config to have them shown, or check "
             "abort-plan.yaml (next to this page) with abort --plan and --dry-run plus your cluster's connection "
             "options, then apply it without --dry-run.</p>")
+
+
+def _left_out(summary: Mapping[str, Any]) -> str:
+    """The hanging transactions the abort plan leaves out (their coordinator committed them), why, and their
+    commands."""
+    items = []
+    for left in summary.get("left_out_of_plan") or []:
+        lines = "".join(f"<pre><code>{escape(c)}</code></pre>" for c in left.get("commands") or [])
+        items.append(f"<li>{escape(str(left['topic']))}-{escape(str(left['partition']))} producer "
+                     f"{escape(str(left['producer_id']))}: {escape(str(left['why']))}{lines}</li>")
+    return f"<p>Not in the abort plan:</p><ul>{''.join(items)}</ul>" if items else ""
 
 
 def _cards(summary: Mapping[str, Any]) -> str:

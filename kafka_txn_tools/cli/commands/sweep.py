@@ -177,6 +177,9 @@ def _next_steps(result: Any) -> str:
         # The plan's commands end what the rows' commands end: one way or the other, never both.
         lines += ["or instead, all at once by the abort plan (checked first, all or nothing):", "  run:",
                   *(f"    {c}" for c in result.summary["apply_plan"])]
+    for left in result.summary.get("left_out_of_plan") or []:
+        lines += [f"not in the abort plan: {left['topic']}-{left['partition']} producer {left['producer_id']}: "
+                  f"{left['why']}", *(["  run:"] if left["commands"] else []), *(f"    {c}" for c in left["commands"])]
     return "\n" + "\n".join(lines) + "\n" if lines else ""
 
 

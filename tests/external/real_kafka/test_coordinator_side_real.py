@@ -26,6 +26,7 @@ from typing import Any
 from kafka_txn_broker.testing.raw_client import RawKafkaClient
 from kafka_txn_broker.testing.scenarios import _retry as retried
 from tests.e2e.cli_support import invoke_printed, kafka_transactions, kafka_txn
+from tests.external.real_kafka.sweep_of_a_commit import sweep_agrees_with_find_hanging
 from tests.support.real_kafka import KafkaCluster, UpstreamTool
 from tests.support.real_kafka.staging import Release, offsets, ready_topic, warm_up
 
@@ -94,6 +95,7 @@ def test_a_commit_with_a_leader_down_completes_without_its_marker_and_hangs_that
     assert (decision["outcome"], decision["transactional_id"], decision["producer_id"]) == (
         "commit", txn_id, pe.producer_id)
     assert [c.split()[1] for c in row["commands"]] == ["commit"]
+    sweep_agrees_with_find_hanging(cluster, topic, row)  # the sweep of its log dirs: the same row and command
     theirs = upstream.run("--bootstrap-server", bs, "find-hanging", "--topic", topic, "--max-transaction-timeout",
                           "0")
     assert theirs.returncode == 0, theirs.stderr

@@ -83,6 +83,16 @@ def test_transaction_log_4_0_json_numbers_and_names():
         "PrepareCommit", 4, [{"topic": "a-b", "partition": 1}])
 
 
+def test_transaction_log_4_0_prepare_records_are_the_coordinators_decisions():
+    decisions: list[dict] = []
+    dlt.parse_dump_log_text(FIXTURES / "txnlog-4.0.txt", broker_id=1, capture_time_ms=5, decisions=decisions)
+    assert decisions == [{
+        "coordinator_id": 1, "transactional_id": "named", "state": "PrepareCommit", "producer_id": 13,
+        "producer_epoch": 4, "prev_producer_id": -1, "client_transaction_version": 0,
+        "partitions": [{"topic": "a-b", "partition": 1}], "last_update_ms": 1700000006990, "txn_partition": 30,
+        "offset": 2}]
+
+
 def test_not_dump_log_output(tmp_path):
     other = tmp_path / "notes.txt"
     other.write_text("hello\n")

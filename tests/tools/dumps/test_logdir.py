@@ -129,6 +129,32 @@ def test_coordinator_rows_from_transaction_state(tmp_path):
     }]
 
 
+def test_prepare_records_of_transaction_state_are_the_coordinators_decisions(tmp_path):
+    """Every PrepareCommit / PrepareAbort record, not only each id's newest: the newest here is CompleteCommit."""
+    pdir = tmp_path / "node-4" / "__transaction_state-33"
+    pdir.mkdir(parents=True)
+    parts = (("orders", 7), ("orders", 8))
+
+    def rec(offset, state, epoch, ps=parts):
+        m = txlog.TxnMetadata("app", 2000, epoch, 60_000, state, ps, T0 + offset, T0 - 10, client_transaction_version=2)
+        return txlog.TxnLogRecord(offset, T0 + offset, "app", m)
+
+    txlog.write_segment(pdir / "00000000000000000000.log",
+                        [rec(0, "Ongoing", 3), rec(1, "PrepareCommit", 4), rec(2, "CompleteCommit", 4, ()),
+                         rec(3, "Ongoing", 4), rec(4, "PrepareAbort", 5), rec(5, "CompleteAbort", 5, ())], version=1)
+    decisions: list[dict] = []
+    _, coordinators = logdir.read_tree(tmp_path, capture_time_ms=T0 + 9, decisions=decisions)
+    assert [c["state"] for c in coordinators] == ["CompleteAbort"]
+    assert [(d["state"], d["producer_epoch"], d["offset"], d["txn_partition"], d["coordinator_id"],
+             d["client_transaction_version"]) for d in decisions] == [
+        ("PrepareCommit", 4, 1, 33, 4, 2), ("PrepareAbort", 5, 4, 33, 4, 2)]
+    assert decisions[0]["partitions"] == [{"topic": "orders", "partition": 7}, {"topic": "orders", "partition": 8}]
+    assert decisions[0]["last_update_ms"] == T0 + 1
+    # What Spark tasks yield: the same rows, as their own kind.
+    [txn_dir] = logdir.list_partition_dirs(tmp_path)
+    assert [row for kind, row in logdir.read_partition(txn_dir, T0 + 9) if kind == "decisions"] == decisions
+
+
 @pytest.mark.parametrize(("name", "expected"), [
     ("orders-3", ("orders", 3)),
     ("events-000-12", ("events-000", 12)),
