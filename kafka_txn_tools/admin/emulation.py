@@ -101,7 +101,7 @@ def with_upgrades(client: AdminClient, rows: list[StuckTransaction], invocation:
     """`rows`, with `kafka-txn broker upgrade` as a command where the remaining step is an upgrade and the
     brokers emulate that bug for the row's transactional id (find-hanging and describe alike). The brokers are
     asked only when some row's remedy is an upgrade."""
-    from kafka_txn_tools.admin.coordinator_rules import with_upgrade_command
+    from kafka_txn_tools.admin.coordinator_advice import with_upgrade_command
 
     if not any(r.upgrade_for for r in rows):
         return rows

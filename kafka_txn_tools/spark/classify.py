@@ -79,10 +79,9 @@ from kafka_txn_tools.admin.hanging import (
     Ownership,
     judge,
     last_known_owner,
-    partition_action,
-    partition_commands,
     reason_against,
 )
+from kafka_txn_tools.admin.partition_advice import partition_action, partition_commands
 from kafka_txn_tools.admin.transaction_state import CLOCK_SLACK_MS
 from kafka_txn_tools.models import (
     DEAD_STATE,

@@ -30,7 +30,8 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "hanging",
         "find-hanging's and the sweep's rules",
-        (Source("kafka_txn_tools/admin/hanging.py"), Source("kafka_txn_tools/spark/classify.py")),
+        (Source("kafka_txn_tools/admin/hanging.py"), Source("kafka_txn_tools/admin/partition_advice.py"),
+         Source("kafka_txn_tools/spark/classify.py")),
         ("tests/tools/test_hanging_rules.py", "tests/tools/test_hanging_reason_order.py",
          "tests/tools/admin/test_hanging.py", "tests/tools/admin/test_hanging_boundaries.py",
          "tests/tools/admin/test_hanging_coordinator_texts.py",

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kafka_txn_tools.admin import advice, dependent_rows, emulation, fence, hanging
+from kafka_txn_tools.admin import (
+    advice,
+    coordinator_advice,
+    dependent_rows,
+    emulation,
+    fence,
+    hanging,
+    partition_advice,
+)
 from kafka_txn_tools.admin import coordinator_rules as rules
 from kafka_txn_tools.admin.coordinator_rules import CoordinatorTxn, LeaderView
 from kafka_txn_tools.admin.share_pending import ShareHold
@@ -131,11 +139,12 @@ def test_force_terminate_does_not_promise_a_timeout_abort_at_the_last_epoch() ->
 
 # ---- share staging: the fence, not words -------------------------------------------------------------------
 def test_a_late_staging_of_share_acknowledgements_prints_its_fence() -> None:
-    assert hanging.partition_commands(HangingReason.LATE, STATE, 3, INV, transactional_id="app") == (FENCE,)
-    assert "force-terminate" not in hanging.partition_action(HangingReason.LATE, STATE, 3, "app").split(": ")[0]
-    assert hanging.partition_action(HangingReason.LATE, STATE, 3, "app").startswith("end it now with the command")
+    assert partition_advice.partition_commands(HangingReason.LATE, STATE, 3, INV, transactional_id="app") == (FENCE,)
+    action = partition_advice.partition_action(HangingReason.LATE, STATE, 3, "app")
+    assert "force-terminate" not in action.split(": ")[0]
+    assert action.startswith("end it now with the command")
     # elsewhere a late row still waits for its owner
-    assert hanging.partition_commands(HangingReason.LATE, ORDERS, 3, INV, transactional_id="app") == (
+    assert partition_advice.partition_commands(HangingReason.LATE, ORDERS, 3, INV, transactional_id="app") == (
         "kafka-txn find-hanging --topic orders --partition 1 --watch --count-held --bootstrap-server b:9092",)
 
 
@@ -157,17 +166,17 @@ def test_the_upgrade_goes_where_it_takes_effect() -> None:
                                           {ORDERS: LeaderView(0, producer=producer(10, 4, 2_000, epoch=32767))},
                                           NOW, MIN, invocation=INV)
     assert exhausted is not None
-    upgraded = rules.with_upgrade_command(exhausted, UPGRADE)
+    upgraded = coordinator_advice.with_upgrade_command(exhausted, UPGRADE)
     assert upgraded.commands == (*exhausted.commands, UPGRADE)  # free the LSO now, then the fixed coordinator
     assert upgraded.action.startswith(exhausted.action) and "its upgrade is the last command below" in upgraded.action
-    assert rules.with_upgrade_command(upgraded, UPGRADE) == upgraded
+    assert coordinator_advice.with_upgrade_command(upgraded, UPGRADE) == upgraded
     rejected = replace(exhausted, upgrade_for="KAFKA-19999", commands=("kafka-txn move-coordinator x",),
                        action="remaining step: a broker upgrade. ...")
-    again = rules.with_upgrade_command(rejected, UPGRADE)
+    again = coordinator_advice.with_upgrade_command(rejected, UPGRADE)
     assert again.commands == (UPGRADE, "kafka-txn move-coordinator x")  # the fixed leaders, then the move
     assert again.action.startswith("remaining step: a broker upgrade.")
     none = replace(exhausted, upgrade_for=None)
-    assert rules.with_upgrade_command(none, UPGRADE) == none
+    assert coordinator_advice.with_upgrade_command(none, UPGRADE) == none
 
 
 def test_the_remaining_step_of_markers_rejected_after_a_move_is_the_kafka_19999_upgrade() -> None:

@@ -7,7 +7,7 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_txn_tools.admin import advice, hanging
+from kafka_txn_tools.admin import advice, hanging, partition_advice
 from kafka_txn_tools.admin import coordinator_rules as rules
 from kafka_txn_tools.models import (
     HangingReason,
@@ -203,19 +203,19 @@ def test_epoch_exhaustion_says_upgrade_and_how_to_free_each_lso() -> None:
 def test_partition_actions_say_exactly_what_to_do() -> None:
     tp = TopicPartition("orders", 3)
     inv = advice.Invocation("kafka-1:9092")
-    assert hanging.partition_action(HangingReason.NO_TRANSACTIONAL_ID, tp, 50, None).startswith("abort it")
-    assert hanging.partition_commands(HangingReason.NO_TRANSACTIONAL_ID, tp, 50, inv) == (
+    assert partition_advice.partition_action(HangingReason.NO_TRANSACTIONAL_ID, tp, 50, None).startswith("abort it")
+    assert partition_advice.partition_commands(HangingReason.NO_TRANSACTIONAL_ID, tp, 50, inv) == (
         "kafka-txn abort --topic orders --partition 3 --start-offset 50 --bootstrap-server kafka-1:9092",)
     # Live ones: no write (their coordinator, or their external manager, ends them); the command waits for it.
     watch = ("kafka-txn find-hanging --topic orders --partition 3 --watch --count-held "
              "--bootstrap-server kafka-1:9092",)
-    assert hanging.partition_action(HangingReason.LATE, tp, 50, "app").startswith("wait")
-    assert hanging.partition_commands(HangingReason.LATE, tp, 50, inv) == watch
-    two_pc = hanging.partition_action(HangingReason.PREPARED_2PC, tp, 50, "app")
+    assert partition_advice.partition_action(HangingReason.LATE, tp, 50, "app").startswith("wait")
+    assert partition_advice.partition_commands(HangingReason.LATE, tp, 50, inv) == watch
+    two_pc = partition_advice.partition_action(HangingReason.PREPARED_2PC, tp, 50, "app")
     assert two_pc.startswith("held by its external transaction manager") and "--force" in two_pc
-    assert hanging.partition_commands(HangingReason.PREPARED_2PC, tp, 50, inv) == watch
+    assert partition_advice.partition_commands(HangingReason.PREPARED_2PC, tp, 50, inv) == watch
     # A scan with its own threshold: the watch repeats it, exactly, so that it sees the row the scan saw.
-    assert hanging.partition_commands(HangingReason.LATE, tp, 50, inv, 90_500) == (
+    assert partition_advice.partition_commands(HangingReason.LATE, tp, 50, inv, 90_500) == (
         "kafka-txn find-hanging --topic orders --partition 3 --max-transaction-timeout 90500ms --watch --count-held "
         "--bootstrap-server kafka-1:9092",)
 
