@@ -110,6 +110,18 @@ class SoakFailure(AssertionError):
     pass
 
 
+def close_all(producers: list[Producer], timeout_s: float = 30.0) -> None:
+    """Close every Producer the soak made, the replaced ones too (a client is closed, not dropped), side by side
+    while the broker still runs: close() aborts what a producer left open and flushes; one stuck on a dead
+    connection is left after `timeout_s` (the run's client check then names it)."""
+    threads = [threading.Thread(target=p.close, daemon=True) for p in producers]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + timeout_s
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+
+
 class Worker(threading.Thread):
     """One transactional producer: transactions back to back while the load runs; parks when paused."""
 
@@ -124,12 +136,14 @@ class Worker(threading.Thread):
         self.inits = 0
         self.errors: Counter[str] = Counter()
         self.samples: dict[str, str] = {}  # one message per error name, for the report
+        self.made: list[Producer] = []  # every Producer it made, closed when the soak ends (close_all)
 
     def _new_producer(self) -> Producer | None:
         cfg = self.soak.config
         p = Producer({"bootstrap.servers": self.soak.bootstrap, "transactional.id": f"soak-{self.index}",
                       "transaction.timeout.ms": cfg.txn_timeout_ms, "linger.ms": 2,
                       "message.timeout.ms": cfg.txn_timeout_ms, **QUIET})
+        self.made.append(p)
         try:
             p.init_transactions(15)
         except KafkaException as exc:
@@ -260,6 +274,7 @@ class CrashSoak:
             self.running.set()
             for w in self.workers:
                 w.join(30)
+            close_all([p for w in self.workers for p in w.made])
             if self.broker.proc is not None and self.broker.proc.poll() is None:
                 self.broker.terminate()
         return self.reports

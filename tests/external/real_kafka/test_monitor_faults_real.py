@@ -59,12 +59,22 @@ def stage(bootstrap: str) -> tuple[list[Hang], int]:
     """Hangs on partitions 0 and 1 (led by different brokers) from a producer whose coordinator leads 0."""
     warm_up(bootstrap)
     topic = ready_topic(bootstrap, f"monkill-{uuid.uuid4().hex[:6]}", PARTITIONS, replication_factor=3)
+    preferred_leaders(bootstrap)  # the folder's cluster: an earlier test's restart may have left one broker leading
+    # none of `__transaction_state` (a coordinator of nothing)
     victim = placement(bootstrap, topic, 0)[0]
     assert placement(bootstrap, topic, 1)[0] != victim
     with RawKafkaClient(bootstrap) as client:
         txn_id = next(t for t in (f"monkill-{uuid.uuid4().hex[:8]}" for _ in range(200))
                       if client.transaction_coordinator(t) == victim)
     return stage_hangs(bootstrap, topic, [0, 1], txn_id), victim
+
+
+def preferred_leaders(bootstrap: str) -> None:
+    """A preferred leader election over every partition (librdkafka's ElectLeaders): each broker leads again
+    what it was assigned to lead."""
+    admin = CAdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    with contextlib.suppress(KafkaException):  # partitions already led by their preferred replica
+        admin.elect_leaders(ElectionType.PREFERRED, None).result(timeout=60)
 
 
 def total(text: str, name: str, **labels: str) -> float:
