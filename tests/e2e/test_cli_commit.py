@@ -98,6 +98,8 @@ def test_dry_run_and_the_refused_abort_write_nothing(staged: Staged) -> None:
         assert refused.code == exit_codes.ERROR, refused.out + refused.err
         assert "would discard records the application was told were committed" in refused.err
         assert staged.offsets() == before
+    # Upstream's syntax names the commit too, exactly as find-hanging prints it (our front end's own difference).
+    assert f"To commit it, as its coordinator decided: {staged.printed()}. To abort it anyway: " in refused.err
 
 
 def test_the_printed_commit_writes_the_marker_once_and_every_attempt_is_audited(staged: Staged) -> None:

@@ -215,6 +215,7 @@ def cmd_abort(ns: argparse.Namespace, out: IO[str], err: IO[str]) -> None:
 def _refuse_unsafe(ns: argparse.Namespace, item: AbortItem, unchecked: list[str]) -> None:
     """Stop, in upstream's words, on anything but a validated abort that is safe to write. Exit 1 for what
     live state refuses (nothing to abort there: upstream's code for it too), 2 for malformed input."""
+    from kafka_txn_tools.admin import advice
     from kafka_txn_tools.admin.abort_batch import AbortResult
     from kafka_txn_tools.errors import Refused, UsageError
 
@@ -240,8 +241,11 @@ def _refuse_unsafe(ns: argparse.Namespace, item: AbortItem, unchecked: list[str]
         if unchecked:
             reason = "it cannot be validated: " + "; ".join(unchecked)
         item.settle(AbortResult.REFUSED, reason)
-        raise UpstreamExit(f"Refusing to abort the transaction on partition {tp}: {reason}. To abort it anyway: "
-                           f"{_override(ns, item)}")
+        start = item.check.spec.start_offset
+        commit = (f"To commit it, as its coordinator decided: {advice.commit(_invocation(ns), tp, start)}. "
+                  if item.check.committed_by is not None and start is not None else "")
+        raise UpstreamExit(f"Refusing to abort the transaction on partition {tp}: {reason}. {commit}To abort it "
+                           f"anyway: {_override(ns, item)}")
 
 
 def _audit(log: AuditLog, cluster: str, item: AbortItem) -> None:
