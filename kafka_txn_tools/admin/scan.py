@@ -469,12 +469,13 @@ def _read_transaction_state(client: ScanClient, txn_meta: ClusterInfo, orphans: 
     since += [v.candidate.producer.last_timestamp_ms - options.max_timeout_ms - LATE_TRANSACTION_BUFFER_MS
               for v in orphans]
     since += [v.candidate.producer.last_timestamp_ms for v in decidable]
+    ids = {*(d.transactional_id for d in found), *(v.transactional_id for v in decidable if v.transactional_id)}
     partitions = None
     if not orphans:
         count = stuck.txn_partition_count(txn_meta)
-        ids = [*(d.transactional_id for d in found), *(v.transactional_id for v in decidable if v.transactional_id)]
         partitions = transaction_state.partitions_of(ids, count) if count else set()
-    log = transaction_state.read(client, partitions, min(since) - CLOCK_SLACK_MS, txn_meta=txn_meta)
+    log = transaction_state.read(client, partitions, min(since) - CLOCK_SLACK_MS, txn_meta=txn_meta, ids=ids,
+                                 owners=bool(orphans))
     report.notes += log.notes
     return log
 

@@ -12,7 +12,11 @@ find-hanging reads it only when it has a question for it, and only the partition
 
 Each partition is read from the first record stamped at or after `since_ms` (ListOffsets by time: the
 coordinator stamps its records when it writes them) to the high watermark, at most `max_bytes` in all
-(split evenly, at least MIN_PARTITION_BYTES each); a partition cut short is named in `truncated`. Records
+(split evenly, at least MIN_PARTITION_BYTES each); a partition cut short is named in `truncated`. What is
+kept of it is what the questions need, not the log: states and decisions only of the transactional ids
+asked about (`ids`), and ownership only when asked for (`owners`), one entry per (id, producer id). A
+hanging transaction is old, so its read starts far back; an id sharing its partition with busy producers
+would otherwise leave every one of their records in memory (a monitor re-reads it every scan). Records
 are decoded with Kafka's format (kafka_txn_broker.formats.transaction_log, through dumps/), as the sweep
 decodes them from copied segments. A principal without READ on the internal topic gets notes, not errors:
 the verdicts then use what DescribeTransactions gives (admin/hanging.py explains the lower bound).
@@ -20,7 +24,7 @@ the verdicts then use what DescribeTransactions gives (admin/hanging.py explains
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC, partition_for
@@ -52,12 +56,17 @@ class StateRecord:
 @dataclass
 class TxnStateRead:
     latest: dict[str, StateRecord] = field(default_factory=dict)
-    owners: list[Ownership] = field(default_factory=list)
+    owned: dict[tuple[str, int], int] = field(default_factory=dict)  # (id, producer id) -> newest time named
     decisions: list[Decision] = field(default_factory=list)  # every Prepare record read, in log order
     partitions: int = 0  # partitions read
     bytes: int = 0
     truncated: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def owners(self) -> list[Ownership]:
+        """The newest record naming each producer id under each transactional id (what last_known_owner needs)."""
+        return [Ownership(txn_id, pid, time_ms) for (txn_id, pid), time_ms in self.owned.items()]
 
     def entered(self, transactional_id: str, state: str, producer_id: int, producer_epoch: int
                 ) -> tuple[int | None, int | None]:
@@ -73,8 +82,10 @@ def partitions_of(transactional_ids: Iterable[str], count: int) -> set[int]:
 
 
 def read(client: ClusterApi, partitions: set[int] | None, since_ms: int, max_bytes: int = MAX_BYTES,
-         txn_meta: ClusterInfo | None = None) -> TxnStateRead:
-    """Read the given partitions of `__transaction_state` (None: all of them) from `since_ms` on.
+         txn_meta: ClusterInfo | None = None, ids: Collection[str] | None = None, owners: bool = False
+         ) -> TxnStateRead:
+    """Read the given partitions of `__transaction_state` (None: all of them) from `since_ms` on, keeping the
+    states and decisions of `ids` (None: of every id) and, with `owners`, who owned each producer id.
     `txn_meta`: metadata holding the topic's partitions, when the caller has it."""
     out = TxnStateRead()
     cluster = txn_meta if txn_meta is not None else client.metadata([TXN_TOPIC])
@@ -100,7 +111,7 @@ def read(client: ClusterApi, partitions: set[int] | None, since_ms: int, max_byt
         out.bytes += len(raw)
         if len(raw) >= per_partition:
             out.truncated.append(tp.partition)
-        _absorb(out, tp, raw)
+        _absorb(out, tp, raw, None if ids is None else frozenset(ids), owners)
     if out.truncated:
         out.notes.append(f"{TXN_TOPIC} partitions {_ranges(out.truncated)} were read only up to "
                          f"{per_partition >> 20} MiB each from the time looked for")
@@ -128,8 +139,8 @@ def decision_on(client: ClusterApi, transactional_id: str, tp: TopicPartition, p
         error = dict(meta.topic_errors).get(TXN_TOPIC, "no partitions")
         return DecisionRead(None, None, (f"{TXN_TOPIC} cannot be read ({error})",))
     home = partition_for(transactional_id, count)
-    log = read(client, {home}, producer.last_timestamp_ms - CLOCK_SLACK_MS, txn_meta=meta)
-    own = [d for d in log.decisions if d.transactional_id == transactional_id]
+    log = read(client, {home}, producer.last_timestamp_ms - CLOCK_SLACK_MS, txn_meta=meta, ids={transactional_id})
+    own = log.decisions
     found = decision_for(tp, producer.producer_id, producer.producer_epoch, producer.last_timestamp_ms, own,
                          CLOCK_SLACK_MS)
     return DecisionRead(found, home, tuple(log.notes))
@@ -139,8 +150,15 @@ def _note(error: ScanError) -> str:
     return f"{TXN_TOPIC}: {error.message}"
 
 
-def _absorb(out: TxnStateRead, tp: TopicPartition, raw: bytes) -> None:
-    for offset, coordinator_epoch, txn_id, meta, timestamp in decode(tp, raw):
+def _absorb(out: TxnStateRead, tp: TopicPartition, raw: bytes, ids: frozenset[str] | None, owners: bool) -> None:
+    only = None if owners or ids is None else ids.__contains__  # other ids' values need no decoding
+    for offset, coordinator_epoch, txn_id, meta, timestamp in decode(tp, raw, only):
+        if owners and meta is not None:
+            for pid in {meta.producer_id, meta.prev_producer_id, meta.next_producer_id}:
+                if pid >= 0 and out.owned.get((txn_id, pid), -1) < meta.last_update_ms:
+                    out.owned[txn_id, pid] = meta.last_update_ms
+        if ids is not None and txn_id not in ids:
+            continue
         if meta is None:
             held = out.latest.get(txn_id)
             pid, epoch = (held.producer_id, held.producer_epoch) if held is not None else (-1, -1)
@@ -148,9 +166,6 @@ def _absorb(out: TxnStateRead, tp: TopicPartition, raw: bytes) -> None:
             continue
         out.latest[txn_id] = StateRecord(txn_id, meta.state, meta.producer_id, meta.producer_epoch,
                                          meta.last_update_ms, coordinator_epoch, offset)
-        for pid in {meta.producer_id, meta.prev_producer_id, meta.next_producer_id}:
-            if pid >= 0:
-                out.owners.append(Ownership(txn_id, pid, meta.last_update_ms))
         if meta.state in DECIDING_STATES:
             out.decisions.append(decision(txn_id, meta, tp.partition, offset))
 
@@ -162,10 +177,11 @@ def decision(txn_id: str, meta: TxnMetadata, txn_partition: int, offset: int) ->
                     offset, meta.prev_producer_id, meta.client_transaction_version)
 
 
-def decode(tp: TopicPartition, raw: bytes) -> Iterator[tuple[int, int, str, TxnMetadata | None, int]]:
+def decode(tp: TopicPartition, raw: bytes, only: Callable[[str], bool] | None = None
+           ) -> Iterator[tuple[int, int, str, TxnMetadata | None, int]]:
     """(offset, coordinator epoch, transactional id, TxnMetadata or None for a tombstone, timestamp) of
-    every transaction-metadata record; other record types and undecodable values are skipped (a newer
-    broker's key versions are not ours to judge)."""
+    every transaction-metadata record (with `only`, of the ids it accepts); other record types and
+    undecodable values are skipped (a newer broker's key versions are not ours to judge)."""
     from kafka_txn_broker.formats.transaction_log import TransactionLogError, decode_key
     from kafka_txn_tools.batches import SegmentError, iter_batches
     from kafka_txn_tools.dumps.segments import decode_records
@@ -187,6 +203,8 @@ def decode(tp: TopicPartition, raw: bytes) -> Iterator[tuple[int, int, str, TxnM
                 continue
             try:
                 txn_id = decode_key(record.key)
+                if only is not None and not only(txn_id):
+                    continue
                 meta = None if record.value is None else decode_value(txn_id, record.value)
             except TransactionLogError:
                 continue

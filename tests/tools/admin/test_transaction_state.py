@@ -1,0 +1,66 @@
+"""What a read of `__transaction_state` keeps (admin/transaction_state.py): only what its questions need.
+
+A hanging transaction is old, so the read for its coordinator's decision starts far back; when its id shares a
+partition with busy transactional producers, each of their transactions adds four records (Ongoing, Prepare,
+Complete, and more with each partition added) to what is read. Kept whole, a monitor holding such a hang
+re-read and kept hundreds of megabytes each scan (tests/benchmarks/monitor_soak.py's 3-hour run).
+"""
+
+from __future__ import annotations
+
+from kafka_txn_tools.admin import transaction_state
+from kafka_txn_tools.dumps.transaction_log import TxnLogRecord, TxnMetadata
+from kafka_txn_tools.models import TopicPartition
+from tests.tools.admin.fakes import MIN, NOW, cluster, producer
+
+TP = TopicPartition("orders", 1)
+
+
+def record(offset: int, txn_id: str, pid: int, epoch: int, state: str, ts: int, prev_pid: int = -1) -> TxnLogRecord:
+    parts = () if state == "Empty" else (("orders", 1),)
+    meta = TxnMetadata(txn_id, pid, epoch, 60_000, state, parts, ts, ts - MIN, prev_producer_id=prev_pid)
+    return TxnLogRecord(offset, ts, txn_id, meta)
+
+
+def busy_partition(transactions: int) -> list[TxnLogRecord]:
+    """'app' (producer 7) decided to commit 20 minutes ago; 'busy' (producer 9) has committed `transactions`
+    transactions since, in the same `__transaction_state` partition."""
+    log = [record(0, "app", 7, 3, "Ongoing", NOW - 26 * MIN), record(1, "app", 7, 3, "PrepareCommit", NOW - 20 * MIN)]
+    for i in range(transactions):
+        ts = NOW - 19 * MIN + i
+        for state in ("Ongoing", "PrepareCommit", "CompleteCommit"):
+            log.append(record(len(log), "busy", 9, 0, state, ts))
+    log.append(record(len(log), "app", 8, 0, "Empty", NOW - MIN, prev_pid=7))  # 'app' moved on to producer 8
+    return log
+
+
+def test_a_read_for_one_id_keeps_that_ids_states_and_decisions_only() -> None:
+    c = cluster(internal=["__transaction_state"])
+    c.txn_log[0] = busy_partition(200)
+    read = transaction_state.read(c, {0}, NOW - 30 * MIN, ids={"app"})
+    assert [(d.transactional_id, d.commit, d.offset) for d in read.decisions] == [("app", True, 1)]
+    assert set(read.latest) == {"app"} and read.latest["app"].state == "Empty"
+    assert read.owned == {}  # not asked for
+
+
+def test_ownership_keeps_the_newest_record_per_id_and_producer_id() -> None:
+    c = cluster(internal=["__transaction_state"])
+    c.txn_log[0] = busy_partition(200)
+    read = transaction_state.read(c, {0}, NOW - 30 * MIN, ids=(), owners=True)
+    assert read.owned == {("app", 7): NOW - MIN, ("app", 8): NOW - MIN, ("busy", 9): NOW - 19 * MIN + 199}
+    assert read.decisions == [] and read.latest == {}
+
+
+def test_without_ids_every_id_is_kept() -> None:
+    c = cluster(internal=["__transaction_state"])
+    c.txn_log[0] = busy_partition(3)
+    read = transaction_state.read(c, {0}, NOW - 30 * MIN)
+    assert set(read.latest) == {"app", "busy"} and len(read.decisions) == 1 + 3
+
+
+def test_the_decision_on_a_hang_is_found_among_a_busy_partitions_records() -> None:
+    c = cluster(internal=["__transaction_state"])
+    home = transaction_state.partition_for("app", 3)
+    c.txn_log[home] = busy_partition(50)
+    found = transaction_state.decision_on(c, "app", TP, producer(7, 40, 25 * MIN, epoch=3))
+    assert found.home == home and found.decision is not None and found.decision.commit
