@@ -12,7 +12,7 @@ The monitor runs as it does in production (`kafka-txn monitor`, a child process,
 second half of the run (after warm-up), in MB per hour, and the incidents it recorded. The goal is flat.
 
     python tests/benchmarks/monitor_soak.py [--duration 3600] [--hang-every 60] [--hang-for 20]
-        [--reuse-topics N | --delete-topics] [--tracemalloc [--frames 12] [--warmup S]]
+        [--reuse-topics N | --delete-topics] [--tracemalloc [--frames 12] [--warmup S]] [--progress S]
 
 The long run docs/monitor.md asks for (3 hours, the hangs rotating over 4 topics, the heap traced after an
 hour of warm-up; goal: under 0.1 MB an hour once the bounded parts are full):
@@ -29,7 +29,8 @@ from a leak:
 `--tracemalloc` runs the monitor under tests/benchmarks/traced_command.py: tracing from the start, a
 baseline snapshot after --warmup seconds (default a third of the run), another at the end, and the
 allocation sites that grew in between printed largest first (the RSS figures then include tracemalloc's
-own tables, and the monitor runs slower).
+own tables, and the monitor runs slower). Every --progress seconds (default 1800) a line on stderr gives the
+figures so far (RSS, its slope since warm-up, the traced heap), so a run cut short still says something.
 """
 
 from __future__ import annotations
@@ -98,11 +99,14 @@ class Tracer:
         self.pid = pid
         self.dump_dir = dump_dir
 
+        self.taken = 0  # snapshots taken: the next diff's number
+
     def start(self) -> None:
         os.kill(self.pid, signal.SIGUSR1)
 
     def snapshot(self, name: str) -> dict[str, Any]:
-        """SIGUSR2, then wait for the file it writes: `base.json` the first time, `diff-1.json` the next."""
+        """SIGUSR2, then wait for the file it writes: `base.json` the first time, `diff-N.json` after."""
+        self.taken += 1
         os.kill(self.pid, signal.SIGUSR2)
         path = self.dump_dir / name
         deadline = time.monotonic() + 300
@@ -112,6 +116,15 @@ class Tracer:
             time.sleep(0.2)
         data: dict[str, Any] = json.loads(path.read_text())
         return data
+
+
+def progress(elapsed: float, samples: list[tuple[float, float]], warmup: float, traced: int | None,
+             counts: dict[str, int]) -> None:
+    after = [s for s in samples if s[0] >= warmup]
+    heap = f", traced heap {traced / 2**20:.2f} MiB" if traced is not None else ""
+    print(f"soak {elapsed / 60:.0f} min: RSS {samples[-1][1]:.1f} MB (peak {max(m for _, m in samples):.1f}), slope"
+          f" since warm-up {slope_mb_per_hour(after):+.2f} MB/h{heap}; hangs {counts.get('hangs', 0)}, aborted"
+          f" {counts.get('aborted', 0)}, committed {counts.get('committed', 0)}", file=sys.stderr, flush=True)
 
 
 def print_sites(base: dict[str, Any], diff: dict[str, Any], seconds: float) -> None:
@@ -158,6 +171,7 @@ def main() -> int:
     ap.add_argument("--tracemalloc", action="store_true", help="print what grew in the monitor after --warmup")
     ap.add_argument("--frames", type=int, default=12, help="frames per traced allocation")
     ap.add_argument("--warmup", type=float, default=None, help="seconds before the baseline snapshot")
+    ap.add_argument("--progress", type=float, default=1800, help="seconds between progress lines on stderr")
     args = ap.parse_args()
     warmup = args.duration / 3 if args.warmup is None else args.warmup
     env = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'broker'}", "PYTHONUNBUFFERED": "1"}
@@ -197,6 +211,7 @@ def main() -> int:
         next_hang = start + 5
         next_sample = start
         next_page = start
+        next_progress = start + args.progress
         try:
             while (now := time.monotonic()) - start < args.duration:
                 if tracer is not None and base is None and now - start >= warmup:
@@ -229,9 +244,13 @@ def main() -> int:
                 if now >= next_sample:
                     samples.append((now - start, rss_mb(monitor.pid)))
                     next_sample = now + 10
+                if now >= next_progress:
+                    traced = tracer.snapshot(f"diff-{tracer.taken}.json")["traced"] if tracer and base else None
+                    progress(now - start, samples, warmup, traced, counts)
+                    next_progress = now + args.progress
                 time.sleep(1)
             if tracer is not None and base is not None:
-                diff = tracer.snapshot("diff-1.json")
+                diff = tracer.snapshot(f"diff-{tracer.taken}.json")
                 print_sites(base, diff, time.monotonic() - based_at)
         finally:
             stop.set()
