@@ -60,7 +60,7 @@ pip_install() {
 
 test_setup() {
   apt_install test
-  pip_install "$TEST_EXTRAS" "kafka_txn_tools, kafka_txn_broker, confluent_kafka, gssapi, pyspark"
+  pip_install "$TEST_EXTRAS" "kafka_txn_tools, kafka_txn_broker, confluent_kafka, gssapi, pyspark, xdist"
 }
 
 npm_install() {
@@ -108,9 +108,11 @@ case "$cmd" in
   demo) apt_install demo; pip_install "$DEMO_EXTRAS" "kafka_txn_tools, kafka_txn_broker, confluent_kafka, pyspark"
         exec kafka-txn demo "$@" ;;
   # The full run CI calls: every tier, coverage of both packages with branches, child processes included
-  # (pyproject's [tool.coverage]), and the 25 slowest tests at the end.
+  # (pyproject's [tool.coverage]), and the 25 slowest tests at the end. Two workers (KAFKA_TXN_TEST_WORKERS
+  # changes it; 0 runs serially), each taking whole modules: tests/support/parallel.py.
   test) test_setup; npm_install; kafka_jars; lint
-        exec python3 -m pytest -q --cov --cov-report=term --durations=25 "$@" ;;
+        exec python3 -m pytest -q --cov --cov-report=term --durations=25 \
+          -n "${KAFKA_TXN_TEST_WORKERS:-2}" --dist loadscope "$@" ;;
   # A developer's loop: ruff and the unit tier (no server, no broker, no child process; docs/contributing.md).
   # tests/e2e and tests/external hold no unit test: not even collected.
   test-fast) test_setup; python3 -m ruff check .

@@ -6,7 +6,8 @@ checkout built and installed into a fresh venv, for the tests of the installed p
 tests/support/installed.py). Every test gets a tier marker, `unit`, `e2e` or `external`, from its folder, its
 fixtures and what its module uses (tests/support/tiers.py); a unit test that opens a socket or a child process
 fails. confluent-kafka clients log through Python logging (tests/support/librdkafka_logs.py), and a Kafka client left
-open after the test or fixture that made it fails that test's teardown (tests/support/client_lifetimes.py)."""
+open after the test or fixture that made it fails that test's teardown (tests/support/client_lifetimes.py). A parallel
+run gives each worker whole modules, and keeps together what shares a server or a build (tests/support/parallel.py)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,12 @@ import pytest
 from hypothesis import settings
 
 from kafka_txn_broker.formats.messages import kafka_python
-from tests.support import client_lifetimes, librdkafka_logs, tiers
+from tests.support import client_lifetimes, librdkafka_logs, parallel, tiers
 from tests.support.installed import Installation, build_and_install
 
+# pytest-xdist's workers start with COLUMNS=80, which a serial run does not have: every CLI child a test starts
+# would wrap its messages at 80 columns. A test that wants a width sets COLUMNS itself.
+os.environ.pop("COLUMNS", None)
 kafka_python.load()
 # librdkafka's log lines go to Python logging (captured per test), not to the run's stderr.
 librdkafka_logs.route()
@@ -46,6 +50,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     tiers.classify(items)
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: known only where xdist is installed
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """`--dist loadscope` splits the run by tests/support/parallel.py's groups."""
+    return parallel.make_scheduler(config, log) if config.getvalue("dist") == "loadscope" else None
 
 
 @pytest.hookimpl(wrapper=True)

@@ -264,6 +264,8 @@ def test_find_coordinator_needs_describe_on_the_key(env: Env) -> None:
 
 def test_offset_commit_needs_read_on_group_and_topic(env: Env) -> None:
     OC = OffsetCommitRequest[8]
+    find = FindCoordinatorRequest[4](key_type=0, coordinator_keys=["alice-group"])  # as a client asks first (the
+    assert env.as_user("alice", find, FindCoordinatorResponse).coordinators[0].error_code == 0  # offsets topic)
 
     def commit(group: str) -> dict[str, int]:
         req = OC(group_id=group, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,

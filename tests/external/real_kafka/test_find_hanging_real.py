@@ -18,6 +18,7 @@ import pytest
 
 from kafka_txn_broker.testing.raw_client import RawClientError, RawKafkaClient
 from kafka_txn_broker.testing.scenarios import HANGING_PARTITION, complete_prepared
+from kafka_txn_broker.testing.scenarios import _retry as retried
 from kafka_txn_tools.cli import exit_codes
 from tests.e2e.cli_support import invoke_printed, kafka_txn
 from tests.external.real_kafka.conftest import RELEASE
@@ -96,7 +97,7 @@ def live_transaction(real_kafka: KafkaCluster) -> Any:
     topic = ready_topic(bs, f"real-live-{time.monotonic_ns() % 10**8}", 1)
     txn_id = f"{topic}-txn"
     with RawKafkaClient(bs) as client:
-        code, pe = client.init_producer_id(txn_id, 600_000)
+        code, pe = retried(lambda: client.init_producer_id(txn_id, 600_000), attempts=300)  # may still load
         assert code == 0
         assert client.add_partitions(txn_id, pe, topic, [0]) == 0
         code, start = client.produce_transactional(txn_id, pe, topic, 0, 0, [b"live-0", b"live-1"],
@@ -155,7 +156,7 @@ def test_a_write_outside_an_ongoing_transaction_is_cleared_and_the_transaction_s
     topic = ready_topic(bs, f"real-outside-{time.monotonic_ns() % 10**8}", 2)
     txn_id = f"{topic}-txn"
     with RawKafkaClient(bs) as client:
-        code, pe = client.init_producer_id(txn_id, 600_000)
+        code, pe = retried(lambda: client.init_producer_id(txn_id, 600_000), attempts=300)  # may still load
         assert code == 0 and client.add_partitions(txn_id, pe, topic, [0]) == 0
         assert client.produce_transactional(txn_id, pe, topic, 0, 0, [b"registered"], int(time.time() * 1000))[0] == 0
         code, start = client.produce_transactional(txn_id, pe, topic, 1, 0, [b"outside-0", b"outside-1"],

@@ -18,6 +18,7 @@ import pytest
 
 from kafka_txn_broker.testing.raw_client import RawKafkaClient
 from kafka_txn_broker.testing.scenarios import HANGING_PARTITION, HEALTHY_PARTITION, OPEN_PARTITION, ScenarioResult
+from kafka_txn_broker.testing.scenarios import _retry as retried
 from kafka_txn_tools.cli.upstream import run as ours_run
 from tests.e2e.cli_support import kafka_txn
 from tests.support.real_kafka import KafkaCluster, UpstreamTool
@@ -141,7 +142,7 @@ def live(real_kafka: KafkaCluster) -> Iterator[dict[str, Any]]:
     topic = ready_topic(bs, f"real-sbs-live-{time.monotonic_ns() % 10**8}", 1)
     with RawKafkaClient(bs) as client:
         txn_id = f"{topic}-txn"
-        code, pe = client.init_producer_id(txn_id, 600_000)
+        code, pe = retried(lambda: client.init_producer_id(txn_id, 600_000), attempts=300)  # may still load
         assert code == 0 and client.add_partitions(txn_id, pe, topic, [0]) == 0
         code, start = client.produce_transactional(txn_id, pe, topic, 0, 0, [b"live"],
                                                    int(time.time() * 1000) - BACKDATE_MS)

@@ -28,6 +28,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kafka_txn_broker.testing.raw_client import ProducerIdAndEpoch, RawKafkaClient
+from kafka_txn_broker.testing.scenarios import _retry as retried
 from kafka_txn_tools.cli.app import app
 from kafka_txn_tools.dumps.plan import load_plan
 from tests.external.real_kafka.conftest import RELEASE
@@ -56,7 +57,7 @@ def cli(*args: str) -> tuple[int, str, str]:
 
 def transaction(client: RawKafkaClient, topic: str, txn_id: str, partition: int, commit: bool | None) -> None:
     """A well-behaved transaction with data on `partition`: committed, aborted, or (None) left open, live."""
-    code, pe = client.init_producer_id(txn_id, 600_000)
+    code, pe = retried(lambda: client.init_producer_id(txn_id, 600_000), attempts=300)  # may still load
     assert code == 0
     assert client.add_partitions(txn_id, pe, topic, [partition]) == 0
     assert client.produce_transactional(txn_id, pe, topic, partition, 0, [b"a", b"b"], _now())[0] == 0
