@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import ssl
 from collections.abc import Iterator
@@ -126,7 +127,8 @@ def test_status_page_over_https_in_a_browser_and_an_open_healthz(cluster: Embedd
     with MonitorProcess(cluster.bootstrap_servers, tmp_path / "history.db", "--web-config", str(config),
                         "--open-healthz") as monitor:
         monitor.context = client_context(pki)
-        wait_for("a scan", lambda: monitor.get("/healthz")[0] == 200)  # open: no credentials
+        # Open (no credentials); healthy from the start, so wait for the first scan's end in what it says.
+        wait_for("a scan", lambda: json.loads(monitor.get("/healthz")[1]).get("last_scan") == "complete")
         assert monitor.get("/metrics")[0] == 401 and monitor.get("/")[0] == 401
         port = monitor.url.rsplit(":", 1)[1]
         flags = ("--ignore-certificate-errors",)
