@@ -36,6 +36,7 @@ from kafka_txn_tools.models import ClusterInfo, ProducerState, ScanError, TopicP
 
 MAX_BYTES = 64 << 20
 MIN_PARTITION_BYTES = 1 << 20
+CHUNK_BYTES = 4 << 20  # read and absorbed at a time, per partition
 # The producer's clock stamps its batches, the coordinator's its records: look a little before the last write.
 CLOCK_SLACK_MS = 60_000
 
@@ -104,18 +105,49 @@ def read(client: ClusterApi, partitions: set[int] | None, since_ms: int, max_byt
     if not reads:
         return out
     per_partition = max(MIN_PARTITION_BYTES, max_bytes // len(reads))
-    data, errors = client.read_log(reads, per_partition)
-    out.notes += [_note(e) for e in errors]
-    for tp, raw in sorted(data.items()):
-        out.partitions += 1
-        out.bytes += len(raw)
-        if len(raw) >= per_partition:
-            out.truncated.append(tp.partition)
-        _absorb(out, tp, raw, None if ids is None else frozenset(ids), owners)
+    _read_in_chunks(client, reads, per_partition, out, None if ids is None else frozenset(ids), owners)
     if out.truncated:
         out.notes.append(f"{TXN_TOPIC} partitions {_ranges(out.truncated)} were read only up to "
                          f"{per_partition >> 20} MiB each from the time looked for")
     return out
+
+
+def _read_in_chunks(client: ClusterApi, reads: dict[TopicPartition, tuple[int, int]], per_partition: int,
+                    out: TxnStateRead, ids: frozenset[str] | None, owners: bool) -> None:
+    """Read each partition up to `per_partition` bytes, CHUNK_BYTES at a time, each chunk absorbed before the next
+    is fetched: what is held at once is one chunk per partition, not everything since the time looked for (a
+    hanging transaction is old, so that can be the whole budget). A chunk shorter than asked for ends its
+    partition (read_log stops at the high watermark, or at an error it reports)."""
+    pending, done = dict(reads), dict.fromkeys(reads, 0)
+    answered: set[TopicPartition] = set()
+    while pending:
+        chunk = min(CHUNK_BYTES, per_partition)
+        data, errors = client.read_log(pending, chunk)
+        out.notes += [_note(e) for e in errors]
+        failed = {e.partition for e in errors}
+        following = {}
+        answered.update(data)
+        for tp, raw in sorted(data.items()):
+            done[tp] += len(raw)
+            out.bytes += len(raw)
+            _absorb(out, tp, raw, ids, owners)
+            if len(raw) < chunk or tp in failed:
+                continue
+            if done[tp] >= per_partition:
+                out.truncated.append(tp.partition)
+                continue
+            following[tp] = (pending[tp][0], _next_offset(tp, raw))
+        pending = following
+    out.partitions = len(answered)
+
+
+def _next_offset(tp: TopicPartition, raw: bytes) -> int:
+    from kafka_txn_tools.batches import iter_batches
+
+    last = -1
+    for header, _ in iter_batches(raw, str(tp), verify_crc=False):  # checked as the chunk was absorbed
+        last = header.next_offset
+    return last
 
 
 @dataclass(frozen=True)

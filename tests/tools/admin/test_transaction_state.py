@@ -8,6 +8,8 @@ re-read and kept hundreds of megabytes each scan (tests/benchmarks/monitor_soak.
 
 from __future__ import annotations
 
+import pytest
+
 from kafka_txn_tools.admin import transaction_state
 from kafka_txn_tools.dumps.transaction_log import TxnLogRecord, TxnMetadata
 from kafka_txn_tools.models import TopicPartition
@@ -64,3 +66,27 @@ def test_the_decision_on_a_hang_is_found_among_a_busy_partitions_records() -> No
     c.txn_log[home] = busy_partition(50)
     found = transaction_state.decision_on(c, "app", TP, producer(7, 40, 25 * MIN, epoch=3))
     assert found.home == home and found.decision is not None and found.decision.commit
+
+
+def test_a_long_read_goes_chunk_by_chunk_and_loses_nothing_at_their_edges(monkeypatch: pytest.MonkeyPatch) -> None:
+    c = cluster(internal=["__transaction_state"])
+    c.txn_log[0] = busy_partition(100)
+    whole = transaction_state.read(c, {0}, NOW - 30 * MIN, owners=True)
+    assert len(c.log_reads) == 1
+    monkeypatch.setattr(transaction_state, "CHUNK_BYTES", 2048)
+    c.log_reads.clear()
+    chunked = transaction_state.read(c, {0}, NOW - 30 * MIN, owners=True)
+    starts = [read[TopicPartition("__transaction_state", 0)][1] for read in c.log_reads]
+    assert len(starts) > 10 and starts == sorted(set(starts))  # each chunk from where the last one ended
+    assert (chunked.latest, chunked.decisions, chunked.owned) == (whole.latest, whole.decisions, whole.owned)
+    assert (chunked.bytes, chunked.partitions, chunked.truncated) == (whole.bytes, 1, [])
+
+
+def test_a_partition_longer_than_its_budget_is_named_truncated(monkeypatch: pytest.MonkeyPatch) -> None:
+    c = cluster(internal=["__transaction_state"])
+    c.txn_log[0] = busy_partition(20_000)  # about 2.5 MiB of records
+    monkeypatch.setattr(transaction_state, "CHUNK_BYTES", 256 << 10)
+    read = transaction_state.read(c, {0}, NOW - 30 * MIN, max_bytes=1 << 20, ids={"app"})
+    assert read.truncated == [0] and 1 << 20 <= read.bytes < (1 << 20) + (256 << 10)
+    assert len(c.log_reads) == 4 and [d.offset for d in read.decisions] == [1]
+    assert any("were read only up to 1 MiB each" in note for note in read.notes)
