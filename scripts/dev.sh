@@ -78,7 +78,7 @@ npm_install() {
 kafka_jars() {
   # Real Apache Kafka for the tests (tests/support/real_kafka): the default release's jars from Maven Central,
   # into ~/.cache/kafka-txn-tools/kafka/ (once; the tests fetch any other release on first use).
-  python3 -m tests.support.real_kafka.jars
+  python3 -m tests.support.real_kafka
 }
 
 lint() {
@@ -94,7 +94,7 @@ kafka_matrix() {
   local failed=() release
   for release in $(python3 -c 'from tests.support.real_kafka import RELEASES; print(*RELEASES)'); do
     echo "== Apache Kafka $release" >&2
-    python3 -m tests.support.real_kafka.jars "$release" >/dev/null
+    python3 -m tests.support.real_kafka "$release" >/dev/null
     KAFKA_TXN_KAFKA_RELEASE=$release python3 -m pytest -q -p no:cacheprovider tests/external/real_kafka "$@" \
       || failed+=("$release")
   done

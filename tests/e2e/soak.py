@@ -114,12 +114,23 @@ def close_all(producers: list[Producer], timeout_s: float = 30.0) -> None:
     """Close every Producer the soak made, the replaced ones too (a client is closed, not dropped), side by side
     while the broker still runs: close() aborts what a producer left open and flushes; one stuck on a dead
     connection is left after `timeout_s` (the run's client check then names it)."""
-    threads = [threading.Thread(target=p.close, daemon=True) for p in producers]
+    threads = [threading.Thread(target=_close, args=(p,), daemon=True) for p in producers]
     for t in threads:
         t.start()
     deadline = time.monotonic() + timeout_s
     for t in threads:
         t.join(max(0.0, deadline - time.monotonic()))
+
+
+def _close(producer: Producer) -> None:
+    """close(); a producer its successor fenced ends with its fatal error (FENCED): what a replaced one does."""
+    from confluent_kafka import KafkaException
+
+    try:
+        producer.close()
+    except KafkaException as exc:
+        if not exc.args[0].fatal():
+            raise
 
 
 class Worker(threading.Thread):

@@ -82,13 +82,7 @@ def release_libs(version: str = DEFAULT_RELEASE, cache: Path = CACHE) -> Path:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m tests.support.real_kafka.jars [VERSION...]`: fetch releases (dev.sh's set-up calls it)."""
+    """`python -m tests.support.real_kafka [VERSION...]`: fetch releases (dev.sh's set-up calls it)."""
     for version in argv or [DEFAULT_RELEASE]:
         print(f"Apache Kafka {version}: {release_libs(version)}")
     return 0
-
-
-if __name__ == "__main__":
-    import sys
-
-    raise SystemExit(main(sys.argv[1:]))
