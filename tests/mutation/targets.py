@@ -51,8 +51,10 @@ TARGETS: tuple[Target, ...] = (
         "commit",
         "the coordinator's decision on a hanging transaction, and the commit that carries it out",
         (Source("kafka_txn_tools/admin/decisions.py"), Source("kafka_txn_tools/admin/commit.py"),
-         Source("kafka_txn_tools/models.py", ("CoordinatorDecision.names",))),
-        ("tests/tools/admin/test_decisions.py", "tests/tools/admin/test_commit.py"),
+         Source("kafka_txn_tools/models.py", ("CoordinatorDecision.names",)),
+         Source("kafka_txn_tools/admin/transaction_state.py")),
+        ("tests/tools/admin/test_decisions.py", "tests/tools/admin/test_commit.py",
+         "tests/tools/admin/test_transaction_state.py", "tests/tools/admin/test_scan.py"),
     ),
     Target(
         "producer-state",

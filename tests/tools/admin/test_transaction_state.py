@@ -90,3 +90,40 @@ def test_a_partition_longer_than_its_budget_is_named_truncated(monkeypatch: pyte
     assert read.truncated == [0] and 1 << 20 <= read.bytes < (1 << 20) + (256 << 10)
     assert len(c.log_reads) == 4 and [d.offset for d in read.decisions] == [1]
     assert any("were read only up to 1 MiB each" in note for note in read.notes)
+
+
+def test_a_tombstone_keeps_the_producer_it_last_named_and_where_it_was_written() -> None:
+    c = cluster(internal=["__transaction_state"])
+    c.txn_log[0] = [record(0, "gone", 0, 4, "CompleteAbort", NOW - 40 * MIN),
+                    TxnLogRecord(1, NOW - 2 * MIN, "gone", None), TxnLogRecord(2, NOW - MIN, "never", None)]
+    read = transaction_state.read(c, {0}, NOW - 60 * MIN, owners=True)
+    assert read.latest["gone"] == transaction_state.StateRecord("gone", None, 0, 4, NOW - 2 * MIN, 3, 1)
+    assert read.latest["never"] == transaction_state.StateRecord("never", None, -1, -1, NOW - MIN, 3, 2)
+    assert read.owned == {("gone", 0): NOW - 40 * MIN}  # producer id 0 is a producer id
+    assert read.entered("gone", "CompleteAbort", 0, 4) == (None, None)  # the newest record is the tombstone
+
+
+def test_the_state_an_id_entered_is_its_newest_records() -> None:
+    c = cluster(internal=["__transaction_state"])
+    c.txn_log[0] = busy_partition(2)
+    read = transaction_state.read(c, {0}, NOW - 30 * MIN, ids={"busy"})
+    assert read.entered("busy", "CompleteCommit", 9, 0) == (NOW - 19 * MIN + 1, 3)
+    assert read.entered("busy", "Ongoing", 9, 0) == (None, None)
+    assert read.entered("busy", "CompleteCommit", 9, 1) == (None, None)
+    assert read.entered("busy", "CompleteCommit", 8, 0) == (None, None)
+    assert read.entered("app", "Empty", 8, 0) == (None, None)  # not asked about
+
+
+def test_without_the_topic_or_its_leaders_the_read_says_so_and_writes_nothing_down() -> None:
+    read = transaction_state.read(cluster(), None, NOW)
+    assert read.partitions == 0 and read.notes == [
+        "__transaction_state cannot be read (UNKNOWN_TOPIC_OR_PARTITION): times in state are lower bounds and last "
+        "known transactional ids are unknown"]
+    c = cluster(internal=["__transaction_state"])
+    c.txn_log[1] = busy_partition(1)
+    c.down = {1}  # partition 1's leader
+    read = transaction_state.read(c, {0, 1}, NOW - 30 * MIN)
+    assert read.notes == ["__transaction_state partitions 1 could not be read (no leader, or no answer)"]
+    none = transaction_state.decision_on(cluster(), "app", TP, producer(7, 40, 25 * MIN, epoch=3))
+    assert (none.decision, none.home) == (None, None) and none.notes == (
+        "__transaction_state cannot be read (UNKNOWN_TOPIC_OR_PARTITION)",)
