@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -140,6 +141,7 @@ def _exposure_warning(listening: Listening) -> None:
 def _run(listening: Listening, interval_ms: int, max_timeout_ms: int, max_prepare_ms: int, top: int,
          history: Path | None, no_history: bool, audit_log: Path | None, *connection: Any) -> None:
     import threading
+    import time
 
     from kafka_txn_tools.admin import audit
     from kafka_txn_tools.admin.scan import ScanOptions
@@ -158,7 +160,7 @@ def _run(listening: Listening, interval_ms: int, max_timeout_ms: int, max_prepar
     server = _listen(listening, monitor.source(render_json))
     _exposure_warning(listening)
     stop = threading.Event()
-    restore = _on_signals(stop)
+    asked, restore = _on_signals()
     try:
         server.start()
         bound_host, bound_port = server.address
@@ -167,8 +169,8 @@ def _run(listening: Listening, interval_ms: int, max_timeout_ms: int, max_prepar
         typer.echo(f"kafka-txn monitor: watching {cluster} every {interval_ms / 1000:g}s; serving "
                    f"{scheme}://{bound_host}:{bound_port}/ (/metrics, /healthz, /api/findings){secured}", err=True)
         monitor.start(stop)
-        while not stop.wait(0.5):
-            pass
+        while not asked and not stop.is_set():
+            time.sleep(0.2)  # a signal's handler runs here, between two sleeps
         typer.echo("kafka-txn monitor: stopping", err=True)
     finally:
         stop.set()
@@ -247,19 +249,25 @@ def _listen(listening: Listening, source: Any) -> Any:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another with --listen HOST:PORT")
 
 
-def _on_signals(stop: Any) -> Any:
-    """SIGTERM and SIGINT end the loop; returns what puts the previous handlers back."""
+def _on_signals() -> tuple[list[int], Callable[[], None]]:
+    """SIGTERM and SIGINT end the loop: returns the list the handlers append the signal to, and what puts the
+    previous handlers back.
+
+    The handlers only append: a handler runs in the main thread between two bytecodes, and `Event.set()` there
+    deadlocks when the main thread was inside that event's `wait()`, holding its lock (seen: the monitor never
+    exited after a SIGTERM, about once in 150 stops)."""
     import signal
 
+    asked: list[int] = []
     handlers = {}
     for sig in (signal.SIGTERM, signal.SIGINT):
-        handlers[sig] = signal.signal(sig, lambda *_: stop.set())
+        handlers[sig] = signal.signal(sig, lambda number, _frame: asked.append(number))
 
     def restore() -> None:
         for sig, old in handlers.items():
             signal.signal(sig, old)
 
-    return restore
+    return asked, restore
 
 
 def register(app: typer.Typer) -> None:
