@@ -28,6 +28,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from kafka_txn_broker.formats.partitioning import TXN_TOPIC, partition_for
+from kafka_txn_broker.formats.record_batch import BatchHeader
 from kafka_txn_tools.admin.api import ClusterApi
 from kafka_txn_tools.admin.decisions import DECIDING_STATES, PREPARE_COMMIT, Decision, decision_for
 from kafka_txn_tools.admin.hanging import Ownership
@@ -130,24 +131,15 @@ def _read_in_chunks(client: ClusterApi, reads: dict[TopicPartition, tuple[int, i
         for tp, raw in sorted(data.items()):
             done[tp] += len(raw)
             out.bytes += len(raw)
-            _absorb(out, tp, raw, ids, owners)
-            if len(raw) < chunk or tp in failed:
+            after = _absorb(out, tp, raw, ids, owners)
+            if after is None or len(raw) < chunk or tp in failed:
                 continue
             if done[tp] >= per_partition:
                 out.truncated.append(tp.partition)
                 continue
-            following[tp] = (pending[tp][0], _next_offset(tp, raw))
+            following[tp] = (pending[tp][0], after)
         pending = following
     out.partitions = len(answered)
-
-
-def _next_offset(tp: TopicPartition, raw: bytes) -> int:
-    from kafka_txn_tools.batches import iter_batches
-
-    last = -1
-    for header, _ in iter_batches(raw, str(tp), verify_crc=False):  # checked as the chunk was absorbed
-        last = header.next_offset
-    return last
 
 
 @dataclass(frozen=True)
@@ -182,9 +174,20 @@ def _note(error: ScanError) -> str:
     return f"{TXN_TOPIC}: {error.message}"
 
 
-def _absorb(out: TxnStateRead, tp: TopicPartition, raw: bytes, ids: frozenset[str] | None, owners: bool) -> None:
+def _absorb(out: TxnStateRead, tp: TopicPartition, raw: bytes, ids: frozenset[str] | None, owners: bool
+            ) -> int | None:
+    """Keep what the questions need of one chunk; returns the offset after its last whole batch, or None when
+    the partition can be read no further (a corrupt batch, noted: what follows it cannot be trusted, and a
+    decision missed must show as a read cut short, not as no decision)."""
+    from kafka_txn_tools.batches import SegmentError, iter_batches
+
+    try:
+        batches = list(iter_batches(raw, str(tp)))
+    except SegmentError as exc:
+        out.notes.append(f"{exc}; {TXN_TOPIC} partition {tp.partition} was read no further")
+        return None
     only = None if owners or ids is None else ids.__contains__  # other ids' values need no decoding
-    for offset, coordinator_epoch, txn_id, meta, timestamp in decode(tp, raw, only):
+    for offset, coordinator_epoch, txn_id, meta, timestamp in decode(tp, batches, only, out.notes):
         if owners and meta is not None:
             for pid in {meta.producer_id, meta.prev_producer_id, meta.next_producer_id}:
                 if pid >= 0 and out.owned.get((txn_id, pid), -1) < meta.last_update_ms:
@@ -200,6 +203,7 @@ def _absorb(out: TxnStateRead, tp: TopicPartition, raw: bytes, ids: frozenset[st
                                          meta.last_update_ms, coordinator_epoch, offset)
         if meta.state in DECIDING_STATES:
             out.decisions.append(decision(txn_id, meta, tp.partition, offset))
+    return batches[-1][0].next_offset if batches else None
 
 
 def decision(txn_id: str, meta: TxnMetadata, txn_partition: int, offset: int) -> Decision:
@@ -209,26 +213,26 @@ def decision(txn_id: str, meta: TxnMetadata, txn_partition: int, offset: int) ->
                     offset, meta.prev_producer_id, meta.client_transaction_version)
 
 
-def decode(tp: TopicPartition, raw: bytes, only: Callable[[str], bool] | None = None
+def decode(tp: TopicPartition, batches: Iterable[tuple[BatchHeader, memoryview]],
+           only: Callable[[str], bool] | None = None, notes: list[str] | None = None
            ) -> Iterator[tuple[int, int, str, TxnMetadata | None, int]]:
     """(offset, coordinator epoch, transactional id, TxnMetadata or None for a tombstone, timestamp) of
-    every transaction-metadata record (with `only`, of the ids it accepts); other record types and
-    undecodable values are skipped (a newer broker's key versions are not ours to judge)."""
+    every transaction-metadata record in `batches` (with `only`, of the ids it accepts). Markers, group
+    records (no key) and keys or values of a version this tool does not know (a newer broker's) are
+    skipped; a batch whose records cannot be decoded is skipped and named in `notes`."""
     from kafka_txn_broker.formats.transaction_log import TransactionLogError, decode_key
-    from kafka_txn_tools.batches import SegmentError, iter_batches
+    from kafka_txn_tools.batches import SegmentError
     from kafka_txn_tools.dumps.segments import decode_records
     from kafka_txn_tools.dumps.transaction_log import decode_value
 
-    try:
-        batches = list(iter_batches(raw, str(tp)))
-    except SegmentError:
-        return
     for header, batch in batches:
         if header.is_control:
             continue
         try:
             records = decode_records(batch, str(tp))
-        except SegmentError:
+        except SegmentError as exc:
+            if notes is not None:
+                notes.append(f"{exc}; that batch was skipped")
             continue
         for record in records:
             if record.key is None:

@@ -23,6 +23,7 @@ import kafka.errors as kerrors
 from kafka_txn_broker.gc_pause import bulk
 from kafka_txn_tools.connection import wire
 from kafka_txn_tools.connection.fan_out import FanOut
+from kafka_txn_tools.connection.in_flight import InFlightLimit
 from kafka_txn_tools.errors import ConnectionFailed, MissingApi
 from kafka_txn_tools.models import ClusterInfo, ScanError
 
@@ -63,6 +64,9 @@ class Transport:
         self._admin = admin
         self._manager = admin._manager
         self._fan = FanOut(self._manager.call_soon, self._manager._net.sleep)
+        # One slot below kafka-python's own limit: its Metadata refreshes share the connection.
+        allowed = int(self._manager.config.get("max_in_flight_requests_per_connection", 5))
+        self._slots = InFlightLimit(max(1, allowed - 1))
 
     def __enter__(self) -> Self:
         return self
@@ -144,7 +148,11 @@ class Transport:
     async def _send(self, request: Any, node_id: int | None = None, timeout_ms: int | None = None) -> Any:
         if node_id is None:
             return await self._send_any(request, timeout_ms)
-        return await self._start(request, node_id, timeout_ms)
+        await self._slots.acquire(node_id)
+        try:
+            return await self._start(request, node_id, timeout_ms)
+        finally:
+            self._slots.release(node_id)
 
     async def _send_any(self, request: Any, timeout_ms: int | None) -> Any:
         """`request` to any broker (Metadata, FindCoordinator, ...). kafka-python picks one at random among the

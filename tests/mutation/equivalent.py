@@ -21,6 +21,17 @@ class Equivalent:
 UNIFIED_LOG = "broker/kafka_txn_broker/log/unified_log.py"
 SHARE_PARTITION = "broker/kafka_txn_broker/share/share_partition.py"
 TXN_COORDINATOR = "broker/kafka_txn_broker/txn/coordinator.py"
+TXN_STATE = "kafka_txn_tools/admin/transaction_state.py"
+ONLY_FILTER = ("the `only` filter skips decoding the values of ids not asked about; what it lets through is "
+               "filtered by `ids` again just after: it saves work, never changes what is kept")
+NO_TIME_YET = ("the default stands for 'no time yet': record times are the coordinator's wall clock in ms "
+               "(TransactionLastUpdateTimestampMs), far above 1")
+TOPIC_ERROR_DEFAULT = ("Kafka's Metadata answers a topic it was asked for with partitions or an error code: with no "
+                       "partitions the topic's error is there, so the default is never used")
+SAME_METADATA = ("`txn_meta` is a Metadata answer the caller already has: without it the same is asked for again "
+                 "(one request more, the same answer)")
+ONE_IDS_DECISIONS = ("decision_for matches Prepare records by producer id and epoch (or previous producer id), which "
+                     "belong to one transactional id: keeping every id's records costs memory, changes no answer")
 
 EQUIVALENTS: tuple[Equivalent, ...] = (
     Equivalent("kafka_txn_tools/admin/commit.py", "_commit_decision", "'XX; XX'.join(read.notes)}, so the",
@@ -34,6 +45,47 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
                "pending_partition reads it only as `if not coordinator_waits`: None and False are both false"),
     Equivalent("kafka_txn_tools/admin/hanging.py", "last_known_owner", "key[1] <= best[1]",
                "equal time and equal id is the same key: replacing best with it changes nothing"),
+    # --- the read of __transaction_state (admin/transaction_state.py) ---
+    Equivalent(TXN_STATE, '_absorb', "only = None  # other ids'",
+               ONLY_FILTER),
+    Equivalent(TXN_STATE, '_absorb', 'only = None if (owners or ids is None) or True else',
+               ONLY_FILTER),
+    Equivalent(TXN_STATE, '_absorb', 'decode(tp, batches, None, out.notes)',
+               ONLY_FILTER),
+    Equivalent(TXN_STATE, '_absorb', 'out.owned.get((txn_id, pid), +1) <',
+               NO_TIME_YET),
+    Equivalent(TXN_STATE, '_absorb', 'out.owned.get((txn_id, pid), -2) <',
+               NO_TIME_YET),
+    Equivalent(TXN_STATE, '_absorb', 'out.owned.get((txn_id, pid), -1) <= meta',
+               "an equal time keeps the same value: writing it again changes nothing"),
+    Equivalent(TXN_STATE, 'decision_on', 'get(TXN_TOPIC, None)',
+               TOPIC_ERROR_DEFAULT),
+    Equivalent(TXN_STATE, 'decision_on', 'get(TXN_TOPIC, )',
+               TOPIC_ERROR_DEFAULT),
+    Equivalent(TXN_STATE, 'decision_on', '"XXno partitionsXX"',
+               TOPIC_ERROR_DEFAULT),
+    Equivalent(TXN_STATE, 'decision_on', '"NO PARTITIONS"',
+               TOPIC_ERROR_DEFAULT),
+    Equivalent(TXN_STATE, 'decision_on', 'txn_meta=None, ids={transactional_id})',
+               SAME_METADATA),
+    Equivalent(TXN_STATE, 'decision_on', 'CLOCK_SLACK_MS, ids={transactional_id})',
+               SAME_METADATA),
+    Equivalent(TXN_STATE, 'decision_on', 'txn_meta=meta, ids=None)',
+               ONE_IDS_DECISIONS),
+    Equivalent(TXN_STATE, 'decision_on', 'txn_meta=meta, )',
+               ONE_IDS_DECISIONS),
+    Equivalent(TXN_STATE, 'read', 'if (txn_meta is not None) and False else',
+               SAME_METADATA),
+    Equivalent(TXN_STATE, 'read', 'client.metadata(None)',
+               "Metadata of every topic holds `__transaction_state`'s partitions and error as Metadata of it does"),
+    Equivalent(TXN_STATE, 'read', 'get(TXN_TOPIC, None)',
+               TOPIC_ERROR_DEFAULT),
+    Equivalent(TXN_STATE, 'read', 'get(TXN_TOPIC, )',
+               TOPIC_ERROR_DEFAULT),
+    Equivalent(TXN_STATE, 'read', '"XXUNKNOWN_TOPIC_OR_PARTITIONXX"',
+               TOPIC_ERROR_DEFAULT),
+    Equivalent(TXN_STATE, 'read', '"unknown_topic_or_partition"',
+               TOPIC_ERROR_DEFAULT),
     # --- abort (admin/abort.py, admin/abort_batch.py) ---
     Equivalent("kafka_txn_tools/admin/abort.py", "_add_coordinator_view", "producer_ids=None)",
                "the listing is filtered again by producer id right after; the filter in the request only spares "

@@ -8,11 +8,14 @@ re-read and kept hundreds of megabytes each scan (tests/benchmarks/monitor_soak.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from kafka_txn_tools.admin import transaction_state
+from kafka_txn_tools.admin.hanging import Ownership
 from kafka_txn_tools.dumps.transaction_log import TxnLogRecord, TxnMetadata
-from kafka_txn_tools.models import TopicPartition
+from kafka_txn_tools.models import ClusterInfo, ScanError, TopicPartition
 from tests.tools.admin.fakes import MIN, NOW, cluster, producer
 
 TP = TopicPartition("orders", 1)
@@ -50,6 +53,9 @@ def test_ownership_keeps_the_newest_record_per_id_and_producer_id() -> None:
     c.txn_log[0] = busy_partition(200)
     read = transaction_state.read(c, {0}, NOW - 30 * MIN, ids=(), owners=True)
     assert read.owned == {("app", 7): NOW - MIN, ("app", 8): NOW - MIN, ("busy", 9): NOW - 19 * MIN + 199}
+    owners = sorted(read.owners, key=lambda o: (o.transactional_id, o.producer_id))
+    assert owners == [Ownership("app", 7, NOW - MIN), Ownership("app", 8, NOW - MIN),
+                      Ownership("busy", 9, NOW - 19 * MIN + 199)]
     assert read.decisions == [] and read.latest == {}
 
 
@@ -108,6 +114,8 @@ def test_the_state_an_id_entered_is_its_newest_records() -> None:
     c.txn_log[0] = busy_partition(2)
     read = transaction_state.read(c, {0}, NOW - 30 * MIN, ids={"busy"})
     assert read.entered("busy", "CompleteCommit", 9, 0) == (NOW - 19 * MIN + 1, 3)
+    assert read.latest["busy"] == transaction_state.StateRecord("busy", "CompleteCommit", 9, 0, NOW - 19 * MIN + 1, 3,
+                                                                7)
     assert read.entered("busy", "Ongoing", 9, 0) == (None, None)
     assert read.entered("busy", "CompleteCommit", 9, 1) == (None, None)
     assert read.entered("busy", "CompleteCommit", 8, 0) == (None, None)
@@ -127,3 +135,235 @@ def test_without_the_topic_or_its_leaders_the_read_says_so_and_writes_nothing_do
     none = transaction_state.decision_on(cluster(), "app", TP, producer(7, 40, 25 * MIN, epoch=3))
     assert (none.decision, none.home) == (None, None) and none.notes == (
         "__transaction_state cannot be read (UNKNOWN_TOPIC_OR_PARTITION)",)
+
+
+# ---- what a read skips, and what it says it skipped ----------------------------------------------------------
+STATE = TopicPartition("__transaction_state", 0)
+
+
+def meta_batch(offset: int, txn_id: str, key: bytes | None = None, value: bytes | None = b"") -> bytes:
+    """One record of `txn_id` as the coordinator writes it; `key` or `value` given: those bytes instead."""
+    from kafka_txn_broker.formats.record_batch import build_batch
+    from kafka_txn_broker.formats.transaction_log import encode_key
+    from kafka_txn_tools.dumps.transaction_log import encode_value
+
+    if value == b"":
+        value = encode_value(TxnMetadata(txn_id, 7, 3, 60_000, "PrepareCommit", (("orders", 1),), NOW, NOW - MIN), 1)
+    return build_batch([(encode_key(txn_id) if key is None else key, value)], timestamp_ms=NOW, base_offset=offset,
+                       partition_leader_epoch=5)
+
+
+def undecodable_batch(offset: int) -> bytes:
+    """A whole batch, its CRC right, whose records are compressed with a codec Kafka does not have."""
+    from kafka_txn_broker.formats.record_batch import _assemble
+
+    return _assemble(b"\x00\x01", attributes=7, last_offset_delta=0, base_timestamp=NOW, max_timestamp=NOW,
+                     producer_id=-1, producer_epoch=-1, base_sequence=-1, record_count=1, base_offset=offset,
+                     partition_leader_epoch=5)
+
+
+def batches(raw: bytes) -> list:  # type: ignore[type-arg]
+    from kafka_txn_tools.batches import iter_batches
+
+    return list(iter_batches(raw))
+
+
+def test_markers_group_records_newer_versions_and_other_ids_are_passed_over_not_stopped_at() -> None:
+    from kafka_txn_broker.formats.record_batch import build_batch, build_control_batch
+    from kafka_txn_broker.formats.transaction_log import encode_key
+    from kafka_txn_tools.dumps.transaction_log import encode_value
+
+    value = encode_value(TxnMetadata("app", 7, 3, 60_000, "PrepareCommit", (("orders", 1),), NOW, NOW - MIN), 1)
+    status_99 = b"\x00\x01" + b"\x00" * 8 + b"\x00\x03" + b"\x00\x00\xea\x60" + b"\x63"  # a state Kafka never had
+    raw = b"".join([
+        build_control_batch(7, 3, True, 5, NOW, base_offset=0),  # a marker (the topic is transactional-free, still)
+        build_batch([(None, b"x")], timestamp_ms=NOW, base_offset=1),  # no key: not a transaction's record
+        meta_batch(2, "app", key=b"\x00\x01\x00\x03app"),  # key version 1: a newer broker's record type
+        meta_batch(3, "app", value=status_99),
+        meta_batch(4, "other"),
+        undecodable_batch(5),
+        build_batch([(None, b"x"), (b"\x00\x01\x00\x03app", b""), (encode_key("app"), status_99),
+                     (encode_key("other"), value), (encode_key("app"), value)], timestamp_ms=NOW, base_offset=6,
+                    partition_leader_epoch=5),  # several records in one batch: each is passed over alone
+    ])
+    notes: list[str] = []
+    found = list(transaction_state.decode(STATE, batches(raw), {"app"}.__contains__, notes))
+    assert [(offset, epoch, txn_id) for offset, epoch, txn_id, _, _ in found] == [(10, 5, "app")]
+    meta = found[0][3]
+    assert meta is not None and (meta.transactional_id, meta.state, found[0][4]) == ("app", "PrepareCommit", NOW)
+    assert notes == ["__transaction_state-0: unknown compression codec 7; that batch was skipped"]
+    assert [f[:3] for f in transaction_state.decode(STATE, batches(raw))] == [(4, 5, "other"), (9, 5, "other"),
+                                                                             (10, 5, "app")]
+
+
+def test_a_corrupt_batch_ends_the_partitions_read_with_a_note_and_keeps_what_came_before(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    c = cluster(internal=["__transaction_state"])
+    c.txn_log[0] = busy_partition(100)
+    monkeypatch.setattr(transaction_state, "CHUNK_BYTES", 2048)
+    fetch = c.read_log
+    def corrupt_third(reads: dict[TopicPartition, tuple[int, int]], max_bytes: int
+                      ) -> tuple[dict[TopicPartition, bytes], list]:  # type: ignore[type-arg]
+        data, errors = fetch(reads, max_bytes)
+        if len(c.log_reads) == 3:  # the third chunk: one byte of its first batch's records flipped
+            raw = bytearray(data[STATE])
+            raw[70] ^= 0xFF
+            data[STATE] = bytes(raw)
+        return data, errors
+    c.read_log = corrupt_third  # type: ignore[method-assign]
+    read = transaction_state.read(c, {0}, NOW - 30 * MIN, owners=True)
+    assert len(c.log_reads) == 3 and read.partitions == 1 and read.truncated == []
+    first = read.notes[0]
+    assert first.startswith("__transaction_state-0: CRC mismatch in the batch at offset ") and first.endswith(
+        "; __transaction_state partition 0 was read no further")
+    kept = max(t for (txn_id, _), t in read.owned.items() if txn_id == "busy")
+    assert NOW - 19 * MIN < kept < NOW - 19 * MIN + 99  # the first chunks' records, none from the rest
+
+
+def test_a_read_of_many_partitions_names_them_as_a_range() -> None:
+    c = cluster(internal=["__transaction_state"], partitions=14)
+    c.down = {1, 2}  # partition p's leader is broker p % 3
+    read = transaction_state.read(c, None, NOW - 30 * MIN)
+    assert read.notes == ["__transaction_state partitions 1..13 (9) could not be read (no leader, or no answer)"]
+    c = cluster(internal=["__transaction_state"], partitions=12)
+    c.down = {1, 2}
+    read = transaction_state.read(c, None, NOW - 30 * MIN)
+    assert read.notes == ["__transaction_state partitions 1,2,4,5,7,8,10,11 could not be read (no leader, or no "
+                          "answer)"]
+
+
+def test_ownership_keeps_the_newest_time_even_when_the_log_order_disagrees() -> None:
+    """A coordinator that moved to a broker whose clock is behind writes later records with earlier times."""
+    c = cluster(internal=["__transaction_state"])
+    c.txn_log[0] = [record(0, "app", 7, 3, "Ongoing", NOW - 5 * MIN),
+                    record(1, "app", 7, 3, "PrepareAbort", NOW - 9 * MIN)]
+    read = transaction_state.read(c, {0}, NOW - 30 * MIN, ids=(), owners=True)
+    assert read.owned == {("app", 7): NOW - 5 * MIN}
+
+
+def test_the_decision_read_asks_only_the_ids_partition_and_allows_for_the_two_clocks() -> None:
+    """The coordinator's clock 30 s behind the producer's: its PrepareCommit is stamped before the last write."""
+    c = cluster(internal=["__transaction_state"], partitions=5)
+    home = transaction_state.partition_for("app", 5)
+    last_write = NOW - 10 * MIN
+    c.txn_log[home] = [record(0, "app", 7, 3, "Ongoing", last_write - 2 * MIN),
+                       record(1, "app", 7, 3, "PrepareCommit", last_write - 30_000)]
+    for other in set(range(5)) - {home}:
+        c.txn_log[other] = busy_partition(1)  # other ids' partitions: not the question's
+    found = transaction_state.decision_on(c, "app", TP, producer(7, 40, 10 * MIN, epoch=3))
+    assert found.decision is not None and (found.decision.commit, found.decision.offset) == (True, 1)
+    assert [list(r) for r in c.log_reads] == [[TopicPartition("__transaction_state", home)]]
+
+
+def test_a_decision_after_an_epoch_overflow_names_the_producer_id_the_partition_holds() -> None:
+    """Transaction version 2: the coordinator prepared under a new producer id, naming the old one as previous."""
+    c = cluster(internal=["__transaction_state"])
+    home = transaction_state.partition_for("app", 3)
+    meta = TxnMetadata("app", 8, 0, 60_000, "PrepareAbort", (("orders", 1),), NOW - 4 * MIN, NOW - 6 * MIN,
+                       prev_producer_id=7, client_transaction_version=2)
+    c.txn_log[home] = [TxnLogRecord(0, NOW - 4 * MIN, "app", meta)]
+    found = transaction_state.decision_on(c, "app", TP, producer(7, 40, 5 * MIN, epoch=32766))
+    assert found.decision is not None and (found.decision.commit, found.decision.producer_id) == (False, 8)
+    assert found.decision.prev_producer_id == 7
+
+
+def test_a_topic_the_principal_may_not_describe_is_named_with_kafkas_error() -> None:
+    c = cluster(internal=["__transaction_state"])
+    described = c.metadata
+    def denied(topics: list[str] | None = None) -> ClusterInfo:
+        info = described(topics)
+        return dataclasses.replace(info, partitions=tuple(p for p in info.partitions
+                                                          if p.partition.topic != "__transaction_state"),
+                                   topic_errors=(("__transaction_state", "TOPIC_AUTHORIZATION_FAILED"),))
+    c.metadata = denied  # type: ignore[method-assign]
+    read = transaction_state.read(c, None, NOW)
+    assert read.notes == ["__transaction_state cannot be read (TOPIC_AUTHORIZATION_FAILED): times in state are lower "
+                          "bounds and last known transactional ids are unknown"]
+
+
+def test_the_budget_is_bytes_whole_chunks_and_each_partition_read_to_its_end(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every batch of producer 'busy' has one size B: chunks of 10 B are answered exactly, so the budget's
+    edges are exact. Partition 0 holds 45 batches, partition 1 holds 12."""
+    c = cluster(internal=["__transaction_state"])
+    c.txn_log[0] = busy_partition(15)[2:-1]
+    c.txn_log[1] = busy_partition(4)[2:-1]
+    probe = c.read_log({STATE: (0, 0)}, 1)[0][STATE]
+    size = len(probe)
+    c.log_reads.clear()
+    monkeypatch.setattr(transaction_state, "MIN_PARTITION_BYTES", 1)
+    monkeypatch.setattr(transaction_state, "CHUNK_BYTES", 10 * size)
+
+    def rounds(max_bytes: int) -> tuple[list[list[int]], list[int]]:
+        c.log_reads.clear()
+        read = transaction_state.read(c, {0, 1}, NOW - 30 * MIN, max_bytes=max_bytes)
+        return [sorted(tp.partition for tp in r) for r in c.log_reads], read.truncated
+
+    # 30 B each: partition 1 ends in the second round (12 batches), partition 0 is cut at 30 B.
+    assert rounds(2 * 30 * size) == ([[0, 1], [0, 1], [0]], [0])
+    # 30 B less one: a third chunk still fits under the budget's end; it is read whole, as Kafka answers.
+    assert rounds(2 * (30 * size - 1))[0] == [[0, 1], [0, 1], [0]]
+    # 20 B and one: the third chunk starts below the budget.
+    assert rounds(2 * (20 * size + 1)) == ([[0, 1], [0, 1], [0]], [0])
+    # Exactly 20 B: two chunks are the budget.
+    assert rounds(2 * 20 * size) == ([[0, 1], [0, 1]], [0])
+    leaders = {leader for r in c.log_reads for leader, _ in r.values()}
+    assert leaders == {0, 1}  # each partition's own leader, every chunk
+
+
+def test_fetch_errors_are_noted_beside_what_could_not_be_read_at_all() -> None:
+    c = cluster(internal=["__transaction_state"])
+    c.txn_log[0] = busy_partition(2)
+    c.down = {2}  # partition 2's leader
+    fetch = c.read_log
+    def failing(reads: dict[TopicPartition, tuple[int, int]], max_bytes: int
+                ) -> tuple[dict[TopicPartition, bytes], list[ScanError]]:
+        data, errors = fetch(reads, max_bytes)
+        one = TopicPartition("__transaction_state", 1)
+        data.pop(one, None)
+        return data, [*errors, ScanError("NOT_LEADER_OR_FOLLOWER", f"{one}: broker 1 is not its leader",
+                                         broker_id=1, partition=one, api="Fetch")]
+    c.read_log = failing  # type: ignore[method-assign]
+    read = transaction_state.read(c, None, NOW - 30 * MIN, max_bytes=3 << 20)
+    assert read.notes == ["__transaction_state partitions 2 could not be read (no leader, or no answer)",
+                          "__transaction_state: __transaction_state-1: broker 1 is not its leader"]
+    assert read.partitions == 1 and len(read.latest) == 2
+
+
+def same_size(count: int, txn_id: str) -> list[TxnLogRecord]:
+    return [record(i, txn_id, 9, 0, "CompleteCommit", NOW - MIN) for i in range(count)]
+
+
+@pytest.mark.parametrize(("long_ids", "short_ids", "max_bytes", "rounds", "truncated"), [
+    (12, 40, 2 * 30 * 121, [[0, 1], [0, 1], [1]], [1]),  # partition 0 ends in round 2, partition 1 goes on
+    (25, 40, 2 * (20 * 121 + 1), [[0, 1], [0, 1], [1]], [0, 1]),  # 0 is over its budget first, 1 goes on
+    (0, 20, 30 * 121, [[1], [1], [1]], []),  # 1 ends exactly at a chunk's end: the next read is empty
+], ids=["ended", "cut short", "ends at a chunk's end"])
+def test_one_partition_ending_or_cut_short_does_not_stop_the_others(
+        monkeypatch: pytest.MonkeyPatch, long_ids: int, short_ids: int, max_bytes: int, rounds: list[list[int]],
+        truncated: list[int]) -> None:
+    """Partition 0's batches are 146 bytes (a long id), partition 1's 121; chunks are 1,210 bytes, answered
+    in whole batches as Kafka does (9 batches, 1,314 bytes, from partition 0)."""
+    c = cluster(internal=["__transaction_state"])
+    c.txn_log[0] = same_size(long_ids, "a-longer-transactional-id")
+    c.txn_log[1] = same_size(short_ids, "b")
+    monkeypatch.setattr(transaction_state, "MIN_PARTITION_BYTES", 1)
+    monkeypatch.setattr(transaction_state, "CHUNK_BYTES", 10 * 121)
+    read = transaction_state.read(c, {0, 1}, NOW - 30 * MIN, max_bytes=max_bytes)
+    assert [sorted(tp.partition for tp in r) for r in c.log_reads] == rounds
+    assert read.truncated == truncated
+
+
+def test_an_undecodable_batch_is_skipped_and_named() -> None:
+    c = cluster(internal=["__transaction_state"])
+    c.txn_log[0] = busy_partition(2)
+    fetch = c.read_log
+    def with_a_new_codec(reads: dict[TopicPartition, tuple[int, int]], max_bytes: int
+                         ) -> tuple[dict[TopicPartition, bytes], list[ScanError]]:
+        data, errors = fetch(reads, max_bytes)
+        data[STATE] += undecodable_batch(len(c.txn_log[0]))  # after the partition's last record
+        return data, errors
+    c.read_log = with_a_new_codec  # type: ignore[method-assign]
+    read = transaction_state.read(c, {0}, NOW - 30 * MIN)
+    assert read.notes == ["__transaction_state-0: unknown compression codec 7; that batch was skipped"]
+    assert set(read.latest) == {"app", "busy"}  # what came before it is kept

@@ -15,10 +15,12 @@ from pathlib import Path
 import pytest
 
 from kafka_txn_broker import EmbeddedCluster
+from kafka_txn_tools.batches import iter_batches
 from kafka_txn_tools.connection import wire
 from kafka_txn_tools.connection.client import AdminClient
 from kafka_txn_tools.connection.config import ClientSettings
 from kafka_txn_tools.errors import ConnectionFailed
+from kafka_txn_tools.models import TopicPartition
 from tests.support.tcp_proxy import BLACKHOLE, TcpProxy
 
 
@@ -83,3 +85,23 @@ def test_a_request_for_any_broker_goes_to_another_when_the_one_picked_does_not_a
         with pytest.raises(ConnectionFailed, match="timed out|no answer within"):
             admin.metadata()
         assert 2 * 1.5 <= time.monotonic() - began < 3 * 1.5
+
+
+def test_a_fan_out_of_more_requests_than_kafka_python_keeps_in_flight_waits_its_turn(tmp_path: Path) -> None:
+    """One Fetch per partition, 24 partitions led by one broker: kafka-python fails a send beyond its in-flight
+    limit (5) at once, as if the broker were down, so without a turn to wait for 19 partitions came back
+    "unreachable" (a find-hanging with many hangs lost the coordinator's decisions on them)."""
+    from kafka_txn_broker.testing.raw_client import RawKafkaClient
+    from tests.support.real_kafka.hang import seed_idempotent
+
+    with EmbeddedCluster(nodes=1, data_dir=tmp_path / "kafka") as cluster, \
+            AdminClient(ClientSettings(bootstrap_servers=cluster.bootstrap_servers), timeout_ms=5000) as admin:
+        with RawKafkaClient(cluster.bootstrap_servers) as raw:
+            raw.create_topic("wide", 24, 1)
+        seed_idempotent(cluster.bootstrap_servers, "wide", 24, producers=2)
+        leader = cluster.node_ids[0]
+        reads = {TopicPartition("wide", p): (leader, 0) for p in range(24)}
+        data, errors = admin.read_log(reads, 1 << 20)
+        assert errors == []
+        assert {tp: len(list(iter_batches(raw))) for tp, raw in data.items()} == dict.fromkeys(reads, 2)
+        assert admin._slots.in_flight(leader) == 0  # every slot given back
