@@ -59,6 +59,10 @@ class FanOut:
         self._spawn = spawn
         self._sleep = sleep
 
+    def start(self, coro: Coroutine[Any, Any, A]) -> Awaitable[A]:
+        """Start one coroutine on the loop now; await what this returns for its answer."""
+        return self._spawn(coro)
+
     async def to_nodes(self, requests: Mapping[N, R], send: Callable[[N, R], Coroutine[Any, Any, A]]) -> list[A]:
         """`send(target, request)` for every request at once; the answers in the order of `requests`."""
         started = [self._spawn(send(target, request)) for target, request in requests.items()]

@@ -71,10 +71,11 @@ class TransactionRequests(Transport):
         batches = [partitions[i:i + batch_size] for i in range(0, len(partitions), batch_size)]
         results: list[PartitionProducers] = []
         errors: list[ScanError] = []
-        # Waves of `in_flight` requests: pipelining without tripping kafka-python's in-flight limit.
+        # Waves of `in_flight` requests: pipelining, each request taking its turn at the broker's in-flight limit
+        # with whatever else is sent to it (connection/in_flight.py).
         for start in range(0, len(batches), in_flight):
             wave = batches[start:start + in_flight]
-            futures = [self._start(wire.describe_producers_request(b), broker_id) for b in wave]
+            futures = [self._fan.start(self._send(wire.describe_producers_request(b), broker_id)) for b in wave]
             for batch, future in zip(wave, futures, strict=True):
                 try:
                     got, errs = wire.parse_describe_producers(await future, broker_id, open_only)
