@@ -33,9 +33,10 @@ def partition_action(reason: HangingReason, tp: TopicPartition, start_offset: in
                 "must restart)")
     if reason is HangingReason.PREPARED_2PC:
         return (f"held by its external transaction manager (KIP-939): that manager must commit or abort "
-                f"{transactional_id!r} (it recovers the prepared transaction with InitProducerId keepPreparedTxn and "
-                f"completes it), and the command below exits once it has; only if that manager is gone for good, "
-                f"abort it on each of its partitions with kafka-txn abort and --force (its decision is lost)")
+                f"{transactional_id!r} (the producer that prepared it ends it; a restarted manager first recovers it "
+                f"with InitProducerId keepPreparedTxn, which Apache Kafka 4.4 does not serve yet), and the command "
+                f"below exits once it has; only if that manager is gone for good, abort it on each of its "
+                f"partitions with kafka-txn abort and --force (its decision is lost)")
     return f"abort it: no coordinator will ever write the marker that ends it, so {tp}'s LSO stays at {start_offset}"
 
 

@@ -53,6 +53,14 @@ class Release:
         return False
 
     @property
+    def two_phase_commit_unstable(self) -> bool:
+        """InitProducerId v6 served behind unstable.api.versions.enable=true, with
+        transaction.two.phase.commit.enable=true: seen on 4.4.0, whose coordinator prepares such a transaction but
+        answers UNSUPPORTED_VERSION to KeepPreparedTxn (its TransactionCoordinator.handleInitProducerId, read from
+        the jar). Older releases are not known to (tests/external/real_kafka/test_two_phase_commit_real.py)."""
+        return self.at_least(4, 4)
+
+    @property
     def skips_markers_of_offline_leaders(self) -> bool:
         """Whether the coordinator drops a partition with no leader from a completing transaction ("likely
         deleted already and hence can be skipped") instead of retrying its marker until the leader returns:

@@ -230,10 +230,11 @@ def test_a_late_row_says_to_wait_and_a_prepared_one_names_its_manager() -> None:
         ("wait: the coordinator of 'app-1' still owns it and ends it by itself (its producer commits or aborts it, or "
          "the coordinator aborts it at its timeout), and the command below exits once it has; to end it now, fence "
          "the id with force-terminate and --force (its producer fails and must restart)", watch[:1]),
-        ("held by its external transaction manager (KIP-939): that manager must commit or abort 'app-2' (it recovers "
-         "the prepared transaction with InitProducerId keepPreparedTxn and completes it), and the command below "
-         "exits once it has; only if that manager is gone for good, abort it on each of its partitions with "
-         "kafka-txn abort and --force (its decision is lost)", watch[1:])]
+        ("held by its external transaction manager (KIP-939): that manager must commit or abort 'app-2' (the "
+         "producer that prepared it ends it; a restarted manager first recovers it with InitProducerId "
+         "keepPreparedTxn, which Apache Kafka 4.4 does not serve yet), and the command below exits once it has; only "
+         "if that manager is gone for good, abort it on each of its partitions with kafka-txn abort and --force (its "
+         "decision is lost)", watch[1:])]
 
 
 @pytest.mark.parametrize(("view", "leader", "reason", "detail"), [
