@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from kafka_txn_broker.testing.raw_client import RawClientError, RawKafkaClient
+from kafka_txn_broker.testing.raw_client import ProducerIdAndEpoch, RawClientError, RawKafkaClient
 from kafka_txn_broker.testing.scenarios import HANGING_PARTITION, complete_prepared
 from kafka_txn_broker.testing.scenarios import _retry as retried
 from kafka_txn_tools.cli import exit_codes
@@ -195,3 +195,27 @@ def test_two_phase_commit_is_refused_where_the_release_lacks_it(real_kafka: Kafk
         pytest.skip(f"Apache Kafka {RELEASE} serves two-phase commit")
     with pytest.raises(RawClientError, match="closed the connection"):
         stage(real_kafka.bootstrap_servers, "2pc-prepared", backdate_ms=BACKDATE_MS)
+
+
+def test_a_partition_ahead_of_its_coordinators_epoch_is_epoch_mismatch_and_cleared(real_kafka: KafkaCluster) -> None:
+    """The partition holds the producer's transaction at an epoch its coordinator never reached: what a coordinator
+    that lost its newest `__transaction_state` records (an unclean election of that partition) leaves behind, staged
+    here by writing at epoch + 1 without the coordinator (partition verification is off). The coordinator's
+    markers would carry the older epoch and be fenced: `epoch-mismatch`, and the printed abort, written at the
+    partition's epoch, clears it."""
+    bs = real_kafka.bootstrap_servers
+    warm_up(bs)
+    topic = ready_topic(bs, f"real-ahead-{time.monotonic_ns() % 10**8}", 2)
+    txn_id = f"{topic}-txn"
+    with RawKafkaClient(bs) as client:
+        code, pe = retried(lambda: client.init_producer_id(txn_id, 60_000))
+        assert code == 0
+        ahead = ProducerIdAndEpoch(pe.producer_id, pe.epoch + 1)
+        code, start = client.produce_transactional(txn_id, ahead, topic, 1, 0, [b"ahead-0", b"ahead-1"],
+                                                   int(time.time() * 1000) - BACKDATE_MS)
+        assert code == 0
+    row = only_row(scan(bs, topic), 1)
+    assert (row["kind"], row["reason"], row["producer_id"], row["start_offset"]) == (
+        "partition", "epoch-mismatch", pe.producer_id, start)
+    assert f"coordinator epoch {pe.epoch} for {txn_id!r} is older than the partition's {ahead.epoch}" in row["detail"]
+    clear_by_printed_commands(bs, row)
