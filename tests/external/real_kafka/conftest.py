@@ -70,9 +70,12 @@ def network() -> Iterator[HoldingProxy]:
 def proxied_kafka(kafka_libs: Path, tmp_path_factory: pytest.TempPathFactory,
                   network: HoldingProxy) -> Iterator[KafkaCluster]:
     """A single-node cluster advertised at `network`'s address (so every client, the broker's own inter-broker
-    requests included, goes through it), its transactional ids expiring 4 s after their last transaction."""
-    cluster = KafkaCluster(kafka_libs, tmp_path_factory.mktemp("real-kafka-proxied"), nodes=1,
-                           config={**EXPIRING, "advertised.listeners": f"PLAINTEXT://{network.address}"},
+    requests included, goes through it), its transactional ids expiring 4 s after their last transaction, and
+    `__transaction_state` at Kafka's default of 50 partitions (the others have 5): a read of every partition, for
+    an expired id's last owner, is as many requests to one broker as production's."""
+    config = {**EXPIRING, "advertised.listeners": f"PLAINTEXT://{network.address}",
+              "transaction.state.log.num.partitions": "50"}
+    cluster = KafkaCluster(kafka_libs, tmp_path_factory.mktemp("real-kafka-proxied"), nodes=1, config=config,
                            version=RELEASE)
     network.upstream_port = cluster.nodes[1].port
     with cluster:

@@ -46,10 +46,11 @@ def until_expired(bs: str, transactional_id: str) -> None:
             time.sleep(0.3)
 
 
-def scan_while(network: HoldingProxy, bs: str, topic: str, meanwhile: Callable[[], None]) -> dict[str, Any]:
-    """find-hanging over `topic`, with `meanwhile` run after it listed the transactions and before the coordinator
-    answers its DescribeTransactions."""
-    network.hold(DESCRIBE_TRANSACTIONS, TOOL_CLIENT_ID)
+def scan_while(network: HoldingProxy, bs: str, topic: str, meanwhile: Callable[[], None],
+               api_key: int = DESCRIBE_TRANSACTIONS) -> dict[str, Any]:
+    """find-hanging over `topic`, with `meanwhile` run after it sent its first request of `api_key` (by default
+    after it listed the transactions and before the coordinator answers its DescribeTransactions)."""
+    network.hold(api_key, TOOL_CLIENT_ID)
     with ThreadPoolExecutor(1) as pool:
         found = pool.submit(scan, bs, topic)
         try:
