@@ -109,7 +109,7 @@ class Tracer:
         self.taken += 1
         os.kill(self.pid, signal.SIGUSR2)
         path = self.dump_dir / name
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + 900  # a traced snapshot of a big heap takes minutes
         while not path.exists():
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the monitor wrote no {path}")
