@@ -158,7 +158,10 @@ def stuck_at_the_coordinator_until_the_leader_returns(cluster: KafkaCluster, ups
     find-hanging has no such row (it reads open transactions only, and the partition has no leader to ask).
     Starting the broker again lets the retried marker land: CompleteCommit, both LSOs at the high watermark."""
     live = live_servers(cluster)
-    row = until(lambda: _stuck_row(live, txn_id), "find-hanging to report the stuck transaction")
+    # Until the controller fences the killed broker (its session timeout), Metadata still names it the partition's
+    # leader, and the row says only that it did not answer; then the leader is offline.
+    row = until(lambda: _settled(_stuck_row(live, txn_id)), "find-hanging to report the stuck transaction, its "
+                "pending partition's leader offline")
     assert (row["kind"], row["reason"], row["state"]) == ("coordinator", "markers-pending", "PrepareCommit")
     assert [(p["topic"], p["partition"], p["reason"]) for p in row["pending_partitions"]] == [
         (topic, down, "leader-offline")]
@@ -175,6 +178,11 @@ def stuck_at_the_coordinator_until_the_leader_returns(cluster: KafkaCluster, ups
         now = until(lambda p=partition: _stable(bs, topic, p), f"{topic}-{partition} stable")
         assert now.lso == now.high_watermark
     assert _stuck_row(bs, txn_id) is None
+
+
+def _settled(row: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The row once every pending partition's reason is known."""
+    return row if row is not None and all(p["reason"] for p in row["pending_partitions"]) else None
 
 
 def _stuck_row(bs: str, txn_id: str) -> dict[str, Any] | None:
