@@ -7,6 +7,10 @@ it gives for a broker it cannot reach. A fan-out of one request per partition (a
 the answers they held. Every request of ours to a named broker takes a slot here first
 (connection/transport.py).
 
+A broker that does not answer (down, or cut off by the network) must not make a burst wait one timeout per four
+requests: when a request to it fails that way, the requests waiting for its slots fail at once with the same
+error, as they would have without the limit. The next requests try it again.
+
 Threading: used only on kafka-python's I/O thread (the coroutines of a Transport run there), so it needs no
 lock; a waiter is a kafka-python Future, which that loop's coroutines can await.
 """
@@ -38,6 +42,11 @@ class InFlightLimit:
             self._waiting.setdefault(node, deque()).append(turn)
             await turn
         self._used[node] = self._used.get(node, 0) + 1
+
+    def fail_waiting(self, node: int, error: BaseException) -> None:
+        """Every request waiting for a slot of `node` fails with `error` (a request to it just did)."""
+        for turn in self._waiting.pop(node, ()):
+            turn.failure(error)  # type: ignore[attr-defined]
 
     def release(self, node: int) -> None:
         self._used[node] -= 1

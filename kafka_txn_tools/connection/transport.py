@@ -151,6 +151,10 @@ class Transport:
         await self._slots.acquire(node_id)
         try:
             return await self._start(request, node_id, timeout_ms)
+        except (*_UNREACHABLE, *_TIMED_OUT) as exc:
+            if "max_in_flight" not in str(exc):  # the broker is not answering: the burst's others fail now too
+                self._slots.fail_waiting(node_id, exc)
+            raise
         finally:
             self._slots.release(node_id)
 

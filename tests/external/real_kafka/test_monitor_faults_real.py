@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -59,14 +60,25 @@ def stage(bootstrap: str) -> tuple[list[Hang], int]:
     """Hangs on partitions 0 and 1 (led by different brokers) from a producer whose coordinator leads 0."""
     warm_up(bootstrap)
     topic = ready_topic(bootstrap, f"monkill-{uuid.uuid4().hex[:6]}", PARTITIONS, replication_factor=3)
-    preferred_leaders(bootstrap)  # the folder's cluster: an earlier test's restart may have left one broker leading
-    # none of `__transaction_state` (a coordinator of nothing)
     victim = placement(bootstrap, topic, 0)[0]
     assert placement(bootstrap, topic, 1)[0] != victim
-    with RawKafkaClient(bootstrap) as client:
-        txn_id = next(t for t in (f"monkill-{uuid.uuid4().hex[:8]}" for _ in range(200))
-                      if client.transaction_coordinator(t) == victim)
-    return stage_hangs(bootstrap, topic, [0, 1], txn_id), victim
+    return stage_hangs(bootstrap, topic, [0, 1], coordinated_by(bootstrap, victim)), victim
+
+
+def coordinated_by(bootstrap: str, broker: int, seconds: float = 90.0) -> str:
+    """A transactional id whose coordinator is `broker`. The folder's cluster: an earlier test's restart may have
+    left the broker leading none of `__transaction_state` (a coordinator of nothing), and a preferred election
+    gives its partitions back only once it has rejoined their in-sync replicas: elect until it leads one."""
+    deadline = time.monotonic() + seconds
+    while True:
+        preferred_leaders(bootstrap)
+        with RawKafkaClient(bootstrap) as client:
+            found = next((t for t in (f"monkill-{uuid.uuid4().hex[:8]}" for _ in range(200))
+                          if client.transaction_coordinator(t) == broker), None)
+        if found is not None:
+            return found
+        assert time.monotonic() < deadline, f"broker {broker} never led a partition of __transaction_state again"
+        time.sleep(1)
 
 
 def preferred_leaders(bootstrap: str) -> None:

@@ -41,3 +41,21 @@ def test_requests_beyond_the_limit_wait_and_are_let_through_one_per_answer_in_or
 def test_a_limit_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 1, not 0"):
         InFlightLimit(0)
+
+
+def test_a_failure_to_reach_the_broker_fails_the_requests_waiting_for_it_at_once() -> None:
+    """A broker that does not answer: the burst's requests waiting for a slot fail with the first one's error
+    instead of waiting one timeout each in turn; the request after them tries the broker again."""
+    limit = InFlightLimit(1)
+    assert step(limit.acquire(7)) is None
+    second, third = limit.acquire(7), limit.acquire(7)
+    assert step(second) is not None and step(third) is not None
+    timed_out = TimeoutError("broker 7 did not answer")
+    limit.fail_waiting(7, timed_out)
+    for waiting in (second, third):
+        with pytest.raises(TimeoutError, match="did not answer"):
+            step(waiting)
+    limit.release(7)  # the failed request's own slot
+    assert limit.in_flight(7) == 0
+    assert step(limit.acquire(7)) is None and limit.in_flight(7) == 1
+    limit.fail_waiting(8, timed_out)  # nobody waiting there: nothing happens

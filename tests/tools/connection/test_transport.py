@@ -105,3 +105,24 @@ def test_a_fan_out_of_more_requests_than_kafka_python_keeps_in_flight_waits_its_
         assert errors == []
         assert {tp: len(list(iter_batches(raw))) for tp, raw in data.items()} == dict.fromkeys(reads, 2)
         assert admin._slots.in_flight(leader) == 0  # every slot given back
+
+
+def test_a_burst_to_a_broker_that_does_not_answer_fails_together_not_four_at_a_time(
+        proxied: tuple[EmbeddedCluster, dict[int, TcpProxy]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Twelve Fetches to a broker cut off by the network: the first four (the in-flight limit) time out, and the
+    eight waiting for their slots fail with them instead of each waiting out a timeout of its own in turn
+    (a monitor's scan would take three timeouts more per broker cut off)."""
+    cluster, proxies = proxied
+    bootstrap = ",".join(p.address for p in proxies.values())
+    with AdminClient(ClientSettings(bootstrap_servers=bootstrap), timeout_ms=1500) as admin:
+        silent = cluster.node_ids[0]
+        admin.send(wire.metadata_request([]), silent)  # connected: requests then wait for answers, not a connection
+        proxies[silent].mode = BLACKHOLE
+        sent: list[object] = []
+        start = admin._start
+        monkeypatch.setattr(admin, "_start", lambda request, *rest: sent.append(request) or start(request, *rest))
+        reads = {TopicPartition("cut-off", p): (silent, 0) for p in range(12)}
+        data, errors = admin.read_log(reads, 1 << 20)
+        assert len(sent) == admin._slots.limit == 4
+        assert sorted(e.api for e in errors) == ["Fetch"] * 12 and set(data) == set(reads)
+        assert all(raw == b"" for raw in data.values())
