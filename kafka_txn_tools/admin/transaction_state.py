@@ -38,6 +38,12 @@ from kafka_txn_tools.models import ClusterInfo, ProducerState, ScanError, TopicP
 MAX_BYTES = 64 << 20
 MIN_PARTITION_BYTES = 1 << 20
 CHUNK_BYTES = 4 << 20  # read and absorbed at a time, per partition
+# What one round of chunks may hold, all partitions together: a read of every partition (50 by default) would
+# otherwise hold up to 50 chunks at once. Each partition's chunk is this divided among the partitions still
+# being read (at least MIN_CHUNK_BYTES), so the many small partitions end in the first round and the few big
+# ones go on with bigger chunks.
+HELD_BYTES = 16 << 20
+MIN_CHUNK_BYTES = 256 << 10
 # The producer's clock stamps its batches, the coordinator's its records: look a little before the last write.
 CLOCK_SLACK_MS = 60_000
 
@@ -115,14 +121,14 @@ def read(client: ClusterApi, partitions: set[int] | None, since_ms: int, max_byt
 
 def _read_in_chunks(client: ClusterApi, reads: dict[TopicPartition, tuple[int, int]], per_partition: int,
                     out: TxnStateRead, ids: frozenset[str] | None, owners: bool) -> None:
-    """Read each partition up to `per_partition` bytes, CHUNK_BYTES at a time, each chunk absorbed before the next
-    is fetched: what is held at once is one chunk per partition, not everything since the time looked for (a
-    hanging transaction is old, so that can be the whole budget). A chunk shorter than asked for ends its
+    """Read each partition up to `per_partition` bytes, a chunk at a time, each chunk absorbed before the next is
+    fetched: what is held at once is one round of chunks (about HELD_BYTES), not everything since the time looked
+    for (a hanging transaction is old, so that can be the whole budget). A chunk shorter than asked for ends its
     partition (read_log stops at the high watermark, or at an error it reports)."""
     pending, done = dict(reads), dict.fromkeys(reads, 0)
     answered: set[TopicPartition] = set()
     while pending:
-        chunk = min(CHUNK_BYTES, per_partition)
+        chunk = min(CHUNK_BYTES, per_partition, max(MIN_CHUNK_BYTES, HELD_BYTES // len(pending)))
         data, errors = client.read_log(pending, chunk)
         out.notes += [_note(e) for e in errors]
         failed = {e.partition for e in errors}

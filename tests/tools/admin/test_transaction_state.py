@@ -367,3 +367,26 @@ def test_an_undecodable_batch_is_skipped_and_named() -> None:
     read = transaction_state.read(c, {0}, NOW - 30 * MIN)
     assert read.notes == ["__transaction_state-0: unknown compression codec 7; that batch was skipped"]
     assert set(read.latest) == {"app", "busy"}  # what came before it is kept
+
+
+def test_a_round_of_many_partitions_holds_a_bounded_amount_and_big_partitions_go_on_in_bigger_chunks(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Twelve partitions: eleven small (4 batches of 121 bytes) and one big (40). A round may hold 12 x 1,210
+    bytes: 1,210 a partition in the first, then the big one alone with chunks of up to 4,840 (CHUNK_BYTES)."""
+    c = cluster(internal=["__transaction_state"], partitions=12)
+    for p in range(11):
+        c.txn_log[p] = same_size(4, "b")
+    c.txn_log[11] = same_size(40, "b")
+    monkeypatch.setattr(transaction_state, "HELD_BYTES", 12 * 1210)
+    monkeypatch.setattr(transaction_state, "MIN_CHUNK_BYTES", 1)
+    monkeypatch.setattr(transaction_state, "CHUNK_BYTES", 4 * 1210)
+    asked: list[tuple[int, int]] = []
+    fetch = c.read_log
+    def sizing(reads: dict[TopicPartition, tuple[int, int]], max_bytes: int
+               ) -> tuple[dict[TopicPartition, bytes], list[ScanError]]:
+        asked.append((len(reads), max_bytes))
+        return fetch(reads, max_bytes)
+    c.read_log = sizing  # type: ignore[method-assign]
+    read = transaction_state.read(c, None, NOW - 30 * MIN, max_bytes=1 << 30)
+    assert asked == [(12, 1210), (1, 4840)]
+    assert read.partitions == 12 and read.truncated == [] and read.bytes == (11 * 4 + 40) * 121
