@@ -388,5 +388,10 @@ def test_a_round_of_many_partitions_holds_a_bounded_amount_and_big_partitions_go
         return fetch(reads, max_bytes)
     c.read_log = sizing  # type: ignore[method-assign]
     read = transaction_state.read(c, None, NOW - 30 * MIN, max_bytes=1 << 30)
-    assert asked == [(12, 1210), (1, 4840)]
+    assert asked == [(12, 1210), (1, 4840)] and all(type(size) is int for _, size in asked)  # Fetch's max bytes
     assert read.partitions == 12 and read.truncated == [] and read.bytes == (11 * 4 + 40) * 121
+    # A partition's own budget below that: its chunk is the budget.
+    monkeypatch.setattr(transaction_state, "MIN_PARTITION_BYTES", 1)
+    asked.clear()
+    read = transaction_state.read(c, {0, 11}, NOW - 30 * MIN, max_bytes=2 * 242)
+    assert asked == [(2, 242)] and read.truncated == [0, 11]
