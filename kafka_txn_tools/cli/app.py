@@ -11,11 +11,12 @@ from typing import Annotated
 
 import typer
 
-from kafka_txn_tools.cli import exit_codes
+from kafka_txn_tools.cli import coercion, exit_codes
 from kafka_txn_tools.cli.commands import register_all
 from kafka_txn_tools.cli.completion import enable_if_requested
 from kafka_txn_tools.cli.errors import PROG, KafkaTxnGroup
 
+coercion.install()  # typer's coercion without pydantic for plain values: cli/coercion.py
 enable_if_requested()  # tab completion calls back into kafka-txn; see cli/completion.py
 
 HELP = """Find, explain and safely abort hanging Kafka transactions.
