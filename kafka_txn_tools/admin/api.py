@@ -48,6 +48,9 @@ class ClusterApi(Protocol):
     def latest_offsets(self, leaders: dict[TopicPartition, tuple[int, int]], read_committed: bool
                        ) -> dict[TopicPartition, OffsetRead]: ...
 
+    def latest_offsets_both(self, leaders: dict[TopicPartition, tuple[int, int]]
+                            ) -> tuple[dict[TopicPartition, OffsetRead], dict[TopicPartition, OffsetRead]]: ...
+
     def write_abort_marker(
         self, leader: int, partition: TopicPartition, producer_id: int, producer_epoch: int,
         coordinator_epoch: int, start_offset: int | None,

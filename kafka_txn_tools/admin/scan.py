@@ -334,9 +334,13 @@ class ScanPass:
         with bulk():  # maps of every partition, all kept (see gc_pause)
             infos = {info.partition: info for info in cluster.partitions}
             leaders = lso_prefilter.leaders_to_read(planned, infos)
-            hw = client.latest_offsets(leaders, read_committed=False)
-            need = lso_prefilter.lso_to_read(leaders, hw, loop.clear)
-            reads = lso_prefilter.Reads(leaders, hw, client.latest_offsets(need, read_committed=True) if need else {})
+            if loop.clear:  # the HW read narrows the LSO read to the partitions that changed since the last pass
+                hw = client.latest_offsets(leaders, read_committed=False)
+                need = lso_prefilter.lso_to_read(leaders, hw, loop.clear)
+                lso = client.latest_offsets(need, read_committed=True) if need else {}
+            else:  # nothing known yet to narrow the LSO read: both in one round trip
+                hw, lso = client.latest_offsets_both(leaders)
+            reads = lso_prefilter.Reads(leaders, hw, lso)
             return lso_prefilter.select(planned, infos, reads, loop.seen_open, loop.held), reads
 
     def _both_sides(self, cluster: ClusterInfo, confirmed: list[hanging.Verdict],

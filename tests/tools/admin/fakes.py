@@ -66,6 +66,7 @@ class FakeCluster:
     before_describe: Callable[[int], None] | None = None
     describe_calls: int = 0
     leader_offset_calls: int = 0
+    both_reads: int = 0  # first passes' reads of both levels at once
     lso_reads: list[set[TopicPartition]] = field(default_factory=list)  # the partitions of each LSO read
     # A leader's ListOffsets answers where a test sets them whole (epochs, errors); else see `latest_offsets`.
     leader_reads: dict[TopicPartition, LeaderAnswer] = field(default_factory=dict)
@@ -252,6 +253,12 @@ class FakeCluster:
             answer = self.leader_reads.get(tp) or self._leader_read(tp, leader, epoch)
             out[tp] = answer.lso if read_committed else answer.hw
         return out
+
+    def latest_offsets_both(self, leaders: dict[TopicPartition, tuple[int, int]]
+                            ) -> tuple[dict[TopicPartition, OffsetRead], dict[TopicPartition, OffsetRead]]:
+        """Both reads at once; `both_reads` counts them, `lso_reads` records the LSO read's partitions."""
+        self.both_reads += 1
+        return self.latest_offsets(leaders, read_committed=False), self.latest_offsets(leaders, read_committed=True)
 
     def _leader_read(self, tp: TopicPartition, leader: int, epoch: int = -1) -> LeaderAnswer:
         error = "BROKER_UNREACHABLE" if leader in self.down else self.partition_errors.get((leader, tp))

@@ -128,8 +128,11 @@ def test_a_pass_reads_only_the_lsos_that_moved_since_the_last() -> None:
     c.offsets = {T0: (50, 50), T1: (100, 120), T2: (0, 0)}
     loop = ScanLoop(full_scan_every=0)
     first = scan(c, loop)
-    assert c.lso_reads == [{T0, T1}]  # T2 is empty
+    # Nothing known yet: both levels of every partition in one round trip.
+    assert c.both_reads == 1 and c.lso_reads == [{T0, T1, T2}]
+    assert first.first_pass is not None and first.first_pass.why == {Why.LSO_BELOW_HW: 3}
     again = scan(c, loop)
+    assert c.both_reads == 1  # T0 was clear: later passes read the HW first, then only the LSOs that moved
     assert c.lso_reads[-1] == {T1} and rows(again) == rows(first)  # T0 unchanged and clear: known
     c.offsets[T0] = (50, 60)  # written since (a transaction open from 50): read again, and flagged
     third = scan(c, loop)
