@@ -95,4 +95,7 @@ register_all(app)
 
 
 def main() -> None:
+    from kafka_txn_tools.connection.kafka_package import load_lazily
+
+    load_lazily()  # kafka-python's consumer, producer and admin client only if asked for: see that module
     app(prog_name=PROG)
