@@ -13,8 +13,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from kafka_txn_broker.configs.config_def import ConfigDefinition, ConfigType, ConfigValueError, at_least
 from kafka_txn_broker.formats.releases import kafka_releases
 from kafka_txn_broker.formats.transactions import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
@@ -343,6 +341,8 @@ class BrokerConfig:
                      base: Mapping[str, Any] | None = None) -> BrokerConfig:
         cfg = cls(base)
         if file is not None:
+            import yaml  # only with a config file: 10 ms of every start otherwise
+
             try:
                 data = yaml.safe_load(file.read_text()) or {}
             except (OSError, yaml.YAMLError) as exc:
