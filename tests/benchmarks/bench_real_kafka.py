@@ -119,6 +119,8 @@ OURS = r"""
 import atexit, json, sys, time
 start = time.perf_counter()
 sent = [0]
+from kafka_txn_tools.connection.kafka_package import load_lazily
+load_lazily()  # as kafka-txn's entry point does, before anything imports kafka
 from kafka_txn_tools.connection import client as client_module
 original = client_module.AdminClient._start
 def counting(self, request, *rest):
