@@ -31,13 +31,14 @@ def _probe_app() -> typer.Typer:
         number: Annotated[int | None, typer.Option()] = None,
         ranged: Annotated[int | None, typer.Option(min=1, max=10)] = None,
         flag: Annotated[bool, typer.Option()] = False,
+        from_env: Annotated[bool, typer.Option(envvar="PROBE_FLAG")] = False,
         path: Annotated[Path | None, typer.Option()] = None,
         existing: Annotated[Path | None, typer.Option(exists=True, dir_okay=False)] = None,
         colour: Annotated[Colour | None, typer.Option(case_sensitive=False)] = None,
         texts: Annotated[list[str] | None, typer.Option("--texts")] = None,
         numbers: Annotated[list[int] | None, typer.Option("--numbers")] = None,
     ) -> None:
-        values = [text, number, ranged, flag, path, existing, colour, texts, numbers]
+        values = [text, number, ranged, flag, from_env, path, existing, colour, texts, numbers]
         typer.echo(repr([(type(v).__name__, v) for v in values]))
 
     @app.command()
@@ -59,10 +60,11 @@ def _spy_on_typers_own(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return slow
 
 
-def _run(args: list[str], quick: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
+def _run(args: list[str], quick: bool, monkeypatch: pytest.MonkeyPatch, env: dict[str, str] | None = None
+         ) -> tuple[int, str]:
     builder = coercion.quick_build_runtime_param if quick else _coercion.build_runtime_param
     monkeypatch.setattr(typer.core, "build_runtime_param", builder)
-    result = CliRunner().invoke(_probe_app(), ["probe", *args])
+    result = CliRunner().invoke(_probe_app(), ["probe", *args], env=env)
     return result.exit_code, result.output
 
 
@@ -80,6 +82,14 @@ CASES = [
 @pytest.mark.parametrize("args", CASES, ids=[" ".join(c) or "nothing" for c in CASES])
 def test_quick_path_gives_typers_result(args: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     assert _run(args, quick=True, monkeypatch=monkeypatch) == _run(args, quick=False, monkeypatch=monkeypatch)
+
+
+@pytest.mark.parametrize("value", ["yes", "0", "TRUE", "off", "", "maybe"])
+def test_a_flag_from_the_environment_is_read_as_typer_reads_it(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A flag's value from its environment variable is text, not a bool: typer's reading of it decides."""
+    env = {"PROBE_FLAG": value}
+    quick = _run([], quick=True, monkeypatch=monkeypatch, env=env)
+    assert quick == _run([], quick=False, monkeypatch=monkeypatch, env=env)
 
 
 def test_valid_values_take_the_quick_path(monkeypatch: pytest.MonkeyPatch) -> None:
