@@ -39,7 +39,8 @@ class NotQuick(Exception):
 
 @dataclass(frozen=True)
 class QuickRuntimeParam(_coercion.RuntimeParam):
-    """Converts the values ``convert`` takes; hands every other value to typer's coercion, built on first use."""
+    """Converts the values ``convert`` takes; hands every other value to typer's coercion, built for that value
+    (a refusal or an unusual value: rare, so not kept)."""
 
     descriptor: _coercion.TypeDescriptor
     convert: Convert
