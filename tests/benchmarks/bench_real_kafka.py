@@ -53,6 +53,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "broker")]
 
 from kafka_txn_broker.testing.raw_client import RawKafkaClient  # noqa: E402
+from tests.benchmarks.as_installed import installed_env  # noqa: E402
 from tests.support.real_kafka import DEFAULT_RELEASE, KafkaCluster, UpstreamTool, release_libs  # noqa: E402
 from tests.support.real_kafka import cluster as cluster_module  # noqa: E402
 from tests.support.real_kafka.hang import seed_idempotent, stage_hangs, wait_for_leaders  # noqa: E402
@@ -62,6 +63,8 @@ from tests.support.real_kafka.tools import TRANSACTIONS_COMMAND  # noqa: E402
 # run with (the test harness starts its JVMs leaner, for speed on a test machine; users do not).
 SCRIPT_JVM_OPTS = ["-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
                    "-XX:+ExplicitGCInvokesConcurrent", "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true"]
+# The children's environment: the checkout on the path, bytecode compiled as pip install compiles a wheel's
+# (as_installed: set in main, which compiles first).
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "broker")])}
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -422,6 +425,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write the results here")
     args = ap.parse_args(argv)
     parts = set(args.parts.split(","))
+    installed = installed_env(ROOT, ENV)
+    ENV.clear()
+    ENV.update(installed)
     libs = release_libs(args.release)
     cluster_module.HEAP = f"-Xmx{args.heap}"  # as kafka-server-start.sh's -Xmx1G; the tests' heap is smaller
     results: dict[str, Any] = {"release": args.release, "nodes": args.nodes, "date": time.strftime("%Y-%m-%d"),
