@@ -1,5 +1,5 @@
 """`python -m kafka_txn_tools` = `kafka-txn`."""
 
-from kafka_txn_tools.cli.app import main
+from kafka_txn_tools.cli.entry import kafka_txn
 
-main()
+kafka_txn()

@@ -7,13 +7,17 @@ kafka-python protocol classes, pyspark, confluent_kafka load inside the commands
 
 from __future__ import annotations
 
+import copy
+import os
+import sys
+from collections.abc import Sequence
 from typing import Annotated
 
 import typer
 
 from kafka_txn_tools.cli import coercion, exit_codes
 from kafka_txn_tools.cli.commands import register_all
-from kafka_txn_tools.cli.completion import enable_if_requested
+from kafka_txn_tools.cli.completion import COMPLETE_VAR, enable_if_requested
 from kafka_txn_tools.cli.errors import PROG, KafkaTxnGroup
 
 coercion.install()  # typer's coercion without pydantic for plain values: cli/coercion.py
@@ -58,7 +62,8 @@ Writes (abort, commit, force-terminate, move-coordinator) ask on the terminal
 and are appended to the
 audit log ~/.local/state/kafka-txn/audit.log ($KAFKA_TXN_AUDIT_LOG or
 --audit-log move it). NO_COLOR turns colour off; KAFKA_TXN_DEBUG=1 shows
-tracebacks.
+tracebacks. The Kafka protocol classes are cached in ~/.cache/kafka-txn
+($KAFKA_TXN_CACHE_DIR moves it; safe to delete).
 
 """ + exit_codes.HELP_TEXT
 
@@ -98,4 +103,20 @@ def main() -> None:
     from kafka_txn_tools.connection.kafka_package import load_lazily
 
     load_lazily()  # kafka-python's consumer, producer and admin client only if asked for: see that module
-    app(prog_name=PROG)
+    narrowed(sys.argv[1:])(prog_name=PROG)
+
+
+def narrowed(args: Sequence[str]) -> typer.Typer:
+    """The app with only the command the command line starts with. Typer builds a click command of every command
+    registered, on every run (about 12 ms of a command's start; measured 2026-12-07), and a run uses one. Any other
+    command line (options first, no command, a name that is not one, tab completion) gets the whole app, so the
+    group's help, its "No such command" and completion stay as they were."""
+    if not args or COMPLETE_VAR in os.environ:
+        return app
+    commands = [c for c in app.registered_commands if c.name == args[0]]
+    groups = [g for g in app.registered_groups if g.name == args[0]]
+    if len(commands) + len(groups) != 1:
+        return app
+    narrow = copy.copy(app)
+    narrow.registered_commands, narrow.registered_groups = commands, groups
+    return narrow

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gc
 import inspect
 import time
 from collections.abc import Callable, Iterator
@@ -88,11 +89,20 @@ def connect(conn: Connection) -> AdminClient:
     from kafka_txn_tools.connection.client import AdminClient
     from kafka_txn_tools.connection.profiles import resolve_settings
 
+    freeze_again()
     timeout_ms = conn.timeout_ms(None) if conn.timeout is not None else None  # a bad --timeout first
     settings = resolve_settings(conn.bootstrap_server, conn.command_config, conn.profile)
     for message in settings.warnings:
         warn(message)
     return AdminClient(settings, timeout_ms=timeout_ms or conn.timeout_ms(settings.timeout_ms))
+
+
+def freeze_again() -> None:
+    """In a process that froze its imports (cli/entry.py), what is alive now, the command's modules among it,
+    lives until exit too: later collections skip it. Any other process (a test running commands in-process) is
+    left as it is."""
+    if gc.get_freeze_count():
+        gc.freeze()
 
 
 @contextmanager

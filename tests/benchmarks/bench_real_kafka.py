@@ -122,9 +122,9 @@ OURS = r"""
 import atexit, json, sys, time
 start = time.perf_counter()
 sent = [0]
-from kafka_txn_tools.connection.kafka_package import load_lazily
-load_lazily()  # as kafka-txn's entry point does, before anything imports kafka
-from kafka_txn_tools.connection import client as client_module
+from kafka_txn_tools.cli.entry import importing, kafka_txn
+with importing():  # as kafka-txn's entry point imports (kafka-python's package first, the collector off)
+    from kafka_txn_tools.connection import client as client_module
 original = client_module.AdminClient._start
 def counting(self, request, *rest):
     sent[0] += 1
@@ -133,8 +133,7 @@ client_module.AdminClient._start = counting
 atexit.register(lambda: print("TIMED " + json.dumps({"in_runtime_s": time.perf_counter() - start,
                                                     "requests": sent[0]}), file=sys.stderr))
 sys.argv = ["kafka-txn", *sys.argv[1:]]
-from kafka_txn_tools.cli.app import main
-main()
+kafka_txn()
 """
 
 

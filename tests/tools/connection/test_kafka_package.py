@@ -66,3 +66,24 @@ def test_the_command_line_does_not_load_the_consumer() -> None:
              "from kafka_txn_tools.cli.app import main\nmain()")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
     assert "cannot connect" in done.stderr and done.stdout.strip() == "none", (done.stdout, done.stderr)
+
+
+CRC_PROBE = textwrap.dedent("""
+    import json, sys
+    from kafka_txn_tools.connection.kafka_package import load_lazily
+    load_lazily()
+    from crc32c._crc32c import crc32c as direct
+    deferred = "crc32c" in vars(sys.modules["crc32c"])
+    import crc32c
+    print(json.dumps({"deferred_init_ran": deferred, "direct": direct(b"123456789"),
+                      "package": crc32c.crc32c(b"123456789"), "version": crc32c.__version__}))
+""")
+
+
+def test_crc32c_extension_without_the_package_init_and_its_names_on_demand() -> None:
+    done = subprocess.run([sys.executable, "-c", CRC_PROBE], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["deferred_init_ran"] is False
+    assert got["direct"] == got["package"] == 0xE3069283  # CRC-32C's check value (RFC 3720's test vector)
+    assert got["version"].count(".") >= 1
