@@ -1,7 +1,8 @@
-"""Requests written and answers read as plain values (kafka_txn_broker.formats.messages.plain), sent through
-kafka-python's connections as its own messages are: a find-hanging first pass asks each leader for the latest
-offsets of all its partitions, and kafka-python's classes spent more time building, encoding and decoding an
-object per partition than the broker took to answer.
+"""Requests written and answers read as plain values (kafka_txn_broker.formats.messages.plain and plain_metadata),
+sent through kafka-python's connections as its own messages are: a find-hanging first pass asks each leader for
+the latest offsets of all its partitions, and every scan reads the whole cluster's Metadata; kafka-python's
+classes spent more time building, encoding and decoding an object per partition than the broker took to
+answer.
 
 kafka-python's connection (kafka/net/connection.py, pinned at 3.0.12 in pyproject.toml) asks of a request:
 `API_KEY`, `min_version`/`max_version` (and `_min_version`/`_max_version`, a caller's own limits) to pick the
@@ -25,6 +26,13 @@ from kafka_txn_broker.formats.messages.plain import (
     PartitionQuery,
     list_offsets_request_body,
     read_list_offsets_response,
+)
+from kafka_txn_broker.formats.messages.plain_metadata import (
+    FLEXIBLE_FROM,
+    METADATA_KEY,
+    MetadataAnswer,
+    metadata_request_body,
+    read_metadata_response,
 )
 
 _HEAD = struct.Struct(">hhi")  # API key, API version, correlation id
@@ -156,3 +164,23 @@ class ListOffsetsRequest(PlainRequest):
 
     def read(self, body: bytes, version: int) -> ListOffsetsAnswer:
         return read_list_offsets_response(body, version)
+
+
+class MetadataRequest(PlainRequest):
+    """Metadata of `topics` (None: every topic, internal ones included), v1+, no topic created; the answer is a
+    MetadataAnswer."""
+
+    API_KEY = METADATA_KEY
+    min_version = 1
+    max_version = 13
+    FLEXIBLE_FROM = FLEXIBLE_FROM
+
+    def __init__(self, topics: list[str] | None) -> None:
+        super().__init__()
+        self.topics = topics
+
+    def body(self, version: int) -> bytes:
+        return metadata_request_body(version, self.topics)
+
+    def read(self, body: bytes, version: int) -> MetadataAnswer:
+        return read_metadata_response(body, version)

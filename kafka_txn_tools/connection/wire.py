@@ -53,11 +53,12 @@ from kafka.protocol.admin.transactions import (
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.consumer import FetchRequest, OffsetFetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
-from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
+from kafka.protocol.metadata import FindCoordinatorRequest
 from kafka.protocol.producer.transaction import InitProducerIdRequest
 
 from kafka_txn_broker.formats.messages import kafka_python
 from kafka_txn_broker.formats.messages.plain import ListOffsetsAnswer
+from kafka_txn_broker.formats.messages.plain_metadata import MetadataAnswer
 from kafka_txn_tools.connection import plain_request
 from kafka_txn_tools.errors import error_name
 from kafka_txn_tools.models import (
@@ -116,35 +117,25 @@ def _by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
 # --- Metadata --------------------------------------------------------------------------------
 
 def metadata_request(topics: Sequence[str] | None) -> Any:
-    if topics is None:
-        return MetadataRequest(topics=None, allow_auto_topic_creation=False)
-    Topic = MetadataRequest.MetadataRequestTopic
-    return MetadataRequest(topics=[Topic(name=t) for t in topics], allow_auto_topic_creation=False)
+    """Metadata of `topics`, or of every topic (None), as plain values (connection/plain_request.py): a cluster of
+    thousands of partitions answers with thousands of rows."""
+    return plain_request.MetadataRequest(None if topics is None else list(topics))
 
 
-def parse_metadata(response: Any) -> ClusterInfo:
-    brokers = tuple(sorted(
-        (BrokerInfo(b.node_id, b.host, b.port, b.rack) for b in response.brokers), key=lambda b: b.node_id))
+def parse_metadata(response: MetadataAnswer) -> ClusterInfo:
+    brokers = tuple(sorted((BrokerInfo(node, host, port, rack) for node, host, port, rack in response.brokers),
+                           key=lambda b: b.node_id))
     partitions: list[PartitionInfo] = []
     errors: list[tuple[str, str]] = []
-    for topic in response.topics:
-        if topic.error_code:
-            errors.append((topic.name or str(topic.topic_id), error_name(topic.error_code)))
+    for code, name, internal, rows in response.topics:
+        if code:
+            errors.append((name or "(unnamed)", error_name(code)))
             continue
-        for p in topic.partitions:
-            partitions.append(PartitionInfo(
-                TopicPartition(topic.name, p.partition_index), p.leader_id,
-                tuple(p.replica_nodes), tuple(p.isr_nodes), bool(topic.is_internal),
-                _leader_epoch(p)))
-    partitions.sort(key=lambda info: info.partition)
-    controller = getattr(response, "controller_id", -1)
-    return ClusterInfo(brokers, tuple(partitions), controller if controller is not None else -1, tuple(errors),
-                       getattr(response, "cluster_id", None) or None)
-
-
-def _leader_epoch(p: Any) -> int:
-    epoch = getattr(p, "leader_epoch", None)  # Metadata v7+
-    return -1 if epoch is None else int(epoch)
+        topic = name or ""
+        partitions.extend(PartitionInfo(TopicPartition(topic, index), leader, replicas, isr, internal, epoch)
+                          for _error, index, leader, epoch, replicas, isr in rows)
+    partitions.sort()  # by topic and partition: a partition is in one answer once
+    return ClusterInfo(brokers, tuple(partitions), response.controller_id, tuple(errors), response.cluster_id or None)
 
 
 # --- DescribeProducers -----------------------------------------------------------------------

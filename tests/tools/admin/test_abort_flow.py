@@ -49,7 +49,7 @@ def hanging(coordinator_epoch: int = 0) -> FakeCluster:
 
 
 def move_leader(c: FakeCluster, leader: int) -> None:
-    c.partitions = [replace(p, leader=leader) if p.partition == TP else p for p in c.partitions]
+    c.partitions = [p._replace(leader=leader) if p.partition == TP else p for p in c.partitions]
 
 
 def fail_first_marker(c: FakeCluster, error: str | Exception, then: Callable[[], None] | None = None) -> None:
@@ -409,7 +409,7 @@ def test_no_leader_for_a_partition_led_by_broker_0_is_not_mistaken_for_a_new_lea
     check = validate(c, AbortTarget(tp, start_offset=100))
 
     def leaderless() -> None:
-        c.partitions = [replace(p, leader=-1) if p.partition == tp else p for p in c.partitions]
+        c.partitions = [p._replace(leader=-1) if p.partition == tp else p for p in c.partitions]
 
     fail_first_marker(c, "NOT_LEADER_OR_FOLLOWER", then=leaderless)
     with pytest.raises(BrokerError, match=r"the leader of orders-0 \(broker 0\) stopped answering"):

@@ -44,7 +44,7 @@ class Leadership(FakeCluster):
         return None, None
 
     def _set(self, tp: TopicPartition, **changes: object) -> None:
-        self.partitions = [replace(p, **changes) if p.partition == tp else p for p in self.partitions]  # type: ignore[arg-type]
+        self.partitions = [p._replace(**changes) if p.partition == tp else p for p in self.partitions]
 
 
 def world(leader: int = 1, replicas: tuple[int, ...] = (1, 2, 0), isr: tuple[int, ...] = (1, 2, 0)) -> Leadership:

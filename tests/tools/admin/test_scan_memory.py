@@ -53,7 +53,7 @@ def test_a_producer_id_listed_again_without_an_id_is_no_longer_mapped() -> None:
 def test_where_the_ids_live_needs_every_transaction_state_partition_led() -> None:
     c = cluster(internal=[TXN])
     assert txn_homes(c.metadata()) == frozenset({(0, 0, -1), (1, 1, -1), (2, 2, -1)})
-    c.partitions = [replace(i, leader=-1) if i.partition == TopicPartition(TXN, 1) else i for i in c.partitions]
+    c.partitions = [i._replace(leader=-1) if i.partition == TopicPartition(TXN, 1) else i for i in c.partitions]
     assert txn_homes(c.metadata()) is None
     assert txn_homes(cluster().metadata()) is None  # no __transaction_state in the Metadata
 
@@ -140,14 +140,14 @@ def test_a_transactional_id_with_a_new_producer_id_has_the_old_one_listed_again(
 
 def test_an_unmapped_producer_id_is_listed_again_after_a_listing_error_or_a_coordinator_move() -> None:
     c = world()
-    c.partitions = [replace(i, leader_epoch=3) for i in c.partitions]
+    c.partitions = [i._replace(leader_epoch=3) for i in c.partitions]
     seen = Counting(c)
     scans = passes(c, loop())
     next(scans)
     next(scans)
     assert seen.by_pid == [[10, 11, 12]]
     # __transaction_state-1 moves to another leader: 11 is listed again (the new leader may hold its id).
-    c.partitions = [replace(i, leader=2, leader_epoch=4) if i.partition == TopicPartition(TXN, 1) else i
+    c.partitions = [i._replace(leader=2, leader_epoch=4) if i.partition == TopicPartition(TXN, 1) else i
                     for i in c.partitions]
     assert rows(next(scans)) == EXPECTED
     assert seen.by_pid[1:] == [[11]]
@@ -328,13 +328,13 @@ def test_a_loop_reads_metadata_once_per_max_age_on_an_unchanged_cluster() -> Non
 @pytest.mark.parametrize("move", ["leader", "epoch"])
 def test_a_leader_that_moved_since_the_kept_metadata_has_it_read_again_in_the_same_pass(move: str) -> None:
     c, clock = world(), Clock()
-    c.partitions = [replace(i, leader_epoch=3) for i in c.partitions]
+    c.partitions = [i._replace(leader_epoch=3) for i in c.partitions]
     reads = counting_metadata(c)
     scans = passes(c, grouped_loop(clock))
     next(scans)
     # orders-0's leadership moves: to broker 1 (its old leader answers NOT_LEADER_OR_FOLLOWER), or away and
     # back to broker 0 at a newer epoch (it answers FENCED_LEADER_EPOCH to the epoch the kept Metadata says).
-    c.partitions = [replace(i, leader=1 if move == "leader" else 0, leader_epoch=4) if i.partition == T0 else i
+    c.partitions = [i._replace(leader=1 if move == "leader" else 0, leader_epoch=4) if i.partition == T0 else i
                     for i in c.partitions]
     report = next(scans)
     assert len(reads) == 2
@@ -363,7 +363,7 @@ def test_a_pass_with_an_error_has_the_next_one_read_metadata() -> None:
 def held_world() -> FakeCluster:
     """world(), its offsets read at leader epoch 3 (the kept answers need an epoch said)."""
     c = world()
-    c.partitions = [replace(i, leader_epoch=3) for i in c.partitions]
+    c.partitions = [i._replace(leader_epoch=3) for i in c.partitions]
     return c
 
 
@@ -412,9 +412,9 @@ def test_a_partition_whose_offsets_moved_is_asked_again(change: str) -> None:
     elif change == "hw":  # a record written since
         c.offsets[T0] = (100, 102)
     elif change == "epoch":  # the same leader, elected again
-        c.partitions = [replace(i, leader_epoch=4) if i.partition == T0 else i for i in c.partitions]
+        c.partitions = [i._replace(leader_epoch=4) if i.partition == T0 else i for i in c.partitions]
     elif change == "isr":  # broker 1 fell out of orders-0's ISR: asked as out of sync once Metadata says so
-        c.partitions = [replace(i, isr=(0, 2)) if i.partition == T0 else i for i in c.partitions]
+        c.partitions = [i._replace(isr=(0, 2)) if i.partition == T0 else i for i in c.partitions]
         clock.ms = MAX_AGE_MS
     _report, asked = scan_asking(c, options)
     assert asked == ({(1, T0)} if change == "isr" else {(0, T0), (1, T0), (2, T0)})
