@@ -141,17 +141,20 @@ def partition_reason(info: PartitionInfo, hw: OffsetRead | None, lso: OffsetRead
     (`lso_to_read`)."""
     if info.leader < 0:
         return Why.NO_LEADER
-    if hw is None or hw.offset is None or hw.error is not None:
+    if hw is None:
+        return Why.UNREAD
+    high, epoch, error = hw  # unpacked at once: this runs for every partition of the cluster
+    if high is None or error is not None:
         return Why.UNREAD
     if lso is None:
-        lso = hw
-    elif lso.offset is None or lso.error is not None:
-        return Why.UNREAD
-    epoch = hw.leader_epoch
-    if lso.leader_epoch != epoch or (info.leader_epoch >= 0 and epoch >= 0 and epoch != info.leader_epoch):
+        stable, lso_epoch = high, epoch
+    else:
+        read, lso_epoch, error = lso
+        if read is None or error is not None:
+            return Why.UNREAD
+        stable = read
+    if lso_epoch != epoch or (info.leader_epoch >= 0 and epoch >= 0 and epoch != info.leader_epoch):
         return Why.LEADER_CHANGED
-    stable, high = lso.offset, hw.offset
-    assert stable is not None  # checked above (mypy cannot follow `lso = hw`)
     if stable < high:
         return Why.LSO_BELOW_HW
     if stable > high:
@@ -274,20 +277,23 @@ def select(planned: Mapping[int, Sequence[TopicPartition]], infos: Mapping[Topic
     replicas the previous pass saw an open transaction on; except, in a scan loop, the in-sync replicas of a
     partition held below its HW at the same HW, LSO and leader epoch as in the last pass, whose answers then
     (`kept`) stand (`reusable`)."""
-    hw_of, lso_of = reads.hw.get, reads.lso.get
+    hw_of, lso_of, info_of = reads.hw.get, reads.lso.get, infos.get
     flagged: dict[TopicPartition, Why] = {}  # every planned replica asked
-    clear: list[TopicPartition] = []
-    for tp in _in_scope(planned):
-        info = infos.get(tp)
-        reason = Why.UNREAD if info is None else partition_reason(info, hw_of(tp), lso_of(tp))
-        if reason is None:
-            clear.append(tp)
-        else:
-            flagged[tp] = reason
+    clear = 0
+    clear_reads: dict[TopicPartition, tuple[int, int]] = {}
     # On a clear partition, only the replicas out of its ISR and those the last pass saw open.
     extra: dict[int, dict[TopicPartition, Why]] = {}
-    for tp in clear:
-        info = infos[tp]
+    # One pass over the partitions in scope (a whole cluster's): each loop over them costs milliseconds.
+    for tp in _in_scope(planned):
+        info, hw = info_of(tp), hw_of(tp)
+        reason = Why.UNREAD if info is None else partition_reason(info, hw, lso_of(tp))
+        if reason is not None:
+            flagged[tp] = reason
+            continue
+        clear += 1
+        assert info is not None and hw is not None and hw.offset is not None  # a clear partition was read
+        if hw.leader_epoch >= 0:
+            clear_reads[tp] = (hw.offset, hw.leader_epoch)
         if len(info.isr) < len(info.replicas):
             for broker in info.replicas:
                 if broker not in info.isr:
@@ -313,13 +319,8 @@ def select(planned: Mapping[int, Sequence[TopicPartition]], infos: Mapping[Topic
             why[reason] = why.get(reason, 0) + 1
         if asked:
             by_broker[broker] = asked
-    clear_reads = {}
-    for tp in clear:
-        hw = reads.hw[tp]  # read, or it would have a reason
-        if hw.leader_epoch >= 0 and hw.offset is not None:
-            clear_reads[tp] = (hw.offset, hw.leader_epoch)
-    return Selection(by_broker, why, len(flagged) + len(clear), len(clear), clear_reads=clear_reads,
-                     held_reads=held_reads, kept=not_asked)
+    return Selection(by_broker, why, len(flagged) + clear, clear, clear_reads=clear_reads, held_reads=held_reads,
+                     kept=not_asked)
 
 
 def _held(reads: Reads, tp: TopicPartition) -> Held | None:
