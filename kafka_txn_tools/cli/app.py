@@ -100,9 +100,7 @@ register_all(app)
 
 
 def main() -> None:
-    from kafka_txn_tools.connection.kafka_package import load_lazily
-
-    load_lazily()  # kafka-python's consumer, producer and admin client only if asked for: see that module
+    """Run the command line (the process is set up by cli/entry.py, the console script)."""
     narrowed(sys.argv[1:])(prog_name=PROG)
 
 

@@ -7,9 +7,10 @@ about 25 ms for the schemas of the ~110 classes its imports build and about 20 m
 (measured 2026-12-07, alternating runs against a 10,000-partition Apache Kafka), on every run, for results that
 depend only on kafka-python's release and the interpreter.
 
-`install()` puts a cache in front of both: kafka-python's ``load_json`` and the ``compile`` its codec generator
-calls. Entries are kept as marshal's bytes (the format of .pyc files): a parsed schema, or the code object
-compiled from one generated source (keyed by the source itself, so a different source is a different entry).
+`install()` puts a cache in front of both: kafka-python's ``load_json`` (its own schemas only) and the ``compile``
+its codec generator calls. Entries are kept as marshal's bytes (the format of .pyc files): a parsed schema, or the
+code object compiled from one generated source (keyed by the source itself, so a different source is a different
+entry).
 Each hit is unmarshalled afresh, so no two callers share an object and nothing a caller changes reaches the
 file. New entries are written at exit, merged with what another process wrote meanwhile, by an atomic rename.
 A missing, unreadable or corrupt file is rebuilt; a directory that cannot be written is used read-only or not at
@@ -55,8 +56,8 @@ def cache_path() -> Path:
 
 
 class ProtocolCache:
-    """Entries by key (a schema's name and package, or a generated source's file name and digest): their marshal
-    bytes. `load()` reads the file; `save()` writes what is new."""
+    """Entries by key (a schema's name, or a generated source's file name and digest): their marshal bytes.
+    `load()` reads the file; `save()` writes what is new."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -99,10 +100,13 @@ class ProtocolCache:
             pass  # read-only home, full disk: the next run builds again
 
     def load_json(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        """kafka-python's ``load_json(msg_type, package=None)`` with this cache in front."""
+        """kafka-python's ``load_json(msg_type, package=None)`` with this cache in front, for kafka-python's own
+        schemas: the file is named by its release. Another package's (the broker's definitions of the messages
+        kafka-python lacks) can change under the same name, so they are always read."""
         def load_json(msg_type: str, package: Any = None) -> Any:
-            where = package if package is None or isinstance(package, str) else package.__package__
-            key = f"json:{where}:{msg_type}"
+            if package is not None:
+                return original(msg_type, package)
+            key = f"json:{msg_type}"
             found = self.get(key)
             if found is None:
                 found = original(msg_type, package)

@@ -62,7 +62,4 @@ def run(argv: Sequence[str], out: IO[str], err: IO[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    from kafka_txn_tools.connection.kafka_package import load_lazily
-
-    load_lazily()  # kafka-python's consumer, producer and admin client only if asked for: see that module
     sys.exit(run(sys.argv[1:] if argv is None else argv, sys.stdout, sys.stderr))

@@ -63,7 +63,7 @@ def test_the_command_line_does_not_load_the_consumer() -> None:
     probe = ("import atexit, sys\n"
              "atexit.register(lambda: print('consumer' if 'kafka.consumer' in sys.modules else 'none'))\n"
              "sys.argv = ['kafka-txn', 'list', '-b', '127.0.0.1:1', '--timeout', '1s']\n"
-             "from kafka_txn_tools.cli.app import main\nmain()")
+             "from kafka_txn_tools.cli.entry import kafka_txn\nkafka_txn()")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
     assert "cannot connect" in done.stderr and done.stdout.strip() == "none", (done.stdout, done.stderr)
 

@@ -48,6 +48,8 @@ PROBE = textwrap.dedent("""
     out["encoded_response"] = body.hex()
     out["decoded"] = [answer.error_code, [(t.transactional_id, t.producer_id, t.transaction_state)
                                           for t in answer.transaction_states]]
+    if sys.argv[1] == "cache":
+        out["added"] = len(cache._new)  # what this run could not take from the cache
     print(json.dumps(out))
 """)
 
@@ -72,9 +74,10 @@ def test_classes_and_codecs_are_the_same_built_through_the_cache(tmp_path: Path)
     [written] = cache_files(tmp_path)
     size = written.stat().st_size
     reading = probe("cache", tmp_path)
+    assert filling.pop("added") > 0 and reading.pop("added") == 0  # the third run took everything from the cache
     assert plain == filling == reading
     assert plain["decoded"] == [0, [["tx", 7, "Ongoing"]]]
-    assert written.stat().st_size == size  # the third run found everything cached: nothing new to write
+    assert written.stat().st_size == size  # nothing new to write
 
 
 @pytest.mark.e2e
@@ -83,11 +86,14 @@ def test_a_corrupt_cache_is_rebuilt_and_an_unwritable_one_skipped(tmp_path: Path
     probe("cache", tmp_path)
     [written] = cache_files(tmp_path)
     written.write_bytes(b"\x00not marshal at all")
-    assert probe("cache", tmp_path) == plain
+    rebuilt = probe("cache", tmp_path)
+    assert rebuilt.pop("added") > 0 and rebuilt == plain
     assert written.stat().st_size > 1000  # rebuilt
     blocked = tmp_path / "file-not-dir"
     blocked.write_text("")
-    assert probe("cache", blocked) == plain  # its directory cannot be made: no cache, same results
+    unwritable = probe("cache", blocked)  # its directory cannot be made: no cache, same results
+    unwritable.pop("added")
+    assert unwritable == plain
 
 
 @pytest.mark.unit
@@ -129,3 +135,22 @@ def test_a_generated_source_is_compiled_once_and_other_calls_pass_through(tmp_pa
     assert code.co_filename == "<codegen_decode:x_v0>"
     assert cache.compile("1 + 1", "<x>", "eval", dont_inherit=True) is not None  # flags: not cached
     assert len(cache._new) == 1
+
+
+@pytest.mark.unit
+def test_a_schema_of_another_package_is_always_read(tmp_path: Path) -> None:
+    """The broker's own definitions of the messages kafka-python lacks can change under the same name within one
+    kafka-python release, which names the file: they are never cached."""
+    cache = ProtocolCache(tmp_path / "c.bin")
+    reads: list[tuple[str, object]] = []
+
+    def original(msg_type: str, package: object = None) -> dict[str, object]:
+        reads.append((msg_type, package))
+        return {"name": msg_type, "version": len(reads)}
+
+    load_json = cache.load_json(original)
+    assert load_json("Share", "kafka_txn_broker.formats.messages")["version"] == 1
+    assert load_json("Share", "kafka_txn_broker.formats.messages")["version"] == 2  # read again: a change is seen
+    assert load_json("Metadata")["version"] == 3
+    assert load_json("Metadata")["version"] == 3  # kafka-python's own: read once
+    assert len(reads) == 3 and list(cache._new) == ["json:Metadata"]

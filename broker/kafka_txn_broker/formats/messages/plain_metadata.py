@@ -68,7 +68,8 @@ class MetadataAnswer:
 def _partitions(view: memoryview, pos: int, count: int, version: int) -> tuple[list[Partition], int]:
     """`count` partitions from `pos`: the hot loop (one pass per partition of the cluster), written flat."""
     flexible = version >= FLEXIBLE_FROM
-    head = _PARTITION_EPOCH if version >= 7 else _PARTITION
+    with_epoch = version >= 7
+    head = _PARTITION_EPOCH if with_epoch else _PARTITION
     unpack_head, head_size = head.unpack_from, head.size
     arrays = 3 if version >= 5 else 2  # replicas, in-sync replicas (, offline replicas)
     rows: list[Partition] = []
@@ -89,7 +90,7 @@ def _partitions(view: memoryview, pos: int, count: int, version: int) -> tuple[l
             pos += 4 * n
         if flexible:
             pos = pos + 1 if view[pos] == 0 else _skip_tags(view, pos)
-        if head is _PARTITION_EPOCH:
+        if with_epoch:
             error, index, leader, epoch = fields
         else:
             (error, index, leader), epoch = fields, -1
@@ -147,7 +148,7 @@ class _Reader:
             node_id, host, port = self.int32(), self.string(), self.int32()
             rack = self.nullable_string()
             self.tags()
-            out.brokers.append((node_id, host or "", port, rack))
+            out.brokers.append((node_id, host, port, rack))
         if self.version >= 2:
             out.cluster_id = self.nullable_string()
         out.controller_id = self.int32()
